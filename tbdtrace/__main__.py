@@ -1,0 +1,5 @@
+"""``python -m tbdtrace``: the same as the ``tbdtrace`` console script."""
+
+from tbdtrace.cli import main
+
+raise SystemExit(main())

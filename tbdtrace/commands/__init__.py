@@ -1,0 +1,1 @@
+"""Subcommands of the tbdtrace CLI; see tbdtrace/cli.py for the contract."""
