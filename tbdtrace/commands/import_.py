@@ -1,0 +1,41 @@
+"""``tbdtrace import FILE... --out DIR``: other profilers' files into a trace directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tbdtrace import importers, trace
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "import",
+        help="import profiler files (PyTorch/Kineto JSON, ...) into a trace directory",
+        description="Import one or more profiler files into one tbdtrace trace directory. "
+        "The format is detected from each file's content. Several Kineto files (one per "
+        "rank) become one trace with a rank column.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="input files (.json, .json.gz, ...)")
+    p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
+    p.add_argument("--format", choices=sorted(importers.FORMATS), default=None,
+                   help="skip detection and read the files as this format")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    tables, meta = importers.import_files(args.files, args.format)
+    out = trace.write(args.out, tables, meta)
+    counts = ", ".join(f"{n} {t}" for t, n in _counts(tables).items())
+    print(f"wrote {out} ({counts or 'no events'})", file=sys.stderr)
+    return 0
+
+
+def _counts(tables: dict) -> dict[str, int]:  # type: ignore[type-arg]
+    out = {}
+    for name, cols in tables.items():
+        n = cols.num_rows if hasattr(cols, "num_rows") else max(
+            (len(v) for v in cols.values()), default=0)
+        if n:
+            out[name] = n
+    return out

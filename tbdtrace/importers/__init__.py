@@ -1,0 +1,70 @@
+"""Importers: other profilers' files into tbdtrace tables.
+
+``detect(path)`` names the format of a file from its content; ``import_files(paths)``
+returns ``(tables, meta)`` ready for :func:`tbdtrace.trace.write`. Each format lives in
+its own module and exposes ``sniff(head: bytes) -> bool`` and ``import_files(paths)``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tbdtrace.errors import TraceError
+
+# Format name -> module; tried in order, the first whose sniff() accepts the file wins.
+FORMATS: dict[str, str] = {
+    "kineto": "tbdtrace.importers.kineto",
+}
+
+
+def _head(path: Path, n: int = 1 << 16) -> bytes:
+    try:
+        with path.open("rb") as f:
+            raw = f.read(n)
+        if raw[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as g:
+                try:
+                    return g.read(n)
+                except (OSError, EOFError):
+                    return b""
+        return raw
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror}); check the path") from e
+
+
+def detect(path: Path) -> str:
+    head = _head(path)
+    for fmt, modname in FORMATS.items():
+        mod = importlib.import_module(modname)
+        if mod.sniff(head):
+            return fmt
+    raise TraceError(
+        f"{path}: unrecognised file format; supported: {', '.join(FORMATS)} "
+        "(use --format to force one)"
+    )
+
+
+def import_files(
+    paths: Sequence[str | Path], fmt: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    files = [Path(p) for p in paths]
+    for p in files:
+        if not p.is_file():
+            raise TraceError(f"{p}: no such file; check the path")
+    if fmt is None:
+        kinds = {detect(p) for p in files}
+        if len(kinds) > 1:
+            raise TraceError(
+                f"{', '.join(map(str, files))}: files of different formats ({', '.join(kinds)}); "
+                "import them separately"
+            )
+        fmt = kinds.pop()
+    if fmt not in FORMATS:
+        raise TraceError(f"unknown format {fmt!r}; supported: {', '.join(FORMATS)}")
+    mod = importlib.import_module(FORMATS[fmt])
+    result: tuple[dict[str, Any], dict[str, Any]] = mod.import_files(files)
+    return result

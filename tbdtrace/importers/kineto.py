@@ -1,0 +1,358 @@
+"""Import PyTorch profiler (Kineto) Chrome-trace JSON into tbdtrace tables.
+
+Handles current and pre-1.10 category names (kernel/Kernel, gpu_memcpy/Memcpy,
+gpu_memset/Memset, cuda_runtime/Runtime, cpu_op/Operator), ROCm traces, CPU-only traces,
+traces without distributedInfo, ``baseTimeNanoseconds`` (newer Kineto writes times
+relative to it) and sub-microsecond timestamps.
+
+Times: Kineto writes microseconds, as integers or decimals. They are converted from the
+decimal *text* to integer nanoseconds (no float in between), so ``ts`` 1.5 is exactly
+1500 ns. Digits finer than 1 ns are rounded half to even.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Sequence
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from tbdtrace.errors import TraceError
+from tbdtrace.importers.columns import TableBuilder
+
+KERNEL_CATS = {"kernel", "Kernel"}
+MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
+MEMSET_CATS = {"gpu_memset", "Memset"}
+RUNTIME_CATS = {"cuda_runtime", "Runtime"}
+DRIVER_CATS = {"cuda_driver"}
+OP_CATS = {"cpu_op", "Operator", "python_function"}
+ANNOTATION_CATS = {"user_annotation", "gpu_user_annotation"}
+SYNC_CATS = {"cuda_sync"}
+
+_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+_MEMCPY_RE = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
+_MEMSET_RE = re.compile(r"^Memset \((\w+)\)")
+_SYNC_KINDS = {
+    "Event Sync": "event",
+    "Stream Sync": "stream",
+    "Context Sync": "context",
+    "Stream Wait Event": "stream_wait_event",
+}
+# c10::DeviceType values used in profiler memory events.
+_C10_DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "rocm"}
+_MEMORY_KIND = {
+    "Pageable": "pageable",
+    "Pinned": "pinned",
+    "Device": "device",
+    "Array": "array",
+    "Managed": "managed",
+}
+
+
+def us_to_ns(value: Any) -> int:
+    """Microseconds (int, or decimal text as parsed) to integer nanoseconds, exactly."""
+    if isinstance(value, int):
+        return value * 1000
+    if isinstance(value, str):
+        if "e" not in value and "E" not in value:
+            neg = value.startswith("-")
+            whole, _, frac = value.lstrip("-+").partition(".")
+            if len(frac) <= 3 and whole.isdigit() and (not frac or frac.isdigit()):
+                ns = int(whole) * 1000 + int((frac + "000")[:3])
+                return -ns if neg else ns
+        try:
+            return int((Decimal(value) * 1000).to_integral_value())
+        except InvalidOperation:
+            raise ValueError(f"not a number: {value!r}") from None
+    if isinstance(value, float):  # only from callers that already parsed floats
+        return int(Decimal(repr(value)) * 1000)
+    raise ValueError(f"not a time: {value!r}")
+
+
+def read_json(path: Path) -> Any:
+    """Parse a (possibly gzipped) JSON file keeping decimals as their text."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror}); check the path") from e
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise TraceError(
+                f"{path}: gzip data is truncated or corrupt ({e}); re-export the trace"
+            ) from e
+    # Invalid UTF-8 (seen in real traces in kernel and op names) becomes U+FFFD.
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text, parse_float=str)
+    except json.JSONDecodeError as e:
+        what = "truncated" if e.pos >= len(text.rstrip()) - 1 else "invalid"
+        raise TraceError(
+            f"{path}: {what} JSON at line {e.lineno} column {e.colno} ({e.msg}); "
+            "re-export the trace from the profiler"
+        ) from e
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        s = v.strip()
+        if s.lstrip("-").isdigit():
+            return int(s)
+        if s.startswith("stream "):
+            return _int(s[7:])
+    return None
+
+
+def _triple(v: Any) -> tuple[int | None, int | None, int | None]:
+    if isinstance(v, list) and len(v) == 3:
+        return _int(v[0]), _int(v[1]), _int(v[2])
+    return None, None, None
+
+
+class KinetoImporter:
+    """Accumulates the events of one or more Kineto files into column builders."""
+
+    def __init__(self) -> None:
+        self.t = {name: TableBuilder(name) for name in (
+            "kernels", "memcpy", "memset", "memory", "runtime", "ops", "markers", "steps",
+            "devices", "sync",
+        )}
+        self.meta_files: list[dict[str, Any]] = []
+        self.is_rocm = False
+
+    def add_file(self, path: Path, rank_if_unknown: int | None) -> None:
+        doc = read_json(path)
+        if isinstance(doc, list):
+            events = doc
+            doc = {}
+        elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+            events = doc["traceEvents"]
+        else:
+            raise TraceError(
+                f"{path}: no traceEvents list; this is not a PyTorch profiler (Kineto) trace"
+            )
+        dist = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+        rank = _int(dist.get("rank"))
+        if rank is None:
+            rank = rank_if_unknown
+        base = _int(doc.get("baseTimeNanoseconds")) or 0
+        devices = doc.get("deviceProperties") or []
+        rocm = any("AMD" in str(d.get("name", "")) for d in devices if isinstance(d, dict))
+        self.is_rocm = self.is_rocm or rocm
+        for d in devices:
+            if isinstance(d, dict):
+                self._device(d, rank, "rocm" if rocm else "cuda")
+        for i, ev in enumerate(events):
+            if not isinstance(ev, dict):
+                continue
+            try:
+                self._event(ev, base, rank, rocm)
+            except (ValueError, TypeError, KeyError) as e:
+                raise TraceError(
+                    f"{path}: event {i} ({str(ev.get('name'))[:60]!r}) is malformed ({e}); "
+                    "re-export the trace or report the file"
+                ) from e
+        self.meta_files.append({
+            "file": str(path),
+            "rank": rank,
+            "schemaVersion": doc.get("schemaVersion"),
+            "traceName": doc.get("traceName"),
+            "baseTimeNanoseconds": base,
+            "world_size": _int(dist.get("world_size")),
+            "backend": dist.get("backend"),
+            "deviceProperties": devices,
+            "events": len(events),
+        })
+
+    def _device(self, d: dict[str, Any], rank: int | None, device_type: str) -> None:
+        self.t["devices"].append(
+            device_id=_int(d.get("id")),
+            device_type=device_type,
+            rank=rank,
+            name=str(d.get("name", "unknown")),
+            sm_count=_int(d.get("numSms")),
+            compute_capability_major=_int(d.get("computeMajor")),
+            compute_capability_minor=_int(d.get("computeMinor")),
+            memory_bytes=_int(d.get("totalGlobalMem")),
+            max_threads_per_block=_int(d.get("maxThreadsPerBlock")),
+            shared_memory_per_block_bytes=_int(d.get("sharedMemPerBlock")),
+            registers_per_block=_int(d.get("regsPerBlock")),
+            warp_size=_int(d.get("warpSize")),
+        )
+
+    def _event(self, ev: dict[str, Any], base: int, rank: int | None, rocm: bool) -> None:
+        ph = ev.get("ph")
+        cat = ev.get("cat")
+        name = ev.get("name")
+        if ph == "i" and name == "[memory]":
+            self._memory(ev, base, rank)
+            return
+        if ph != "X" or "ts" not in ev:
+            return
+        start = base + us_to_ns(ev["ts"])
+        end = start + us_to_ns(ev.get("dur", 0))
+        args = ev.get("args") or {}
+        ext = _int(args.get("External id", args.get("external id")))
+        if cat in KERNEL_CATS:
+            gx, gy, gz = _triple(args.get("grid"))
+            bx, by, bz = _triple(args.get("block"))
+            self.t["kernels"].append(
+                start_ns=start, end_ns=end,
+                device_id=_int(args.get("device", ev.get("pid"))),
+                device_type="rocm" if rocm else "cuda",
+                stream_id=_int(args.get("stream", ev.get("tid"))),
+                context_id=_int(args.get("context")),
+                correlation_id=_int(args.get("correlation")),
+                external_id=ext, rank=rank, name=str(name),
+                grid_x=gx, grid_y=gy, grid_z=gz, block_x=bx, block_y=by, block_z=bz,
+                registers_per_thread=_int(args.get("registers per thread")),
+                static_shared_bytes=_int(args.get("shared memory")),
+            )
+        elif cat in MEMCPY_CATS:
+            m = _MEMCPY_RE.match(str(name))
+            self.t["memcpy"].append(
+                start_ns=start, end_ns=end,
+                device_id=_int(args.get("device", ev.get("pid"))),
+                device_type="rocm" if rocm else "cuda",
+                stream_id=_int(args.get("stream", ev.get("tid"))),
+                context_id=_int(args.get("context")),
+                correlation_id=_int(args.get("correlation")),
+                external_id=ext, rank=rank, bytes=_int(args.get("bytes")) or 0,
+                copy_kind=m.group(1) if m else None,
+                src_kind=_MEMORY_KIND.get(m.group(2), "unknown") if m else None,
+                dst_kind=_MEMORY_KIND.get(m.group(3), "unknown") if m else None,
+            )
+        elif cat in MEMSET_CATS:
+            m = _MEMSET_RE.match(str(name))
+            self.t["memset"].append(
+                start_ns=start, end_ns=end,
+                device_id=_int(args.get("device", ev.get("pid"))),
+                device_type="rocm" if rocm else "cuda",
+                stream_id=_int(args.get("stream", ev.get("tid"))),
+                context_id=_int(args.get("context")),
+                correlation_id=_int(args.get("correlation")),
+                external_id=ext, rank=rank, bytes=_int(args.get("bytes")) or 0,
+                memory_kind=_MEMORY_KIND.get(m.group(1), "unknown") if m else None,
+            )
+        elif cat in RUNTIME_CATS or cat in DRIVER_CATS:
+            self.t["runtime"].append(
+                start_ns=start, end_ns=end, pid=_int(ev.get("pid")), tid=_int(ev.get("tid")),
+                rank=rank, correlation_id=_int(args.get("correlation")), external_id=ext,
+                name=str(name), api="driver" if cat in DRIVER_CATS else "runtime",
+                cbid=_int(args.get("cbid")),
+            )
+        elif cat in SYNC_CATS:
+            kind = args.get("cuda_sync_kind", name)
+            self.t["sync"].append(
+                start_ns=start, end_ns=end, device_id=_int(args.get("device")),
+                stream_id=_int(args.get("stream")), context_id=_int(args.get("context")),
+                correlation_id=_int(args.get("correlation")), pid=_int(ev.get("pid")),
+                tid=_int(ev.get("tid")), rank=rank,
+                sync_kind=_SYNC_KINDS.get(str(kind), "unknown"),
+            )
+        elif cat in OP_CATS or cat in ANNOTATION_CATS:
+            self._host_range(ev, cat, start, end, ext, rank)
+
+    def _host_range(
+        self, ev: dict[str, Any], cat: str, start: int, end: int, ext: int | None,
+        rank: int | None,
+    ) -> None:
+        name = str(ev.get("name"))
+        args = ev.get("args") or {}
+        pid, tid = _int(ev.get("pid")), _int(ev.get("tid"))
+        on_gpu = cat == "gpu_user_annotation"
+        step = _STEP_RE.match(name)
+        if step and not on_gpu:
+            self.t["steps"].append(
+                step=int(step.group(1)), start_ns=start, end_ns=end, pid=pid, rank=rank,
+                source="profiler_step",
+            )
+        if cat in ANNOTATION_CATS or step:
+            self.t["markers"].append(
+                start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank,
+                device_id=_int(args.get("device", pid)) if on_gpu else None,
+                name=name, domain=cat, kind="range", marker_id=ext,
+            )
+            return
+        self.t["ops"].append(
+            start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank, external_id=ext,
+            name=name, category=cat, sequence_number=_int(args.get("Sequence number")),
+            input_shapes=_compact(args.get("Input Dims")),
+            input_dtypes=_compact(args.get("Input type")),
+            flops=_int(args.get("flops")),
+        )
+
+    def _memory(self, ev: dict[str, Any], base: int, rank: int | None) -> None:
+        args = ev.get("args") or {}
+        nbytes = _int(args.get("Bytes"))
+        if nbytes is None or "ts" not in ev:
+            return
+        dev_type = _C10_DEVICE_TYPES.get(_int(args.get("Device Type")) or 0, "cuda")
+        addr = _int(args.get("Addr"))
+        self.t["memory"].append(
+            ts_ns=base + us_to_ns(ev["ts"]),
+            action="alloc" if nbytes >= 0 else "free",
+            level="allocated",
+            bytes=abs(nbytes),
+            address=addr if addr is not None and addr >= 0 else None,
+            device_id=_int(args.get("Device Id")),
+            device_type=dev_type,
+            pid=_int(ev.get("pid")),
+            tid=_int(ev.get("tid")),
+            rank=rank,
+            total_allocated_bytes=_int(args.get("Total Allocated")),
+            total_reserved_bytes=_int(args.get("Total Reserved")),
+        )
+
+
+def _compact(v: Any) -> str | None:
+    if v is None:
+        return None
+    return json.dumps(v, separators=(",", ":"))
+
+
+def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read Kineto files; returns (tables as column mappings, meta) for trace.write.
+
+    Several files (one per rank) become one trace; each row keeps its file's rank
+    (distributedInfo.rank, else the file's position in ``paths``).
+    """
+    imp = KinetoImporter()
+    files = [Path(p) for p in paths]
+    for i, p in enumerate(files):
+        imp.add_file(p, rank_if_unknown=i if len(files) > 1 else None)
+    tables = {name: b.columns() for name, b in imp.t.items() if len(b)}
+    starts = [min(b.column_values("start_ns")) for n, b in imp.t.items()
+              if len(b) and "start_ns" in b.names]
+    ranks = sorted({m["rank"] for m in imp.meta_files if m["rank"] is not None})
+    meta = {
+        "source": "kineto",
+        "framework": "pytorch",
+        "source_files": [str(p) for p in files],
+        "ranks": ranks,
+        "start_time_ns": min(starts) if starts else None,
+        "clock": "CLOCK_REALTIME",
+        "clock_offset_ns": imp.meta_files[0]["baseTimeNanoseconds"] if imp.meta_files else 0,
+        "devices": [d for m in imp.meta_files for d in m["deviceProperties"]],
+        "extra": {"files": [
+            {k: v for k, v in m.items() if k != "deviceProperties"} for m in imp.meta_files
+        ], "rocm": imp.is_rocm},
+    }
+    return tables, meta
+
+
+def sniff(head: bytes) -> bool:
+    """Chrome-trace JSON as Kineto writes it."""
+    text = head.lstrip()
+    return text[:1] in (b"{", b"[") and (
+        b'"traceEvents"' in head or b'"schemaVersion"' in head or b'"ph"' in head
+    )

@@ -1,0 +1,61 @@
+"""Interval arithmetic on int64 nanosecond intervals, vectorized with numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+I64Array = npt.NDArray[np.int64]
+
+
+def merge(starts: npt.ArrayLike, ends: npt.ArrayLike) -> tuple[I64Array, I64Array]:
+    """Union of half-open intervals [start, end) as sorted, disjoint intervals.
+
+    Overlapping and adjacent intervals merge; zero-length intervals add nothing.
+    """
+    s = np.asarray(starts, dtype=np.int64)
+    e = np.asarray(ends, dtype=np.int64)
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if s.size == 0:
+        return s, e
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    run_end = np.maximum.accumulate(e)
+    # A new merged interval begins where the start lies beyond every earlier end.
+    new = np.empty(s.size, dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > run_end[:-1]
+    idx = np.flatnonzero(new)
+    merged_s = s[idx]
+    merged_e = run_end[np.append(idx[1:] - 1, s.size - 1)]
+    return merged_s, merged_e
+
+
+def union_length(starts: npt.ArrayLike, ends: npt.ArrayLike) -> int:
+    """Total length covered by the union of the intervals, in the input's unit."""
+    ms, me = merge(starts, ends)
+    return int((me - ms).sum())
+
+
+def span(starts: npt.ArrayLike, ends: npt.ArrayLike) -> int:
+    """Last end minus first start (0 when empty)."""
+    s = np.asarray(starts, dtype=np.int64)
+    e = np.asarray(ends, dtype=np.int64)
+    if s.size == 0:
+        return 0
+    return int(e.max() - s.min())
+
+
+def overlap_length(
+    a_starts: npt.ArrayLike, a_ends: npt.ArrayLike, b_starts: npt.ArrayLike, b_ends: npt.ArrayLike
+) -> int:
+    """Length of (union of A) intersected with (union of B)."""
+    a_s, a_e = merge(a_starts, a_ends)
+    b_s, b_e = merge(b_starts, b_ends)
+    if a_s.size == 0 or b_s.size == 0:
+        return 0
+    # |A ∩ B| = |A| + |B| - |A ∪ B|
+    both_s = np.concatenate([a_s, b_s])
+    both_e = np.concatenate([a_e, b_e])
+    return int((a_e - a_s).sum() + (b_e - b_s).sum()) - union_length(both_s, both_e)

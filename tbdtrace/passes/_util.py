@@ -1,0 +1,55 @@
+"""Helpers shared by passes: device keys, dictionary columns to codes."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def int_column(tbl: pa.Table, name: str, fill: int = -1) -> npt.NDArray[np.int64]:
+    """An integer column as int64 numpy, nulls replaced by ``fill``."""
+    col = tbl.column(name)
+    if col.null_count:
+        col = pc.fill_null(col, fill)
+    return np.asarray(col.to_numpy(), dtype=np.int64)
+
+
+def dict_codes(tbl: pa.Table, name: str) -> tuple[npt.NDArray[np.int64], list[str | None]]:
+    """A dictionary string column as (codes, labels); null maps to its own label None."""
+    col = tbl.column(name)
+    if col.num_chunks == 0:
+        return np.zeros(0, dtype=np.int64), []
+    arr = pa.chunked_array(col.chunks, col.type).unify_dictionaries().combine_chunks() \
+        if col.num_chunks > 1 else col.chunk(0)
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    labels: list[str | None] = arr.dictionary.to_pylist()
+    idx = arr.indices
+    if idx.null_count:
+        labels.append(None)
+        idx = pc.fill_null(idx, len(labels) - 1)
+    return np.asarray(idx.to_numpy(), dtype=np.int64), labels
+
+
+def device_keys(tbl: pa.Table) -> npt.NDArray[np.int64]:
+    """One int64 key per row for (rank, device_type, device_id); see decode_device_key."""
+    rank = int_column(tbl, "rank") + 1
+    dev = int_column(tbl, "device_id") + 1
+    codes, labels = dict_codes(tbl, "device_type")
+    # Map device_type labels to fixed small ints so keys agree across tables.
+    types = np.array([_TYPE_CODE.get(lbl or "", 0) for lbl in labels], dtype=np.int64)
+    t = types[codes] if codes.size else np.zeros(0, dtype=np.int64)
+    return (rank << 40) | (t << 32) | dev
+
+
+_TYPE_CODE = {"": 0, "cuda": 1, "rocm": 2, "cpu": 3}
+_CODE_TYPE = {v: k for k, v in _TYPE_CODE.items()}
+
+
+def decode_device_key(key: int) -> tuple[int | None, str | None, int | None]:
+    rank = (key >> 40) - 1
+    t = (key >> 32) & 0xFF
+    dev = (key & 0xFFFFFFFF) - 1
+    return (None if rank < 0 else rank, _CODE_TYPE.get(t) or None, None if dev < 0 else dev)

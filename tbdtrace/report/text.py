@@ -1,0 +1,21 @@
+"""Text rendering of a report document with rich."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from tbdtrace.report.build import SECTIONS, ReportOptions
+
+
+def render(doc: dict[str, Any], opts: ReportOptions, console: Console | None = None) -> None:
+    # Pipes and CI logs get a wide fixed width so tables keep their columns.
+    con = console or Console(width=None if sys.stdout.isatty() else 160)
+    tr = doc["trace"]
+    bits = [f"{k}={tr[k]}" for k in ("source", "backend", "framework", "workload") if tr.get(k)]
+    con.print(f"[bold]tbdtrace report[/bold]: {tr['path']}  ({', '.join(bits)})")
+    for s in SECTIONS:
+        if s.render_text is not None and s.key in doc:
+            s.render_text(con, doc[s.key], opts)
