@@ -91,7 +91,7 @@ class _Nvtx:
                 h = ctypes.CDLL(lib)
                 push = h.nvtxRangePushA
                 push.argtypes = [ctypes.c_char_p]
-                return cls(lambda s: push(s.encode()), h.nvtxRangePop)
+                return cls(lambda s, push=push: push(s.encode()), h.nvtxRangePop)
             except (OSError, AttributeError):
                 continue
         return cls(None, None)
@@ -160,24 +160,28 @@ def train(
     args: HarnessArgs,
     step_fn: Callable[[int], float],
     sync: Callable[[], None] = lambda: None,
+    samples_per_step: int | None = None,
 ) -> StepRecorder:
     """Run ``args.warmup + args.steps`` iterations of ``step_fn(i) -> loss``.
 
     ``sync`` waits for the device (e.g. torch.cuda.synchronize) so a step's end time
-    covers its GPU work. Prints one summary line and returns the recorder.
+    covers its GPU work. ``samples_per_step`` is what one step processes when that is not
+    the batch size (e.g. A3C: workers x rollout frames); default ``args.batch_size``.
+    Prints one summary line and returns the recorder.
     """
     rec = StepRecorder(model, framework)
     total = args.warmup + args.steps
+    samples = args.batch_size if samples_per_step is None else samples_per_step
     try:
         for i in range(total):
             warm = i < args.warmup
-            with rec.step(i, args.batch_size, warm) as r:
+            with rec.step(i, samples, warm) as r:
                 r["loss"] = float(step_fn(i))
                 sync()
     finally:
         rec.close()
     measured_s = sum(rec.durations_ns) / 1e9
-    rate = args.steps * args.batch_size / measured_s if measured_s > 0 else float("nan")
+    rate = args.steps * samples / measured_s if measured_s > 0 else float("nan")
     print(
         f"{model} {framework} size={args.size} batch={args.batch_size} steps={args.steps} "
         f"loss_first={rec.losses[0]:.6g} loss_last={rec.losses[-1]:.6g} "
