@@ -1,0 +1,1 @@
+"""The TBD workloads on PyTorch, one module per model (``python -m workloads.pytorch.<model>``)."""

@@ -1,0 +1,99 @@
+"""What every PyTorch workload shares: device choice, seeding, the training loop hookup and
+synthetic, learnable data.
+
+Synthetic data is made on the training device from a seeded generator, so nothing is read
+or downloaded at run time and the input pipeline does not dominate the trace.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Callable
+
+import torch
+
+from workloads import harness
+
+FRAMEWORK = "pytorch"
+
+
+def device_for(args: harness.HarnessArgs) -> torch.device:
+    """``--device auto`` is cuda when available, else cpu; an unusable cuda exits 1."""
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("workloads: --device cuda but no CUDA device is visible to PyTorch; "
+              "use --device cpu or auto", file=sys.stderr)
+        raise SystemExit(1)
+    if args.device == "cpu" or not torch.cuda.is_available():
+        return torch.device("cpu")
+    return torch.device("cuda")
+
+
+def seed_all(seed: int) -> torch.Generator:
+    """Seed Python and torch RNGs; return a CPU generator for the synthetic data."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+    gen = torch.Generator()
+    gen.manual_seed(seed + 1)
+    return gen
+
+
+def setup(args: harness.HarnessArgs) -> tuple[torch.device, torch.Generator]:
+    """Device and data generator for a run (models are built after this, so seeded)."""
+    return device_for(args), seed_all(args.seed)
+
+
+def run(
+    model: str,
+    args: harness.HarnessArgs,
+    device: torch.device,
+    step_fn: Callable[[int], float],
+    samples_per_step: int | None = None,
+) -> harness.StepRecorder:
+    """Train through the harness; steps end after the device finishes their work."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    return harness.train(model, FRAMEWORK, args, step_fn, sync, samples_per_step)
+
+
+def class_templates(
+    n_classes: int, channels: int, size: int, gen: torch.Generator
+) -> torch.Tensor:
+    """One smooth random image per class, ``[n_classes, channels, size, size]``, in [-1, 1].
+
+    Upsampled from a 4x4 grid, so classes differ in coarse layout and colour, which
+    convolutional nets pick up within a few steps.
+    """
+    coarse = torch.rand(n_classes, channels, 4, 4, generator=gen) * 2 - 1
+    return torch.nn.functional.interpolate(coarse, size=(size, size), mode="bilinear",
+                                           align_corners=False)
+
+
+def image_batch(
+    templates: torch.Tensor, batch: int, gen: torch.Generator, noise: float = 0.5
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Images = class template + Gaussian noise; returns (images, labels) on the CPU."""
+    labels = torch.randint(0, templates.shape[0], (batch,), generator=gen)
+    x = templates[labels] + noise * torch.randn(
+        (batch, *templates.shape[1:]), generator=gen)
+    return x, labels
+
+
+def translation_batch(
+    batch: int, min_len: int, max_len: int, vocab: int, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A reversal task: target = source reversed with each token shifted by one.
+
+    Token ids: 0 = pad, 1 = begin, 2 = end, 3.. = words. Returns (src [B, S], src_len [B],
+    tgt [B, T], tgt_len [B]); tgt starts with begin and ends with end, padded with 0.
+    """
+    words = vocab - 3
+    lens = torch.randint(min_len, max_len + 1, (batch,), generator=gen)
+    src = torch.zeros(batch, max_len, dtype=torch.long)
+    tgt = torch.zeros(batch, max_len + 2, dtype=torch.long)
+    for i, n in enumerate(lens.tolist()):
+        toks = torch.randint(0, words, (n,), generator=gen)
+        src[i, :n] = toks + 3
+        tgt[i, 0] = 1
+        tgt[i, 1 : n + 1] = (toks.flip(0) + 1) % words + 3
+        tgt[i, n + 1] = 2
+    return src, lens, tgt, lens + 2

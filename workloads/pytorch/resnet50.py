@@ -1,0 +1,61 @@
+"""ResNet-50 image classification (torchvision, no pretrained weights), TBD's CNN workload.
+
+Sizes: tiny = 64 px, 10 classes, batch 4; small = 128 px, 100 classes, batch 16;
+paper = 224 px, 1000 classes (ImageNet-1k), batch 32. SGD with momentum 0.9 and weight
+decay 1e-4; lr 0.1 per 256 images scaled to the batch (0.0125 at 32), lower at tiny so that
+a from-scratch net with batch-norm over 4 images stays stable.
+Data: class templates + noise (see :func:`_common.image_batch`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torchvision
+
+from workloads import harness
+from workloads.pytorch import _common
+
+MODEL = "resnet50"
+
+
+@dataclass(frozen=True)
+class Config:
+    image_px: int  # input height = width
+    classes: int  # output classes
+    lr: float  # SGD learning rate
+
+
+CONFIGS = {
+    "tiny": Config(64, 10, 0.001),
+    "small": Config(128, 100, 0.005),
+    "paper": Config(224, 1000, 0.0125),
+}
+BATCH = {"tiny": 4, "small": 16, "paper": 32}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
+    cfg = CONFIGS[args.size]
+    device, gen = _common.setup(args)
+    net = torchvision.models.resnet50(weights=None, num_classes=cfg.classes).to(device)
+    opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.9, weight_decay=1e-4)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    templates = _common.class_templates(cfg.classes, 3, cfg.image_px, gen)
+    net.train()
+
+    def step(_: int) -> float:
+        x, y = _common.image_batch(templates, args.batch_size, gen)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    _common.run(MODEL, args, device, step)
+
+
+if __name__ == "__main__":
+    main()

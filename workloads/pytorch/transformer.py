@@ -1,0 +1,119 @@
+"""Transformer NMT (torch.nn.Transformer), TBD's tensor2tensor ``transformer_base`` workload.
+
+Architecture: source and target embeddings scaled by sqrt(d_model) plus sinusoidal
+positions -> nn.Transformer (post-norm encoder-decoder, causal target mask, padding masks)
+-> projection to the target vocabulary. Loss: cross-entropy with label smoothing 0.1
+(padding ignored). Adam (beta 0.9, 0.98, eps 1e-9) with the inverse-square-root warm-up
+schedule of "Attention Is All You Need".
+
+Sizes: tiny = d_model 32, 2 heads, 2+2 layers, ff 64, vocab 32, 4-8 tokens, batch 4;
+small = d_model 256, 4 heads, 3+3 layers, ff 1024, vocab 8000, 10-30 tokens, batch 32;
+paper = transformer_base: d_model 512, 8 heads, 6+6 layers, ff 2048, dropout 0.1, vocab
+32768 (WMT En-De 32k subwords), sentences up to 32 tokens, batch 64 (about t2t's 2048
+tokens per batch). Data: a reversal task (:func:`_common.translation_batch`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from workloads import harness
+from workloads.pytorch import _common
+
+MODEL = "transformer"
+
+
+@dataclass(frozen=True)
+class Config:
+    vocab: int  # shared source/target vocabulary (0..2 = pad, begin, end)
+    d_model: int  # model width
+    heads: int  # attention heads
+    layers: int  # encoder layers (= decoder layers)
+    ff: int  # feed-forward width
+    min_len: int  # shortest source sentence, tokens
+    max_len: int  # longest source sentence, tokens
+    warmup_steps: int  # learning-rate warm-up, optimizer steps
+
+
+CONFIGS = {
+    "tiny": Config(32, 32, 2, 2, 64, 4, 8, 10),
+    "small": Config(8000, 256, 4, 3, 1024, 10, 30, 400),
+    "paper": Config(32768, 512, 8, 6, 2048, 10, 32, 4000),
+}
+BATCH = {"tiny": 4, "small": 32, "paper": 64}
+LABEL_SMOOTHING = 0.1
+DROPOUT = 0.1
+
+
+def sinusoids(length: int, d_model: int) -> torch.Tensor:
+    """Sinusoidal position encodings ``[length, d_model]``."""
+    pos = torch.arange(length, dtype=torch.float32)[:, None]
+    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32)
+                    * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(length, d_model)
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div)
+    return pe
+
+
+class TransformerNMT(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.scale = math.sqrt(cfg.d_model)
+        self.src_emb = nn.Embedding(cfg.vocab, cfg.d_model, padding_idx=0)
+        self.tgt_emb = nn.Embedding(cfg.vocab, cfg.d_model, padding_idx=0)
+        self.register_buffer("pe", sinusoids(cfg.max_len + 2, cfg.d_model), persistent=False)
+        self.drop = nn.Dropout(DROPOUT)
+        self.core = nn.Transformer(
+            d_model=cfg.d_model, nhead=cfg.heads, num_encoder_layers=cfg.layers,
+            num_decoder_layers=cfg.layers, dim_feedforward=cfg.ff, dropout=DROPOUT,
+            batch_first=True)
+        self.out = nn.Linear(cfg.d_model, cfg.vocab)
+
+    def _embed(self, emb: nn.Embedding, tokens: torch.Tensor) -> torch.Tensor:
+        return self.drop(emb(tokens) * self.scale + self.pe[: tokens.shape[1]])
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Logits ``[B, T, vocab]`` for the teacher-forced target input."""
+        t = tgt_in.shape[1]
+        causal = torch.ones(t, t, dtype=torch.bool, device=src.device).triu(1)
+        src_pad, tgt_pad = src == 0, tgt_in == 0
+        h = self.core(self._embed(self.src_emb, src), self._embed(self.tgt_emb, tgt_in),
+                      tgt_mask=causal, src_key_padding_mask=src_pad,
+                      tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad,
+                      tgt_is_causal=True)
+        return self.out(h)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
+    cfg = CONFIGS[args.size]
+    device, gen = _common.setup(args)
+    net = TransformerNMT(cfg).to(device)
+    opt = torch.optim.Adam(net.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: cfg.d_model ** -0.5 * min(
+        (i + 1) ** -0.5, (i + 1) * cfg.warmup_steps ** -1.5))
+    loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=LABEL_SMOOTHING)
+    net.train()
+
+    def step(_: int) -> float:
+        src, _, tgt, _ = _common.translation_batch(
+            args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, gen)
+        src, tgt = src.to(device), tgt.to(device)
+        opt.zero_grad(set_to_none=True)
+        logits = net(src, tgt[:, :-1])
+        loss = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss.item()
+
+    _common.run(MODEL, args, device, step)
+
+
+if __name__ == "__main__":
+    main()
