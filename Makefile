@@ -40,7 +40,7 @@ format: $(VENV)/.stamp
 	$(PY) -m ruff format tbdtrace tests workloads bench
 
 docs: $(VENV)/.stamp
-	$(PY) -m tbdtrace.schema > docs/TRACE_FORMAT.md
+	$(PY) -c "import sys, tbdtrace.schema as s; sys.stdout.write(s.render_markdown())" > docs/TRACE_FORMAT.md
 
 clean:
 	rm -rf build out tbdtrace/*.so

@@ -4,7 +4,7 @@ A trace is a directory holding one Arrow IPC file per table (``<table>.arrow``) 
 ``meta.json``. This module is the single source of truth for the tables, their columns
 (name, Arrow type, unit, doc) and the enumerations used in string columns. The C++
 collector's column layout is checked against it by a test, and ``docs/TRACE_FORMAT.md``
-is generated from it (``python -m tbdtrace.schema > docs/TRACE_FORMAT.md``; a test keeps
+is generated from it (``make docs``; a test keeps
 the file in step).
 
 Conventions:

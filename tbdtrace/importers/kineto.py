@@ -91,7 +91,7 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(text, parse_float=str)
     except json.JSONDecodeError as e:
-        what = "truncated" if e.pos >= len(text.rstrip()) - 1 else "invalid"
+        what = "truncated" if e.pos >= len(text.rstrip()) else "invalid"
         raise TraceError(
             f"{path}: {what} JSON at line {e.lineno} column {e.colno} ({e.msg}); "
             "re-export the trace from the profiler"

@@ -1,0 +1,50 @@
+"""The CLI surface: help on every command, usage errors, the console script."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tbdtrace.cli import build_parser
+
+
+def _commands() -> list[str]:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return sorted(sub.choices)
+
+
+def test_core_commands_exist():
+    assert {"import", "info", "report"} <= set(_commands())
+
+
+@pytest.mark.parametrize("cmd", _commands())
+def test_help_on_every_command(cmd):
+    r = subprocess.run([sys.executable, "-m", "tbdtrace", cmd, "--help"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "usage: tbdtrace" in r.stdout
+
+
+def test_no_command_prints_help_exit_2():
+    r = subprocess.run([sys.executable, "-m", "tbdtrace"], capture_output=True, text=True)
+    assert r.returncode == 2 and "COMMAND" in r.stdout
+
+
+def test_report_on_missing_trace_is_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "tbdtrace", "report", str(tmp_path / "x")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr.count("\n") == 1 and "not a trace directory" in r.stderr
+
+
+def test_console_script_matches_module(tmp_path):
+    exe = Path(sys.executable).parent / "tbdtrace"
+    if not exe.exists():
+        pytest.skip("tbdtrace is not installed as a console script in this environment")
+    a = subprocess.run([str(exe), "--version"], capture_output=True, text=True)
+    b = subprocess.run([sys.executable, "-m", "tbdtrace", "--version"],
+                       capture_output=True, text=True)
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout
