@@ -65,16 +65,20 @@ def scenes(cfg: Config, colours: torch.Tensor, batch: int, gen: torch.Generator
     return images, targets
 
 
+def build_model(cfg: Config) -> torch.nn.Module:
+    """fasterrcnn_resnet50_fpn with no pretrained weights (so plain, trainable batch-norm)."""
+    return torchvision.models.detection.fasterrcnn_resnet50_fpn(
+        weights=None, weights_backbone=None, num_classes=cfg.classes + 1,
+        min_size=cfg.min_size, max_size=cfg.max_size,
+        rpn_pre_nms_top_n_train=cfg.rpn_pre_nms, rpn_post_nms_top_n_train=cfg.rpn_post_nms,
+        box_batch_size_per_image=cfg.roi_samples)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
     cfg = CONFIGS[args.size]
     device, gen = _common.setup(args)
-    net = torchvision.models.detection.fasterrcnn_resnet50_fpn(
-        weights=None, weights_backbone=None, num_classes=cfg.classes + 1,
-        min_size=cfg.min_size, max_size=cfg.max_size,
-        rpn_pre_nms_top_n_train=cfg.rpn_pre_nms, rpn_post_nms_top_n_train=cfg.rpn_post_nms,
-        box_batch_size_per_image=cfg.roi_samples,
-    ).to(device)
+    net = build_model(cfg).to(device)
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.SGD(params, lr=cfg.lr, momentum=0.9, weight_decay=1e-4)
     colours = torch.rand(cfg.classes, 3, generator=gen)

@@ -37,13 +37,17 @@ BATCH = {"tiny": 2, "small": 8, "paper": 32}
 AUX_WEIGHT = 0.4
 
 
+def build_model(cfg: Config) -> torch.nn.Module:
+    """torchvision's Inception-v3, randomly initialised (its truncated-normal init)."""
+    return torchvision.models.inception_v3(
+        weights=None, num_classes=cfg.classes, aux_logits=cfg.aux_logits, init_weights=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
     cfg = CONFIGS[args.size]
     device, gen = _common.setup(args)
-    net = torchvision.models.inception_v3(
-        weights=None, num_classes=cfg.classes, aux_logits=cfg.aux_logits, init_weights=True
-    ).to(device)
+    net = build_model(cfg).to(device)
     opt = torch.optim.RMSprop(net.parameters(), lr=cfg.lr, alpha=0.9, momentum=0.9, eps=1.0,
                               weight_decay=4e-5)
     loss_fn = torch.nn.CrossEntropyLoss()

@@ -35,11 +35,16 @@ CONFIGS = {
 BATCH = {"tiny": 4, "small": 16, "paper": 32}
 
 
+def build_model(cfg: Config) -> torch.nn.Module:
+    """torchvision's ResNet-50, randomly initialised, ``cfg.classes`` outputs."""
+    return torchvision.models.resnet50(weights=None, num_classes=cfg.classes)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
     cfg = CONFIGS[args.size]
     device, gen = _common.setup(args)
-    net = torchvision.models.resnet50(weights=None, num_classes=cfg.classes).to(device)
+    net = build_model(cfg).to(device)
     opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.9, weight_decay=1e-4)
     loss_fn = torch.nn.CrossEntropyLoss()
     templates = _common.class_templates(cfg.classes, 3, cfg.image_px, gen)

@@ -1,0 +1,58 @@
+"""Run a workload as a subprocess and read its steps file (independently of the harness).
+
+The reader below parses the JSON Lines the harness documents (workloads/harness.py) with
+nothing but ``json``, so the tests check the file format, not the harness's own code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    stderr: str
+    records: list[dict]
+
+
+def run_workload(module: str, tmp_path: Path, *args: str, python: str = sys.executable,
+                 timeout_s: float = 240) -> Run:
+    """``python -m module args`` from the repo root with TBDTRACE_STEPS_FILE set."""
+    steps = tmp_path / "steps.jsonl"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, TBDTRACE_STEPS_FILE=str(steps), PYTHONPATH=str(REPO))
+    p = subprocess.run([python, "-m", module, *args], cwd=REPO, env=env, text=True,
+                       capture_output=True, timeout=timeout_s)
+    records = []
+    if steps.exists():
+        records = [json.loads(line) for line in steps.read_text().splitlines() if line.strip()]
+    return Run(p.returncode, p.stderr, records)
+
+
+def check_trained(run: Run, model: str, framework: str, steps: int, warmup: int,
+                  samples: int) -> None:
+    """The contract every workload meets at --size tiny."""
+    assert run.returncode == 0, run.stderr[-3000:]
+    recs = run.records
+    assert [r["step"] for r in recs] == list(range(warmup + steps))
+    assert [r["warmup"] for r in recs] == [True] * warmup + [False] * steps
+    assert all(r["samples"] == samples for r in recs)
+    assert all(r["model"] == model and r["framework"] == framework for r in recs)
+    assert len({r["pid"] for r in recs}) == 1
+    for r in recs:
+        assert isinstance(r["start_ns"], int) and isinstance(r["end_ns"], int)
+        assert r["start_ns"] < r["end_ns"]
+    for a, b in zip(recs, recs[1:], strict=False):
+        assert a["end_ns"] <= b["start_ns"], "steps overlap"
+    losses = [r["loss"] for r in recs]
+    assert all(isinstance(x, float) and math.isfinite(x) for x in losses), losses
+    assert len(set(losses)) > 1, f"loss did not change: {losses}"

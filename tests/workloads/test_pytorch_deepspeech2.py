@@ -1,0 +1,28 @@
+"""workloads.pytorch.deepspeech2 trains at --size tiny and marks its steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.workloads.runner import check_trained, run_workload
+
+MODULE = "workloads.pytorch.deepspeech2"
+
+
+def test_tiny_trains_and_records_steps(tmp_path: Path) -> None:
+    run = run_workload(MODULE, tmp_path, "--size", "tiny", "--steps", "2", "--warmup", "1",
+                       "--device", "cpu", "--seed", "0")
+    # tiny batch: 2 utterances
+    check_trained(run, "deepspeech2", "pytorch", steps=2, warmup=1, samples=2)
+
+
+def test_output_is_ctc_layout_at_half_frame_rate() -> None:
+    import torch
+
+    from workloads.pytorch import deepspeech2
+
+    cfg = deepspeech2.CONFIGS["tiny"]
+    net = deepspeech2.DeepSpeech2(cfg).eval()
+    out = net(torch.randn(3, 1, cfg.freq_bins, 21))
+    assert out.shape == (11, 3, deepspeech2.CHARS)  # ceil(21 / 2) frames
+    assert torch.allclose(out.exp().sum(-1), torch.ones(11, 3), atol=1e-5)

@@ -1,0 +1,66 @@
+"""The harness options, exercised through a real PyTorch workload (WGAN, the fastest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.workloads.runner import check_trained, run_workload
+
+MODULE = "workloads.pytorch.wgan"
+
+
+def _losses(tmp_path: Path, seed: int) -> list[float]:
+    run = run_workload(MODULE, tmp_path, "--steps", "2", "--warmup", "0", "--device", "cpu",
+                       "--seed", str(seed))
+    assert run.returncode == 0, run.stderr
+    return [r["loss"] for r in run.records]
+
+
+def test_batch_size_and_warmup_are_honoured(tmp_path: Path) -> None:
+    run = run_workload(MODULE, tmp_path, "--batch-size", "3", "--steps", "3", "--warmup", "2",
+                       "--device", "cpu")
+    check_trained(run, "wgan", "pytorch", steps=3, warmup=2, samples=3)
+    assert "samples_per_s=" in run.stderr
+
+
+def test_seed_makes_runs_repeatable(tmp_path: Path) -> None:
+    a = _losses(tmp_path / "a", 7)
+    b = _losses(tmp_path / "b", 7)
+    c = _losses(tmp_path / "c", 8)
+    assert a == b
+    assert a != c
+
+
+def test_no_steps_file_still_trains(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.workloads.runner import REPO
+
+    env = {k: v for k, v in os.environ.items() if k != "TBDTRACE_STEPS_FILE"}
+    p = subprocess.run([sys.executable, "-m", MODULE, "--steps", "1", "--device", "cpu"],
+                       cwd=REPO, env=env, text=True, capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "wgan pytorch size=tiny batch=8 steps=1" in p.stderr
+
+
+@pytest.mark.parametrize("bad", [["--steps", "0"], ["--batch-size", "0"], ["--size", "huge"]])
+def test_bad_options_are_usage_errors(tmp_path: Path, bad: list[str]) -> None:
+    run = run_workload(MODULE, tmp_path, *bad)
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr
+    assert run.records == []
+
+
+def test_cuda_without_a_device_is_one_line(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    run = run_workload(MODULE, tmp_path, "--device", "cuda", "--steps", "1")
+    assert run.returncode == 1
+    assert "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines()[-1].startswith("workloads: --device cuda")
