@@ -1,0 +1,28 @@
+"""Memory profiling: allocations labelled weights, gradients, optimizer_state, inputs,
+activations, workspace or other (see docs/MEMORY.md).
+
+* :class:`TorchMemoryTracker` (``tbdtrace.memory.torch_classify``): the PyTorch
+  classifier capture backends call at start/stop;
+* :func:`profile`: in-process PyTorch memory capture to a trace directory;
+* ``tbdtrace.memory.tensorflow``: TensorFlow allocator totals and variable sizes.
+The analysis over time is the ``memory`` pass (``tbdtrace.passes.memory``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["TorchMemoryTracker", "TrackerConfig", "profile"]
+
+
+def __getattr__(name: str) -> Any:
+    # Keep `import tbdtrace.memory` light: torch loads only when these are used.
+    if name in ("TorchMemoryTracker", "TrackerConfig"):
+        from tbdtrace.memory import torch_classify
+
+        return getattr(torch_classify, name)
+    if name == "profile":
+        from tbdtrace.memory.profile import profile
+
+        return profile
+    raise AttributeError(f"module 'tbdtrace.memory' has no attribute {name!r}")

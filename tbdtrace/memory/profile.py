@@ -1,0 +1,88 @@
+"""In-process PyTorch memory profiling: ``tbdtrace.memory.profile(out_dir)``.
+
+Runs torch.profiler (CPU activity, and CUDA when available) with ``profile_memory=True``
+together with a :class:`~tbdtrace.memory.torch_classify.TorchMemoryTracker`, then writes a
+trace whose ``memory`` table has every allocation labelled by category::
+
+    with tbdtrace.memory.profile("run.tbd") as p:
+        for batch in loader:
+            train_step(batch)
+            p.step()          # ends a step (a row of the steps table)
+    tbdtrace.passes.memory.summarize(tbdtrace.open("run.tbd"))
+
+Nothing in the training code changes. The capture backend ``--backend torch`` does the
+same through the same tracker; this API is for scripts that want memory only.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tbdtrace import trace as trace_io
+from tbdtrace.memory.torch_classify import TorchMemoryTracker, TrackerConfig
+
+
+@dataclass
+class Profile:
+    """Handle yielded by :func:`profile`."""
+
+    tracker: TorchMemoryTracker
+    prof: Any  # torch.profiler.profile
+    path: Path
+    step_ends_ns: list[int] = field(default_factory=list)
+
+    def step(self) -> None:
+        """End the current training step (rows of the steps table, source ``memory``)."""
+        self.step_ends_ns.append(time.time_ns())
+
+    def mark_inputs(self, *tensors: Any) -> None:
+        """Label tensors as inputs when they never pass through a module call."""
+        self.tracker.mark_inputs(*tensors)
+
+
+@contextmanager
+def profile(out_dir: str | os.PathLike[str], config: TrackerConfig | None = None,
+            workload: str | None = None) -> Iterator[Profile]:
+    """Profile the block's memory; on exit write a trace to ``out_dir``."""
+    import torch
+    from torch.profiler import ProfilerActivity
+
+    from tbdtrace.importers import kineto
+
+    acts = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        acts.append(ProfilerActivity.CUDA)
+    tracker = TorchMemoryTracker(config)
+    prof = torch.profiler.profile(activities=acts, profile_memory=True)
+    handle = Profile(tracker, prof, Path(out_dir))
+    tracker.start()
+    prof.start()
+    try:
+        yield handle
+    finally:
+        prof.stop()
+        tracker.stop()
+    with tempfile.TemporaryDirectory(prefix="tbdtrace-mem-") as tmp:
+        chrome = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(chrome))
+        tables, meta = kineto.import_files([chrome])
+    ops = tables.get("ops")
+    tables["memory"] = tracker.classify(tables.get("memory") or {"ts_ns": []}, ops)
+    if handle.step_ends_ns:
+        tables["steps"] = _steps(tracker.start_ns or 0, handle.step_ends_ns)
+    meta.update(source="torch", backend="torch", workload=workload, source_files=[])
+    trace_io.write(out_dir, tables, meta)
+
+
+def _steps(start_ns: int, ends_ns: list[int]) -> dict[str, list[Any]]:
+    """Step N runs from the previous ``step()`` call (or the start) to the Nth call."""
+    starts = [start_ns, *ends_ns[:-1]]
+    return {"step": list(range(len(ends_ns))), "start_ns": starts, "end_ns": list(ends_ns),
+            "pid": [os.getpid()] * len(ends_ns), "source": ["memory"] * len(ends_ns)}

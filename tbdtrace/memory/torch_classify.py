@@ -1,0 +1,329 @@
+"""Label PyTorch allocations with what they hold, from the live framework objects.
+
+Entry point for capture backends (the torch backend calls it; so does
+:func:`tbdtrace.memory.profile`)::
+
+    tracker = TorchMemoryTracker()
+    tracker.start()                 # before the profiler starts
+    ...                             # training runs, unmodified
+    tracker.stop()                  # after the profiler stops
+    memory = tracker.classify(memory_table, ops_table)
+
+``classify`` returns the ``memory`` table with ``category`` filled in, plus one alloc row
+per storage that was already live at ``start()`` (parameters, gradients, optimizer state
+of modules and optimizers that existed then), stamped at the start time, so weights
+allocated before capture still count.
+
+How a block gets its category (no framework is patched; only public hooks are used):
+
+* ``weights``: storage of a parameter of a module called while tracking (global module
+  forward pre-hook) or of an optimizer's ``param_groups``;
+* ``gradients``: storage of a parameter's ``.grad``, seen when it is accumulated
+  (``register_post_accumulate_grad_hook``), around every ``optimizer.step()`` (global
+  optimizer step hooks) and at ``stop()``;
+* ``optimizer_state``: every tensor in ``optimizer.state`` (Adam's ``exp_avg``,
+  ``exp_avg_sq`` and ``step`` scalars; SGD's ``momentum_buffer``), seen around each step;
+* ``inputs``: tensors passed to an outermost module call that are neither parameters nor
+  results of autograd (no ``grad_fn``, no ``requires_grad``): the batch and the targets;
+* ``activations``: tensors saved for backward (``torch.autograd.graph.saved_tensors_hooks``
+  with identity pack/unpack), TBD's feature maps;
+* ``workspace``: still unlabelled blocks allocated and freed inside one framework op
+  (see :mod:`tbdtrace.memory.workspace`);
+* ``other``: the rest (temporaries between ops, buffers such as BatchNorm running stats,
+  the allocator's own blocks).
+
+An observation (a tensor seen at time ``t``) labels the block at the tensor's storage
+address that is live at ``t`` (both clocks are CLOCK_REALTIME nanoseconds: the torch
+profiler stamps memory events on the Unix epoch). When a block is seen as several things
+the first in :data:`PRIORITY` wins: a weight saved for backward stays a weight.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from tbdtrace import trace as trace_io
+from tbdtrace.memory import workspace
+from tbdtrace.memory.blocks import pair
+
+PRIORITY = ("weights", "optimizer_state", "gradients", "inputs", "activations")
+_RANK = {c: i for i, c in enumerate(PRIORITY)}
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    activations: bool = True  # install saved-tensor hooks (tensors saved for backward)
+    inputs: bool = True  # label outermost module inputs as `inputs`
+    match_tolerance_ns: int = 1_000_000  # slack when an observation is at a block's edge
+
+
+@dataclass
+class _Obs:
+    ptr: list[int]
+    nbytes: list[int]
+    ts_ns: list[int]
+    cat: list[int]
+    device_type: list[str]
+    device_id: list[int]
+
+
+def _storage(t: Any) -> tuple[int, int, str, int] | None:
+    """(address, nbytes, device_type, device_id) of a tensor's storage, None if it has none."""
+    try:
+        st = t.untyped_storage()
+        ptr, nb = int(st.data_ptr()), int(st.nbytes())
+    except (RuntimeError, NotImplementedError, AttributeError):
+        return None  # sparse, meta, functional wrappers: no plain storage
+    if ptr == 0 or nb == 0:
+        return None
+    dev = t.device
+    return ptr, nb, str(dev.type), -1 if dev.index is None else int(dev.index)
+
+
+def _tensors(obj: Any, depth: int = 0) -> Iterator[Any]:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth < 4 and isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors(o, depth + 1)
+    elif depth < 4 and isinstance(obj, Mapping):
+        for o in obj.values():
+            yield from _tensors(o, depth + 1)
+
+
+class TorchMemoryTracker:
+    """Observes parameters, gradients, optimizer state, inputs and saved tensors."""
+
+    def __init__(self, config: TrackerConfig | None = None):
+        self.config = config or TrackerConfig()
+        self._obs = _Obs([], [], [], [], [], [])
+        self._baseline: dict[tuple[str, int], tuple[int, int, int]] = {}
+        self._handles: list[Any] = []
+        self._params_hooked: set[int] = set()
+        self._saved_hooks: Any = None
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.start_ns: int | None = None
+        self.stop_ns: int | None = None
+
+    # -- recording -----------------------------------------------------------------------
+    def observe(self, tensors: Iterable[Any], category: str) -> None:
+        """Record that ``tensors`` hold ``category`` now (public for explicit marking)."""
+        code = _RANK[category]
+        now = time.time_ns()
+        with self._lock:
+            for t in tensors:
+                s = _storage(t)
+                if s is None:
+                    continue
+                o = self._obs
+                o.ptr.append(s[0]), o.nbytes.append(s[1]), o.ts_ns.append(now)
+                o.cat.append(code), o.device_type.append(s[2]), o.device_id.append(s[3])
+
+    def mark_inputs(self, *tensors: Any) -> None:
+        """Label ``tensors`` (e.g. a batch not passed to a module) as inputs."""
+        self.observe(_tensors(tensors), "inputs")
+
+    def _observe_optimizer(self, opt: Any, grads: bool = True) -> None:
+        params = [p for g in opt.param_groups for p in g["params"]]
+        self.observe(params, "weights")
+        if grads:
+            self.observe((p.grad for p in params if p.grad is not None), "gradients")
+        self.observe(_tensors([dict(s) for s in opt.state.values()]), "optimizer_state")
+
+    def _observe_module(self, mod: Any) -> None:
+        params = list(mod.parameters())
+        self.observe(params, "weights")
+        self.observe((p.grad for p in params if p.grad is not None), "gradients")
+        self._hook_params(params)
+
+    def _hook_params(self, params: list[Any]) -> None:
+        for p in params:
+            if id(p) in self._params_hooked or not p.requires_grad:
+                continue
+            self._params_hooked.add(id(p))
+            hook = getattr(p, "register_post_accumulate_grad_hook", None)
+            if hook is not None:
+                self._handles.append(hook(lambda q: self.observe([q.grad], "gradients")))
+
+    # -- hooks -------------------------------------------------------------------------------
+    def _pre_forward(self, mod: Any, args: Any) -> None:
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        if depth:
+            return
+        self._observe_module(mod)
+        if self.config.inputs:
+            own = {id(p) for p in mod.parameters()}
+            self.observe((t for t in _tensors(args) if id(t) not in own
+                          and t.grad_fn is None and not t.requires_grad), "inputs")
+
+    def _post_forward(self, mod: Any, args: Any, out: Any) -> None:
+        self._local.depth = max(0, getattr(self._local, "depth", 1) - 1)
+
+    def _pack(self, t: Any) -> Any:
+        self.observe([t], "activations")
+        return t
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Snapshot storages live now and install the hooks."""
+        import torch
+        from torch.nn.modules import module as nn_module
+        from torch.optim import optimizer as optim_module
+
+        self.start_ns = time.time_ns()
+        self._snapshot_baseline()
+        self._handles += [
+            nn_module.register_module_forward_pre_hook(self._pre_forward),
+            nn_module.register_module_forward_hook(self._post_forward, always_call=True),
+            optim_module.register_optimizer_step_pre_hook(
+                lambda opt, a, k: self._observe_optimizer(opt)),
+            optim_module.register_optimizer_step_post_hook(
+                lambda opt, a, k: self._observe_optimizer(opt)),
+        ]
+        if self.config.activations:
+            self._saved_hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
+            self._saved_hooks.__enter__()
+
+    def stop(self) -> None:
+        """Observe what is live now, then remove every hook."""
+        if self._saved_hooks is not None:
+            self._saved_hooks.__exit__(None, None, None)
+            self._saved_hooks = None
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        for obj in _live_framework_objects():
+            if _is_optimizer(obj):
+                self._observe_optimizer(obj)
+        self.stop_ns = time.time_ns()
+
+    def _snapshot_baseline(self) -> None:
+        """Storages live at start: params, grads and optimizer state of existing objects."""
+        before = len(self._obs.ptr)
+        for obj in _live_framework_objects():
+            if _is_optimizer(obj):
+                self._observe_optimizer(obj)
+            else:
+                self._observe_module(obj)
+        o = self._obs
+        for i in range(before, len(o.ptr)):
+            key = (o.device_type[i], o.ptr[i])
+            prev = self._baseline.get(key)
+            if prev is None or o.cat[i] < prev[1]:
+                self._baseline[key] = (o.nbytes[i], o.cat[i], o.device_id[i])
+
+    # -- classification -------------------------------------------------------------------
+    def classify(self, memory: pa.Table | Mapping[str, Any],
+                 ops: pa.Table | Mapping[str, Any] | None = None) -> pa.Table:
+        """``memory`` with ``category`` set on every row, plus the start-time baseline rows.
+
+        Args:
+            memory: the captured ``memory`` table (pyarrow or column mapping).
+            ops: the captured ``ops`` table, for workspace detection (optional).
+        Returns:
+            a ``memory`` table (schema of tbdtrace.schema), sorted by ts_ns.
+        """
+        mem = memory if isinstance(memory, pa.Table) else trace_io.to_table("memory", memory)
+        mem = pa.concat_tables([self._baseline_rows(mem), mem])
+        if ops is not None and not isinstance(ops, pa.Table):
+            ops = trace_io.to_table("ops", ops)
+        return label(mem, self._obs, self.config.match_tolerance_ns, ops)
+
+    def _baseline_rows(self, mem: pa.Table) -> pa.Table:
+        pid = mem.column("pid")[0].as_py() if mem.num_rows else None
+        items = sorted(self._baseline.items())
+        n = len(items)
+        return trace_io.to_table("memory", {
+            "ts_ns": [self.start_ns or 0] * n,
+            "action": ["alloc"] * n,
+            "level": ["allocated"] * n,
+            "bytes": [v[0] for _, v in items],
+            "address": [k[1] for k, _ in items],
+            "device_type": [k[0] for k, _ in items],
+            "device_id": [v[2] for _, v in items],
+            "pid": [pid] * n,
+            "category": [PRIORITY[v[1]] for _, v in items],
+        }, num_rows=n)
+
+
+def label(mem: pa.Table, obs: _Obs, tol_ns: int, ops: pa.Table | None) -> pa.Table:
+    """Set ``category`` on ``mem`` rows from observations, then workspace, then other.
+
+    Rows that already carry a category keep it. Only level=allocated rows are matched
+    against tensor observations (reserved blocks hold many tensors).
+    """
+    blocks = pair(mem)
+    cat = np.full(len(blocks), len(PRIORITY), dtype=np.int64)  # len = unlabelled
+    index: dict[tuple[str, int], list[int]] = {}
+    for b in range(len(blocks)):
+        level, dtype = blocks.group_keys[blocks.group[b]][:2]
+        if level == "allocated" and blocks.address[b] != -1:
+            index.setdefault((str(dtype), int(blocks.address[b])), []).append(b)
+    a_ts, f_ts = blocks.alloc_ts_ns, blocks.free_ts_ns
+    for i in range(len(obs.ptr)):
+        cands = index.get((obs.device_type[i], np.int64(np.uint64(obs.ptr[i])).item()))
+        if not cands:
+            continue
+        t = obs.ts_ns[i]
+        hit = [b for b in cands if a_ts[b] <= t < f_ts[b]] or \
+            [b for b in cands if a_ts[b] <= t + tol_ns and f_ts[b] >= t - tol_ns]
+        if hit:
+            b = max(hit, key=lambda x: a_ts[x])
+            cat[b] = min(cat[b], obs.cat[i])
+    names = list(PRIORITY) + [None]
+    row_cat: list[str | None] = [None] * mem.num_rows
+    for b in range(len(blocks)):
+        for r in (blocks.alloc_row[b], blocks.free_row[b]):
+            if r >= 0:
+                row_cat[r] = names[cat[b]]
+    ws = workspace.inside_one_op(mem, blocks, ops) if ops is not None else None
+    have = mem.column("category").to_pylist()
+    for b in range(len(blocks)):
+        if cat[b] < len(PRIORITY):
+            continue
+        name = "workspace" if ws is not None and ws[b] else "other"
+        for r in (blocks.alloc_row[b], blocks.free_row[b]):
+            if r >= 0:
+                row_cat[r] = name
+    final = [h if h is not None else c for h, c in zip(have, row_cat, strict=True)]
+    out = mem.set_column(mem.schema.get_field_index("category"), "category",
+                         trace_io.to_table("memory", {"category": final},
+                                           num_rows=mem.num_rows).column("category"))
+    return out.sort_by([("ts_ns", "ascending")])
+
+
+def _is_optimizer(obj: Any) -> bool:
+    from torch.optim import Optimizer
+
+    return isinstance(obj, Optimizer)
+
+
+def _live_framework_objects() -> list[Any]:
+    """Live optimizers and outermost modules (a module that is no other's child)."""
+    from torch import nn
+    from torch.optim import Optimizer
+
+    opts, mods = [], []
+    with warnings.catch_warnings():
+        # isinstance() on some lazily deprecated torch objects warns; it is not ours to fix.
+        warnings.simplefilter("ignore")
+        for o in gc.get_objects():
+            if isinstance(o, Optimizer):
+                opts.append(o)
+            elif isinstance(o, nn.Module):
+                mods.append(o)
+    children = {id(c) for m in mods for c in m.children()}
+    return opts + [m for m in mods if id(m) not in children]
