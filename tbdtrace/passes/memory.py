@@ -162,7 +162,8 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
     Keys: level (the one the headline numbers are for), peak_bytes, peak_ts_ns,
     breakdown_at_peak (every category, bytes, 0 where none), levels (level -> the same
     three for each level present), devices (per level and device: peak_bytes,
-    peak_ts_ns), steps (per step: see :func:`per_step`), event_count, unmatched_frees
+    peak_ts_ns), steps (per step: see :func:`per_step`), event_count, first_ts_ns (the
+    earliest memory event, ns; null when none), unmatched_frees
     (frees dropped because their alloc predates the capture), allocator_peak_bytes (the
     largest total_allocated_bytes the allocator itself reported; null when absent).
     """
@@ -179,6 +180,8 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
     doc["devices"] = _devices(tl)
     doc["steps"] = per_step(main, trace.table("steps", ["step", "start_ns", "end_ns"]))
     doc["event_count"] = mem.num_rows
+    doc["first_ts_ns"] = int(pa.compute.min(mem.column("ts_ns")).as_py()) if mem.num_rows \
+        else None
     doc["unmatched_frees"] = pair(mem).unmatched_frees
     doc["allocator_peak_bytes"] = (int(pa.compute.max(reported).as_py())
                                    if reported.null_count < len(reported) else None)

@@ -88,3 +88,6 @@ def kernels_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
 
 def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
+
+
+from tbdtrace.report import memory_section  # noqa: E402, F401 - registers "memory"

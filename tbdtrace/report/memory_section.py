@@ -1,0 +1,60 @@
+"""The ``memory`` report section: peak, breakdown at the peak, per level and per step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from tbdtrace.passes import memory
+from tbdtrace.report.build import ReportOptions, section
+from tbdtrace.report.fmt import fmt_bytes, fmt_ns
+from tbdtrace.schema import MEMORY_CATEGORIES
+from tbdtrace.trace import Trace
+
+
+def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
+    if not data["event_count"]:
+        return
+    t = Table(title=f"Memory at peak ({data['level']})", title_justify="left")
+    for c in ("Category", "Bytes", "Share"):
+        t.add_column(c, justify="right" if c != "Category" else "left", no_wrap=True)
+    peak = data["peak_bytes"]
+    for cat in MEMORY_CATEGORIES:
+        b = data["breakdown_at_peak"][cat]
+        t.add_row(cat, fmt_bytes(b), f"{100 * b / peak:.1f}%" if peak else "-")
+    t.add_row("[bold]total[/bold]", fmt_bytes(peak), "100.0%" if peak else "-")
+    con.print(t)
+    start = _first_ts(data)
+    for lv, p in data["levels"].items():
+        at = "-" if p["peak_ts_ns"] is None or start is None else \
+            f"+{fmt_ns(p['peak_ts_ns'] - start)}"
+        con.print(f"peak {lv}: {fmt_bytes(p['peak_bytes'])} at {at}")
+    if data["unmatched_frees"]:
+        con.print(f"{data['unmatched_frees']:,} frees of blocks allocated before capture "
+                  "were ignored")
+    steps = data["steps"] if opts.top is None else data["steps"][: opts.top]
+    if not steps:
+        return
+    s = Table(title="Memory per step", title_justify="left")
+    for c in ("Step", "Start", "Peak", "End", "Activations at peak", "Other at peak"):
+        s.add_column(c, justify="right", no_wrap=True)
+    for st in steps:
+        b = st["breakdown_at_peak"]
+        s.add_row(str(st["step"]), fmt_bytes(st["start_bytes"]), fmt_bytes(st["peak_bytes"]),
+                  fmt_bytes(st["end_bytes"]), fmt_bytes(b["activations"]),
+                  fmt_bytes(b["other"]))
+    con.print(s)
+
+
+def _first_ts(data: dict[str, Any]) -> int | None:
+    if data["steps"]:
+        return int(data["steps"][0]["start_ns"])
+    return data.get("first_ts_ns")
+
+
+@section("memory", _render)
+def memory_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+    """The memory pass summary (see :func:`tbdtrace.passes.memory.summarize`)."""
+    return memory.summarize(trace)
