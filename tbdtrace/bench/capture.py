@@ -1,0 +1,146 @@
+"""The capture step: run one job in its own process and leave a trace directory.
+
+Two implementations, chosen by ``BenchConfig.capture``:
+
+* ``tbdtrace``: ``python -m tbdtrace capture --out TRACE -- <workload argv>``; the capture
+  command sets ``TBDTRACE_STEPS_FILE`` for the workload and writes the whole trace
+  (device activity, host samples, the ``steps`` table from the harness records).
+* ``steps``: the workload alone, with ``TBDTRACE_STEPS_FILE`` pointing at a file under
+  ``logs/``; the trace holds just the ``steps`` table (source ``harness``), so throughput
+  is known and the activity-derived cells stay empty.
+
+``auto`` is ``tbdtrace`` when this build has the capture command, else ``steps``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tbdtrace import trace
+from tbdtrace.bench.plan import REPO, BenchConfig, Job, workload_argv
+from tbdtrace.errors import TraceError
+
+STEPS_ENV = "TBDTRACE_STEPS_FILE"
+CAPTURES = ("auto", "tbdtrace", "steps")
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where one job's outputs go."""
+
+    trace_dir: Path  # <out>/<job name>
+    log: Path  # <out>/logs/<job name>.log: the process's stdout and stderr
+    steps_file: Path  # <out>/logs/<job name>.steps.jsonl (steps capture only)
+
+    @classmethod
+    def for_job(cls, out_dir: Path, job: Job) -> Paths:
+        logs = out_dir / "logs"
+        return cls(out_dir / job.name, logs / f"{job.name}.log",
+                   logs / f"{job.name}.steps.jsonl")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the process ended."""
+
+    returncode: int | None  # None when it was stopped at the timeout
+    wall_ns: int  # wall time of the whole process, start-up included
+    error: str | None  # one line for the table when the job failed
+
+
+def resolve(mode: str) -> str:
+    """``auto`` -> ``tbdtrace`` when ``tbdtrace.commands.capture`` exists, else ``steps``."""
+    if mode not in CAPTURES:
+        raise TraceError(f"unknown capture {mode!r}; use one of {', '.join(CAPTURES)}")
+    if mode != "auto":
+        return mode
+    return "tbdtrace" if importlib.util.find_spec("tbdtrace.commands.capture") else "steps"
+
+
+def command(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> tuple[list[str], dict]:  # type: ignore[type-arg]
+    """The process to start for ``job`` and its environment."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    argv = workload_argv(job, cfg)
+    if mode == "tbdtrace":
+        env.pop(STEPS_ENV, None)
+        return [sys.executable, "-m", "tbdtrace", "capture", "--out", str(paths.trace_dir),
+                "--", *argv], env
+    env[STEPS_ENV] = str(paths.steps_file)
+    return argv, env
+
+
+def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
+    """Run the job's process to completion (or the timeout) and leave its trace."""
+    paths.log.parent.mkdir(parents=True, exist_ok=True)
+    paths.steps_file.unlink(missing_ok=True)
+    if not Path(job.python).exists():
+        return Outcome(None, 0, f"interpreter {job.python} not found; create it with make")
+    argv, env = command(mode, job, cfg, paths)
+    t0 = time.monotonic_ns()
+    with paths.log.open("w") as log:
+        log.write("$ " + " ".join(argv) + "\n")
+        log.flush()
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            rc: int | None = proc.wait(timeout=cfg.timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the workload and anything it started
+            proc.wait()
+            rc = None
+    wall = time.monotonic_ns() - t0
+    if rc is None:
+        return Outcome(None, wall, f"timed out after {cfg.timeout_s:g} s (log: {paths.log})")
+    if rc != 0:
+        return Outcome(rc, wall, f"exit code {rc}: {last_line(paths.log)} (log: {paths.log})")
+    if mode == "steps":
+        write_steps_trace(job, argv, paths)
+    elif not (paths.trace_dir / trace.META_FILE).exists():
+        return Outcome(rc, wall, f"capture wrote no trace at {paths.trace_dir}")
+    return Outcome(rc, wall, None)
+
+
+def last_line(log: Path) -> str:
+    """The last non-empty line of a log (usually the exception), at most 300 characters."""
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    return (lines[-1] if lines else "no output")[:300]
+
+
+def read_steps_file(path: Path) -> dict[str, list]:  # type: ignore[type-arg]
+    """The harness's JSON Lines records as ``steps`` table columns."""
+    cols: dict[str, list] = {c: [] for c in  # type: ignore[type-arg]
+                             ("step", "start_ns", "end_ns", "pid", "samples", "warmup",
+                              "loss", "source")}
+    if not path.exists():
+        return cols
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            row = (int(r["step"]), int(r["start_ns"]), int(r["end_ns"]), r.get("pid"),
+                   r.get("samples"), r.get("warmup"), r.get("loss"))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise TraceError(f"{path}:{n}: not a harness steps record ({e}); the workload "
+                             "must write it through workloads/harness.py") from None
+        for c, v in zip(cols, (*row, "harness"), strict=True):
+            cols[c].append(v)
+    return cols
+
+
+def write_steps_trace(job: Job, argv: list[str], paths: Paths) -> None:
+    """The trace of a ``steps`` capture: the steps table and what ran."""
+    meta = {"source": "harness", "backend": None, "framework": job.framework,
+            "workload": job.module, "command": argv, "host": socket.gethostname()}
+    trace.write(paths.trace_dir, {"steps": read_steps_file(paths.steps_file)}, meta)

@@ -1,0 +1,81 @@
+"""The figures of a TBD row that come from analysis passes.
+
+Each provider is ``fn(trace, window) -> {column: value}`` where ``window`` is the
+measured-steps interval ``(start_ns, end_ns)`` or None. A provider whose pass is not part
+of this build returns nothing, so its cells stay empty; one that raises is reported in
+the row's ``error`` column by the caller.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+
+from tbdtrace.trace import Trace
+
+Window = tuple[int, int] | None
+GPU_TYPES = ("cuda", "rocm")
+
+
+def optional_pass(name: str) -> ModuleType | None:
+    """``tbdtrace.passes.<name>`` when this build has it, else None."""
+    full = f"tbdtrace.passes.{name}"
+    try:
+        return importlib.import_module(full)
+    except ModuleNotFoundError as e:
+        if e.name == full:
+            return None
+        raise
+
+
+def has_gpu_kernels(tr: Trace) -> bool:
+    dt = tr.table("kernels", ["device_type"]).column("device_type")
+    return bool(len(dt)) and bool(pc.any(pc.is_in(dt.cast("string"),
+                                                  value_set=_pa_strings(GPU_TYPES))).as_py())
+
+
+def _pa_strings(values: tuple[str, ...]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.string())
+
+
+def gpu_utilization(tr: Trace) -> float | None:
+    """Kernel busy time / span over the GPU devices (summary pass: compute_utilization)."""
+    summary = optional_pass("summary")
+    if summary is None:
+        return None
+    dev = summary.run(tr).to_pydict()
+    busy = span = 0
+    for dtype, b, s in zip(dev["device_type"], dev["compute_busy_ns"], dev["span_ns"],
+                           strict=True):
+        if dtype in GPU_TYPES:
+            busy, span = busy + b, span + s
+    return busy / span if span else None
+
+
+def cpu_utilization(tr: Trace, window: Window) -> float | None:
+    """Mean of the all-cores ``cpu_util`` host samples taken during the measured steps."""
+    hs = tr.table("host_samples", ["ts_ns", "metric", "index", "value"]).to_pydict()
+    ts = np.array(hs["ts_ns"], dtype=np.int64)
+    val = np.array(hs["value"], dtype=float)
+    sel = np.array([m == "cpu_util" for m in hs["metric"]], dtype=bool)
+    sel &= np.array(hs["index"], dtype=np.int64) == -1
+    if window is not None:
+        sel &= (ts >= window[0]) & (ts <= window[1])
+    return float(val[sel].mean()) if sel.any() else None
+
+
+def utilization(tr: Trace, window: Window) -> dict[str, Any]:
+    if has_gpu_kernels(tr):
+        return {"utilization": gpu_utilization(tr), "utilization_kind": "gpu"}
+    cpu = cpu_utilization(tr, window)
+    return {"utilization": cpu, "utilization_kind": "cpu" if cpu is not None else None}
+
+
+PROVIDERS: tuple[Callable[[Trace, Window], dict[str, Any]], ...] = (utilization,)

@@ -1,0 +1,136 @@
+"""One row of the TBD table, computed from a job's trace.
+
+Throughput follows TBD: per measured step (warm-up excluded), samples / step duration;
+the row gives the median over those steps. The other figures come from the analysis
+passes and report sections (:mod:`tbdtrace.bench.metrics`); a figure no pass provides
+for this trace stays empty (null), never estimated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tbdtrace import schema
+from tbdtrace.bench import metrics
+from tbdtrace.trace import Trace
+
+
+@dataclass(frozen=True)
+class RowColumn:
+    name: str
+    unit: str  # "text", "count", "samples/s", "ns", "ratio", "bytes", "value"
+    doc: str
+
+
+_MEM = tuple(RowColumn(f"{c}_bytes", "bytes", f"{c.replace('_', ' ')} at the memory peak")
+             for c in schema.MEMORY_CATEGORIES)
+
+COLUMNS: tuple[RowColumn, ...] = (
+    RowColumn("model", "text", "model name (workloads/registry.py)"),
+    RowColumn("framework", "text", "pytorch, tensorflow or mxnet"),
+    RowColumn("batch_size", "count", "samples per step as run (null: unknown)"),
+    RowColumn("size", "text", "workload size: tiny, small or paper"),
+    RowColumn("status", "text", "ok or failed"),
+    RowColumn("measured_steps", "count", "steps after warm-up with a duration"),
+    RowColumn("throughput_samples_per_s", "samples/s",
+              "median over measured steps of samples / step duration (TBD's throughput)"),
+    RowColumn("step_time_ns", "ns", "median measured step duration"),
+    RowColumn("utilization", "ratio",
+              "GPU compute utilization when the trace has GPU kernels, else average CPU "
+              "utilization over all cores during the measured steps (0..1)"),
+    RowColumn("utilization_kind", "text", "gpu or cpu: what utilization measures"),
+    RowColumn("fp32_efficiency", "ratio", "achieved FP32 FLOP/s over peak (0..1)"),
+    RowColumn("peak_memory_bytes", "bytes", "peak live memory (allocated level)"),
+    *_MEM,
+    RowColumn("loss_first", "value", "loss of the first step"),
+    RowColumn("loss_last", "value", "loss of the last step"),
+    RowColumn("backend", "text", "capture backend recorded in the trace"),
+    RowColumn("wall_ns", "ns", "wall time of the job's process, start-up included"),
+    RowColumn("trace", "text", "the job's trace directory"),
+    RowColumn("error", "text", "why the job failed, or which figures a pass could not give"),
+)
+COLUMN_NAMES = tuple(c.name for c in COLUMNS)
+
+
+def empty_row(**known: Any) -> dict[str, Any]:
+    """A row with every column null except ``known``."""
+    row = dict.fromkeys(COLUMN_NAMES)
+    unknown = set(known) - set(COLUMN_NAMES)
+    if unknown:
+        raise KeyError(f"not table columns: {sorted(unknown)}")
+    row.update(known)
+    return row
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The measured steps of a trace, in step order."""
+
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    samples: np.ndarray  # float, NaN where unknown
+    losses: list[float | None]  # every step's loss, warm-up included
+
+    @property
+    def window(self) -> tuple[int, int] | None:
+        """[first measured start, last measured end], or None without measured steps."""
+        if not self.start_ns.size:
+            return None
+        return int(self.start_ns.min()), int(self.end_ns.max())
+
+
+def measured_steps(tr: Trace) -> Steps:
+    """Steps not flagged warm-up, from the harness records when the trace has them.
+
+    A capture may see each step twice (harness record and NVTX range); the harness
+    source, which carries the samples, is preferred.
+    """
+    tbl = tr.table("steps", ["step", "start_ns", "end_ns", "samples", "warmup", "loss",
+                             "source"]).to_pydict()
+    rows = list(zip(tbl["step"], tbl["start_ns"], tbl["end_ns"], tbl["samples"],
+                    tbl["warmup"], tbl["loss"], tbl["source"], strict=True))
+    if any(r[6] == "harness" for r in rows):
+        rows = [r for r in rows if r[6] == "harness"]
+    rows.sort(key=lambda r: (r[1], r[0]))
+    losses = [r[5] for r in rows]
+    meas = [r for r in rows if not r[4] and r[2] > r[1]]
+    return Steps(np.array([r[1] for r in meas], dtype=np.int64),
+                 np.array([r[2] for r in meas], dtype=np.int64),
+                 np.array([np.nan if r[3] is None else r[3] for r in meas], dtype=float),
+                 losses)
+
+
+def throughput(steps: Steps) -> tuple[float | None, int | None]:
+    """(median samples/s, median step ns) over measured steps; None when unknown."""
+    if not steps.start_ns.size:
+        return None, None
+    dur = steps.end_ns - steps.start_ns
+    rate = steps.samples / (dur / 1e9)
+    rate = rate[np.isfinite(rate)]
+    return (float(np.median(rate)) if rate.size else None), int(np.median(dur))
+
+
+def compute(tr: Trace) -> tuple[dict[str, Any], list[str]]:
+    """The trace-derived cells of a row, and notes on figures that could not be computed."""
+    steps = measured_steps(tr)
+    rate, step_ns = throughput(steps)
+    cells: dict[str, Any] = {
+        "measured_steps": int(steps.start_ns.size),
+        "throughput_samples_per_s": rate,
+        "step_time_ns": step_ns,
+        "loss_first": steps.losses[0] if steps.losses else None,
+        "loss_last": steps.losses[-1] if steps.losses else None,
+        "backend": tr.meta.get("backend"),
+    }
+    notes: list[str] = []
+    if not steps.losses:
+        notes.append("trace has no steps")
+    for fn in metrics.PROVIDERS:
+        try:
+            cells.update(fn(tr, steps.window))
+        except Exception as e:  # a pass failing on one trace must not sink the table
+            notes.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+    return cells, notes

@@ -1,0 +1,68 @@
+"""Run the jobs one after another, each in its own process, and build the table rows."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tbdtrace import trace
+from tbdtrace.bench import capture, rows
+from tbdtrace.bench.plan import BenchConfig, Job
+from tbdtrace.errors import TraceError
+
+OnStart = Callable[[int, Job], None]
+OnDone = Callable[[int, Job, dict[str, Any]], None]
+
+
+def _batch_from_log(log: Path, job: Job) -> int | None:
+    """The batch size the workload reports in the harness's summary line."""
+    if not log.exists():
+        return None
+    pat = re.compile(rf"^{re.escape(job.model)} {re.escape(job.framework)} size=\S+ "
+                     r"batch=(\d+) ", re.MULTILINE)
+    found = pat.findall(log.read_text(errors="replace"))
+    return int(found[-1]) if found else None
+
+
+def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
+    """Run one job under capture and return its table row (failed rows carry the error)."""
+    paths = capture.Paths.for_job(Path(cfg.out_dir), job)
+    outcome = capture.execute(mode, job, cfg, paths)
+    row = rows.empty_row(model=job.model, framework=job.framework, batch_size=job.batch_size,
+                         size=cfg.size, wall_ns=outcome.wall_ns, status="failed")
+    if row["batch_size"] is None:
+        row["batch_size"] = _batch_from_log(paths.log, job)
+    if outcome.error is not None:
+        row["error"] = outcome.error
+        return row
+    try:
+        cells, notes = rows.compute(trace.open(paths.trace_dir))
+    except TraceError as e:
+        row["error"] = str(e)
+        return row
+    row.update(cells)
+    row["trace"] = str(paths.trace_dir)
+    if not row["measured_steps"]:
+        notes.insert(0, "no measured steps in the trace (the workload must mark its steps "
+                        "through workloads/harness.py)")
+    else:
+        row["status"] = "ok"
+    row["error"] = "; ".join(notes) or None
+    return row
+
+
+def run_jobs(jobs: Sequence[Job], cfg: BenchConfig, on_start: OnStart | None = None,
+             on_done: OnDone | None = None) -> list[dict[str, Any]]:
+    """Run every job (a failure does not stop the others); rows in job order."""
+    mode = capture.resolve(cfg.capture)
+    out: list[dict[str, Any]] = []
+    for i, job in enumerate(jobs):
+        if on_start:
+            on_start(i, job)
+        row = run_job(job, cfg, mode)
+        out.append(row)
+        if on_done:
+            on_done(i, job, row)
+    return out

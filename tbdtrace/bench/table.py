@@ -1,0 +1,104 @@
+"""Write the TBD table as markdown (for people), CSV and JSON (for tools).
+
+CSV and JSON hold every column of :data:`tbdtrace.bench.rows.COLUMNS` in its unit
+(nanoseconds, bytes, ratios 0..1); an unknown value is an empty CSV cell and a JSON null.
+The markdown table shows the same rows in readable units (ms, %, MiB), empty where unknown.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tbdtrace import schema
+from tbdtrace.bench.plan import BenchConfig
+from tbdtrace.bench.rows import COLUMN_NAMES, COLUMNS
+
+MD_FILE, CSV_FILE, JSON_FILE = "bench.md", "bench.csv", "bench.json"
+MIB = 1 << 20
+
+
+def _num(fmt: str, scale: float = 1.0) -> Callable[[Any], str]:
+    def f(v: Any) -> str:
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            return ""
+        return format(v * scale if scale != 1.0 else v, fmt)
+    return f
+
+
+_MEM_HEAD = {"weights": "Weights", "gradients": "Grads", "optimizer_state": "Opt. state",
+             "inputs": "Inputs", "activations": "Activations", "workspace": "Workspace",
+             "other": "Other"}
+
+# (heading, column, formatter) of the markdown table.
+MD_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
+    ("Model", "model", str),
+    ("Framework", "framework", str),
+    ("Batch", "batch_size", _num("d")),
+    ("Throughput (samples/s)", "throughput_samples_per_s", _num(".2f")),
+    ("Step (ms)", "step_time_ns", _num(".1f", 1e-6)),
+    ("Util. (%)", "utilization", _num(".1f", 100)),
+    ("Util. of", "utilization_kind", lambda v: v or ""),
+    ("FP32 eff. (%)", "fp32_efficiency", _num(".2f", 100)),
+    ("Peak mem (MiB)", "peak_memory_bytes", _num(".1f", 1 / MIB)),
+    *((f"{_MEM_HEAD[c]} (MiB)", f"{c}_bytes", _num(".1f", 1 / MIB))
+      for c in schema.MEMORY_CATEGORIES),
+    ("Status", "status", lambda v: v or ""),
+    ("Error", "error", lambda v: v or ""),
+)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> str:
+    """The markdown document: a heading, the run's settings, the table."""
+    lines = ["# TBD benchmark", "",
+             f"size `{cfg.size}`, {cfg.steps} measured steps after {cfg.warmup} warm-up, "
+             f"device `{cfg.device}`. Throughput is the median over measured steps of "
+             "samples / step time; memory columns are the breakdown at the peak; an "
+             "empty cell is a figure the trace does not provide.", ""]
+    lines.append("| " + " | ".join(h for h, _, _ in MD_COLUMNS) + " |")
+    lines.append("|" + "|".join("---" for _ in MD_COLUMNS) + "|")
+    for r in rows:
+        lines.append("| " + " | ".join(_md_cell(f(r.get(c))) if r.get(c) is not None else ""
+                                       for _, c, f in MD_COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _csv_value(v: Any) -> Any:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    return v
+
+
+def _config_json(cfg: BenchConfig) -> dict[str, Any]:
+    d = asdict(cfg)
+    d["out_dir"] = str(cfg.out_dir)
+    return d
+
+
+def write(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> list[Path]:
+    """Write bench.md, bench.csv and bench.json under ``cfg.out_dir``; return their paths."""
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md, cs, js = out / MD_FILE, out / CSV_FILE, out / JSON_FILE
+    md.write_text(markdown(rows, cfg))
+    with cs.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(COLUMN_NAMES)
+        for r in rows:
+            w.writerow([_csv_value(r.get(c)) for c in COLUMN_NAMES])
+    clean = [{c: (None if _csv_value(r.get(c)) == "" else r.get(c)) for c in COLUMN_NAMES}
+             for r in rows]
+    doc = {"config": _config_json(cfg),
+           "columns": [{"name": c.name, "unit": c.unit, "doc": c.doc} for c in COLUMNS],
+           "rows": clean}
+    js.write_text(json.dumps(doc, indent=2) + "\n")
+    return [md, cs, js]
