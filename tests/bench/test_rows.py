@@ -1,0 +1,81 @@
+"""A TBD row from hand-made traces, against figures worked out by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tbdtrace
+from tbdtrace import trace
+from tbdtrace.bench import rows
+
+S = 1_000_000_000  # one second in ns
+
+
+def _trace(tmp_path: Path, tables: dict) -> tbdtrace.trace.Trace:  # type: ignore[type-arg]
+    return tbdtrace.open(trace.write(tmp_path / "t", tables, {"source": "test"}))
+
+
+STEPS = {
+    # warm-up step 0 (slow), then steps of 1 s, 2 s and 0.5 s with 8 samples each, plus the
+    # same steps seen again as NVTX ranges without samples.
+    "step": [0, 1, 2, 3, 1, 2, 3],
+    "start_ns": [0, 10 * S, 11 * S, 13 * S, 10 * S, 11 * S, 13 * S],
+    "end_ns": [10 * S, 11 * S, 13 * S, 13 * S + S // 2, 11 * S, 13 * S, 13 * S + S // 2],
+    "samples": [8, 8, 8, 8, None, None, None],
+    "warmup": [True, False, False, False, False, False, False],
+    "loss": [3.0, 2.5, 2.0, 1.5, None, None, None],
+    "source": ["harness"] * 4 + ["nvtx"] * 3,
+}
+
+
+def test_throughput_is_the_median_of_per_step_rates(tmp_path: Path) -> None:
+    cells, notes = rows.compute(_trace(tmp_path, {"steps": STEPS}))
+    # per-step rates 8/1, 8/2, 8/0.5 = 8, 4, 16 samples/s -> median 8
+    assert cells["throughput_samples_per_s"] == pytest.approx(8.0)
+    assert cells["step_time_ns"] == S  # median of 1 s, 2 s, 0.5 s
+    assert cells["measured_steps"] == 3
+    assert (cells["loss_first"], cells["loss_last"]) == (3.0, 1.5)
+    assert cells["utilization"] is None and cells["utilization_kind"] is None
+    assert notes == []
+
+
+def test_cpu_utilization_averages_samples_inside_the_measured_steps(tmp_path: Path) -> None:
+    host = {  # all-cores samples at 5 s (warm-up: ignored), 12 s and 13 s; a per-core one
+        "ts_ns": [5 * S, 12 * S, 13 * S, 12 * S, 20 * S],
+        "metric": ["cpu_util", "cpu_util", "cpu_util", "cpu_util", "cpu_util"],
+        "index": [-1, -1, -1, 0, -1],
+        "value": [1.0, 0.25, 0.75, 0.9, 1.0],
+    }
+    cells, _ = rows.compute(_trace(tmp_path, {"steps": STEPS, "host_samples": host}))
+    assert cells["utilization"] == pytest.approx(0.5)
+    assert cells["utilization_kind"] == "cpu"
+
+
+def test_gpu_kernels_give_gpu_compute_utilization(tmp_path: Path) -> None:
+    kernels = {  # one device: kernels [0, 10) and [5, 20) overlap, then [30, 40): 30 of 40 busy
+        "start_ns": [0, 5, 30], "end_ns": [10, 20, 40], "device_id": [0, 0, 0],
+        "device_type": ["cuda"] * 3, "name": ["a", "b", "c"],
+    }
+    host = {"ts_ns": [12 * S], "metric": ["cpu_util"], "index": [-1], "value": [0.1]}
+    cells, _ = rows.compute(_trace(tmp_path, {"steps": STEPS, "kernels": kernels,
+                                              "host_samples": host}))
+    assert cells["utilization"] == pytest.approx(30 / 40)
+    assert cells["utilization_kind"] == "gpu"
+
+
+def test_a_trace_without_steps_says_so(tmp_path: Path) -> None:
+    cells, notes = rows.compute(_trace(tmp_path, {}))
+    assert cells["measured_steps"] == 0
+    assert cells["throughput_samples_per_s"] is None
+    assert notes == ["trace has no steps"]
+
+
+def test_steps_without_samples_have_durations_but_no_throughput(tmp_path: Path) -> None:
+    steps = {"step": [0, 1], "start_ns": [0, S], "end_ns": [S, 3 * S],
+             "samples": [None, None], "warmup": [False, False], "source": ["nvtx", "nvtx"]}
+    cells, _ = rows.compute(_trace(tmp_path, {"steps": steps}))
+    assert cells["throughput_samples_per_s"] is None
+    assert cells["step_time_ns"] == int(1.5 * S)
+    assert cells["measured_steps"] == 2
