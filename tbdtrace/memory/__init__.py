@@ -22,7 +22,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(torch_classify, name)
     if name == "profile":
-        from tbdtrace.memory.profile import profile
+        from tbdtrace.memory.torch_profile import profile
 
         return profile
     raise AttributeError(f"module 'tbdtrace.memory' has no attribute {name!r}")

@@ -44,6 +44,7 @@ import gc
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -108,7 +109,10 @@ class TorchMemoryTracker:
     def __init__(self, config: TrackerConfig | None = None):
         self.config = config or TrackerConfig()
         self._obs = _Obs([], [], [], [], [], [])
+        # (device_type, address) -> (nbytes, category code, device_id) live at start
         self._baseline: dict[tuple[str, int], tuple[int, int, int]] = {}
+        self._baseline_free_ns: dict[tuple[str, int], int] = {}
+        self._finalizers: list[weakref.finalize[Any, Any]] = []
         self._handles: list[Any] = []
         self._params_hooked: set[int] = set()
         self._saved_hooks: Any = None
@@ -205,25 +209,47 @@ class TorchMemoryTracker:
         for h in self._handles:
             h.remove()
         self._handles.clear()
+        for f in self._finalizers:
+            f.detach()
+        self._finalizers.clear()
         for obj in _live_framework_objects():
             if _is_optimizer(obj):
                 self._observe_optimizer(obj)
         self.stop_ns = time.time_ns()
 
     def _snapshot_baseline(self) -> None:
-        """Storages live at start: params, grads and optimizer state of existing objects."""
-        before = len(self._obs.ptr)
+        """Storages live at start: params, grads and optimizer state of existing objects.
+
+        The profiler drops the free of a block allocated before it started, so each such
+        tensor gets a finalizer: when it dies during the capture (``zero_grad`` setting a
+        ``.grad`` to None) its block is taken as freed then.
+        """
         for obj in _live_framework_objects():
             if _is_optimizer(obj):
-                self._observe_optimizer(obj)
+                params = [p for g in obj.param_groups for p in g["params"]]
+                state = list(_tensors([dict(st) for st in obj.state.values()]))
             else:
-                self._observe_module(obj)
-        o = self._obs
-        for i in range(before, len(o.ptr)):
-            key = (o.device_type[i], o.ptr[i])
-            prev = self._baseline.get(key)
-            if prev is None or o.cat[i] < prev[1]:
-                self._baseline[key] = (o.nbytes[i], o.cat[i], o.device_id[i])
+                params, state = list(obj.parameters()), []
+                self._hook_params(params)
+            grads = [p.grad for p in params if p.grad is not None]
+            for tensors, cat in ((params, "weights"), (grads, "gradients"),
+                                 (state, "optimizer_state")):
+                for t in tensors:
+                    self._add_baseline(t, _RANK[cat])
+
+    def _add_baseline(self, t: Any, code: int) -> None:
+        s = _storage(t)
+        if s is None:
+            return
+        key = (s[2], s[0])
+        prev = self._baseline.get(key)
+        if prev is None:
+            self._finalizers.append(weakref.finalize(t, self._baseline_died, key))
+        if prev is None or code < prev[1]:
+            self._baseline[key] = (s[1], code, s[3])
+
+    def _baseline_died(self, key: tuple[str, int]) -> None:
+        self._baseline_free_ns.setdefault(key, time.time_ns())
 
     # -- classification -------------------------------------------------------------------
     def classify(self, memory: pa.Table | Mapping[str, Any],
@@ -243,21 +269,24 @@ class TorchMemoryTracker:
         return label(mem, self._obs, self.config.match_tolerance_ns, ops)
 
     def _baseline_rows(self, mem: pa.Table) -> pa.Table:
+        """Alloc rows at start for storages live then; a free row when one died."""
         pid = mem.column("pid")[0].as_py() if mem.num_rows else None
-        items = sorted(self._baseline.items())
-        n = len(items)
+        rows: list[tuple[int, str, tuple[str, int], tuple[int, int, int]]] = []
+        for key, val in sorted(self._baseline.items()):
+            rows.append((self.start_ns or 0, "alloc", key, val))
+            if key in self._baseline_free_ns:
+                rows.append((self._baseline_free_ns[key], "free", key, val))
         return trace_io.to_table("memory", {
-            "ts_ns": [self.start_ns or 0] * n,
-            "action": ["alloc"] * n,
-            "level": ["allocated"] * n,
-            "bytes": [v[0] for _, v in items],
-            "address": [k[1] for k, _ in items],
-            "device_type": [k[0] for k, _ in items],
-            "device_id": [v[2] for _, v in items],
-            "pid": [pid] * n,
-            "category": [PRIORITY[v[1]] for _, v in items],
-        }, num_rows=n)
-
+            "ts_ns": [r[0] for r in rows],
+            "action": [r[1] for r in rows],
+            "level": ["allocated"] * len(rows),
+            "bytes": [r[3][0] for r in rows],
+            "address": [r[2][1] for r in rows],
+            "device_type": [r[2][0] for r in rows],
+            "device_id": [r[3][2] for r in rows],
+            "pid": [pid] * len(rows),
+            "category": [PRIORITY[r[3][1]] for r in rows],
+        }, num_rows=len(rows))
 
 def label(mem: pa.Table, obs: _Obs, tol_ns: int, ops: pa.Table | None) -> pa.Table:
     """Set ``category`` on ``mem`` rows from observations, then workspace, then other.
