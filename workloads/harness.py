@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 SIZES = ("tiny", "small", "paper")
 STEPS_FILE_ENV = "TBDTRACE_STEPS_FILE"
@@ -91,7 +92,11 @@ class _Nvtx:
                 h = ctypes.CDLL(lib)
                 push = h.nvtxRangePushA
                 push.argtypes = [ctypes.c_char_p]
-                return cls(lambda s, push=push: push(s.encode()), h.nvtxRangePop)
+
+                def push_str(s: str, push: Any = push) -> object:
+                    return push(s.encode())
+
+                return cls(push_str, h.nvtxRangePop)
             except (OSError, AttributeError):
                 continue
         return cls(None, None)

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     net.train()
 
     def step(_: int) -> float:
-        src, src_len, tgt, _ = _common.translation_batch(
+        src, src_len, tgt, _tlen = _common.translation_batch(
             args.batch_size, cfg.min_len, cfg.max_len, vocab, gen)
         src, src_len, tgt = src.to(device), src_len.to(device), tgt.to(device)
         opt.zero_grad(set_to_none=True)

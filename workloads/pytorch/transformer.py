@@ -61,6 +61,8 @@ def sinusoids(length: int, d_model: int) -> torch.Tensor:
 
 
 class TransformerNMT(nn.Module):
+    pe: torch.Tensor  # sinusoidal positions, a non-persistent buffer
+
     def __init__(self, cfg: Config) -> None:
         super().__init__()
         self.scale = math.sqrt(cfg.d_model)
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     net.train()
 
     def step(_: int) -> float:
-        src, _, tgt, _ = _common.translation_batch(
+        src, _len, tgt, _tlen = _common.translation_batch(
             args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, gen)
         src, tgt = src.to(device), tgt.to(device)
         opt.zero_grad(set_to_none=True)
