@@ -78,4 +78,20 @@ def utilization(tr: Trace, window: Window) -> dict[str, Any]:
     return {"utilization": cpu, "utilization_kind": "cpu" if cpu is not None else None}
 
 
-PROVIDERS: tuple[Callable[[Trace, Window], dict[str, Any]], ...] = (utilization,)
+def memory(tr: Trace, window: Window) -> dict[str, Any]:
+    """Peak live memory and its breakdown at the peak (memory pass: ``summarize``).
+
+    The headline level of the pass (allocated when the trace has it, else reserved), over
+    the whole trace; no memory events -> no cells.
+    """
+    mod = optional_pass("memory")
+    if mod is None or not tr.num_rows("memory"):
+        return {}
+    doc = mod.summarize(tr)
+    cells: dict[str, Any] = {"peak_memory_bytes": doc["peak_bytes"]}
+    for cat, n in doc["breakdown_at_peak"].items():
+        cells[f"{cat}_bytes"] = n
+    return cells
+
+
+PROVIDERS: tuple[Callable[[Trace, Window], dict[str, Any]], ...] = (utilization, memory)

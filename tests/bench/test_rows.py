@@ -79,3 +79,26 @@ def test_steps_without_samples_have_durations_but_no_throughput(tmp_path: Path) 
     assert cells["throughput_samples_per_s"] is None
     assert cells["step_time_ns"] == int(1.5 * S)
     assert cells["measured_steps"] == 2
+
+
+def test_memory_peak_and_breakdown_come_from_the_memory_pass(tmp_path: Path) -> None:
+    mem = {  # weights 100 @1, activations 50 @2, gradients 100 @3 (peak 250), free acts @4
+        "ts_ns": [1, 2, 3, 4],
+        "action": ["alloc", "alloc", "alloc", "free"],
+        "level": ["allocated"] * 4,
+        "bytes": [100, 50, 100, 50],
+        "address": [0x1000, 0x2000, 0x3000, 0x2000],
+        "device_id": [0] * 4, "device_type": ["cpu"] * 4, "pid": [7] * 4,
+        "category": ["weights", "activations", "gradients", "activations"],
+    }
+    cells, notes = rows.compute(_trace(tmp_path, {"steps": STEPS, "memory": mem}))
+    assert notes == []
+    assert cells["peak_memory_bytes"] == 250
+    assert (cells["weights_bytes"], cells["activations_bytes"], cells["gradients_bytes"]) == (
+        100, 50, 100)
+    assert cells["optimizer_state_bytes"] == 0 and cells["other_bytes"] == 0
+
+
+def test_no_memory_events_leave_memory_cells_empty(tmp_path: Path) -> None:
+    cells, _ = rows.compute(_trace(tmp_path, {"steps": STEPS}))
+    assert "peak_memory_bytes" not in cells or cells["peak_memory_bytes"] is None
