@@ -14,6 +14,7 @@ Two implementations, chosen by ``BenchConfig.capture``:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -93,12 +94,16 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
         log.flush()
         proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        # The job runs in its own session, so stopping it (timeout, Ctrl-C here) must
+        # reach the workload and anything it started.
         try:
             rc: int | None = proc.wait(timeout=cfg.timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the workload and anything it started
-            proc.wait()
+            _kill(proc)
             rc = None
+        except BaseException:
+            _kill(proc)
+            raise
     wall = time.monotonic_ns() - t0
     if rc is None:
         return Outcome(None, wall, f"timed out after {cfg.timeout_s:g} s (log: {paths.log})")
@@ -109,6 +114,12 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
     elif not (paths.trace_dir / trace.META_FILE).exists():
         return Outcome(rc, wall, f"capture wrote no trace at {paths.trace_dir}")
     return Outcome(rc, wall, None)
+
+
+def _kill(proc: subprocess.Popen) -> None:  # type: ignore[type-arg]
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def last_line(log: Path) -> str:
