@@ -165,7 +165,9 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
     peak_ts_ns), steps (per step: see :func:`per_step`), event_count, first_ts_ns (the
     earliest memory event, ns; null when none), unmatched_frees
     (frees dropped because their alloc predates the capture), allocator_peak_bytes (the
-    largest total_allocated_bytes the allocator itself reported; null when absent).
+    largest total_allocated_bytes the allocator itself reported; null when absent),
+    model_bytes (weights/gradients/optimizer_state sized from a model's variables, for
+    frameworks sampled by totals such as TensorFlow; null otherwise).
     """
     config = config or MemoryConfig()
     tl = timeline(trace) if tl is None else tl
@@ -185,6 +187,8 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
     doc["unmatched_frees"] = pair(mem).unmatched_frees
     doc["allocator_peak_bytes"] = (int(pa.compute.max(reported).as_py())
                                    if reported.null_count < len(reported) else None)
+    extra = trace.meta.get("extra") or {}
+    doc["model_bytes"] = extra.get("memory_model") if isinstance(extra, dict) else None
     return doc
 
 
