@@ -172,7 +172,9 @@ def train(
     ``sync`` waits for the device (e.g. torch.cuda.synchronize) so a step's end time
     covers its GPU work. ``samples_per_step`` is what one step processes when that is not
     the batch size (e.g. A3C: workers x rollout frames); default ``args.batch_size``.
-    Prints one summary line and returns the recorder.
+    Prints one summary line on stderr, ``<model> <framework> size=S batch=B steps=N
+    loss_first=.. loss_last=.. samples_per_s=..`` (``tbdtrace bench`` reads ``batch=``
+    from it when it did not choose the batch), and returns the recorder.
     """
     rec = StepRecorder(model, framework)
     total = args.warmup + args.steps
