@@ -88,13 +88,8 @@ def pair(tbl: pa.Table) -> Blocks:
     group, keys = group_codes(tbl)
     order = np.lexsort((np.arange(n), ts))  # time order, ties keep row order
 
-    a_row: list[int] = []
-    f_row: list[int] = []
-    a_ts: list[int] = []
-    f_ts: list[int] = []
-    size: list[int] = []
-    grp: list[int] = []
-    adr: list[int] = []
+    # one [alloc_row, free_row, alloc_ts, free_ts, bytes, group, address] per block
+    out: list[list[int]] = []
     live: dict[tuple[int, int], int] = {}  # (group, address) -> block index
     by_size: dict[tuple[int, int], deque[int]] = {}  # (group, bytes) -> live blocks, no address
     unmatched = 0
@@ -106,10 +101,9 @@ def pair(tbl: pa.Table) -> Blocks:
                 key = (g, int(addr[r]))
                 old = live.pop(key, None)
                 if old is not None:  # lost free: close the older block now
-                    f_ts[old] = t
-            idx = len(a_row)
-            a_row.append(r), f_row.append(-1), a_ts.append(t), f_ts.append(INT64_MAX)
-            size.append(b), grp.append(g), adr.append(int(addr[r]) if has_addr else -1)
+                    out[old][3] = t
+            idx = len(out)
+            out.append([r, -1, t, INT64_MAX, b, g, int(addr[r]) if has_addr else -1])
             if has_addr:
                 live[key] = idx
             else:
@@ -123,14 +117,12 @@ def pair(tbl: pa.Table) -> Blocks:
             if q:
                 idx = q.popleft()
         if idx >= 0:
-            f_row[idx], f_ts[idx] = r, t
+            out[idx][1], out[idx][3] = r, t
             continue
         unmatched += 1
-        a_row.append(-1), f_row.append(r), a_ts.append(INT64_MIN), f_ts.append(t)
-        size.append(b), grp.append(g), adr.append(int(addr[r]) if has_addr else -1)
+        out.append([-1, r, INT64_MIN, t, b, g, int(addr[r]) if has_addr else -1])
 
-    def arr(x: list[int]) -> npt.NDArray[np.int64]:
-        return np.asarray(x, dtype=np.int64)
-
-    return Blocks(arr(a_row), arr(f_row), arr(a_ts), arr(f_ts), arr(size), arr(grp),
-                  arr(adr), keys, unmatched)
+    c = np.ascontiguousarray(np.asarray(out, dtype=np.int64).reshape(-1, 7).T)
+    return Blocks(alloc_row=c[0], free_row=c[1], alloc_ts_ns=c[2], free_ts_ns=c[3],
+                  bytes=c[4], group=c[5], address=c[6], group_keys=keys,
+                  unmatched_frees=unmatched)

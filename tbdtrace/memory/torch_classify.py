@@ -132,8 +132,12 @@ class TorchMemoryTracker:
                 if s is None:
                     continue
                 o = self._obs
-                o.ptr.append(s[0]), o.nbytes.append(s[1]), o.ts_ns.append(now)
-                o.cat.append(code), o.device_type.append(s[2]), o.device_id.append(s[3])
+                o.ptr.append(s[0])
+                o.nbytes.append(s[1])
+                o.ts_ns.append(now)
+                o.cat.append(code)
+                o.device_type.append(s[2])
+                o.device_id.append(s[3])
 
     def mark_inputs(self, *tensors: Any) -> None:
         """Label ``tensors`` (e.g. a batch not passed to a module) as inputs."""
