@@ -86,7 +86,9 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
     paths.log.parent.mkdir(parents=True, exist_ok=True)
     paths.steps_file.unlink(missing_ok=True)
     if not Path(job.python).exists():
-        return Outcome(None, 0, f"interpreter {job.python} not found; create it with make")
+        target = "venv-mxnet" if ".venv-mxnet" in job.python else "venv"
+        return Outcome(None, 0, f"interpreter {job.python} not found; create it with "
+                       f"`make {target}`")
     argv, env = command(mode, job, cfg, paths)
     t0 = time.monotonic_ns()
     with paths.log.open("w") as log:
