@@ -180,9 +180,13 @@ class TorchMemoryTracker:
     def _post_forward(self, mod: Any, args: Any, out: Any) -> None:
         self._local.depth = max(0, getattr(self._local, "depth", 1) - 1)
 
-    def _pack(self, t: Any) -> Any:
+    def _pack(self, t: Any) -> tuple[Any, int]:
         self.observe([t], "activations")
-        return t
+        # A detached alias: same storage, but no reference to the graph. Returning `t`
+        # itself would make a saved output hold its own grad_fn (a reference cycle), and a
+        # graph dropped without backward would then live until the garbage collector ran.
+        # The version is kept because autograd skips its in-place check for hooked saves.
+        return t.detach(), int(t._version)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -202,7 +206,7 @@ class TorchMemoryTracker:
                 lambda opt, a, k: self._observe_optimizer(opt)),
         ]
         if self.config.activations:
-            self._saved_hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
+            self._saved_hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
             self._saved_hooks.__enter__()
 
     def stop(self) -> None:
@@ -336,6 +340,17 @@ def label(mem: pa.Table, obs: _Obs, tol_ns: int, ops: pa.Table | None) -> pa.Tab
                          trace_io.to_table("memory", {"category": final},
                                            num_rows=mem.num_rows).column("category"))
     return out.sort_by([("ts_ns", "ascending")])
+
+
+def _unpack(packed: tuple[Any, int]) -> Any:
+    """Give the saved tensor back, raising as autograd would if it changed in place."""
+    t, version = packed
+    if int(t._version) != version:
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{t.type()} {list(t.shape)}] is at version {t._version}; "
+            f"expected version {version} instead (checked by tbdtrace's saved-tensor hook)")
+    return t
 
 
 def _is_optimizer(obj: Any) -> bool:
