@@ -254,7 +254,7 @@ class TorchMemoryTracker:
         if prev is None:
             self._finalizers.append(weakref.finalize(t, self._baseline_died, key))
         if prev is None or code < prev[1]:
-            self._baseline[key] = (s[1], code, s[3])
+            self._baseline[key] = (_allocator_bytes(s[1], s[2]), code, s[3])
 
     def _baseline_died(self, key: tuple[str, int]) -> None:
         self._baseline_free_ns.setdefault(key, time.time_ns())
@@ -340,6 +340,15 @@ def label(mem: pa.Table, obs: _Obs, tol_ns: int, ops: pa.Table | None) -> pa.Tab
                          trace_io.to_table("memory", {"category": final},
                                            num_rows=mem.num_rows).column("category"))
     return out.sort_by([("ts_ns", "ascending")])
+
+
+def _allocator_bytes(nbytes: int, device_type: str) -> int:
+    """Block size the allocator reports for a storage of ``nbytes``: exact on CPU; the CUDA
+    caching allocator rounds up to a multiple of 512 bytes (blocks it does not split can be
+    larger still, which a tensor alone cannot tell)."""
+    if device_type != "cuda":
+        return nbytes
+    return max(512, -(-nbytes // 512) * 512)
 
 
 def _unpack(packed: tuple[Any, int]) -> Any:
