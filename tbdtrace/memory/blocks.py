@@ -52,24 +52,32 @@ class Blocks:
 
 
 def group_codes(tbl: pa.Table) -> tuple[npt.NDArray[np.int64], list[tuple[object, ...]]]:
-    """One code per row for (level, device_type, device_id, rank, pid) and the key list."""
-    parts = []
+    """One code per row for (level, device_type, device_id, rank, pid) and the key list
+    (codes in order of first appearance; a null or -1 id is None in the key)."""
+    n = tbl.num_rows
+    parts, labels = [], []
     for c in _KEY_COLS:
         if c in ("level", "device_type"):
-            codes, labels = dict_codes(tbl, c)
-            parts.append(np.array(labels, dtype=object)[codes] if codes.size else
-                         np.zeros(0, dtype=object))
+            codes, lbl = dict_codes(tbl, c)
+            parts.append(codes if codes.size else np.zeros(n, np.int64))
+            labels.append(lbl)
         else:
             parts.append(int_column(tbl, c, -1))
-    n = tbl.num_rows
-    keys: dict[tuple[object, ...], int] = {}
-    out = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        k = tuple(p[i] for p in parts)
-        out[i] = keys.setdefault(k, len(keys))
-    klist = [tuple(None if (isinstance(v, (int, np.integer)) and v == -1) else v for v in k)
-             for k in keys]
-    return out, [tuple(int(v) if isinstance(v, np.integer) else v for v in k) for k in klist]
+            labels.append(None)
+    if n == 0:
+        return np.zeros(0, np.int64), []
+    uniq, first, inv = np.unique(np.stack(parts, axis=1), axis=0, return_index=True,
+                                 return_inverse=True)
+    order = np.argsort(first, kind="stable")  # renumber by first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    keys = []
+    for u in uniq[order]:
+        key: list[object] = []
+        for v, lbl in zip(u.tolist(), labels, strict=True):
+            key.append(lbl[v] if lbl is not None else (None if v == -1 else int(v)))
+        keys.append(tuple(key))
+    return rank[inv.reshape(-1)].astype(np.int64), keys
 
 
 def pair(tbl: pa.Table) -> Blocks:
@@ -79,50 +87,74 @@ def pair(tbl: pa.Table) -> Blocks:
     ts = int_column(tbl, "ts_ns", 0)
     nbytes = int_column(tbl, "bytes", 0)
     addr_col = tbl.column("address")
-    addr_valid = ~np.asarray(addr_col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    has_addr = ~np.asarray(addr_col.is_null().to_numpy(zero_copy_only=False), dtype=bool) \
+        if n else np.zeros(0, dtype=bool)
     addr = np.asarray(addr_col.fill_null(0).to_numpy(), dtype=np.uint64).view(np.int64) \
         if n else np.zeros(0, dtype=np.int64)
     acodes, alabels = dict_codes(tbl, "action")
     is_alloc = (np.array([lbl == "alloc" for lbl in alabels], dtype=bool)[acodes]
                 if n else np.zeros(0, dtype=bool))
     group, keys = group_codes(tbl)
-    order = np.lexsort((np.arange(n), ts))  # time order, ties keep row order
-
-    # one [alloc_row, free_row, alloc_ts, free_ts, bytes, group, address] per block
-    out: list[list[int]] = []
-    live: dict[tuple[int, int], int] = {}  # (group, address) -> block index
-    by_size: dict[tuple[int, int], deque[int]] = {}  # (group, bytes) -> live blocks, no address
-    unmatched = 0
-    for r in order.tolist():
-        g, t, b = int(group[r]), int(ts[r]), int(nbytes[r])
-        has_addr = bool(addr_valid[r])
-        if is_alloc[r]:
-            if has_addr:
-                key = (g, int(addr[r]))
-                old = live.pop(key, None)
-                if old is not None:  # lost free: close the older block now
-                    out[old][3] = t
-            idx = len(out)
-            out.append([r, -1, t, INT64_MAX, b, g, int(addr[r]) if has_addr else -1])
-            if has_addr:
-                live[key] = idx
-            else:
-                by_size.setdefault((g, b), deque()).append(idx)
-            continue
-        idx = -1
-        if has_addr:
-            idx = live.pop((g, int(addr[r])), -1)
-        else:
-            q = by_size.get((g, b))
-            if q:
-                idx = q.popleft()
-        if idx >= 0:
-            out[idx][1], out[idx][3] = r, t
-            continue
-        unmatched += 1
-        out.append([-1, r, INT64_MIN, t, b, g, int(addr[r]) if has_addr else -1])
-
-    c = np.ascontiguousarray(np.asarray(out, dtype=np.int64).reshape(-1, 7).T)
+    rows = np.arange(n, dtype=np.int64)
+    a = _pair_by_address(rows[has_addr], group[has_addr], addr[has_addr], ts[has_addr],
+                         is_alloc[has_addr], nbytes[has_addr])
+    b = _pair_by_size(rows[~has_addr], group[~has_addr], ts[~has_addr], is_alloc[~has_addr],
+                      nbytes[~has_addr])
+    c = np.concatenate([a, b], axis=1)
     return Blocks(alloc_row=c[0], free_row=c[1], alloc_ts_ns=c[2], free_ts_ns=c[3],
                   bytes=c[4], group=c[5], address=c[6], group_keys=keys,
-                  unmatched_frees=unmatched)
+                  unmatched_frees=int(np.sum(c[0] < 0)))
+
+
+def _pair_by_address(rows: npt.NDArray[np.int64], group: npt.NDArray[np.int64],
+                     addr: npt.NDArray[np.int64], ts: npt.NDArray[np.int64],
+                     is_alloc: npt.NDArray[np.bool_], nbytes: npt.NDArray[np.int64],
+                     ) -> npt.NDArray[np.int64]:
+    """Rows with an address, vectorized: sorted by (group, address, time, row), an alloc
+    owns the next row of its key when that is a free; a following alloc closes it (lost
+    free); a free not preceded by an alloc of its key is unmatched. Returns a (7, blocks)
+    array: alloc_row, free_row, alloc_ts, free_ts, bytes, group, address."""
+    o = np.lexsort((rows, ts, addr, group))
+    r, g, ad, t, al, nb = rows[o], group[o], addr[o], ts[o], is_alloc[o], nbytes[o]
+    same_next = np.zeros(r.size, dtype=bool)
+    if r.size > 1:
+        same_next[:-1] = (g[1:] == g[:-1]) & (ad[1:] == ad[:-1])
+    nxt = np.minimum(np.arange(r.size) + 1, max(r.size - 1, 0))
+    next_free = same_next & ~al[nxt]
+    same_prev = np.zeros(r.size, dtype=bool)
+    same_prev[1:] = same_next[:-1]
+    prev_alloc = same_prev & np.roll(al, 1)
+    ia = np.flatnonzero(al)
+    free_row = np.where(next_free[ia], r[nxt[ia]], -1)
+    free_ts = np.where(same_next[ia], t[nxt[ia]], INT64_MAX)
+    iu = np.flatnonzero(~al & ~prev_alloc)  # unmatched frees
+    return np.array([
+        np.concatenate([r[ia], np.full(iu.size, -1)]),
+        np.concatenate([free_row, r[iu]]),
+        np.concatenate([t[ia], np.full(iu.size, INT64_MIN)]),
+        np.concatenate([free_ts, t[iu]]),
+        np.concatenate([nb[ia], nb[iu]]),
+        np.concatenate([g[ia], g[iu]]),
+        np.concatenate([ad[ia], ad[iu]]),
+    ], dtype=np.int64).reshape(7, -1)
+
+
+def _pair_by_size(rows: npt.NDArray[np.int64], group: npt.NDArray[np.int64],
+                  ts: npt.NDArray[np.int64], is_alloc: npt.NDArray[np.bool_],
+                  nbytes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Rows without an address (rare: old Kineto traces): a free closes the oldest live
+    block of its group and size."""
+    out: list[list[int]] = []
+    live: dict[tuple[int, int], deque[int]] = {}
+    for i in np.lexsort((rows, ts)).tolist():
+        r, g, t, b = int(rows[i]), int(group[i]), int(ts[i]), int(nbytes[i])
+        q = live.setdefault((g, b), deque())
+        if is_alloc[i]:
+            q.append(len(out))
+            out.append([r, -1, t, INT64_MAX, b, g, -1])
+        elif q:
+            blk = out[q.popleft()]
+            blk[1], blk[3] = r, t
+        else:
+            out.append([-1, r, INT64_MIN, t, b, g, -1])
+    return np.asarray(out, dtype=np.int64).reshape(-1, 7).T.reshape(7, -1)

@@ -56,7 +56,7 @@ def timeline(trace: Trace, config: MemoryConfig | None = None) -> pa.Table:
     device (same rank, pid, device) just after it. Frees with no matching alloc are absent.
     """
     mem = trace.table("memory", _COLS)
-    return _timeline(mem)
+    return _timeline(mem, pair(mem))
 
 
 def run(trace: Trace, config: MemoryConfig | None = None) -> pa.Table:
@@ -64,8 +64,7 @@ def run(trace: Trace, config: MemoryConfig | None = None) -> pa.Table:
     return timeline(trace, config)
 
 
-def _timeline(mem: pa.Table) -> pa.Table:
-    blocks = pair(mem)
+def _timeline(mem: pa.Table, blocks: Blocks) -> pa.Table:
     cat = _block_categories(mem, blocks)
     known = blocks.alloc_row >= 0  # blocks allocated inside the capture
     freed = known & (blocks.free_ts_ns != INT64_MAX)
@@ -96,13 +95,13 @@ def _timeline(mem: pa.Table) -> pa.Table:
     keys = blocks.group_keys
     cols: dict[str, Any] = {
         "ts_ns": pa.array(ts, pa.int64()),
-        "level": pa.array([MEMORY_LEVELS[i] for i in lvl], pa.string()),
-        "device_type": pa.array([keys[g][1] for g in grp], pa.string()),
-        "device_id": pa.array([keys[g][2] for g in grp], pa.int32()),
-        "rank": pa.array([keys[g][3] for g in grp], pa.int32()),
-        "pid": pa.array([keys[g][4] for g in grp], pa.int32()),
-        "action": pa.array(np.where(sign > 0, "alloc", "free"), pa.string()),
-        "category": pa.array([MEMORY_CATEGORIES[c] for c in cat[b_all]], pa.string()),
+        "level": _take(list(MEMORY_LEVELS), lvl, pa.string()),
+        "device_type": _take([k[1] for k in keys], grp, pa.string()),
+        "device_id": _take([k[2] for k in keys], grp, pa.int32()),
+        "rank": _take([k[3] for k in keys], grp, pa.int32()),
+        "pid": _take([k[4] for k in keys], grp, pa.int32()),
+        "action": _take(["free", "alloc"], (sign > 0).astype(np.int64), pa.string()),
+        "category": _take(list(MEMORY_CATEGORIES), cat[b_all], pa.string()),
         "bytes": pa.array(blocks.bytes[b_all], pa.int64()),
     }
     for i, name in enumerate(CATEGORY_COLUMNS):
@@ -110,6 +109,11 @@ def _timeline(mem: pa.Table) -> pa.Table:
     cols["total_bytes"] = pa.array(live.sum(axis=1), pa.int64())
     cols["device_total_bytes"] = pa.array(dev_total, pa.int64())
     return pa.table(cols)
+
+
+def _take(values: list[Any], idx: npt.NDArray[np.int64], typ: pa.DataType) -> pa.Array:
+    """``values[idx]`` as an Arrow array of ``typ`` (nulls where the value is None)."""
+    return pa.array(values, typ).take(pa.array(idx, pa.int64()))
 
 
 def _peak(tl: pa.Table) -> dict[str, Any]:
@@ -170,12 +174,14 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
     frameworks sampled by totals such as TensorFlow; null otherwise).
     """
     config = config or MemoryConfig()
-    tl = timeline(trace) if tl is None else tl
-    present = [lv for lv in MEMORY_LEVELS if lv in set(tl.column("level").to_pylist())]
+    mem = trace.table("memory", _COLS + ["total_allocated_bytes"])
+    blocks = pair(mem)
+    tl = _timeline(mem, blocks) if tl is None else tl
+    seen = set(pa.compute.unique(tl.column("level")).to_pylist())
+    present = [lv for lv in MEMORY_LEVELS if lv in seen]
     level = config.level or ("allocated" if "allocated" in present else
                              (present[0] if present else "allocated"))
     main = _level(tl, level)
-    mem = trace.table("memory", _COLS + ["total_allocated_bytes"])
     reported = mem.column("total_allocated_bytes")
     doc: dict[str, Any] = {"level": level, **_peak(main)}
     doc["levels"] = {lv: _peak(_level(tl, lv)) for lv in present}
@@ -184,7 +190,7 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
     doc["event_count"] = mem.num_rows
     doc["first_ts_ns"] = int(pa.compute.min(mem.column("ts_ns")).as_py()) if mem.num_rows \
         else None
-    doc["unmatched_frees"] = pair(mem).unmatched_frees
+    doc["unmatched_frees"] = blocks.unmatched_frees
     doc["allocator_peak_bytes"] = (int(pa.compute.max(reported).as_py())
                                    if reported.null_count < len(reported) else None)
     extra = trace.meta.get("extra") or {}
