@@ -55,7 +55,8 @@ def group_codes(tbl: pa.Table) -> tuple[npt.NDArray[np.int64], list[tuple[object
     """One code per row for (level, device_type, device_id, rank, pid) and the key list
     (codes in order of first appearance; a null or -1 id is None in the key)."""
     n = tbl.num_rows
-    parts, labels = [], []
+    parts: list[npt.NDArray[np.int64]] = []
+    labels: list[list[str | None] | None] = []
     for c in _KEY_COLS:
         if c in ("level", "device_type"):
             codes, lbl = dict_codes(tbl, c)
@@ -74,8 +75,8 @@ def group_codes(tbl: pa.Table) -> tuple[npt.NDArray[np.int64], list[tuple[object
     keys = []
     for u in uniq[order]:
         key: list[object] = []
-        for v, lbl in zip(u.tolist(), labels, strict=True):
-            key.append(lbl[v] if lbl is not None else (None if v == -1 else int(v)))
+        for v, names in zip(u.tolist(), labels, strict=True):
+            key.append(names[v] if names is not None else (None if v == -1 else int(v)))
         keys.append(tuple(key))
     return rank[inv.reshape(-1)].astype(np.int64), keys
 
