@@ -40,6 +40,7 @@ the first in :data:`PRIORITY` wins: a weight saved for backward stays a weight.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import threading
 import time
@@ -50,11 +51,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace import trace as trace_io
 from tbdtrace.memory import workspace
-from tbdtrace.memory.blocks import pair
+from tbdtrace.memory.blocks import Blocks, pair
 
 PRIORITY = ("weights", "optimizer_state", "gradients", "inputs", "activations")
 _RANK = {c: i for i, c in enumerate(PRIORITY)}
@@ -304,22 +306,7 @@ def label(mem: pa.Table, obs: _Obs, tol_ns: int, ops: pa.Table | None) -> pa.Tab
     """
     blocks = pair(mem)
     cat = np.full(len(blocks), len(PRIORITY), dtype=np.int64)  # len = unlabelled
-    index: dict[tuple[str, int], list[int]] = {}
-    for b in range(len(blocks)):
-        level, dtype = blocks.group_keys[blocks.group[b]][:2]
-        if level == "allocated" and blocks.address[b] != -1:
-            index.setdefault((str(dtype), int(blocks.address[b])), []).append(b)
-    a_ts, f_ts = blocks.alloc_ts_ns, blocks.free_ts_ns
-    for i in range(len(obs.ptr)):
-        cands = index.get((obs.device_type[i], np.int64(np.uint64(obs.ptr[i])).item()))
-        if not cands:
-            continue
-        t = obs.ts_ns[i]
-        hit = [b for b in cands if a_ts[b] <= t < f_ts[b]] or \
-            [b for b in cands if a_ts[b] <= t + tol_ns and f_ts[b] >= t - tol_ns]
-        if hit:
-            b = max(hit, key=lambda x: a_ts[x])
-            cat[b] = min(cat[b], obs.cat[i])
+    _match(blocks, obs, tol_ns, cat)
     names = list(PRIORITY) + [None]
     row_cat: list[str | None] = [None] * mem.num_rows
     for b in range(len(blocks)):
@@ -340,6 +327,41 @@ def label(mem: pa.Table, obs: _Obs, tol_ns: int, ops: pa.Table | None) -> pa.Tab
                          trace_io.to_table("memory", {"category": final},
                                            num_rows=mem.num_rows).column("category"))
     return out.sort_by([("ts_ns", "ascending")])
+
+
+def _match(blocks: Blocks, obs: _Obs, tol_ns: int, cat: npt.NDArray[np.int64]) -> None:
+    """Lower ``cat[b]`` to the best category observed on block ``b``.
+
+    Per (device_type, address) the blocks are disjoint in time; an observation at ``t``
+    takes the block with ``alloc <= t < free``, else the latest one within ``tol_ns``.
+    """
+    index: dict[tuple[str, int], list[int]] = {}
+    for b in range(len(blocks)):
+        level, dtype = blocks.group_keys[blocks.group[b]][:2]
+        if level == "allocated" and blocks.address[b] != -1:
+            index.setdefault((str(dtype), int(blocks.address[b])), []).append(b)
+    a_ts, f_ts = blocks.alloc_ts_ns, blocks.free_ts_ns
+    starts: dict[tuple[str, int], list[int]] = {}
+    for key, blist in index.items():
+        blist.sort(key=lambda x: int(a_ts[x]))
+        starts[key] = [int(a_ts[x]) for x in blist]
+    for i in range(len(obs.ptr)):
+        key = (obs.device_type[i], int(np.uint64(obs.ptr[i]).view(np.int64)))
+        bl = index.get(key)
+        if not bl:
+            continue
+        t = obs.ts_ns[i]
+        j = bisect.bisect_right(starts[key], t + tol_ns) - 1
+        best = -1
+        while j >= 0 and f_ts[bl[j]] >= t - tol_ns:
+            if a_ts[bl[j]] <= t < f_ts[bl[j]]:
+                best = bl[j]
+                break
+            if best < 0:
+                best = bl[j]  # the latest block near t, in case none contains it
+            j -= 1
+        if best >= 0:
+            cat[best] = min(cat[best], obs.cat[i])
 
 
 def _allocator_bytes(nbytes: int, device_type: str) -> int:
