@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -115,3 +116,23 @@ def test_workspace_needs_an_operator_not_an_annotation() -> None:
         mem.set_column(mem.schema.get_field_index("tid"), "tid", pa.array([8] * 6, pa.int64())),
         _ws_trace()[1])
     assert set(other_thread.column("category").to_pylist()) == {"other"}
+
+
+def test_observation_labels_the_block_live_at_that_moment() -> None:
+    """One address, three blocks over time: only the one live when seen is labelled."""
+    w = torch.ones(16)
+    ptr = w.untyped_storage().data_ptr()
+    t = TorchMemoryTracker()
+    before = time.time_ns()
+    t.observe([w], "weights")
+    after = time.time_ns()
+    ms = 1_000_000
+    rows = {  # block 1 ends 5 ms before; block 2 spans the observation; block 3 after
+        "ts_ns": [before - 10 * ms, before - 5 * ms, before - 1, after + 5 * ms,
+                  after + 6 * ms],
+        "action": ["alloc", "free", "alloc", "free", "alloc"],
+        "level": ["allocated"] * 5, "bytes": [64] * 5, "address": [ptr] * 5,
+        "device_type": ["cpu"] * 5,
+    }
+    out = t.classify(rows).to_pylist()
+    assert [r["category"] for r in out] == ["other", "other", "weights", "weights", "other"]
