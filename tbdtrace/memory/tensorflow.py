@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tbdtrace import trace as trace_io
+from tbdtrace.memory.torch_profile import check_out_dir
 
 _ADDR = {"weights": 1, "optimizer_state": 2, "other": 3}
 
@@ -143,6 +144,8 @@ def profile(out_dir: str | os.PathLike[str], model: Any = None, optimizer: Any =
     weights and optimizer state; an optimizer whose variables do not exist yet is sized
     again at every sample.
     """
+    check_out_dir(out_dir)
+
     def size() -> dict[str, int]:
         return {"weights": variable_bytes(getattr(model, "variables", None)),
                 "optimizer_state": variable_bytes(getattr(optimizer, "variables", None))}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace as trace_io
+from tbdtrace.errors import TraceError
 from tbdtrace.memory.torch_classify import TorchMemoryTracker, TrackerConfig
 
 
@@ -56,6 +57,7 @@ def profile(out_dir: str | os.PathLike[str], config: TrackerConfig | None = None
 
     from tbdtrace.importers import kineto
 
+    check_out_dir(out_dir)
     acts = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         acts.append(ProfilerActivity.CUDA)
@@ -79,6 +81,15 @@ def profile(out_dir: str | os.PathLike[str], config: TrackerConfig | None = None
         tables["steps"] = _steps(tracker.start_ns or 0, handle.step_ends_ns)
     meta.update(source="torch", backend="torch", workload=workload, source_files=[])
     trace_io.write(out_dir, tables, meta)
+
+
+def check_out_dir(out_dir: str | os.PathLike[str]) -> None:
+    """Fail before training starts, not after, when ``out_dir`` cannot take a trace."""
+    out = Path(out_dir)
+    if out.exists() and not (out / trace_io.META_FILE).exists() and (
+            out.is_file() or any(out.iterdir())):
+        raise TraceError(
+            f"{out}: exists and is not a tbdtrace trace; choose another output directory")
 
 
 def _steps(start_ns: int, ends_ns: list[int]) -> dict[str, list[Any]]:

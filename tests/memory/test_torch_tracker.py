@@ -136,3 +136,13 @@ def test_observation_labels_the_block_live_at_that_moment() -> None:
     }
     out = t.classify(rows).to_pylist()
     assert [r["category"] for r in out] == ["other", "other", "weights", "weights", "other"]
+
+
+def test_profile_refuses_a_non_trace_directory_before_running(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("user data")
+    ran = False
+    with pytest.raises(tbdtrace.TraceError, match="exists and is not a tbdtrace trace"), \
+            profile(tmp_path):
+        ran = True
+    assert not ran
+    assert (tmp_path / "keep.txt").read_text() == "user data"
