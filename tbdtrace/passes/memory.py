@@ -170,11 +170,13 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
     earliest memory event, ns; null when none), unmatched_frees
     (frees dropped because their alloc predates the capture), allocator_peak_bytes (the
     largest total_allocated_bytes the allocator itself reported; null when absent),
+    allocator_reserved_peak_bytes (the same for total_reserved_bytes: the caching
+    allocator's reserved memory in torch.profiler traces),
     model_bytes (weights/gradients/optimizer_state sized from a model's variables, for
     frameworks sampled by totals such as TensorFlow; null otherwise).
     """
     config = config or MemoryConfig()
-    mem = trace.table("memory", _COLS + ["total_allocated_bytes"])
+    mem = trace.table("memory", _COLS + ["total_allocated_bytes", "total_reserved_bytes"])
     blocks = pair(mem)
     tl = _timeline(mem, blocks) if tl is None else tl
     seen = set(pa.compute.unique(tl.column("level")).to_pylist())
@@ -182,7 +184,6 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
     level = config.level or ("allocated" if "allocated" in present else
                              (present[0] if present else "allocated"))
     main = _level(tl, level)
-    reported = mem.column("total_allocated_bytes")
     doc: dict[str, Any] = {"level": level, **_peak(main)}
     doc["levels"] = {lv: _peak(_level(tl, lv)) for lv in present}
     doc["devices"] = _devices(tl)
@@ -191,8 +192,11 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
     doc["first_ts_ns"] = int(pa.compute.min(mem.column("ts_ns")).as_py()) if mem.num_rows \
         else None
     doc["unmatched_frees"] = blocks.unmatched_frees
-    doc["allocator_peak_bytes"] = (int(pa.compute.max(reported).as_py())
-                                   if reported.null_count < len(reported) else None)
+    for key, col in (("allocator_peak_bytes", "total_allocated_bytes"),
+                     ("allocator_reserved_peak_bytes", "total_reserved_bytes")):
+        reported = mem.column(col)
+        doc[key] = (int(pa.compute.max(reported).as_py())
+                    if reported.null_count < len(reported) else None)
     extra = trace.meta.get("extra") or {}
     doc["model_bytes"] = extra.get("memory_model") if isinstance(extra, dict) else None
     return doc

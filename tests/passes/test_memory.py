@@ -204,5 +204,10 @@ def test_real_kineto_peaks_match_replay(tmp_path: Path, path: Path) -> None:
            d["peak_bytes"] for d in doc["devices"]}
     assert got == {k: v for k, v in want.items() if v > 0 or k in got}
     assert doc["unmatched_frees"] == unmatched
+    raw = [e["args"] for e in rawkineto.load(path)["traceEvents"] if e.get("name") == "[memory]"]
+    for key, field in (("allocator_peak_bytes", "Total Allocated"),
+                       ("allocator_reserved_peak_bytes", "Total Reserved")):
+        vals = [int(a[field]) for a in raw if field in a]
+        assert doc[key] == (max(vals) if vals else None)
     tl = memory.timeline(tr)
     assert min(tl.column("total_bytes").to_pylist(), default=0) >= 0
