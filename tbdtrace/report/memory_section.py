@@ -26,6 +26,9 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
         t.add_row(cat, fmt_bytes(b), f"{100 * b / peak:.1f}%" if peak else "-")
     t.add_row("[bold]total[/bold]", fmt_bytes(peak), "100.0%" if peak else "-")
     con.print(t)
+    if peak and data["breakdown_at_peak"]["other"] == peak:
+        con.print("No allocation in this trace carries a category, so all count as other "
+                  "(PyTorch traces get categories from tbdtrace.memory or --backend torch).")
     start = _first_ts(data)
     for lv, p in data["levels"].items():
         at = "-" if p["peak_ts_ns"] is None or start is None else \

@@ -1,0 +1,61 @@
+"""The memory report section: JSON document and text rendering."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+import tbdtrace
+from tbdtrace.report import ReportOptions, build
+from tbdtrace.report.text import render
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _write(tmp_path: Path, categories: list[str | None]) -> Path:
+    n = len(categories)
+    return tbdtrace.write(tmp_path / "t", {
+        "memory": {"ts_ns": [10 * (i + 1) for i in range(n)], "action": ["alloc"] * n,
+                   "level": ["allocated"] * n, "bytes": [1024 * (i + 1) for i in range(n)],
+                   "address": list(range(1, n + 1)), "device_type": ["cuda"] * n,
+                   "device_id": [0] * n, "category": categories},
+        "steps": {"step": [0], "start_ns": [0], "end_ns": [100]},
+    }, {"source": "test"})
+
+
+def _text(path: Path) -> str:
+    con = Console(record=True, width=160)
+    opts = ReportOptions()
+    render(build(tbdtrace.open(path), opts), opts, console=con)
+    return con.export_text()
+
+
+def test_text_shows_breakdown_and_steps(tmp_path: Path) -> None:
+    out = _text(_write(tmp_path, ["weights", "activations", "activations"]))
+    assert "Memory at peak (allocated)" in out
+    lines = {ln.split("│")[1].strip(): ln for ln in out.splitlines() if ln.count("│") >= 3}
+    assert "1.00 KiB" in lines["weights"] and "16.7%" in lines["weights"]
+    assert "5.00 KiB" in lines["activations"] and "83.3%" in lines["activations"]
+    assert "6.00 KiB" in lines["total"]
+    assert "Memory per step" in out
+    assert "carries a category" not in out
+
+
+def test_text_says_when_nothing_is_classified(tmp_path: Path) -> None:
+    assert "carries a category" in _text(_write(tmp_path, [None, None]))
+
+
+def test_cli_json_has_memory(tmp_path: Path) -> None:
+    path = _write(tmp_path, ["gradients", None])
+    res = subprocess.run([sys.executable, "-m", "tbdtrace", "report", str(path), "--format",
+                          "json"], cwd=ROOT, capture_output=True, text=True, check=True)
+    doc = json.loads(res.stdout)["memory"]
+    assert doc["peak_bytes"] == 3072 and doc["peak_ts_ns"] == 20
+    assert doc["breakdown_at_peak"] == {"weights": 0, "gradients": 1024,
+                                        "optimizer_state": 0, "inputs": 0,
+                                        "activations": 0, "workspace": 0, "other": 2048}
+    assert doc["steps"][0]["peak_bytes"] == 3072
