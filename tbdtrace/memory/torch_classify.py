@@ -8,6 +8,8 @@ Entry point for capture backends (the torch backend calls it; so does
     ...                             # training runs, unmodified
     tracker.stop()                  # after the profiler stops
     memory = tracker.classify(memory_table, ops_table)
+    # or, on the tables dict given to tbdtrace.trace.write:
+    tables = tracker.classify_tables(tables)
 
 ``classify`` returns the ``memory`` table with ``category`` filled in, plus one alloc row
 per storage that was already live at ``start()`` (parameters, gradients, optimizer state
@@ -277,6 +279,16 @@ class TorchMemoryTracker:
         if ops is not None and not isinstance(ops, pa.Table):
             ops = trace_io.to_table("ops", ops)
         return label(mem, self._obs, self.config.match_tolerance_ns, ops)
+
+    def classify_tables(self, tables: Mapping[str, Any]) -> dict[str, Any]:
+        """``tables`` (name -> pyarrow table or column mapping, as for trace.write) with
+        ``memory`` replaced by :meth:`classify` of it and of ``ops``; other tables are
+        passed through. A missing ``memory`` table gets the start-time rows alone."""
+        out = dict(tables)
+        mem = tables.get("memory")
+        out["memory"] = self.classify(mem if mem is not None else {"ts_ns": []},
+                                      tables.get("ops"))
+        return out
 
     def _baseline_rows(self, mem: pa.Table) -> pa.Table:
         """Alloc rows at start for storages live then; a free row when one died."""

@@ -75,8 +75,7 @@ def profile(out_dir: str | os.PathLike[str], config: TrackerConfig | None = None
         chrome = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(chrome))
         tables, meta = kineto.import_files([chrome])
-    ops = tables.get("ops")
-    tables["memory"] = tracker.classify(tables.get("memory") or {"ts_ns": []}, ops)
+    tables = tracker.classify_tables(tables)
     if handle.step_ends_ns:
         tables["steps"] = _steps(tracker.start_ns or 0, handle.step_ends_ns)
     meta.update(source="torch", backend="torch", workload=workload, source_files=[])
