@@ -163,3 +163,42 @@ def test_untracked_block_from_before_capture_never_negative(tmp_path: Path) -> N
     for c in memory.CATEGORY_COLUMNS + ("total_bytes", "device_total_bytes"):
         assert int(np.min(tl.column(c).to_numpy(), initial=0)) >= 0
     assert memory.summarize(tr)["peak_bytes"] >= 4000
+
+
+VOCAB, D, FF, LAYERS, SEQ = 100, 64, 128, 2, 16
+# Embedding; per encoder layer: attention in/out projections, two FF linears, two norms;
+# the output projection.
+TX_PARAMS = VOCAB * D + LAYERS * ((3 * D * D + 3 * D) + (D * D + D) + (D * FF + FF)
+                                  + (FF * D + D) + 2 * (2 * D)) + (D * VOCAB + VOCAB)
+TX_TENSORS = 1 + LAYERS * 12 + 2
+
+
+class _Tx(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(VOCAB, D)
+        layer = torch.nn.TransformerEncoderLayer(D, 4, FF, dropout=0.1, batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+        self.out = torch.nn.Linear(D, VOCAB)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.enc(self.emb(x))).reshape(-1, VOCAB)
+
+
+def test_transformer_adamw_exact_and_activations_linear(tmp_path: Path) -> None:
+    acts = []
+    for n in (2, 4, 6):
+        torch.manual_seed(0)
+        with profile(tmp_path / f"t{n}") as p:
+            model = _Tx()
+            opt = torch.optim.AdamW(model.parameters())
+            x, y = torch.randint(0, VOCAB, (n, SEQ)), torch.randint(0, VOCAB, (n * SEQ,))
+            train(model, opt, (x, y), steps=2, on_step=p.step)
+        end = _end(tmp_path / f"t{n}")
+        assert end["weights"] == 4 * TX_PARAMS
+        assert end["gradients"] == 4 * TX_PARAMS
+        assert end["optimizer_state"] == 8 * TX_PARAMS + 4 * TX_TENSORS
+        tl = memory.timeline(tbdtrace.open(tmp_path / f"t{n}"))
+        assert max(tl.column("inputs_bytes").to_pylist()) == 8 * n * SEQ * 2  # int64 x, y
+        acts.append(max(tl.column("activations_bytes").to_pylist()))
+    assert acts[2] - acts[1] == acts[1] - acts[0] > 0
