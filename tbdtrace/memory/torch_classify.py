@@ -67,6 +67,7 @@ _RANK = {c: i for i, c in enumerate(PRIORITY)}
 @dataclass(frozen=True)
 class TrackerConfig:
     activations: bool = True  # install saved-tensor hooks (tensors saved for backward)
+    scan_gc: bool = True  # find live modules/optimizers with gc at start and stop
     inputs: bool = True  # label outermost module inputs as `inputs`
     match_tolerance_ns: int = 1_000_000  # slack when an observation is at a block's edge
 
@@ -110,8 +111,11 @@ def _tensors(obj: Any, depth: int = 0) -> Iterator[Any]:
 class TorchMemoryTracker:
     """Observes parameters, gradients, optimizer state, inputs and saved tensors."""
 
-    def __init__(self, config: TrackerConfig | None = None):
+    def __init__(self, config: TrackerConfig | None = None, model: Any = None,
+                 optimizer: Any = None):
+        """``model``/``optimizer`` (optional) are tracked even when ``scan_gc`` is off."""
         self.config = config or TrackerConfig()
+        self._explicit = [o for o in (optimizer, model) if o is not None]
         self._obs = _Obs([], [], [], [], [], [])
         # (device_type, address) -> (nbytes, category code, device_id) live at start
         self._baseline: dict[tuple[str, int], tuple[int, int, int]] = {}
@@ -224,10 +228,19 @@ class TorchMemoryTracker:
         for f in self._finalizers:
             f.detach()
         self._finalizers.clear()
-        for obj in _live_framework_objects():
+        for obj in self._objects():
             if _is_optimizer(obj):
                 self._observe_optimizer(obj)
+            else:
+                params = list(obj.parameters())
+                self.observe(params, "weights")
+                self.observe((p.grad for p in params if p.grad is not None), "gradients")
         self.stop_ns = time.time_ns()
+
+    def _objects(self) -> list[Any]:
+        found = _live_framework_objects() if self.config.scan_gc else []
+        ids = {id(o) for o in found}
+        return found + [o for o in self._explicit if id(o) not in ids]
 
     def _snapshot_baseline(self) -> None:
         """Storages live at start: params, grads and optimizer state of existing objects.
@@ -236,7 +249,7 @@ class TorchMemoryTracker:
         tensor gets a finalizer: when it dies during the capture (``zero_grad`` setting a
         ``.grad`` to None) its block is taken as freed then.
         """
-        for obj in _live_framework_objects():
+        for obj in self._objects():
             if _is_optimizer(obj):
                 params = [p for g in obj.param_groups for p in g["params"]]
                 state = list(_tensors([dict(st) for st in obj.state.values()]))

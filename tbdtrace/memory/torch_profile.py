@@ -49,9 +49,14 @@ class Profile:
 
 
 @contextmanager
-def profile(out_dir: str | os.PathLike[str], config: TrackerConfig | None = None,
+def profile(out_dir: str | os.PathLike[str], model: Any = None, optimizer: Any = None,
+            config: TrackerConfig | None = None,
             workload: str | None = None) -> Iterator[Profile]:
-    """Profile the block's memory; on exit write a trace to ``out_dir``."""
+    """Profile the block's memory; on exit write a trace to ``out_dir``.
+
+    ``model`` and ``optimizer`` are optional: live ones are found on their own (see
+    :class:`TrackerConfig.scan_gc`); pass them to be explicit or when scanning is off.
+    """
     import torch
     from torch.profiler import ProfilerActivity
 
@@ -61,7 +66,7 @@ def profile(out_dir: str | os.PathLike[str], config: TrackerConfig | None = None
     acts = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         acts.append(ProfilerActivity.CUDA)
-    tracker = TorchMemoryTracker(config)
+    tracker = TorchMemoryTracker(config, model=model, optimizer=optimizer)
     prof = torch.profiler.profile(activities=acts, profile_memory=True)
     handle = Profile(tracker, prof, Path(out_dir))
     tracker.start()

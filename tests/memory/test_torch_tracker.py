@@ -146,3 +146,20 @@ def test_profile_refuses_a_non_trace_directory_before_running(tmp_path: Path) ->
         ran = True
     assert not ran
     assert (tmp_path / "keep.txt").read_text() == "user data"
+
+
+def test_explicit_model_and_optimizer_without_gc_scan(tmp_path: Path) -> None:
+    from tbdtrace.memory import TrackerConfig
+    from tests.memory.models import MLP_PARAMS, mlp, mlp_batch, train
+
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    train(model, opt, mlp_batch(4), steps=1)  # state and gradients exist before capture
+    with profile(tmp_path / "t", model=model, optimizer=opt,
+                 config=TrackerConfig(scan_gc=False)):
+        pass
+    tl = memory.timeline(tbdtrace.open(tmp_path / "t"))
+    last = tl.slice(tl.num_rows - 1).to_pylist()[0]
+    assert (last["weights_bytes"], last["gradients_bytes"], last["optimizer_state_bytes"]) \
+        == (4 * MLP_PARAMS,) * 3
