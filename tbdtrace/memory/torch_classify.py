@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import os
 import threading
 import time
 import warnings
@@ -305,7 +306,7 @@ class TorchMemoryTracker:
 
     def _baseline_rows(self, mem: pa.Table) -> pa.Table:
         """Alloc rows at start for storages live then; a free row when one died."""
-        pid = mem.column("pid")[0].as_py() if mem.num_rows else None
+        pid = os.getpid()  # the profiler runs in this process and stamps the same pid
         rows: list[tuple[int, str, tuple[str, int], tuple[int, int, int]]] = []
         for key, val in sorted(self._baseline.items()):
             rows.append((self.start_ns or 0, "alloc", key, val))
@@ -322,6 +323,7 @@ class TorchMemoryTracker:
             "pid": [pid] * len(rows),
             "category": [PRIORITY[r[3][1]] for r in rows],
         }, num_rows=len(rows))
+
 
 def label(mem: pa.Table, obs: _Obs, tol_ns: int, ops: pa.Table | None) -> pa.Table:
     """Set ``category`` on ``mem`` rows from observations, then workspace, then other.
