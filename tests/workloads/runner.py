@@ -29,7 +29,10 @@ def run_workload(module: str, tmp_path: Path, *args: str, python: str = sys.exec
     """``python -m module args`` from the repo root with TBDTRACE_STEPS_FILE set."""
     steps = tmp_path / "steps.jsonl"
     tmp_path.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, TBDTRACE_STEPS_FILE=str(steps), PYTHONPATH=str(REPO))
+    # One intra-op thread: on a loaded 2-core machine, spinning OpenMP threads slow the
+    # small-op workloads several-fold; one thread keeps test time steady.
+    env = dict(os.environ, TBDTRACE_STEPS_FILE=str(steps), PYTHONPATH=str(REPO),
+               OMP_NUM_THREADS="1")
     p = subprocess.run([python, "-m", module, *args], cwd=REPO, env=env, text=True,
                        capture_output=True, timeout=timeout_s)
     records = []

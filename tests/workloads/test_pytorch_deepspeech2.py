@@ -26,3 +26,12 @@ def test_output_is_ctc_layout_at_half_frame_rate() -> None:
     out = net(torch.randn(3, 1, cfg.freq_bins, 21))
     assert out.shape == (11, 3, deepspeech2.CHARS)  # ceil(21 / 2) frames
     assert torch.allclose(out.exp().sum(-1), torch.ones(11, 3), atol=1e-5)
+
+
+def test_synthetic_speech_is_learnable(tmp_path: Path) -> None:
+    run = run_workload(MODULE, tmp_path, "--steps", "40", "--warmup", "0", "--batch-size",
+                       "8", "--device", "cpu", "--seed", "0")
+    assert run.returncode == 0, run.stderr[-2000:]
+    losses = [r["loss"] for r in run.records]
+    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+    assert last < 0.75 * first, (first, last)  # CTC learns the character templates

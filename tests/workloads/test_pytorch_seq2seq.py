@@ -31,3 +31,12 @@ def test_attention_ignores_source_padding() -> None:
         a, b = net(src, n, tgt), net(padded_other, n, tgt)
     assert a.shape == (1, 3, seq2seq.CONFIGS["tiny"].tgt_vocab)
     assert torch.allclose(a, b)
+
+
+def test_reversal_task_is_learnable(tmp_path: Path) -> None:
+    run = run_workload(MODULE, tmp_path, "--steps", "60", "--warmup", "0", "--batch-size",
+                       "16", "--device", "cpu", "--seed", "0")
+    assert run.returncode == 0, run.stderr[-2000:]
+    losses = [r["loss"] for r in run.records]
+    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+    assert last < 0.9 * first, (first, last)
