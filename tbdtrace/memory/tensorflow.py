@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -151,6 +152,11 @@ def profile(out_dir: str | os.PathLike[str], model: Any = None, optimizer: Any =
                 "optimizer_state": variable_bytes(getattr(optimizer, "variables", None))}
 
     sampler = Sampler(interval_s=interval_s, sizer=size)
+    if any(d[1] == "cpu" for d in sampler._devs) and \
+            os.environ.get("TF_CPU_ALLOCATOR_USE_BFC", "").lower() not in ("1", "true"):
+        warnings.warn("TensorFlow's default CPU allocator leaves small allocations out of its "
+                      "statistics; set TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow starts "
+                      "for complete CPU totals", stacklevel=3)
     start_ns = time.time_ns()
     sampler.start()
     try:
