@@ -10,6 +10,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import platform
+import socket
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -84,6 +87,12 @@ def _config_json(cfg: BenchConfig) -> dict[str, Any]:
     return d
 
 
+def machine() -> dict[str, Any]:
+    """Where the table was made: host name, platform, CPU count, Python version."""
+    return {"host": socket.gethostname(), "platform": platform.platform(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version()}
+
+
 def write(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> list[Path]:
     """Write bench.md, bench.csv and bench.json under ``cfg.out_dir``; return their paths."""
     out = Path(cfg.out_dir)
@@ -97,7 +106,7 @@ def write(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> list[Path]:
             w.writerow([_csv_value(r.get(c)) for c in COLUMN_NAMES])
     clean = [{c: (None if _csv_value(r.get(c)) == "" else r.get(c)) for c in COLUMN_NAMES}
              for r in rows]
-    doc = {"config": _config_json(cfg),
+    doc = {"config": _config_json(cfg), "machine": machine(),
            "columns": [{"name": c.name, "unit": c.unit, "doc": c.doc} for c in COLUMNS],
            "rows": clean}
     js.write_text(json.dumps(doc, indent=2) + "\n")

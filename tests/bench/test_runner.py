@@ -37,3 +37,20 @@ def test_a_run_past_the_timeout_is_stopped(tmp_path: Path) -> None:
     assert row["status"] == "failed"
     assert row["error"].startswith("timed out after 0.5 s")
     assert row["wall_ns"] < 30e9
+
+
+def test_capture_command_wraps_the_workload(tmp_path: Path) -> None:
+    from tbdtrace.bench import capture
+
+    cfg = BenchConfig(out_dir=tmp_path, size="small", steps=3, warmup=2, device="cpu")
+    job = _job("workloads.pytorch.wgan", batch=16)
+    paths = capture.Paths.for_job(tmp_path, job)
+    workload = [sys.executable, "-m", "workloads.pytorch.wgan", "--size", "small", "--steps",
+                "3", "--warmup", "2", "--device", "cpu", "--batch-size", "16"]
+    argv, env = capture.command("tbdtrace", job, cfg, paths)
+    assert argv == [sys.executable, "-m", "tbdtrace", "capture", "--out",
+                    str(tmp_path / "wgan-pytorch-b16"), "--", *workload]
+    assert "TBDTRACE_STEPS_FILE" not in env  # the capture command sets it for the child
+    argv, env = capture.command("steps", job, cfg, paths)
+    assert argv == workload
+    assert env["TBDTRACE_STEPS_FILE"] == str(tmp_path / "logs" / "wgan-pytorch-b16.steps.jsonl")
