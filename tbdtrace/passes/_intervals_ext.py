@@ -1,0 +1,75 @@
+"""Interval helpers the passes need beyond :mod:`tbdtrace.intervals`, vectorized.
+
+* :func:`covered_in_windows`: per window, the length of a merged interval set inside it;
+* :func:`innermost`: per query time, the latest-starting range of a set that contains it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from tbdtrace import intervals
+
+I64 = npt.NDArray[np.int64]
+
+
+def covered_before(ms: I64, me: I64, t: npt.ArrayLike) -> I64:
+    """Length of the sorted, disjoint intervals [ms, me) lying before each time ``t``."""
+    tt = np.asarray(t, dtype=np.int64)
+    if ms.size == 0:
+        return np.zeros(tt.shape, dtype=np.int64)
+    cum = np.concatenate([[0], np.cumsum(me - ms)])
+    i = np.searchsorted(ms, tt, side="right") - 1  # last interval starting at or before t
+    ok = i >= 0
+    ic = np.clip(i, 0, None)
+    part = np.where(ok, np.minimum(tt, me[ic]) - ms[ic], 0)
+    return np.where(ok, cum[ic] + part, 0).astype(np.int64)
+
+
+def covered_in_windows(
+    starts: npt.ArrayLike, ends: npt.ArrayLike, w_start: npt.ArrayLike, w_end: npt.ArrayLike
+) -> I64:
+    """Per window [w_start, w_end): length of the union of [starts, ends) inside it (ns)."""
+    ms, me = intervals.merge(starts, ends)
+    ws = np.asarray(w_start, dtype=np.int64)
+    we = np.maximum(np.asarray(w_end, dtype=np.int64), ws)
+    return covered_before(ms, me, we) - covered_before(ms, me, ws)
+
+
+def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
+    """For each time ``t``, the index of the latest-starting range with start <= t <= end.
+
+    ``starts``/``ends`` describe ranges on one thread (any order); -1 where no range
+    contains the time. Vectorized: a sparse table of running maxima of ``ends`` lets every
+    query walk back from the last range starting at or before it in log2(n) steps.
+    """
+    n = starts.size
+    tt = np.asarray(t, dtype=np.int64)
+    if n == 0 or tt.size == 0:
+        return np.full(tt.shape, -1, dtype=np.int64)
+    # Ties on start: the longer range first, so the shorter (inner) one is found first.
+    order = np.lexsort((-ends, starts))
+    s, e = starts[order], ends[order]
+    levels = [e]
+    k = 1
+    while (1 << k) <= n:
+        prev = levels[-1]
+        half = 1 << (k - 1)
+        cur = prev.copy()
+        cur[half:] = np.maximum(prev[half:], prev[:-half])
+        levels.append(cur)
+        k += 1
+    # j = last index with s[j] <= t; then find the largest j' <= j with e[j'] >= t.
+    j = np.searchsorted(s, tt, side="right") - 1
+    alive = j >= 0
+    # levels[k][i] = max(e[i - 2^k + 1 .. i]); skip blocks whose maximum end is before t.
+    for k in range(len(levels) - 1, -1, -1):
+        jc = np.clip(j, 0, None)
+        blk = levels[k][jc]
+        skip = alive & (blk < tt) & (j - (1 << k) + 1 >= 0)
+        j = np.where(skip, j - (1 << k), j)
+        alive &= j >= 0
+    jc = np.clip(j, 0, None)
+    found = alive & (e[jc] >= tt)
+    return np.where(found, order[jc], -1).astype(np.int64)

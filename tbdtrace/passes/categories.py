@@ -1,0 +1,106 @@
+"""Kernel time by category (gemm, conv, elementwise, ...), from a table of name patterns.
+
+The classifier is data: ``data/kernel_categories.csv`` lists (category, regular
+expression) rows in priority order; a name takes the category of the first pattern found
+in it (``re.search``, case-insensitive), else ``other``. Only distinct names are
+classified, so the cost grows with the number of distinct kernel names, not kernels.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace.trace import Trace
+
+CATEGORIES = (
+    "gemm", "conv", "elementwise", "reduction", "normalization", "pooling",
+    "softmax_attention", "rnn", "embedding", "communication", "memcpy", "memset", "other",
+)
+CAT_INDEX = {c: i for i, c in enumerate(CATEGORIES)}
+
+SCHEMA = pa.schema([
+    ("category", pa.string()), ("count", pa.int64()), ("total_ns", pa.int64()),
+    ("share", pa.float64()),
+])
+
+
+@lru_cache(maxsize=1)
+def rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The (category, compiled pattern) rows of the classifier table, in priority order."""
+    text = resources.files("tbdtrace.passes").joinpath("data/kernel_categories.csv").read_text()
+    out = []
+    for row in csv.DictReader(text.splitlines()):
+        cat = row["category"].strip()
+        if cat not in CAT_INDEX:
+            raise ValueError(f"kernel_categories.csv: unknown category {cat!r}")
+        out.append((cat, re.compile(row["pattern"], re.IGNORECASE)))
+    return tuple(out)
+
+
+@lru_cache(maxsize=65536)
+def classify(name: str | None) -> str:
+    """Category of one kernel (or CPU op) name; ``other`` when no pattern matches."""
+    if not name:
+        return "other"
+    for cat, pat in rules():
+        if pat.search(name):
+            return cat
+    return "other"
+
+
+def kernel_categories(tbl: pa.Table) -> npt.NDArray[np.int64]:
+    """Per kernel row of ``tbl`` (needs ``name``), its index into :data:`CATEGORIES`."""
+    codes, labels = dict_codes(tbl, "name")
+    lut = np.array([CAT_INDEX[classify(lbl)] for lbl in labels], dtype=np.int64)
+    return lut[codes] if codes.size else np.zeros(0, dtype=np.int64)
+
+
+def run(trace: Trace, config: Any = None) -> pa.Table:
+    """Device time by category, one row per category with any time, largest first.
+
+    Kernels are classified by name; rows of the memcpy and memset tables count as
+    ``memcpy`` and ``memset``. Columns: category; count (rows); total_ns (sum of
+    durations, ns); share = total_ns / sum over all categories (ratio 0..1).
+    """
+    k = trace.table("kernels", ["start_ns", "end_ns", "name"])
+    dur = int_column(k, "end_ns") - int_column(k, "start_ns")
+    cats = kernel_categories(k)
+    count = np.bincount(cats, minlength=len(CATEGORIES)).astype(np.int64)
+    total = np.bincount(cats, weights=dur, minlength=len(CATEGORIES)).astype(np.int64)
+    for table, cat in (("memcpy", "memcpy"), ("memset", "memset")):
+        t = trace.table(table, ["start_ns", "end_ns"])
+        d = int_column(t, "end_ns") - int_column(t, "start_ns")
+        count[CAT_INDEX[cat]] += d.size
+        total[CAT_INDEX[cat]] += int(d.sum())
+    return _table(count, total)
+
+
+def _table(count: npt.NDArray[np.int64], total: npt.NDArray[np.int64]) -> pa.Table:
+    grand = int(total.sum())
+    keep = [i for i in range(len(CATEGORIES)) if count[i] > 0]
+    keep.sort(key=lambda i: (-int(total[i]), i))
+    return pa.table({
+        "category": [CATEGORIES[i] for i in keep],
+        "count": [int(count[i]) for i in keep],
+        "total_ns": [int(total[i]) for i in keep],
+        "share": [int(total[i]) / grand if grand else 0.0 for i in keep],
+    }, schema=SCHEMA)
+
+
+def other_share(trace: Trace) -> float | None:
+    """Share of kernel time (kernels table only) the classifier leaves in ``other``."""
+    k = trace.table("kernels", ["start_ns", "end_ns", "name"])
+    dur = int_column(k, "end_ns") - int_column(k, "start_ns")
+    if not dur.size or not dur.sum():
+        return None
+    cats = kernel_categories(k)
+    return float(dur[cats == CAT_INDEX["other"]].sum() / dur.sum())
