@@ -45,8 +45,7 @@ class Paths:
     @classmethod
     def for_job(cls, out_dir: Path, job: Job) -> Paths:
         logs = out_dir / "logs"
-        return cls(out_dir / job.name, logs / f"{job.name}.log",
-                   logs / f"{job.name}.steps.jsonl")
+        return cls(out_dir / job.name, logs / f"{job.name}.log", logs / f"{job.name}.steps.jsonl")
 
 
 @dataclass(frozen=True)
@@ -70,13 +69,20 @@ def resolve(mode: str) -> str:
 def command(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> tuple[list[str], dict]:  # type: ignore[type-arg]
     """The process to start for ``job`` and its environment."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     argv = workload_argv(job, cfg)
     if mode == "tbdtrace":
         env.pop(STEPS_ENV, None)
-        return [sys.executable, "-m", "tbdtrace", "capture", "--out", str(paths.trace_dir),
-                "--", *argv], env
+        return [
+            sys.executable,
+            "-m",
+            "tbdtrace",
+            "capture",
+            "--out",
+            str(paths.trace_dir),
+            "--",
+            *argv,
+        ], env
     env[STEPS_ENV] = str(paths.steps_file)
     return argv, env
 
@@ -87,15 +93,23 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
     paths.steps_file.unlink(missing_ok=True)
     if not Path(job.python).exists():
         target = "venv-mxnet" if ".venv-mxnet" in job.python else "venv"
-        return Outcome(None, 0, f"interpreter {job.python} not found; create it with "
-                       f"`make {target}`")
+        return Outcome(
+            None, 0, f"interpreter {job.python} not found; create it with `make {target}`"
+        )
     argv, env = command(mode, job, cfg, paths)
     t0 = time.monotonic_ns()
     with paths.log.open("w") as log:
         log.write("$ " + " ".join(argv) + "\n")
         log.flush()
-        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         # The job runs in its own session, so stopping it (timeout, Ctrl-C here) must
         # reach the workload and anything it started.
         try:
@@ -132,9 +146,10 @@ def last_line(log: Path) -> str:
 
 def read_steps_file(path: Path) -> dict[str, list]:  # type: ignore[type-arg]
     """The harness's JSON Lines records as ``steps`` table columns."""
-    cols: dict[str, list] = {c: [] for c in  # type: ignore[type-arg]
-                             ("step", "start_ns", "end_ns", "pid", "samples", "warmup",
-                              "loss", "source")}
+    cols: dict[str, list] = {
+        c: []
+        for c in ("step", "start_ns", "end_ns", "pid", "samples", "warmup", "loss", "source")  # type: ignore[type-arg]
+    }
     if not path.exists():
         return cols
     for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -142,11 +157,20 @@ def read_steps_file(path: Path) -> dict[str, list]:  # type: ignore[type-arg]
             continue
         try:
             r = json.loads(line)
-            row = (int(r["step"]), int(r["start_ns"]), int(r["end_ns"]), r.get("pid"),
-                   r.get("samples"), r.get("warmup"), r.get("loss"))
+            row = (
+                int(r["step"]),
+                int(r["start_ns"]),
+                int(r["end_ns"]),
+                r.get("pid"),
+                r.get("samples"),
+                r.get("warmup"),
+                r.get("loss"),
+            )
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            raise TraceError(f"{path}:{n}: not a harness steps record ({e}); the workload "
-                             "must write it through workloads/harness.py") from None
+            raise TraceError(
+                f"{path}:{n}: not a harness steps record ({e}); the workload "
+                "must write it through workloads/harness.py"
+            ) from None
         for c, v in zip(cols, (*row, "harness"), strict=True):
             cols[c].append(v)
     return cols
@@ -154,6 +178,12 @@ def read_steps_file(path: Path) -> dict[str, list]:  # type: ignore[type-arg]
 
 def write_steps_trace(job: Job, argv: list[str], paths: Paths) -> None:
     """The trace of a ``steps`` capture: the steps table and what ran."""
-    meta = {"source": "harness", "backend": None, "framework": job.framework,
-            "workload": job.module, "command": argv, "host": socket.gethostname()}
+    meta = {
+        "source": "harness",
+        "backend": None,
+        "framework": job.framework,
+        "workload": job.module,
+        "command": argv,
+        "host": socket.gethostname(),
+    }
     trace.write(paths.trace_dir, {"steps": read_steps_file(paths.steps_file)}, meta)

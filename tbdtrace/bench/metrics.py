@@ -35,8 +35,9 @@ def optional_pass(name: str) -> ModuleType | None:
 
 def has_gpu_kernels(tr: Trace) -> bool:
     dt = tr.table("kernels", ["device_type"]).column("device_type")
-    return bool(len(dt)) and bool(pc.any(pc.is_in(dt.cast("string"),
-                                                  value_set=_pa_strings(GPU_TYPES))).as_py())
+    return bool(len(dt)) and bool(
+        pc.any(pc.is_in(dt.cast("string"), value_set=_pa_strings(GPU_TYPES))).as_py()
+    )
 
 
 def _pa_strings(values: tuple[str, ...]) -> Any:
@@ -52,8 +53,7 @@ def gpu_utilization(tr: Trace) -> float | None:
         return None
     dev = summary.run(tr).to_pydict()
     busy = span = 0
-    for dtype, b, s in zip(dev["device_type"], dev["compute_busy_ns"], dev["span_ns"],
-                           strict=True):
+    for dtype, b, s in zip(dev["device_type"], dev["compute_busy_ns"], dev["span_ns"], strict=True):
         if dtype in GPU_TYPES:
             busy, span = busy + b, span + s
     return busy / span if span else None

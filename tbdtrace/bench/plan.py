@@ -57,8 +57,10 @@ def registry() -> tuple:  # type: ignore[type-arg]
     try:
         from workloads import registry as reg
     except ImportError as e:
-        raise TraceError(f"cannot import the workload registry ({e}); run tbdtrace bench "
-                         "from a tbdtrace source checkout") from None
+        raise TraceError(
+            f"cannot import the workload registry ({e}); run tbdtrace bench "
+            "from a tbdtrace source checkout"
+        ) from None
     return tuple(reg.WORKLOADS)
 
 
@@ -86,20 +88,40 @@ def make_jobs(cfg: BenchConfig) -> list[Job]:
     for f in cfg.frameworks:
         if f not in known_fw:
             raise TraceError(f"unknown framework {f!r}; known: {', '.join(sorted(known_fw))}")
-    chosen = [w for w in works if (not cfg.models or w.model in cfg.models)
-              and (not cfg.frameworks or w.framework in cfg.frameworks)]
+    chosen = [
+        w
+        for w in works
+        if (not cfg.models or w.model in cfg.models)
+        and (not cfg.frameworks or w.framework in cfg.frameworks)
+    ]
     if not chosen:
-        raise TraceError("no registered workload matches --models and --frameworks; "
-                         "`tbdtrace bench --list` shows the pairs")
+        raise TraceError(
+            "no registered workload matches --models and --frameworks; "
+            "`tbdtrace bench --list` shows the pairs"
+        )
     batches: tuple[int | None, ...] = cfg.batch_sizes or (None,)
-    return [Job(w.model, w.framework, w.module, interpreter(w.python), b)
-            for w in chosen for b in batches]
+    return [
+        Job(w.model, w.framework, w.module, interpreter(w.python), b)
+        for w in chosen
+        for b in batches
+    ]
 
 
 def workload_argv(job: Job, cfg: BenchConfig) -> list[str]:
     """The workload command line (interpreter, module, harness options)."""
-    argv = [job.python, "-m", job.module, "--size", cfg.size, "--steps", str(cfg.steps),
-            "--warmup", str(cfg.warmup), "--device", cfg.device]
+    argv = [
+        job.python,
+        "-m",
+        job.module,
+        "--size",
+        cfg.size,
+        "--steps",
+        str(cfg.steps),
+        "--warmup",
+        str(cfg.warmup),
+        "--device",
+        cfg.device,
+    ]
     if job.batch_size is not None:
         argv += ["--batch-size", str(job.batch_size)]
     return argv

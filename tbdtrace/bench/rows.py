@@ -25,8 +25,10 @@ class RowColumn:
     doc: str
 
 
-_MEM = tuple(RowColumn(f"{c}_bytes", "bytes", f"{c.replace('_', ' ')} at the memory peak")
-             for c in schema.MEMORY_CATEGORIES)
+_MEM = tuple(
+    RowColumn(f"{c}_bytes", "bytes", f"{c.replace('_', ' ')} at the memory peak")
+    for c in schema.MEMORY_CATEGORIES
+)
 
 COLUMNS: tuple[RowColumn, ...] = (
     RowColumn("model", "text", "model name (workloads/registry.py)"),
@@ -35,12 +37,18 @@ COLUMNS: tuple[RowColumn, ...] = (
     RowColumn("size", "text", "workload size: tiny, small or paper"),
     RowColumn("status", "text", "ok or failed"),
     RowColumn("measured_steps", "count", "steps after warm-up with a duration"),
-    RowColumn("throughput_samples_per_s", "samples/s",
-              "median over measured steps of samples / step duration (TBD's throughput)"),
+    RowColumn(
+        "throughput_samples_per_s",
+        "samples/s",
+        "median over measured steps of samples / step duration (TBD's throughput)",
+    ),
     RowColumn("step_time_ns", "ns", "median measured step duration"),
-    RowColumn("utilization", "ratio",
-              "GPU compute utilization when the trace has GPU kernels, else average CPU "
-              "utilization over all cores during the measured steps (0..1)"),
+    RowColumn(
+        "utilization",
+        "ratio",
+        "GPU compute utilization when the trace has GPU kernels, else average CPU "
+        "utilization over all cores during the measured steps (0..1)",
+    ),
     RowColumn("utilization_kind", "text", "gpu or cpu: what utilization measures"),
     RowColumn("fp32_efficiency", "ratio", "achieved FP32 FLOP/s over peak (0..1)"),
     RowColumn("peak_memory_bytes", "bytes", "peak live memory (allocated level)"),
@@ -88,19 +96,32 @@ def measured_steps(tr: Trace) -> Steps:
     A capture may see each step twice (harness record and NVTX range); the harness
     source, which carries the samples, is preferred.
     """
-    tbl = tr.table("steps", ["step", "start_ns", "end_ns", "samples", "warmup", "loss",
-                             "source"]).to_pydict()
-    rows = list(zip(tbl["step"], tbl["start_ns"], tbl["end_ns"], tbl["samples"],
-                    tbl["warmup"], tbl["loss"], tbl["source"], strict=True))
+    tbl = tr.table(
+        "steps", ["step", "start_ns", "end_ns", "samples", "warmup", "loss", "source"]
+    ).to_pydict()
+    rows = list(
+        zip(
+            tbl["step"],
+            tbl["start_ns"],
+            tbl["end_ns"],
+            tbl["samples"],
+            tbl["warmup"],
+            tbl["loss"],
+            tbl["source"],
+            strict=True,
+        )
+    )
     if any(r[6] == "harness" for r in rows):
         rows = [r for r in rows if r[6] == "harness"]
     rows.sort(key=lambda r: (r[1], r[0]))
     losses = [r[5] for r in rows]
     meas = [r for r in rows if not r[4] and r[2] > r[1]]
-    return Steps(np.array([r[1] for r in meas], dtype=np.int64),
-                 np.array([r[2] for r in meas], dtype=np.int64),
-                 np.array([np.nan if r[3] is None else r[3] for r in meas], dtype=float),
-                 losses)
+    return Steps(
+        np.array([r[1] for r in meas], dtype=np.int64),
+        np.array([r[2] for r in meas], dtype=np.int64),
+        np.array([np.nan if r[3] is None else r[3] for r in meas], dtype=float),
+        losses,
+    )
 
 
 def throughput(steps: Steps) -> tuple[float | None, int | None]:

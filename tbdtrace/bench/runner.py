@@ -20,8 +20,11 @@ def _batch_from_log(log: Path, job: Job) -> int | None:
     """The batch size the workload reports in the harness's summary line."""
     if not log.exists():
         return None
-    pat = re.compile(rf"^{re.escape(job.model)} {re.escape(job.framework)} size=\S+ "
-                     r"batch=(\d+) ", re.MULTILINE)
+    pat = re.compile(
+        rf"^{re.escape(job.model)} {re.escape(job.framework)} size=\S+ "
+        r"batch=(\d+) ",
+        re.MULTILINE,
+    )
     found = pat.findall(log.read_text(errors="replace"))
     return int(found[-1]) if found else None
 
@@ -30,8 +33,14 @@ def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
     """Run one job under capture and return its table row (failed rows carry the error)."""
     paths = capture.Paths.for_job(Path(cfg.out_dir), job)
     outcome = capture.execute(mode, job, cfg, paths)
-    row = rows.empty_row(model=job.model, framework=job.framework, batch_size=job.batch_size,
-                         size=cfg.size, wall_ns=outcome.wall_ns, status="failed")
+    row = rows.empty_row(
+        model=job.model,
+        framework=job.framework,
+        batch_size=job.batch_size,
+        size=cfg.size,
+        wall_ns=outcome.wall_ns,
+        status="failed",
+    )
     if row["batch_size"] is None:
         row["batch_size"] = _batch_from_log(paths.log, job)
     if outcome.error is not None:
@@ -45,16 +54,23 @@ def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
     row.update(cells)
     row["trace"] = str(paths.trace_dir)
     if not row["measured_steps"]:
-        notes.insert(0, "no measured steps in the trace (the workload must mark its steps "
-                        "through workloads/harness.py)")
+        notes.insert(
+            0,
+            "no measured steps in the trace (the workload must mark its steps "
+            "through workloads/harness.py)",
+        )
     else:
         row["status"] = "ok"
     row["error"] = "; ".join(notes) or None
     return row
 
 
-def run_jobs(jobs: Sequence[Job], cfg: BenchConfig, on_start: OnStart | None = None,
-             on_done: OnDone | None = None) -> list[dict[str, Any]]:
+def run_jobs(
+    jobs: Sequence[Job],
+    cfg: BenchConfig,
+    on_start: OnStart | None = None,
+    on_done: OnDone | None = None,
+) -> list[dict[str, Any]]:
     """Run every job (a failure does not stop the others); rows in job order."""
     mode = capture.resolve(cfg.capture)
     out: list[dict[str, Any]] = []

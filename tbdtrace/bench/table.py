@@ -31,12 +31,19 @@ def _num(fmt: str, scale: float = 1.0) -> Callable[[Any], str]:
         if v is None or (isinstance(v, float) and not math.isfinite(v)):
             return ""
         return format(v * scale if scale != 1.0 else v, fmt)
+
     return f
 
 
-_MEM_HEAD = {"weights": "Weights", "gradients": "Grads", "optimizer_state": "Opt. state",
-             "inputs": "Inputs", "activations": "Activations", "workspace": "Workspace",
-             "other": "Other"}
+_MEM_HEAD = {
+    "weights": "Weights",
+    "gradients": "Grads",
+    "optimizer_state": "Opt. state",
+    "inputs": "Inputs",
+    "activations": "Activations",
+    "workspace": "Workspace",
+    "other": "Other",
+}
 
 # (heading, column, formatter) of the markdown table.
 MD_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
@@ -49,8 +56,10 @@ MD_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("Util. of", "utilization_kind", lambda v: v or ""),
     ("FP32 eff. (%)", "fp32_efficiency", _num(".2f", 100)),
     ("Peak mem (MiB)", "peak_memory_bytes", _num(".1f", 1 / MIB)),
-    *((f"{_MEM_HEAD[c]} (MiB)", f"{c}_bytes", _num(".1f", 1 / MIB))
-      for c in schema.MEMORY_CATEGORIES),
+    *(
+        (f"{_MEM_HEAD[c]} (MiB)", f"{c}_bytes", _num(".1f", 1 / MIB))
+        for c in schema.MEMORY_CATEGORIES
+    ),
     ("Status", "status", lambda v: v or ""),
     ("Error", "error", lambda v: v or ""),
 )
@@ -62,16 +71,25 @@ def _md_cell(text: str) -> str:
 
 def markdown(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> str:
     """The markdown document: a heading, the run's settings, the table."""
-    lines = ["# TBD benchmark", "",
-             f"size `{cfg.size}`, {cfg.steps} measured steps after {cfg.warmup} warm-up, "
-             f"device `{cfg.device}`. Throughput is the median over measured steps of "
-             "samples / step time; memory columns are the breakdown at the peak; an "
-             "empty cell is a figure the trace does not provide.", ""]
+    lines = [
+        "# TBD benchmark",
+        "",
+        f"size `{cfg.size}`, {cfg.steps} measured steps after {cfg.warmup} warm-up, "
+        f"device `{cfg.device}`. Throughput is the median over measured steps of "
+        "samples / step time; memory columns are the breakdown at the peak; an "
+        "empty cell is a figure the trace does not provide.",
+        "",
+    ]
     lines.append("| " + " | ".join(h for h, _, _ in MD_COLUMNS) + " |")
     lines.append("|" + "|".join("---" for _ in MD_COLUMNS) + "|")
     for r in rows:
-        lines.append("| " + " | ".join(_md_cell(f(r.get(c))) if r.get(c) is not None else ""
-                                       for _, c, f in MD_COLUMNS) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                _md_cell(f(r.get(c))) if r.get(c) is not None else "" for _, c, f in MD_COLUMNS
+            )
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -89,8 +107,12 @@ def _config_json(cfg: BenchConfig) -> dict[str, Any]:
 
 def machine() -> dict[str, Any]:
     """Where the table was made: host name, platform, CPU count, Python version."""
-    return {"host": socket.gethostname(), "platform": platform.platform(),
-            "cpu_count": os.cpu_count(), "python": platform.python_version()}
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+    }
 
 
 def write(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> list[Path]:
@@ -104,10 +126,14 @@ def write(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> list[Path]:
         w.writerow(COLUMN_NAMES)
         for r in rows:
             w.writerow([_csv_value(r.get(c)) for c in COLUMN_NAMES])
-    clean = [{c: (None if _csv_value(r.get(c)) == "" else r.get(c)) for c in COLUMN_NAMES}
-             for r in rows]
-    doc = {"config": _config_json(cfg), "machine": machine(),
-           "columns": [{"name": c.name, "unit": c.unit, "doc": c.doc} for c in COLUMNS],
-           "rows": clean}
+    clean = [
+        {c: (None if _csv_value(r.get(c)) == "" else r.get(c)) for c in COLUMN_NAMES} for r in rows
+    ]
+    doc = {
+        "config": _config_json(cfg),
+        "machine": machine(),
+        "columns": [{"name": c.name, "unit": c.unit, "doc": c.doc} for c in COLUMNS],
+        "rows": clean,
+    }
     js.write_text(json.dumps(doc, indent=2) + "\n")
     return [md, cs, js]

@@ -19,8 +19,13 @@ from tbdtrace.bench.runner import run_jobs
 class _Extend(argparse.Action):
     """Accept ``--models a,b``, ``--models a b`` and repeated options alike."""
 
-    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        ns: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         items = list(getattr(ns, self.dest) or [])
         for v in values:
             items += [s for s in v.split(",") if s]
@@ -29,31 +34,72 @@ class _Extend(argparse.Action):
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
-        "bench", help="run TBD workloads under capture and write the benchmark table",
+        "bench",
+        help="run TBD workloads under capture and write the benchmark table",
         description="Run each selected workload (model x framework x batch size) in its own "
         "process under capture, then write the TBD table (throughput, utilization, FP32 "
         "efficiency, peak memory and its breakdown) as bench.md, bench.csv and bench.json "
-        "in --out. A failed workload gets a row with its error; the others still run.")
-    p.add_argument("--list", action="store_true",
-                   help="print the available pairs, one 'model framework' per line, and exit")
-    p.add_argument("--models", nargs="+", action=_Extend, default=[], metavar="MODEL",
-                   help="models to run (comma or space separated; default: all)")
-    p.add_argument("--frameworks", nargs="+", action=_Extend, default=[], metavar="FW",
-                   help="frameworks to run: pytorch, tensorflow, mxnet (default: all)")
-    p.add_argument("--batch-sizes", nargs="+", action=_Extend, default=[], metavar="N",
-                   help="one run per batch size (default: each workload's default)")
-    p.add_argument("--size", choices=SIZES, default="tiny",
-                   help="workload size: tiny (seconds on a CPU), small, paper (TBD's)")
+        "in --out. A failed workload gets a row with its error; the others still run.",
+    )
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="print the available pairs, one 'model framework' per line, and exit",
+    )
+    p.add_argument(
+        "--models",
+        nargs="+",
+        action=_Extend,
+        default=[],
+        metavar="MODEL",
+        help="models to run (comma or space separated; default: all)",
+    )
+    p.add_argument(
+        "--frameworks",
+        nargs="+",
+        action=_Extend,
+        default=[],
+        metavar="FW",
+        help="frameworks to run: pytorch, tensorflow, mxnet (default: all)",
+    )
+    p.add_argument(
+        "--batch-sizes",
+        nargs="+",
+        action=_Extend,
+        default=[],
+        metavar="N",
+        help="one run per batch size (default: each workload's default)",
+    )
+    p.add_argument(
+        "--size",
+        choices=SIZES,
+        default="tiny",
+        help="workload size: tiny (seconds on a CPU), small, paper (TBD's)",
+    )
     p.add_argument("--steps", type=int, default=5, help="measured steps per run (default 5)")
     p.add_argument("--warmup", type=int, default=1, help="warm-up steps per run (default 1)")
     p.add_argument("--device", choices=DEVICES, default="auto")
-    p.add_argument("--out", "-o", default="out/bench", metavar="DIR",
-                   help="output directory (default out/bench)")
-    p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
-                   help="stop a run after S seconds and report it failed (default 3600)")
-    p.add_argument("--capture", choices=capture.CAPTURES, default="auto",
-                   help="tbdtrace: `tbdtrace capture` around each run; steps: the harness "
-                   "steps file only; auto: tbdtrace when available (default)")
+    p.add_argument(
+        "--out",
+        "-o",
+        default="out/bench",
+        metavar="DIR",
+        help="output directory (default out/bench)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="stop a run after S seconds and report it failed (default 3600)",
+    )
+    p.add_argument(
+        "--capture",
+        choices=capture.CAPTURES,
+        default="auto",
+        help="tbdtrace: `tbdtrace capture` around each run; steps: the harness "
+        "steps file only; auto: tbdtrace when available (default)",
+    )
     p.set_defaults(func=_run, _parser=p)
 
 
@@ -69,10 +115,18 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         p.error(f"--batch-sizes takes integers, got {' '.join(args.batch_sizes)}")
     if any(b < 1 for b in batches):
         p.error("--batch-sizes must be >= 1")
-    return BenchConfig(out_dir=Path(args.out), models=tuple(args.models),
-                       frameworks=tuple(args.frameworks), batch_sizes=batches,
-                       size=args.size, steps=args.steps, warmup=args.warmup,
-                       device=args.device, timeout_s=args.timeout, capture=args.capture)
+    return BenchConfig(
+        out_dir=Path(args.out),
+        models=tuple(args.models),
+        frameworks=tuple(args.frameworks),
+        batch_sizes=batches,
+        size=args.size,
+        steps=args.steps,
+        warmup=args.warmup,
+        device=args.device,
+        timeout_s=args.timeout,
+        capture=args.capture,
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -85,8 +139,14 @@ def _run(args: argparse.Namespace) -> int:
     con = Console(stderr=True)
     mode = capture.resolve(cfg.capture)
     con.print(f"{len(jobs)} run(s), capture: {mode}, results in {cfg.out_dir}")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=con, transient=False) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=con,
+        transient=False,
+    ) as bar:
         task = bar.add_task("bench", total=len(jobs))
 
         def start(_: int, job: Job) -> None:
@@ -95,8 +155,11 @@ def _run(args: argparse.Namespace) -> int:
         def done(_: int, job: Job, row: dict[str, Any]) -> None:
             if row["status"] == "ok":
                 rate = row["throughput_samples_per_s"]
-                msg = f"[green]ok[/green] {job.name}: {rate:.2f} samples/s" if rate else \
-                    f"[green]ok[/green] {job.name}"
+                msg = (
+                    f"[green]ok[/green] {job.name}: {rate:.2f} samples/s"
+                    if rate
+                    else f"[green]ok[/green] {job.name}"
+                )
             else:
                 msg = f"[red]failed[/red] {job.name}: {row['error']}"
             bar.console.print(msg, markup=True, highlight=False)

@@ -13,21 +13,35 @@ import pyarrow as pa
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TBD_MODELS = ("resnet50", "inception_v3", "seq2seq", "transformer", "deepspeech2",
-              "faster_rcnn", "wgan", "a3c")
+TBD_MODELS = (
+    "resnet50",
+    "inception_v3",
+    "seq2seq",
+    "transformer",
+    "deepspeech2",
+    "faster_rcnn",
+    "wgan",
+    "a3c",
+)
 
 
 def _bench(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tbdtrace", "bench", *args], cwd=REPO,
-                          text=True, capture_output=True, timeout=timeout_s)
+    return subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "bench", *args],
+        cwd=REPO,
+        text=True,
+        capture_output=True,
+        timeout=timeout_s,
+    )
 
 
 def _steps_median(trace_dir: Path) -> tuple[float, int]:
     """Median samples/s and measured step count, read from steps.arrow with pyarrow only."""
     with pa.memory_map(str(trace_dir / "steps.arrow")) as src:
         t = pa.ipc.open_file(src).read_all().to_pydict()
-    recs = list(zip(t["start_ns"], t["end_ns"], t["samples"], t["warmup"], t["source"],
-                    strict=True))
+    recs = list(
+        zip(t["start_ns"], t["end_ns"], t["samples"], t["warmup"], t["source"], strict=True)
+    )
     if any(r[4] == "harness" for r in recs):
         recs = [r for r in recs if r[4] == "harness"]
     rates = [s / ((e - b) / 1e9) for b, e, s, w, _ in recs if not w]
@@ -48,8 +62,22 @@ def two_tiny(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path_factory.mktemp("bench")
-    p = _bench("--models", "wgan,seq2seq", "--frameworks", "pytorch", "--size", "tiny",
-               "--steps", "3", "--warmup", "1", "--device", "cpu", "--out", str(out))
+    p = _bench(
+        "--models",
+        "wgan,seq2seq",
+        "--frameworks",
+        "pytorch",
+        "--size",
+        "tiny",
+        "--steps",
+        "3",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+    )
     return p, out
 
 
@@ -58,8 +86,10 @@ def test_two_tiny_workloads_fill_both_rows(two_tiny: tuple) -> None:  # type: ig
     assert p.returncode == 0, p.stderr
     with (out / "bench.csv").open() as f:
         rows = list(csv.DictReader(f))
-    assert [(r["model"], r["framework"]) for r in rows] == [("seq2seq", "pytorch"),
-                                                            ("wgan", "pytorch")]
+    assert [(r["model"], r["framework"]) for r in rows] == [
+        ("seq2seq", "pytorch"),
+        ("wgan", "pytorch"),
+    ]
     for r, batch in zip(rows, (4, 8), strict=True):  # the workloads' tiny batch sizes
         assert r["status"] == "ok" and r["error"] == "", r
         assert int(r["batch_size"]) == batch
@@ -79,13 +109,11 @@ def test_json_and_markdown_agree_with_csv(two_tiny: tuple) -> None:  # type: ign
     assert [c["name"] for c in doc["columns"]] == list(rows[0].keys())
     for j, c in zip(doc["rows"], rows, strict=True):
         assert j["model"] == c["model"]
-        assert j["throughput_samples_per_s"] == pytest.approx(
-            float(c["throughput_samples_per_s"]))
+        assert j["throughput_samples_per_s"] == pytest.approx(float(c["throughput_samples_per_s"]))
         for k, v in c.items():
             assert (v == "") == (j[k] is None), k
     md = (out / "bench.md").read_text()
-    lines = [ln for ln in md.splitlines() if ln.startswith("| seq2seq") or
-             ln.startswith("| wgan")]
+    lines = [ln for ln in md.splitlines() if ln.startswith("| seq2seq") or ln.startswith("| wgan")]
     assert len(lines) == 2
     for ln, c in zip(lines, rows, strict=True):
         cells = [x.strip() for x in ln.strip("|").split("|")]
@@ -97,11 +125,13 @@ def test_unknown_model_is_one_line_exit_1(tmp_path: Path) -> None:
     p = _bench("--models", "alexnet", "--out", str(tmp_path))
     assert p.returncode == 1
     assert p.stderr.strip().splitlines() == [
-        "tbdtrace: unknown model 'alexnet'; `tbdtrace bench --list` shows the pairs"]
+        "tbdtrace: unknown model 'alexnet'; `tbdtrace bench --list` shows the pairs"
+    ]
 
 
-@pytest.mark.parametrize("bad", [["--steps", "0"], ["--batch-sizes", "two"],
-                                 ["--batch-sizes", "0"], ["--size", "huge"]])
+@pytest.mark.parametrize(
+    "bad", [["--steps", "0"], ["--batch-sizes", "two"], ["--batch-sizes", "0"], ["--size", "huge"]]
+)
 def test_bad_options_are_usage_errors(tmp_path: Path, bad: list[str]) -> None:
     p = _bench(*bad, "--out", str(tmp_path))
     assert p.returncode == 2

@@ -55,12 +55,16 @@ def test_cpu_utilization_averages_samples_inside_the_measured_steps(tmp_path: Pa
 
 def test_gpu_kernels_give_gpu_compute_utilization(tmp_path: Path) -> None:
     kernels = {  # one device: kernels [0, 10) and [5, 20) overlap, then [30, 40): 30 of 40 busy
-        "start_ns": [0, 5, 30], "end_ns": [10, 20, 40], "device_id": [0, 0, 0],
-        "device_type": ["cuda"] * 3, "name": ["a", "b", "c"],
+        "start_ns": [0, 5, 30],
+        "end_ns": [10, 20, 40],
+        "device_id": [0, 0, 0],
+        "device_type": ["cuda"] * 3,
+        "name": ["a", "b", "c"],
     }
     host = {"ts_ns": [12 * S], "metric": ["cpu_util"], "index": [-1], "value": [0.1]}
-    cells, _ = rows.compute(_trace(tmp_path, {"steps": STEPS, "kernels": kernels,
-                                              "host_samples": host}))
+    cells, _ = rows.compute(
+        _trace(tmp_path, {"steps": STEPS, "kernels": kernels, "host_samples": host})
+    )
     assert cells["utilization"] == pytest.approx(30 / 40)
     assert cells["utilization_kind"] == "gpu"
 
@@ -73,8 +77,14 @@ def test_a_trace_without_steps_says_so(tmp_path: Path) -> None:
 
 
 def test_steps_without_samples_have_durations_but_no_throughput(tmp_path: Path) -> None:
-    steps = {"step": [0, 1], "start_ns": [0, S], "end_ns": [S, 3 * S],
-             "samples": [None, None], "warmup": [False, False], "source": ["nvtx", "nvtx"]}
+    steps = {
+        "step": [0, 1],
+        "start_ns": [0, S],
+        "end_ns": [S, 3 * S],
+        "samples": [None, None],
+        "warmup": [False, False],
+        "source": ["nvtx", "nvtx"],
+    }
     cells, _ = rows.compute(_trace(tmp_path, {"steps": steps}))
     assert cells["throughput_samples_per_s"] is None
     assert cells["step_time_ns"] == int(1.5 * S)
@@ -88,14 +98,19 @@ def test_memory_peak_and_breakdown_come_from_the_memory_pass(tmp_path: Path) -> 
         "level": ["allocated"] * 4,
         "bytes": [100, 50, 100, 50],
         "address": [0x1000, 0x2000, 0x3000, 0x2000],
-        "device_id": [0] * 4, "device_type": ["cpu"] * 4, "pid": [7] * 4,
+        "device_id": [0] * 4,
+        "device_type": ["cpu"] * 4,
+        "pid": [7] * 4,
         "category": ["weights", "activations", "gradients", "activations"],
     }
     cells, notes = rows.compute(_trace(tmp_path, {"steps": STEPS, "memory": mem}))
     assert notes == []
     assert cells["peak_memory_bytes"] == 250
     assert (cells["weights_bytes"], cells["activations_bytes"], cells["gradients_bytes"]) == (
-        100, 50, 100)
+        100,
+        50,
+        100,
+    )
     assert cells["optimizer_state_bytes"] == 0 and cells["other_bytes"] == 0
 
 

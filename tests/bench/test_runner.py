@@ -8,16 +8,19 @@ from pathlib import Path
 from tbdtrace.bench import BenchConfig, Job, run_jobs
 
 
-def _job(module: str, model: str = "wgan", batch: int | None = 4,
-         python: str = sys.executable) -> Job:
+def _job(
+    module: str, model: str = "wgan", batch: int | None = 4, python: str = sys.executable
+) -> Job:
     return Job(model, "pytorch", module, python, batch)
 
 
 def test_a_failing_workload_gets_its_error_and_the_rest_run(tmp_path: Path) -> None:
     cfg = BenchConfig(out_dir=tmp_path, steps=2, warmup=0, device="cpu", capture="steps")
-    jobs = [_job("workloads.pytorch.no_such_model", model="broken"),
-            _job("workloads.pytorch.wgan"),
-            _job("workloads.pytorch.wgan", python=str(tmp_path / "no-python"))]
+    jobs = [
+        _job("workloads.pytorch.no_such_model", model="broken"),
+        _job("workloads.pytorch.wgan"),
+        _job("workloads.pytorch.wgan", python=str(tmp_path / "no-python")),
+    ]
     rows = run_jobs(jobs, cfg)
     assert [r["status"] for r in rows] == ["failed", "ok", "failed"]
     assert "No module named workloads.pytorch.no_such_model" in rows[0]["error"]
@@ -31,8 +34,9 @@ def test_a_failing_workload_gets_its_error_and_the_rest_run(tmp_path: Path) -> N
 
 
 def test_a_run_past_the_timeout_is_stopped(tmp_path: Path) -> None:
-    cfg = BenchConfig(out_dir=tmp_path, steps=1000, warmup=0, device="cpu", capture="steps",
-                      timeout_s=0.5)
+    cfg = BenchConfig(
+        out_dir=tmp_path, steps=1000, warmup=0, device="cpu", capture="steps", timeout_s=0.5
+    )
     (row,) = run_jobs([_job("workloads.pytorch.wgan")], cfg)
     assert row["status"] == "failed"
     assert row["error"].startswith("timed out after 0.5 s")
@@ -45,11 +49,32 @@ def test_capture_command_wraps_the_workload(tmp_path: Path) -> None:
     cfg = BenchConfig(out_dir=tmp_path, size="small", steps=3, warmup=2, device="cpu")
     job = _job("workloads.pytorch.wgan", batch=16)
     paths = capture.Paths.for_job(tmp_path, job)
-    workload = [sys.executable, "-m", "workloads.pytorch.wgan", "--size", "small", "--steps",
-                "3", "--warmup", "2", "--device", "cpu", "--batch-size", "16"]
+    workload = [
+        sys.executable,
+        "-m",
+        "workloads.pytorch.wgan",
+        "--size",
+        "small",
+        "--steps",
+        "3",
+        "--warmup",
+        "2",
+        "--device",
+        "cpu",
+        "--batch-size",
+        "16",
+    ]
     argv, env = capture.command("tbdtrace", job, cfg, paths)
-    assert argv == [sys.executable, "-m", "tbdtrace", "capture", "--out",
-                    str(tmp_path / "wgan-pytorch-b16"), "--", *workload]
+    assert argv == [
+        sys.executable,
+        "-m",
+        "tbdtrace",
+        "capture",
+        "--out",
+        str(tmp_path / "wgan-pytorch-b16"),
+        "--",
+        *workload,
+    ]
     assert "TBDTRACE_STEPS_FILE" not in env  # the capture command sets it for the child
     argv, env = capture.command("steps", job, cfg, paths)
     assert argv == workload

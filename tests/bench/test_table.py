@@ -12,12 +12,21 @@ from tbdtrace.bench.rows import COLUMN_NAMES, empty_row
 
 def test_empty_cells_stay_empty_and_units_convert(tmp_path: Path) -> None:
     cfg = BenchConfig(out_dir=tmp_path)
-    ok = empty_row(model="wgan", framework="pytorch", batch_size=8, status="ok",
-                   throughput_samples_per_s=123.456, step_time_ns=2_500_000,
-                   utilization=0.375, utilization_kind="cpu", peak_memory_bytes=3 << 20,
-                   weights_bytes=1 << 20)
-    bad = empty_row(model="a3c", framework="pytorch", status="failed",
-                    error="exit code 1: ValueError: a|b")
+    ok = empty_row(
+        model="wgan",
+        framework="pytorch",
+        batch_size=8,
+        status="ok",
+        throughput_samples_per_s=123.456,
+        step_time_ns=2_500_000,
+        utilization=0.375,
+        utilization_kind="cpu",
+        peak_memory_bytes=3 << 20,
+        weights_bytes=1 << 20,
+    )
+    bad = empty_row(
+        model="a3c", framework="pytorch", status="failed", error="exit code 1: ValueError: a|b"
+    )
     md, cs, js = table.write([ok, bad], cfg)
     with cs.open() as f:
         got = list(csv.DictReader(f))
@@ -28,10 +37,13 @@ def test_empty_cells_stay_empty_and_units_convert(tmp_path: Path) -> None:
     assert doc["rows"][0]["fp32_efficiency"] is None
     assert doc["rows"][0]["peak_memory_bytes"] == 3 << 20
     lines = md.read_text().splitlines()
-    head = [c.strip() for c in next(ln for ln in lines if ln.startswith("| Model")).strip(
-        "|").split("|")]
-    r0 = [c.strip() for c in next(ln for ln in lines if ln.startswith("| wgan")).strip(
-        "|").split("|")]
+    head = [
+        c.strip()
+        for c in next(ln for ln in lines if ln.startswith("| Model")).strip("|").split("|")
+    ]
+    r0 = [
+        c.strip() for c in next(ln for ln in lines if ln.startswith("| wgan")).strip("|").split("|")
+    ]
     cell = dict(zip(head, r0, strict=True))
     assert cell["Throughput (samples/s)"] == "123.46"
     assert cell["Step (ms)"] == "2.5"

@@ -24,25 +24,34 @@ class Run:
     records: list[dict]
 
 
-def run_workload(module: str, tmp_path: Path, *args: str, python: str = sys.executable,
-                 timeout_s: float = 240) -> Run:
+def run_workload(
+    module: str, tmp_path: Path, *args: str, python: str = sys.executable, timeout_s: float = 240
+) -> Run:
     """``python -m module args`` from the repo root with TBDTRACE_STEPS_FILE set."""
     steps = tmp_path / "steps.jsonl"
     tmp_path.mkdir(parents=True, exist_ok=True)
     # One intra-op thread: on a loaded 2-core machine, spinning OpenMP threads slow the
     # small-op workloads several-fold; one thread keeps test time steady.
-    env = dict(os.environ, TBDTRACE_STEPS_FILE=str(steps), PYTHONPATH=str(REPO),
-               OMP_NUM_THREADS="1")
-    p = subprocess.run([python, "-m", module, *args], cwd=REPO, env=env, text=True,
-                       capture_output=True, timeout=timeout_s)
+    env = dict(
+        os.environ, TBDTRACE_STEPS_FILE=str(steps), PYTHONPATH=str(REPO), OMP_NUM_THREADS="1"
+    )
+    p = subprocess.run(
+        [python, "-m", module, *args],
+        cwd=REPO,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=timeout_s,
+    )
     records = []
     if steps.exists():
         records = [json.loads(line) for line in steps.read_text().splitlines() if line.strip()]
     return Run(p.returncode, p.stderr, records)
 
 
-def check_trained(run: Run, model: str, framework: str, steps: int, warmup: int,
-                  samples: int) -> None:
+def check_trained(
+    run: Run, model: str, framework: str, steps: int, warmup: int, samples: int
+) -> None:
     """The contract every workload meets at --size tiny."""
     assert run.returncode == 0, run.stderr[-3000:]
     recs = run.records

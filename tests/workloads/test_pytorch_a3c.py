@@ -10,8 +10,20 @@ MODULE = "workloads.pytorch.a3c"
 
 
 def test_tiny_trains_and_records_steps(tmp_path: Path) -> None:
-    run = run_workload(MODULE, tmp_path, "--size", "tiny", "--steps", "2", "--warmup", "1",
-                       "--device", "cpu", "--seed", "0")
+    run = run_workload(
+        MODULE,
+        tmp_path,
+        "--size",
+        "tiny",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+        "--seed",
+        "0",
+    )
     # tiny: 2 workers x t_max 5 = 10 frames per update
     check_trained(run, "a3c", "pytorch", steps=2, warmup=1, samples=10)
 

@@ -10,8 +10,20 @@ MODULE = "workloads.pytorch.deepspeech2"
 
 
 def test_tiny_trains_and_records_steps(tmp_path: Path) -> None:
-    run = run_workload(MODULE, tmp_path, "--size", "tiny", "--steps", "2", "--warmup", "1",
-                       "--device", "cpu", "--seed", "0")
+    run = run_workload(
+        MODULE,
+        tmp_path,
+        "--size",
+        "tiny",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+        "--seed",
+        "0",
+    )
     # tiny batch: 2 utterances
     check_trained(run, "deepspeech2", "pytorch", steps=2, warmup=1, samples=2)
 
@@ -29,8 +41,20 @@ def test_output_is_ctc_layout_at_half_frame_rate() -> None:
 
 
 def test_synthetic_speech_is_learnable(tmp_path: Path) -> None:
-    run = run_workload(MODULE, tmp_path, "--steps", "40", "--warmup", "0", "--batch-size",
-                       "8", "--device", "cpu", "--seed", "0")
+    run = run_workload(
+        MODULE,
+        tmp_path,
+        "--steps",
+        "40",
+        "--warmup",
+        "0",
+        "--batch-size",
+        "8",
+        "--device",
+        "cpu",
+        "--seed",
+        "0",
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     losses = [r["loss"] for r in run.records]
     first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5

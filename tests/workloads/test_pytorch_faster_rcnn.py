@@ -10,8 +10,20 @@ MODULE = "workloads.pytorch.faster_rcnn"
 
 
 def test_tiny_trains_and_records_steps(tmp_path: Path) -> None:
-    run = run_workload(MODULE, tmp_path, "--size", "tiny", "--steps", "2", "--warmup", "1",
-                       "--device", "cpu", "--seed", "0")
+    run = run_workload(
+        MODULE,
+        tmp_path,
+        "--size",
+        "tiny",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+        "--seed",
+        "0",
+    )
     # tiny batch: 2 images
     check_trained(run, "faster_rcnn", "pytorch", steps=2, warmup=1, samples=2)
 

@@ -12,15 +12,17 @@ MODULE = "workloads.pytorch.wgan"
 
 
 def _losses(tmp_path: Path, seed: int) -> list[float]:
-    run = run_workload(MODULE, tmp_path, "--steps", "2", "--warmup", "0", "--device", "cpu",
-                       "--seed", str(seed))
+    run = run_workload(
+        MODULE, tmp_path, "--steps", "2", "--warmup", "0", "--device", "cpu", "--seed", str(seed)
+    )
     assert run.returncode == 0, run.stderr
     return [r["loss"] for r in run.records]
 
 
 def test_batch_size_and_warmup_are_honoured(tmp_path: Path) -> None:
-    run = run_workload(MODULE, tmp_path, "--batch-size", "3", "--steps", "3", "--warmup", "2",
-                       "--device", "cpu")
+    run = run_workload(
+        MODULE, tmp_path, "--batch-size", "3", "--steps", "3", "--warmup", "2", "--device", "cpu"
+    )
     check_trained(run, "wgan", "pytorch", steps=3, warmup=2, samples=3)
     assert "samples_per_s=" in run.stderr
 
@@ -41,8 +43,14 @@ def test_no_steps_file_still_trains(tmp_path: Path) -> None:
     from tests.workloads.runner import REPO
 
     env = {k: v for k, v in os.environ.items() if k != "TBDTRACE_STEPS_FILE"}
-    p = subprocess.run([sys.executable, "-m", MODULE, "--steps", "1", "--device", "cpu"],
-                       cwd=REPO, env=env, text=True, capture_output=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", MODULE, "--steps", "1", "--device", "cpu"],
+        cwd=REPO,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert "wgan pytorch size=tiny batch=8 steps=1" in p.stderr
 

@@ -10,8 +10,20 @@ MODULE = "workloads.pytorch.inception_v3"
 
 
 def test_tiny_trains_and_records_steps(tmp_path: Path) -> None:
-    run = run_workload(MODULE, tmp_path, "--size", "tiny", "--steps", "2", "--warmup", "1",
-                       "--device", "cpu", "--seed", "0")
+    run = run_workload(
+        MODULE,
+        tmp_path,
+        "--size",
+        "tiny",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+        "--seed",
+        "0",
+    )
     # tiny batch: 2 images
     check_trained(run, "inception_v3", "pytorch", steps=2, warmup=1, samples=2)
 

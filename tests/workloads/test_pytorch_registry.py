@@ -6,8 +6,16 @@ import importlib.util
 
 from workloads import registry
 
-TBD_MODELS = {"resnet50", "inception_v3", "seq2seq", "transformer", "deepspeech2",
-              "faster_rcnn", "wgan", "a3c"}
+TBD_MODELS = {
+    "resnet50",
+    "inception_v3",
+    "seq2seq",
+    "transformer",
+    "deepspeech2",
+    "faster_rcnn",
+    "wgan",
+    "a3c",
+}
 
 
 def test_all_eight_tbd_models_on_pytorch() -> None:

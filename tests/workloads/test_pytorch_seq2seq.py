@@ -10,8 +10,20 @@ MODULE = "workloads.pytorch.seq2seq"
 
 
 def test_tiny_trains_and_records_steps(tmp_path: Path) -> None:
-    run = run_workload(MODULE, tmp_path, "--size", "tiny", "--steps", "2", "--warmup", "1",
-                       "--device", "cpu", "--seed", "0")
+    run = run_workload(
+        MODULE,
+        tmp_path,
+        "--size",
+        "tiny",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+        "--seed",
+        "0",
+    )
     # tiny batch: 4 sentences
     check_trained(run, "seq2seq", "pytorch", steps=2, warmup=1, samples=4)
 
@@ -34,8 +46,20 @@ def test_attention_ignores_source_padding() -> None:
 
 
 def test_reversal_task_is_learnable(tmp_path: Path) -> None:
-    run = run_workload(MODULE, tmp_path, "--steps", "60", "--warmup", "0", "--batch-size",
-                       "16", "--device", "cpu", "--seed", "0")
+    run = run_workload(
+        MODULE,
+        tmp_path,
+        "--steps",
+        "60",
+        "--warmup",
+        "0",
+        "--batch-size",
+        "16",
+        "--device",
+        "cpu",
+        "--seed",
+        "0",
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     losses = [r["loss"] for r in run.records]
     first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5

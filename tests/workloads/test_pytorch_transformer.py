@@ -10,8 +10,20 @@ MODULE = "workloads.pytorch.transformer"
 
 
 def test_tiny_trains_and_records_steps(tmp_path: Path) -> None:
-    run = run_workload(MODULE, tmp_path, "--size", "tiny", "--steps", "2", "--warmup", "1",
-                       "--device", "cpu", "--seed", "0")
+    run = run_workload(
+        MODULE,
+        tmp_path,
+        "--size",
+        "tiny",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+        "--seed",
+        "0",
+    )
     # tiny batch: 4 sentences
     check_trained(run, "transformer", "pytorch", steps=2, warmup=1, samples=4)
 
@@ -32,5 +44,4 @@ def test_paper_size_is_transformer_base() -> None:
     cfg = transformer.CONFIGS["paper"]
     assert (cfg.d_model, cfg.heads, cfg.layers, cfg.ff) == (512, 8, 6, 2048)
     net = transformer.TransformerNMT(cfg)
-    assert sum(p.numel() for p in net.parameters()) == _transformer_params(512, 2048,
-                                                                           cfg.vocab, 6)
+    assert sum(p.numel() for p in net.parameters()) == _transformer_params(512, 2048, cfg.vocab, 6)

@@ -21,8 +21,11 @@ FRAMEWORK = "pytorch"
 def device_for(args: harness.HarnessArgs) -> torch.device:
     """``--device auto`` is cuda when available, else cpu; an unusable cuda exits 1."""
     if args.device == "cuda" and not torch.cuda.is_available():
-        print("workloads: --device cuda but no CUDA device is visible to PyTorch; "
-              "use --device cpu or auto", file=sys.stderr)
+        print(
+            "workloads: --device cuda but no CUDA device is visible to PyTorch; "
+            "use --device cpu or auto",
+            file=sys.stderr,
+        )
         raise SystemExit(1)
     if args.device == "cpu" or not torch.cuda.is_available():
         return torch.device("cpu")
@@ -55,17 +58,16 @@ def run(
     return harness.train(model, FRAMEWORK, args, step_fn, sync, samples_per_step)
 
 
-def class_templates(
-    n_classes: int, channels: int, size: int, gen: torch.Generator
-) -> torch.Tensor:
+def class_templates(n_classes: int, channels: int, size: int, gen: torch.Generator) -> torch.Tensor:
     """One smooth random image per class, ``[n_classes, channels, size, size]``, in [-1, 1].
 
     Upsampled from a 4x4 grid, so classes differ in coarse layout and colour, which
     convolutional nets pick up within a few steps.
     """
     coarse = torch.rand(n_classes, channels, 4, 4, generator=gen) * 2 - 1
-    return torch.nn.functional.interpolate(coarse, size=(size, size), mode="bilinear",
-                                           align_corners=False)
+    return torch.nn.functional.interpolate(
+        coarse, size=(size, size), mode="bilinear", align_corners=False
+    )
 
 
 def image_batch(
@@ -73,8 +75,7 @@ def image_batch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Images = class template + Gaussian noise; returns (images, labels) on the CPU."""
     labels = torch.randint(0, templates.shape[0], (batch,), generator=gen)
-    x = templates[labels] + noise * torch.randn(
-        (batch, *templates.shape[1:]), generator=gen)
+    x = templates[labels] + noise * torch.randn((batch, *templates.shape[1:]), generator=gen)
     return x, labels
 
 

@@ -49,9 +49,14 @@ class ActorCritic(nn.Module):
     def __init__(self, actions: int) -> None:
         super().__init__()
         self.body = nn.Sequential(
-            nn.Conv2d(STACK, 16, 8, stride=4), nn.ReLU(),
-            nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten(),
-            nn.Linear(32 * 9 * 9, 256), nn.ReLU())
+            nn.Conv2d(STACK, 16, 8, stride=4),
+            nn.ReLU(),
+            nn.Conv2d(16, 32, 4, stride=2),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(32 * 9 * 9, 256),
+            nn.ReLU(),
+        )
         self.policy = nn.Linear(256, actions)
         self.value = nn.Linear(256, 1)
 
@@ -69,8 +74,11 @@ def make_envs(n: int, seed: int) -> list[Any]:
         gymnasium.register_envs(ale_py)
         envs = [gymnasium.make(ENV_ID, obs_type="grayscale") for _ in range(n)]
     except Exception as e:  # missing package or ROM: say which, no traceback
-        print(f"workloads: cannot create {ENV_ID} ({type(e).__name__}: {e}); install the "
-              "pinned ale-py and gymnasium from requirements.lock", file=sys.stderr)
+        print(
+            f"workloads: cannot create {ENV_ID} ({type(e).__name__}: {e}); install the "
+            "pinned ale-py and gymnasium from requirements.lock",
+            file=sys.stderr,
+        )
         raise SystemExit(1) from None
     for i, env in enumerate(envs):
         env.action_space.seed(seed + i)
@@ -136,9 +144,11 @@ def main(argv: list[str] | None = None) -> None:
         returns_t = torch.stack(returns[::-1])
         values_t, logps_t = torch.stack(values), torch.stack(logps)
         advantage = returns_t - values_t
-        loss = (-(logps_t * advantage.detach()).mean()
-                + VALUE_WEIGHT * advantage.pow(2).mean()
-                - ENTROPY_BETA * torch.stack(entropies).mean())
+        loss = (
+            -(logps_t * advantage.detach()).mean()
+            + VALUE_WEIGHT * advantage.pow(2).mean()
+            - ENTROPY_BETA * torch.stack(entropies).mean()
+        )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(net.parameters(), 40.0)

@@ -67,17 +67,23 @@ class DeepSpeech2(nn.Module):
         super().__init__()
         self.conv = nn.Sequential(
             nn.Conv2d(1, 32, (41, 11), stride=(2, 2), padding=(20, 5)),
-            nn.BatchNorm2d(32), nn.Hardtanh(0, 20, inplace=True),
+            nn.BatchNorm2d(32),
+            nn.Hardtanh(0, 20, inplace=True),
             nn.Conv2d(32, 32, (21, 11), stride=(2, 1), padding=(10, 5)),
-            nn.BatchNorm2d(32), nn.Hardtanh(0, 20, inplace=True),
+            nn.BatchNorm2d(32),
+            nn.Hardtanh(0, 20, inplace=True),
         )
         f = (cfg.freq_bins + 1) // 2
         f = (f + 1) // 2
-        self.rnns = nn.Sequential(*[
-            BatchRNN(32 * f if i == 0 else cfg.hidden, cfg.hidden, norm=i > 0)
-            for i in range(cfg.rnn_layers)])
-        self.fc = nn.Sequential(nn.BatchNorm1d(cfg.hidden), nn.Linear(cfg.hidden, CHARS,
-                                                                     bias=False))
+        self.rnns = nn.Sequential(
+            *[
+                BatchRNN(32 * f if i == 0 else cfg.hidden, cfg.hidden, norm=i > 0)
+                for i in range(cfg.rnn_layers)
+            ]
+        )
+        self.fc = nn.Sequential(
+            nn.BatchNorm1d(cfg.hidden), nn.Linear(cfg.hidden, CHARS, bias=False)
+        )
 
     def forward(self, spec: torch.Tensor) -> torch.Tensor:
         """Log-probabilities ``[T', B, CHARS]`` (CTC layout), T' = ceil(T / 2)."""
@@ -88,8 +94,9 @@ class DeepSpeech2(nn.Module):
         return x.log_softmax(-1).transpose(0, 1)
 
 
-def utterances(cfg: Config, templates: torch.Tensor, batch: int, gen: torch.Generator
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def utterances(
+    cfg: Config, templates: torch.Tensor, batch: int, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(spectrograms [B, 1, freq, T], frame counts [B], targets [sum chars], char counts)."""
     n_chars = torch.randint(cfg.min_chars, cfg.max_chars + 1, (batch,), generator=gen)
     labels, frames = [], []
@@ -117,8 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     net.train()
 
     def step(_: int) -> float:
-        spec, lengths, targets, target_lengths = utterances(cfg, templates, args.batch_size,
-                                                            gen)
+        spec, lengths, targets, target_lengths = utterances(cfg, templates, args.batch_size, gen)
         spec = spec.to(device)
         opt.zero_grad(set_to_none=True)
         log_probs = net(spec)

@@ -46,8 +46,9 @@ CONFIGS = {
 BATCH = {"tiny": 2, "small": 2, "paper": 2}
 
 
-def scenes(cfg: Config, colours: torch.Tensor, batch: int, gen: torch.Generator
-           ) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
+def scenes(
+    cfg: Config, colours: torch.Tensor, batch: int, gen: torch.Generator
+) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
     """Images in [0, 1] and their targets (boxes in pixels, labels 1..classes)."""
     px = cfg.image_px
     images, targets = [], []
@@ -68,10 +69,15 @@ def scenes(cfg: Config, colours: torch.Tensor, batch: int, gen: torch.Generator
 def build_model(cfg: Config) -> torch.nn.Module:
     """fasterrcnn_resnet50_fpn with no pretrained weights (so plain, trainable batch-norm)."""
     return torchvision.models.detection.fasterrcnn_resnet50_fpn(
-        weights=None, weights_backbone=None, num_classes=cfg.classes + 1,
-        min_size=cfg.min_size, max_size=cfg.max_size,
-        rpn_pre_nms_top_n_train=cfg.rpn_pre_nms, rpn_post_nms_top_n_train=cfg.rpn_post_nms,
-        box_batch_size_per_image=cfg.roi_samples)
+        weights=None,
+        weights_backbone=None,
+        num_classes=cfg.classes + 1,
+        min_size=cfg.min_size,
+        max_size=cfg.max_size,
+        rpn_pre_nms_top_n_train=cfg.rpn_pre_nms,
+        rpn_post_nms_top_n_train=cfg.rpn_post_nms,
+        box_batch_size_per_image=cfg.roi_samples,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -40,7 +40,8 @@ AUX_WEIGHT = 0.4
 def build_model(cfg: Config) -> torch.nn.Module:
     """torchvision's Inception-v3, randomly initialised (its truncated-normal init)."""
     return torchvision.models.inception_v3(
-        weights=None, num_classes=cfg.classes, aux_logits=cfg.aux_logits, init_weights=True)
+        weights=None, num_classes=cfg.classes, aux_logits=cfg.aux_logits, init_weights=True
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -48,8 +49,9 @@ def main(argv: list[str] | None = None) -> None:
     cfg = CONFIGS[args.size]
     device, gen = _common.setup(args)
     net = build_model(cfg).to(device)
-    opt = torch.optim.RMSprop(net.parameters(), lr=cfg.lr, alpha=0.9, momentum=0.9, eps=1.0,
-                              weight_decay=4e-5)
+    opt = torch.optim.RMSprop(
+        net.parameters(), lr=cfg.lr, alpha=0.9, momentum=0.9, eps=1.0, weight_decay=4e-5
+    )
     loss_fn = torch.nn.CrossEntropyLoss()
     templates = _common.class_templates(cfg.classes, 3, cfg.image_px, gen)
     net.train()

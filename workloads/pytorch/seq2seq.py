@@ -57,15 +57,16 @@ class Seq2Seq(nn.Module):
         self.combine = nn.Linear(2 * h, h)
         self.out = nn.Linear(h, cfg.tgt_vocab)
 
-    def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor
-                ) -> torch.Tensor:
+    def forward(
+        self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor
+    ) -> torch.Tensor:
         """Logits ``[B, T, tgt_vocab]`` for the teacher-forced target input."""
         packed = nn.utils.rnn.pack_padded_sequence(
-            self.src_emb(src), src_len.cpu(), batch_first=True, enforce_sorted=False)
+            self.src_emb(src), src_len.cpu(), batch_first=True, enforce_sorted=False
+        )
         bi, _ = self.enc_bi(packed)
         enc, (h, c) = self.enc_rest(bi)
-        enc, _ = nn.utils.rnn.pad_packed_sequence(enc, batch_first=True,
-                                                  total_length=src.shape[1])
+        enc, _ = nn.utils.rnn.pad_packed_sequence(enc, batch_first=True, total_length=src.shape[1])
         layers = self.dec.num_layers
         h0 = h[-1:].expand(layers, -1, -1).contiguous()
         c0 = c[-1:].expand(layers, -1, -1).contiguous()
@@ -89,7 +90,8 @@ def main(argv: list[str] | None = None) -> None:
 
     def step(_: int) -> float:
         src, src_len, tgt, _tlen = _common.translation_batch(
-            args.batch_size, cfg.min_len, cfg.max_len, vocab, gen)
+            args.batch_size, cfg.min_len, cfg.max_len, vocab, gen
+        )
         src, src_len, tgt = src.to(device), src_len.to(device), tgt.to(device)
         opt.zero_grad(set_to_none=True)
         logits = net(src, src_len, tgt[:, :-1])

@@ -52,8 +52,9 @@ DROPOUT = 0.1
 def sinusoids(length: int, d_model: int) -> torch.Tensor:
     """Sinusoidal position encodings ``[length, d_model]``."""
     pos = torch.arange(length, dtype=torch.float32)[:, None]
-    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32)
-                    * (-math.log(10000.0) / d_model))
+    div = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
+    )
     pe = torch.zeros(length, d_model)
     pe[:, 0::2] = torch.sin(pos * div)
     pe[:, 1::2] = torch.cos(pos * div)
@@ -71,9 +72,14 @@ class TransformerNMT(nn.Module):
         self.register_buffer("pe", sinusoids(cfg.max_len + 2, cfg.d_model), persistent=False)
         self.drop = nn.Dropout(DROPOUT)
         self.core = nn.Transformer(
-            d_model=cfg.d_model, nhead=cfg.heads, num_encoder_layers=cfg.layers,
-            num_decoder_layers=cfg.layers, dim_feedforward=cfg.ff, dropout=DROPOUT,
-            batch_first=True)
+            d_model=cfg.d_model,
+            nhead=cfg.heads,
+            num_encoder_layers=cfg.layers,
+            num_decoder_layers=cfg.layers,
+            dim_feedforward=cfg.ff,
+            dropout=DROPOUT,
+            batch_first=True,
+        )
         self.out = nn.Linear(cfg.d_model, cfg.vocab)
 
     def _embed(self, emb: nn.Embedding, tokens: torch.Tensor) -> torch.Tensor:
@@ -84,10 +90,15 @@ class TransformerNMT(nn.Module):
         t = tgt_in.shape[1]
         causal = torch.ones(t, t, dtype=torch.bool, device=src.device).triu(1)
         src_pad, tgt_pad = src == 0, tgt_in == 0
-        h = self.core(self._embed(self.src_emb, src), self._embed(self.tgt_emb, tgt_in),
-                      tgt_mask=causal, src_key_padding_mask=src_pad,
-                      tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad,
-                      tgt_is_causal=True)
+        h = self.core(
+            self._embed(self.src_emb, src),
+            self._embed(self.tgt_emb, tgt_in),
+            tgt_mask=causal,
+            src_key_padding_mask=src_pad,
+            tgt_key_padding_mask=tgt_pad,
+            memory_key_padding_mask=src_pad,
+            tgt_is_causal=True,
+        )
         return self.out(h)
 
 
@@ -97,14 +108,16 @@ def main(argv: list[str] | None = None) -> None:
     device, gen = _common.setup(args)
     net = TransformerNMT(cfg).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: cfg.d_model ** -0.5 * min(
-        (i + 1) ** -0.5, (i + 1) * cfg.warmup_steps ** -1.5))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda i: cfg.d_model**-0.5 * min((i + 1) ** -0.5, (i + 1) * cfg.warmup_steps**-1.5)
+    )
     loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=LABEL_SMOOTHING)
     net.train()
 
     def step(_: int) -> float:
         src, _len, tgt, _tlen = _common.translation_batch(
-            args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, gen)
+            args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, gen
+        )
         src, tgt = src.to(device), tgt.to(device)
         opt.zero_grad(set_to_none=True)
         logits = net(src, tgt[:, :-1])

@@ -49,12 +49,18 @@ def generator(cfg: Config) -> nn.Sequential:
     cngf, size = cfg.filters // 2, 4
     while size != cfg.image_px:
         cngf, size = cngf * 2, size * 2
-    layers: list[nn.Module] = [nn.ConvTranspose2d(cfg.nz, cngf, 4, 1, 0, bias=False),
-                               nn.BatchNorm2d(cngf), nn.ReLU(True)]
+    layers: list[nn.Module] = [
+        nn.ConvTranspose2d(cfg.nz, cngf, 4, 1, 0, bias=False),
+        nn.BatchNorm2d(cngf),
+        nn.ReLU(True),
+    ]
     size = 4
     while size < cfg.image_px // 2:
-        layers += [nn.ConvTranspose2d(cngf, cngf // 2, 4, 2, 1, bias=False),
-                   nn.BatchNorm2d(cngf // 2), nn.ReLU(True)]
+        layers += [
+            nn.ConvTranspose2d(cngf, cngf // 2, 4, 2, 1, bias=False),
+            nn.BatchNorm2d(cngf // 2),
+            nn.ReLU(True),
+        ]
         cngf, size = cngf // 2, size * 2
     layers += [nn.ConvTranspose2d(cngf, CHANNELS, 4, 2, 1, bias=False), nn.Tanh()]
     return nn.Sequential(*layers)
@@ -62,12 +68,17 @@ def generator(cfg: Config) -> nn.Sequential:
 
 def critic(cfg: Config) -> nn.Sequential:
     """DCGAN_D: image -> one unbounded score per sample, ``[B]``."""
-    layers: list[nn.Module] = [nn.Conv2d(CHANNELS, cfg.filters, 4, 2, 1, bias=False),
-                               nn.LeakyReLU(0.2, inplace=True)]
+    layers: list[nn.Module] = [
+        nn.Conv2d(CHANNELS, cfg.filters, 4, 2, 1, bias=False),
+        nn.LeakyReLU(0.2, inplace=True),
+    ]
     csize, cndf = cfg.image_px // 2, cfg.filters
     while csize > 4:
-        layers += [nn.Conv2d(cndf, cndf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(cndf * 2),
-                   nn.LeakyReLU(0.2, inplace=True)]
+        layers += [
+            nn.Conv2d(cndf, cndf * 2, 4, 2, 1, bias=False),
+            nn.BatchNorm2d(cndf * 2),
+            nn.LeakyReLU(0.2, inplace=True),
+        ]
         csize, cndf = csize // 2, cndf * 2
     layers += [nn.Conv2d(cndf, 1, 4, 1, 0, bias=False), nn.Flatten(0)]
     return nn.Sequential(*layers)
@@ -82,8 +93,9 @@ def blobs(px: int, batch: int, gen: torch.Generator) -> torch.Tensor:
         width = 0.05 + 0.1 * torch.rand(batch, 1, 1, generator=gen)
         on = (torch.rand(batch, 1, 1, generator=gen) < 0.7).float()
         colour = torch.rand(batch, CHANNELS, 1, 1, generator=gen)
-        d2 = ((grid[None, None, :] - centre[:, 0, None, None]) ** 2
-              + (grid[None, :, None] - centre[:, 1, None, None]) ** 2)
+        d2 = (grid[None, None, :] - centre[:, 0, None, None]) ** 2 + (
+            grid[None, :, None] - centre[:, 1, None, None]
+        ) ** 2
         img += colour * (on * torch.exp(-d2 / (2 * width**2)))[:, None]
     return img.clamp(0, 1) * 2 - 1
 
