@@ -1,0 +1,140 @@
+"""Device utilization per step and over the measured window; CPU utilization from samples.
+
+Definitions (docs/METRICS.md): in a window [start, end), ``compute_busy_ns`` = length of
+the union of the device's kernel intervals inside it, ``memory_busy_ns`` = the same for
+its memcpy and memset intervals, ``busy_ns`` = the union of all three;
+each ``*_utilization`` = that busy time / window length. Windows are the measured steps of
+the device's rank (steps pass); a device whose rank has no steps gets one row over its
+own span (first start to last end of its activity), as in the summary pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tbdtrace import intervals
+from tbdtrace.passes import steps as steps_pass
+from tbdtrace.passes._intervals_ext import covered_in_windows
+from tbdtrace.passes._util import decode_device_key, device_keys, int_column
+from tbdtrace.trace import Trace
+
+_COLS = ["start_ns", "end_ns", "device_id", "device_type", "rank"]
+
+SCHEMA = pa.schema([
+    ("rank", pa.int32()), ("device_type", pa.string()), ("device_id", pa.int32()),
+    ("step", pa.int64()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
+    ("window_ns", pa.int64()), ("compute_busy_ns", pa.int64()), ("memory_busy_ns", pa.int64()),
+    ("busy_ns", pa.int64()), ("compute_utilization", pa.float64()),
+    ("memory_utilization", pa.float64()), ("utilization", pa.float64()),
+])
+
+
+def device_events(trace: Trace) -> dict[int, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """device key -> {"kernels"|"memops": (starts, ends)} (ns)."""
+    out: dict[int, dict[str, Any]] = {}
+    for name, group in (("kernels", "kernels"), ("memcpy", "memops"), ("memset", "memops")):
+        t = trace.table(name, _COLS)
+        keys, s, e = device_keys(t), int_column(t, "start_ns"), int_column(t, "end_ns")
+        order = np.argsort(keys, kind="stable")
+        keys, s, e = keys[order], s[order], e[order]
+        uniq, first = np.unique(keys, return_index=True)
+        bounds = np.append(first, keys.size)
+        for i, k in enumerate(uniq.tolist()):
+            d = out.setdefault(k, {"kernels": [], "memops": []})
+            d[group].append((s[bounds[i]:bounds[i + 1]], e[bounds[i]:bounds[i + 1]]))
+    return {k: {g: (np.concatenate([a for a, _ in v] or [np.zeros(0, np.int64)]),
+                    np.concatenate([b for _, b in v] or [np.zeros(0, np.int64)]))
+                for g, v in d.items()} for k, d in out.items()}
+
+
+def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
+    """Per device: one row per measured step, then a total row (step null).
+
+    The total row's window is the union of the step windows (or the device span when the
+    rank has no steps). Columns: rank, device_type, device_id; step (null on the total
+    row); start_ns, end_ns (window bounds), window_ns, compute_busy_ns, memory_busy_ns,
+    busy_ns (ns); compute_utilization, memory_utilization, utilization (ratio 0..1, null
+    for an empty window).
+    """
+    win = steps_pass.windows(trace, config)
+    w_rank = int_column(win, "rank")
+    w_step, w_s, w_e = (int_column(win, c) for c in ("step", "start_ns", "end_ns"))
+    rows: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
+    for key, ev in sorted(device_events(trace).items()):
+        rank, dtype, dev = decode_device_key(key)
+        sel = w_rank == (-1 if rank is None else rank)
+        ks, ke = ev["kernels"]
+        ms, me = ev["memops"]
+        if sel.any():
+            ws, we, st = w_s[sel], w_e[sel], [int(x) for x in w_step[sel]]
+        else:
+            all_s, all_e = np.concatenate([ks, ms]), np.concatenate([ke, me])
+            ws, we, st = np.array([all_s.min()]), np.array([all_e.max()]), []
+        comp = covered_in_windows(ks, ke, ws, we)
+        mem = covered_in_windows(ms, me, ws, we)
+        busy = covered_in_windows(np.concatenate([ks, ms]), np.concatenate([ke, me]), ws, we)
+        length = np.maximum(we - ws, 0)
+        per_step = [(s, int(ws[i]), int(we[i]), int(length[i]), int(comp[i]), int(mem[i]),
+                     int(busy[i])) for i, s in enumerate(st)]
+        # Steps may overlap (several pids per rank); the total uses the union of windows.
+        total_len = _union(ws, we)
+        total = (None, int(ws.min()), int(we.max()), total_len,
+                 _in_union(ks, ke, ws, we), _in_union(ms, me, ws, we),
+                 _in_union(np.concatenate([ks, ms]), np.concatenate([ke, me]), ws, we))
+        for r in [*per_step, total]:
+            _append(rows, rank, dtype, dev, r)
+    return pa.table(rows, schema=SCHEMA)
+
+
+def _append(rows: dict[str, list[Any]], rank: Any, dtype: Any, dev: Any, r: tuple) -> None:
+    step, s, e, length, comp, mem, busy = r
+    vals = {"rank": rank, "device_type": dtype, "device_id": dev, "step": step,
+            "start_ns": s, "end_ns": e, "window_ns": length, "compute_busy_ns": comp,
+            "memory_busy_ns": mem, "busy_ns": busy,
+            "compute_utilization": comp / length if length else None,
+            "memory_utilization": mem / length if length else None,
+            "utilization": busy / length if length else None}
+    for k, v in vals.items():
+        rows[k].append(v)
+
+
+def _union(ws: npt.NDArray[np.int64], we: npt.NDArray[np.int64]) -> int:
+    return intervals.union_length(ws, we)
+
+
+def _in_union(s: np.ndarray, e: np.ndarray, ws: np.ndarray, we: np.ndarray) -> int:
+    return intervals.overlap_length(s, e, ws, we)
+
+
+def cpu(trace: Trace, config: steps_pass.StepsConfig | None = None) -> dict[str, Any]:
+    """CPU utilization from ``host_samples`` (metric cpu_util, index -1 = all cores).
+
+    ``mean``: mean of the samples taken inside the measured steps (all samples when the
+    trace has no steps); ``per_step``: [{step, rank, samples, mean}]; ratio 0..1. Empty
+    dict values (None) when the trace has no such samples.
+    """
+    hs = trace.table("host_samples", ["ts_ns", "metric", "index", "value"])
+    if hs.num_rows:
+        hs = hs.filter(pc.and_(pc.equal(hs.column("metric").cast(pa.string()), "cpu_util"),
+                               pc.equal(hs.column("index"), -1)))
+    ts = int_column(hs, "ts_ns")
+    val = np.asarray(hs.column("value").to_numpy(), dtype=np.float64)
+    win = steps_pass.windows(trace, config)
+    ws, we = int_column(win, "start_ns"), int_column(win, "end_ns")
+    per_step = []
+    inside = np.zeros(ts.size, dtype=bool) if ws.size else np.ones(ts.size, dtype=bool)
+    for i, (s, e) in enumerate(zip(ws.tolist(), we.tolist(), strict=True)):
+        sel = (ts >= s) & (ts <= e)
+        inside |= sel
+        per_step.append({"rank": win.column("rank")[i].as_py(),
+                         "step": int(win.column("step")[i].as_py()),
+                         "samples": int(sel.sum()),
+                         "mean": float(val[sel].mean()) if sel.any() else None})
+    return {"samples": int(inside.sum()),
+            "mean": float(val[inside].mean()) if inside.any() else None,
+            "per_step": per_step if ts.size else []}
