@@ -18,6 +18,7 @@ from tbdtrace.errors import TraceError
 # Format name -> module; tried in order, the first whose sniff() accepts the file wins.
 FORMATS: dict[str, str] = {
     "kineto": "tbdtrace.importers.kineto",
+    "nsys": "tbdtrace.importers.nsys",
 }
 
 
