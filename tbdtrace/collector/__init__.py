@@ -1,0 +1,1 @@
+"""Capture: collectors (CUPTI, torch.profiler) and the host sampler."""

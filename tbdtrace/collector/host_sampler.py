@@ -1,0 +1,150 @@
+"""Host sampler: periodic CPU, memory and (where NVML answers) GPU measurements.
+
+Runs in a thread of the capturing process and samples a process tree (the captured child
+and its descendants, or this process) into the ``host_samples`` table (long format: one
+row per metric per sample). Metrics:
+
+* ``cpu_util`` index = core: that core's busy ratio (0..1) since the previous sample;
+  index -1: all cores together (0..1).
+* ``proc_cpu_cores`` index -1: CPU time the sampled process tree used since the previous
+  sample divided by wall time, in cores (1.0 = one core busy).
+* ``rss_bytes`` index -1: resident set size of the process tree, bytes.
+* ``gpu_util`` index = device: NVML utilization.gpu as a ratio 0..1.
+* ``gpu_memory_used_bytes`` index = device: NVML memory used, bytes.
+
+When NVML does not answer (no driver, no device) GPU metrics are skipped and
+:attr:`HostSampler.nvml_status` says why; capture writes it to meta.extra.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    rate_hz: float = 10.0  # samples per second
+    gpu: bool = True  # try NVML for GPU utilization and memory
+
+
+class _Nvml:
+    def __init__(self) -> None:
+        self.handles: list[Any] = []
+        self.status = "not tried"
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            n = pynvml.nvmlDeviceGetCount()
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
+            self.nvml = pynvml
+            self.status = f"ok ({n} devices)"
+        except Exception as e:  # noqa: BLE001 (any NVML failure means: no GPU metrics)
+            self.status = f"unavailable: {type(e).__name__}: {e}"
+
+    def sample(self, ts: int, out: list[tuple[int, str, int, float]]) -> None:
+        for i, h in enumerate(self.handles):
+            try:
+                u = self.nvml.nvmlDeviceGetUtilizationRates(h)
+                m = self.nvml.nvmlDeviceGetMemoryInfo(h)
+            except Exception:  # noqa: BLE001, S112 (a device that stops answering is skipped)
+                continue
+            out.append((ts, "gpu_util", i, u.gpu / 100.0))
+            out.append((ts, "gpu_memory_used_bytes", i, float(m.used)))
+
+
+class HostSampler:
+    """Samples ``pid``'s process tree (default: this process) every 1/rate_hz seconds.
+
+    ``start()`` takes a first sample and starts the thread; ``stop()`` takes a last one
+    and returns the ``host_samples`` columns (ts_ns int64 ns on CLOCK_REALTIME, metric,
+    index, value).
+    """
+
+    def __init__(self, config: SamplerConfig = SamplerConfig(), pid: int | None = None):
+        if config.rate_hz <= 0:
+            raise ValueError("sampling rate must be > 0 Hz")
+        self.config = config
+        self.root = psutil.Process(pid)
+        self.rows: list[tuple[int, str, int, float]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._nvml = _Nvml() if config.gpu else None
+        self.nvml_status = self._nvml.status if self._nvml else "disabled"
+        self._procs: dict[int, psutil.Process] = {}
+        self._last_cpu: dict[int, float] = {}
+        self._last_wall = 0.0
+
+    def _tree(self) -> list[psutil.Process]:
+        try:
+            procs = [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            procs = []
+        # Keep Process objects so cpu_times stay comparable across samples (pid reuse).
+        for p in procs:
+            self._procs.setdefault(p.pid, p)
+        return [self._procs[p.pid] for p in procs]
+
+    def _tree_cpu_and_rss(self) -> tuple[float, float]:
+        cpu = rss = 0.0
+        for p in self._tree():
+            try:
+                t = p.cpu_times()
+                c = t.user + t.system
+                rss += p.memory_info().rss
+            except psutil.Error:
+                continue
+            # A process's CPU since the last sample (its total at first sight counts from
+            # zero only if it appeared after start, which is the child we launched).
+            cpu += c - self._last_cpu.get(p.pid, c if not self._last_wall else 0.0)
+            self._last_cpu[p.pid] = c
+        return cpu, rss
+
+    def sample(self) -> None:
+        ts = time.time_ns()
+        wall = time.monotonic()
+        per_core = psutil.cpu_percent(percpu=True)
+        cpu, rss = self._tree_cpu_and_rss()
+        out = self.rows
+        if self._last_wall:
+            for i, pct in enumerate(per_core):
+                out.append((ts, "cpu_util", i, pct / 100.0))
+            out.append((ts, "cpu_util", -1, sum(per_core) / 100.0 / max(len(per_core), 1)))
+            out.append((ts, "proc_cpu_cores", -1, cpu / max(wall - self._last_wall, 1e-9)))
+        out.append((ts, "rss_bytes", -1, rss))
+        if self._nvml is not None:
+            self._nvml.sample(ts, out)
+        self._last_wall = wall
+
+    def _loop(self) -> None:
+        period = 1.0 / self.config.rate_hz
+        while not self._stop.wait(period):
+            self.sample()
+
+    def start(self) -> None:
+        psutil.cpu_percent(percpu=True)  # prime: the next call measures from here
+        self.sample()
+        self._thread = threading.Thread(target=self._loop, name="tbdtrace-host-sampler",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> dict[str, list[Any]]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sample()
+        return self.columns()
+
+    def columns(self) -> dict[str, list[Any]]:
+        rows = self.rows
+        return {
+            "ts_ns": [r[0] for r in rows],
+            "metric": [r[1] for r in rows],
+            "index": [r[2] for r in rows],
+            "value": [r[3] for r in rows],
+        }
