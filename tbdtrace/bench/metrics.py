@@ -13,7 +13,6 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-import numpy as np
 import pyarrow.compute as pc
 
 from tbdtrace.trace import Trace
@@ -47,34 +46,34 @@ def _pa_strings(values: tuple[str, ...]) -> Any:
 
 
 def gpu_utilization(tr: Trace) -> float | None:
-    """Kernel busy time / span over the GPU devices (summary pass: compute_utilization)."""
-    summary = optional_pass("summary")
-    if summary is None:
+    """GPU compute utilization over the measured steps (utilization pass).
+
+    Kernel busy time / window length, summed over the GPU devices' total rows (the union
+    of their rank's measured-step windows, or the device span without steps).
+    """
+    util = optional_pass("utilization")
+    if util is None:
         return None
-    dev = summary.run(tr).to_pydict()
-    busy = span = 0
-    for dtype, b, s in zip(dev["device_type"], dev["compute_busy_ns"], dev["span_ns"], strict=True):
-        if dtype in GPU_TYPES:
-            busy, span = busy + b, span + s
-    return busy / span if span else None
+    t = util.run(tr).to_pydict()
+    busy = win = 0
+    for dtype, step, b, w in zip(
+        t["device_type"], t["step"], t["compute_busy_ns"], t["window_ns"], strict=True
+    ):
+        if dtype in GPU_TYPES and step is None:
+            busy, win = busy + b, win + w
+    return busy / win if win else None
 
 
-def cpu_utilization(tr: Trace, window: Window) -> float | None:
-    """Mean of the all-cores ``cpu_util`` host samples taken during the measured steps."""
-    hs = tr.table("host_samples", ["ts_ns", "metric", "index", "value"]).to_pydict()
-    ts = np.array(hs["ts_ns"], dtype=np.int64)
-    val = np.array(hs["value"], dtype=float)
-    sel = np.array([m == "cpu_util" for m in hs["metric"]], dtype=bool)
-    sel &= np.array(hs["index"], dtype=np.int64) == -1
-    if window is not None:
-        sel &= (ts >= window[0]) & (ts <= window[1])
-    return float(val[sel].mean()) if sel.any() else None
+def cpu_utilization(tr: Trace) -> float | None:
+    """Mean all-cores CPU utilization during the measured steps (utilization pass, ``cpu``)."""
+    util = optional_pass("utilization")
+    return None if util is None else util.cpu(tr)["mean"]
 
 
 def utilization(tr: Trace, window: Window) -> dict[str, Any]:
     if has_gpu_kernels(tr):
         return {"utilization": gpu_utilization(tr), "utilization_kind": "gpu"}
-    cpu = cpu_utilization(tr, window)
+    cpu = cpu_utilization(tr)
     return {"utilization": cpu, "utilization_kind": "cpu" if cpu is not None else None}
 
 

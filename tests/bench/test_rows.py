@@ -54,18 +54,19 @@ def test_cpu_utilization_averages_samples_inside_the_measured_steps(tmp_path: Pa
 
 
 def test_gpu_kernels_give_gpu_compute_utilization(tmp_path: Path) -> None:
-    kernels = {  # one device: kernels [0, 10) and [5, 20) overlap, then [30, 40): 30 of 40 busy
-        "start_ns": [0, 5, 30],
-        "end_ns": [10, 20, 40],
-        "device_id": [0, 0, 0],
-        "device_type": ["cuda"] * 3,
-        "name": ["a", "b", "c"],
+    # Measured steps cover [10 s, 13.5 s]. Kernels: one in warm-up (ignored); [10, 10.5) and
+    # [10.25, 11) overlap (1 s busy); [12, 12.75) (0.75 s): 1.75 s busy of 3.5 s.
+    kernels = {
+        "start_ns": [1 * S, 10 * S, 10 * S + S // 4, 12 * S],
+        "end_ns": [5 * S, 10 * S + S // 2, 11 * S, 12 * S + 3 * S // 4],
+        "device_id": [0] * 4,
+        "device_type": ["cuda"] * 4,
+        "name": ["w", "a", "b", "c"],
     }
     host = {"ts_ns": [12 * S], "metric": ["cpu_util"], "index": [-1], "value": [0.1]}
-    cells, _ = rows.compute(
-        _trace(tmp_path, {"steps": STEPS, "kernels": kernels, "host_samples": host})
-    )
-    assert cells["utilization"] == pytest.approx(30 / 40)
+    tr = _trace(tmp_path, {"steps": STEPS, "kernels": kernels, "host_samples": host})
+    cells, _ = rows.compute(tr)
+    assert cells["utilization"] == pytest.approx(1.75 / 3.5)
     assert cells["utilization_kind"] == "gpu"
 
 
