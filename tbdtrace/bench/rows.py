@@ -46,8 +46,8 @@ COLUMNS: tuple[RowColumn, ...] = (
     RowColumn(
         "utilization",
         "ratio",
-        "GPU compute utilization when the trace has GPU kernels, else average CPU "
-        "utilization over all cores during the measured steps (0..1)",
+        "GPU compute utilization over the measured steps when the trace has GPU kernels, "
+        "else average CPU utilization over all cores during them (0..1)",
     ),
     RowColumn("utilization_kind", "text", "gpu or cpu: what utilization measures"),
     RowColumn("fp32_efficiency", "ratio", "achieved FP32 FLOP/s over peak (0..1)"),
