@@ -1,0 +1,57 @@
+"""What every TensorFlow workload shares: device choice, seeding and the harness hookup.
+
+Each harness step is one call of a ``tf.function`` training step (a GradientTape forward
+and backward pass plus the optimizer update); the first (warm-up) step includes tracing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from workloads import harness  # noqa: E402
+
+FRAMEWORK = "tensorflow"
+
+
+def device_for(args: harness.HarnessArgs) -> str:
+    """``--device auto`` is the first GPU when TensorFlow sees one, else the CPU.
+
+    ``--device cuda`` without a visible GPU exits 1 with one line.
+    """
+    gpus = tf.config.list_physical_devices("GPU")
+    if args.device == "cuda" and not gpus:
+        print(
+            "workloads: --device cuda but no GPU is visible to TensorFlow "
+            "(tensorflow-cpu has none); use --device cpu or auto",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
+    if args.device == "cpu" or not gpus:
+        return "/CPU:0"
+    return "/GPU:0"
+
+
+def setup(args: harness.HarnessArgs) -> tuple[str, np.random.Generator]:
+    """Device name and a NumPy generator for the synthetic data; seeds Keras/TF."""
+    import keras
+
+    keras.utils.set_random_seed(args.seed)
+    return device_for(args), np.random.default_rng(args.seed + 1)
+
+
+def run(
+    model: str,
+    args: harness.HarnessArgs,
+    step_fn: Callable[[int], tf.Tensor | float],
+    samples_per_step: int | None = None,
+) -> harness.StepRecorder:
+    """Train through the harness. ``float()`` of the loss waits for the step's work."""
+    return harness.train(model, FRAMEWORK, args, lambda i: float(step_fn(i)), (lambda: None),
+                         samples_per_step)

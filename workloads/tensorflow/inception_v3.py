@@ -1,0 +1,74 @@
+"""Inception-v3 image classification on TensorFlow/Keras (keras.applications, weights=None).
+
+Keras's InceptionV3 has no auxiliary classifier, so the loss is the main head's
+cross-entropy. RMSprop (rho 0.9, momentum 0.9, epsilon 1.0), TF-slim's Inception-v3
+recipe. Sizes: tiny = 96 px (Keras's minimum is 75), 10 classes, batch 2; small = 299 px,
+100 classes, batch 8; paper = 299 px, 1000 classes (ImageNet-1k), batch 32.
+Data: class templates + noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workloads import harness
+from workloads.tensorflow import _common, synthetic
+
+import keras  # noqa: I001
+import tensorflow as tf
+
+MODEL = "inception_v3"
+
+
+@dataclass(frozen=True)
+class Config:
+    image_px: int  # input height = width (>= 75)
+    classes: int  # output classes
+    lr: float  # RMSprop learning rate
+
+
+CONFIGS = {
+    "tiny": Config(96, 10, 0.001),
+    "small": Config(299, 100, 0.045),
+    "paper": Config(299, 1000, 0.045),
+}
+BATCH = {"tiny": 2, "small": 8, "paper": 32}
+
+
+def build_model(cfg: Config) -> keras.Model:
+    """keras.applications.InceptionV3, randomly initialised, logits for ``cfg.classes``."""
+    return keras.applications.InceptionV3(
+        weights=None,
+        input_shape=(cfg.image_px, cfg.image_px, 3),
+        classes=cfg.classes,
+        classifier_activation=None,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
+    cfg = CONFIGS[args.size]
+    device, rng = _common.setup(args)
+    with tf.device(device):
+        net = build_model(cfg)
+        opt = keras.optimizers.RMSprop(learning_rate=cfg.lr, rho=0.9, momentum=0.9, epsilon=1.0)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        templates = synthetic.class_templates(cfg.classes, 3, cfg.image_px, rng)
+
+        @tf.function
+        def train_step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, net(x, training=True))
+            opt.apply_gradients(zip(tape.gradient(loss, net.trainable_variables),
+                                    net.trainable_variables))
+            return loss
+
+        def step(_: int) -> tf.Tensor:
+            x, y = synthetic.image_batch(templates, args.batch_size, rng)
+            return train_step(tf.constant(x), tf.constant(y))
+
+        _common.run(MODEL, args, step)
+
+
+if __name__ == "__main__":
+    main()

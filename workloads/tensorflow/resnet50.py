@@ -1,0 +1,73 @@
+"""ResNet-50 image classification on TensorFlow/Keras (keras.applications, weights=None).
+
+Sizes: tiny = 64 px, 10 classes, batch 4; small = 128 px, 100 classes, batch 16; paper =
+224 px, 1000 classes (ImageNet-1k), batch 32. SGD with momentum 0.9 and weight decay 1e-4;
+lr 0.1 per 256 images scaled to the batch (0.0125 at 32), lower at tiny. Cross-entropy on
+logits. Data: class templates + noise (:func:`workloads.tensorflow.synthetic.image_batch`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workloads import harness
+from workloads.tensorflow import _common, synthetic
+
+import keras  # noqa: I001  (after _common, which quiets TensorFlow's logging)
+import tensorflow as tf
+
+MODEL = "resnet50"
+
+
+@dataclass(frozen=True)
+class Config:
+    image_px: int  # input height = width
+    classes: int  # output classes
+    lr: float  # SGD learning rate
+
+
+CONFIGS = {
+    "tiny": Config(64, 10, 0.001),
+    "small": Config(128, 100, 0.005),
+    "paper": Config(224, 1000, 0.0125),
+}
+BATCH = {"tiny": 4, "small": 16, "paper": 32}
+
+
+def build_model(cfg: Config) -> keras.Model:
+    """keras.applications.ResNet50, randomly initialised, logits for ``cfg.classes``."""
+    return keras.applications.ResNet50(
+        weights=None,
+        input_shape=(cfg.image_px, cfg.image_px, 3),
+        classes=cfg.classes,
+        classifier_activation=None,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
+    cfg = CONFIGS[args.size]
+    device, rng = _common.setup(args)
+    with tf.device(device):
+        net = build_model(cfg)
+        opt = keras.optimizers.SGD(learning_rate=cfg.lr, momentum=0.9, weight_decay=1e-4)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        templates = synthetic.class_templates(cfg.classes, 3, cfg.image_px, rng)
+
+        @tf.function
+        def train_step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, net(x, training=True))
+            opt.apply_gradients(zip(tape.gradient(loss, net.trainable_variables),
+                                    net.trainable_variables))
+            return loss
+
+        def step(_: int) -> tf.Tensor:
+            x, y = synthetic.image_batch(templates, args.batch_size, rng)
+            return train_step(tf.constant(x), tf.constant(y))
+
+        _common.run(MODEL, args, step)
+
+
+if __name__ == "__main__":
+    main()
