@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv native test demo lint format docs clean
+.PHONY: all venv venv-mxnet native test demo lint format docs clean
 
 all: native
 
@@ -20,11 +20,29 @@ $(VENV)/.stamp: requirements.lock
 
 venv: $(VENV)/.stamp
 
+# MXNet 1.9.1 needs numpy<1.24, so its workloads get their own venv. Its wheel bundles
+# OpenBLAS and libgfortran but links the system's libgomp and libquadmath (Debian
+# packages libgomp1, libquadmath0): installed with apt-get when missing.
+VENV_MX := .venv-mxnet
+$(VENV_MX)/.stamp: requirements-mxnet.lock
+	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11"; exit 1; }
+	@if ! /sbin/ldconfig -p | grep -q 'libgomp.so.1 ' || ! /sbin/ldconfig -p | grep -q 'libquadmath.so.0 '; then \
+	  echo "make: installing libgomp1 libquadmath0 (needed by MXNet)"; \
+	  apt-get update -qq && apt-get install -y -qq libgomp1 libquadmath0 >/dev/null \
+	  || { echo "make: MXNet needs libgomp1 and libquadmath0; install them (as root: apt-get install libgomp1 libquadmath0)"; exit 1; }; \
+	fi
+	$(PYTHON) -m venv $(VENV_MX)
+	$(VENV_MX)/bin/python -m pip install $(PIP_QUIET) --no-deps -r requirements-mxnet.lock 2>&1 | grep -v '^WARNING: Location' ; test $${PIPESTATUS[0]} -eq 0
+	$(VENV_MX)/bin/python -c "import mxnet; mxnet.nd.ones((1,)).asnumpy()"
+	touch $@
+
+venv-mxnet: $(VENV_MX)/.stamp
+
 # The pybind11 extension and the CUPTI injection library, built in place by CMake.
 native: $(VENV)/.stamp
 	$(PY) setup.py -q build_ext --inplace
 
-test: native
+test: native $(VENV_MX)/.stamp
 	$(PY) -m pytest -q tests
 
 demo: native
