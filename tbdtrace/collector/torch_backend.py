@@ -1,0 +1,158 @@
+"""``--backend torch``: capture with torch.profiler, for machines without a usable GPU.
+
+The profiler runs with CPU activities (CUDA as well when ``cuda=True`` and a GPU is
+usable), ``record_shapes``, ``profile_memory`` and ``with_flops``. At stop the profiler's
+own Chrome-trace export is read back through the Kineto importer
+(:mod:`tbdtrace.importers.kineto`): that export is what torch.profiler itself writes from
+its Kineto events, with times as integer-microsecond-plus-3-decimals text that the importer
+turns into exact nanoseconds, so the conversion is the tested one (shapes, FLOPs, memory
+events with addresses, ProfilerStep and record_function ranges) instead of a second
+hand-kept copy walking ``_KinetoEvent`` objects. The cost is one temporary JSON file.
+
+On top of the import, *leaf* CPU ops become ``kernels`` rows with device_type ``cpu`` so
+GPU-oriented passes work on CPU traces. A leaf op is an ``ops`` row of category
+``cpu_op`` with no other ``cpu_op`` row nested inside it on the same thread (start >= its
+start and end <= its end); ``python_function`` rows and annotations never count, and
+neither contain nor are leaves.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tbdtrace.importers import kineto
+
+
+@dataclass(frozen=True)
+class TorchConfig:
+    cuda: bool = False  # also record CUDA activities (only when a GPU is usable)
+    record_shapes: bool = True  # input shapes and dtypes of ops
+    profile_memory: bool = True  # allocation/free events with addresses and bytes
+    with_flops: bool = True  # FLOPs of ops the profiler has formulas for
+    with_stack: bool = False  # Python stacks (large; off by default)
+
+
+def available() -> bool:
+    """True when torch and its profiler import."""
+    try:
+        import torch.profiler  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def leaf_mask(ops: dict[str, list[Any]]) -> list[bool]:
+    """For each ops row: is it a leaf cpu_op (see the module docstring)?"""
+    n = len(ops.get("start_ns", []))
+    cats = ops.get("category") or [None] * n
+    rows = sorted(
+        (i for i in range(n) if cats[i] == "cpu_op"),
+        key=lambda i: (ops["tid"][i] or 0, ops["start_ns"][i], -ops["end_ns"][i]),
+    )
+    leaf = [False] * n
+    for pos, i in enumerate(rows):
+        nxt = rows[pos + 1] if pos + 1 < len(rows) else None
+        # Sorted by (tid, start, -end): if anything nests in i, the next row does.
+        nested = nxt is not None and ops["tid"][nxt] == ops["tid"][i] and (
+            ops["start_ns"][nxt] >= ops["start_ns"][i] and ops["end_ns"][nxt] <= ops["end_ns"][i]
+        )
+        leaf[i] = not nested
+    return leaf
+
+
+def leaf_kernels(ops: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """``kernels`` columns (device_type cpu) for the leaf cpu_ops of ``ops`` columns."""
+    mask = leaf_mask(ops)
+    idx = [i for i, m in enumerate(mask) if m]
+
+    def col(name: str) -> list[Any]:
+        src = ops.get(name)
+        return [src[i] for i in idx] if src is not None else [None] * len(idx)
+
+    return {
+        "start_ns": col("start_ns"), "end_ns": col("end_ns"), "device_id": [-1] * len(idx),
+        "device_type": ["cpu"] * len(idx), "external_id": col("external_id"),
+        "pid": col("pid"), "tid": col("tid"), "rank": col("rank"), "name": col("name"),
+        "flops": col("flops"),
+    }
+
+
+class TorchBackend:
+    """torch.profiler as a capture backend: ``start()``, then ``stop() -> (tables, meta)``.
+
+    After ``stop()``, :attr:`profiler` is the torch.profiler object that made the trace
+    (for ``key_averages()`` and other torch-side views of the same run).
+    """
+
+    name = "torch"
+
+    def __init__(self, config: TorchConfig = TorchConfig()):
+        self.config = config
+        self.profiler: Any = None
+
+    @staticmethod
+    def available() -> bool:
+        return available()
+
+    def start(self) -> None:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        acts = [ProfilerActivity.CPU]
+        if self.config.cuda and torch.cuda.is_available():
+            acts.append(ProfilerActivity.CUDA)
+        self.profiler = profile(
+            activities=acts, record_shapes=self.config.record_shapes,
+            profile_memory=self.config.profile_memory, with_flops=self.config.with_flops,
+            with_stack=self.config.with_stack,
+        )
+        self.profiler.__enter__()
+
+    def stop(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Stop profiling; returns (tables as column mappings, meta) for trace.write."""
+        prof = self.profiler
+        prof.__exit__(None, None, None)
+        fd, tmp = tempfile.mkstemp(prefix="tbdtrace-torch-", suffix=".json")
+        os.close(fd)
+        try:
+            prof.export_chrome_trace(tmp)
+            tables, meta = kineto.import_files([Path(tmp)])
+        finally:
+            os.unlink(tmp)
+        ops = tables.get("ops")
+        if ops:
+            _add_flops(ops, prof)
+            tables["kernels"] = _merge(tables.get("kernels"), leaf_kernels(ops))
+        import torch
+
+        meta.update(source="torch", backend="torch", framework="pytorch", source_files=[])
+        meta.setdefault("extra", {})["torch"] = {
+            "version": torch.__version__,
+            "config": {k: getattr(self.config, k) for k in self.config.__dataclass_fields__},
+            "leaf_ops": "cpu_op rows with no cpu_op nested inside on the same thread",
+        }
+        return tables, meta
+
+
+def _add_flops(ops: dict[str, list[Any]], prof: Any) -> None:
+    """FLOPs per op from the profiler's FunctionEvents (the Chrome export leaves them out);
+    FunctionEvent.id is the op's ``External id`` in the export."""
+    if not any(e.flops for e in prof.events()):
+        return
+    by_id = {e.id: int(e.flops) for e in prof.events() if e.flops}
+    ext = ops.get("external_id") or []
+    old = ops.get("flops") or [None] * len(ext)
+    ops["flops"] = [by_id.get(x, f) if x is not None else f for x, f in zip(ext, old, strict=True)]
+
+
+def _merge(a: dict[str, list[Any]] | None, b: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    if not a:
+        return b
+    na = len(next(iter(a.values())))
+    nb = len(next(iter(b.values())))
+    keys = set(a) | set(b)
+    return {k: (a.get(k) or [None] * na) + (b.get(k) or [None] * nb) for k in keys}
