@@ -90,4 +90,5 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+import tbdtrace.report.passes_sections  # noqa: E402, F401 - registers the time-side passes
 from tbdtrace.report import memory_section  # noqa: E402, F401 - registers "memory"

@@ -1,0 +1,167 @@
+"""Report sections of the time-side passes: steps, utilization, categories, hotspots,
+idle, memcpy, fp32. Each JSON key holds its pass's result (see docs/METRICS.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from tbdtrace.passes import categories, fp32, hotspots, idle, memcpy, steps, utilization
+from tbdtrace.report.build import ReportOptions, section, table_records
+from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.trace import Trace
+
+
+def _table(title: str, cols: tuple[str, ...], left: tuple[str, ...] = ()) -> Table:
+    t = Table(title=title, title_justify="left")
+    for c in cols:
+        t.add_column(c, justify="left" if c in left else "right", no_wrap=True)
+    return t
+
+
+def _rate(v: float | None, unit: str = "/s") -> str:
+    if v is None:
+        return "-"
+    for p, s in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= p:
+            return f"{v / p:.2f} {s}{unit}"
+    return f"{v:.2f} {unit}"
+
+
+def _dev(r: dict[str, Any]) -> str:
+    rank = "" if r.get("rank") is None else f"r{r['rank']} "
+    return f"{rank}{r.get('device_type') or '?'}:{r.get('device_id')}"
+
+
+def _render_steps(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
+    s = data["summary"]
+    if not s["step_count"]:
+        return
+    con.print(f"Steps: {s['step_count']} ({s['warmup_count']} warm-up), measured "
+              f"{fmt_ns(s['measured_ns'])}, median step {fmt_ns(s['step_median_ns'])}; "
+              f"throughput median {_rate(s['throughput_median_per_s'], 'samples/s')}, mean "
+              f"{_rate(s['throughput_mean_per_s'], 'samples/s')}, total/time "
+              f"{_rate(s['throughput_per_s'], 'samples/s')}")
+
+
+@section("steps", _render_steps)
+def steps_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+    tbl = steps.run(trace)
+    rows = tbl if opts.top_json is None else tbl.slice(0, opts.top_json)
+    return {"summary": steps.summarize(tbl), "steps": table_records(rows)}
+
+
+def _render_util(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
+    rows = [r for r in data["devices"] if r["step"] is None]
+    if rows:
+        t = _table("Utilization (measured window)", ("Device", "Window", "Compute", "Memory ops",
+                                                     "Busy"))
+        for r in rows:
+            t.add_row(_dev(r), fmt_ns(r["window_ns"]), fmt_pct(r["compute_utilization"]),
+                      fmt_pct(r["memory_utilization"]), fmt_pct(r["utilization"]))
+        con.print(t)
+    if data["cpu"]["mean"] is not None:
+        con.print(f"CPU utilization (all cores, {data['cpu']['samples']} samples): "
+                  f"{fmt_pct(data['cpu']['mean'])}")
+
+
+@section("utilization", _render_util)
+def utilization_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+    return {"devices": table_records(utilization.run(trace)), "cpu": utilization.cpu(trace)}
+
+
+def _render_categories(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
+    if not data:
+        return
+    t = _table("Device time by category", ("Category", "Time %", "Total", "Count"),
+               left=("Category",))
+    for r in data:
+        t.add_row(r["category"], f"{100 * r['share']:.1f}", fmt_ns(r["total_ns"]),
+                  f"{r['count']:,}")
+    con.print(t)
+
+
+@section("categories", _render_categories)
+def categories_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+    return table_records(categories.run(trace))
+
+
+def _clip(s: str | None, n: int) -> str:
+    s = s or "-"
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
+    ops = data["ops"] if opts.top is None else data["ops"][: opts.top]
+    if not ops:
+        return
+    t = _table("Kernel time by launching op", ("Time %", "Total", "Kernels", "Distinct",
+                                               "Op", "Top kernel"), left=("Op", "Top kernel"))
+    for r in ops:
+        t.add_row(f"{100 * r['share']:.1f}", fmt_ns(r["total_ns"]), f"{r['kernel_count']:,}",
+                  str(r["distinct_kernels"]), _clip(r["op"], 40), _clip(r["top_kernel"], 60))
+    con.print(t)
+
+
+@section("hotspots", _render_hotspots)
+def hotspots_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+    top = opts.top_json
+    return {
+        "kernels": table_records(hotspots.run(trace, hotspots.HotspotsConfig(top, "kernel"))),
+        "ops": table_records(hotspots.run(trace, hotspots.HotspotsConfig(top, "op"))),
+    }
+
+
+def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
+    if not data["devices"]:
+        return
+    t = _table("Idle time", ("Device", "Idle", "Host-bound", "Short gaps", "Sync wait",
+                             "Launch p50", "Launch p99", "Kernels < launch"))
+    for r in data["devices"]:
+        t.add_row(_dev(r), fmt_ns(r["idle_ns"]), fmt_ns(r["host_bound_ns"]),
+                  fmt_ns(r["short_gap_ns"]), fmt_ns(r["sync_wait_ns"]),
+                  fmt_ns(r["launch_latency_p50_ns"]), fmt_ns(r["launch_latency_p99_ns"]),
+                  f"{r['short_kernel_count']:,}")
+    con.print(t)
+
+
+@section("idle", _render_idle)
+def idle_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+    tbl = idle.run(trace)
+    return {"devices": table_records(tbl), "total": idle.summarize(tbl)}
+
+
+def _render_memcpy(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
+    if not data:
+        return
+    t = _table("Memory copies", ("Device", "Kind", "Count", "Bytes", "Time", "Bandwidth",
+                                 "Of peak"))
+    for r in data:
+        t.add_row(_dev(r), r["copy_kind"], f"{r['count']:,}", fmt_bytes(r["bytes"]),
+                  fmt_ns(r["total_ns"]), _rate(r["bandwidth_bytes_per_s"], "B/s"),
+                  fmt_pct(r["peak_fraction"]))
+    con.print(t)
+
+
+@section("memcpy", _render_memcpy)
+def memcpy_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+    return table_records(memcpy.run(trace))
+
+
+def _render_fp32(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
+    for r in data:
+        who = "" if r["rank"] is None else f"rank {r['rank']} "
+        if r["flops"] is None:
+            con.print(f"FP32 {who}({r['devices']}): {r['flops_source']}")
+            continue
+        con.print(f"FP32 {who}({r['devices']}): {_rate(r['achieved_flops_per_s_wall'], 'FLOP/s')}"
+                  f" over wall = {fmt_pct(r['efficiency_wall'])} of peak "
+                  f"{_rate(r['peak_flops_per_s'], 'FLOP/s')}; over busy "
+                  f"{fmt_pct(r['efficiency_busy'])} [FLOPs: {r['flops_source']}]")
+
+
+@section("fp32", _render_fp32)
+def fp32_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+    return table_records(fp32.run(trace))
