@@ -1,0 +1,56 @@
+"""covered_in_windows and innermost against brute force on random intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tbdtrace.passes._intervals_ext import covered_in_windows, innermost
+
+
+def _brute_cover(s, e, ws, we):
+    out = []
+    for a, b in zip(ws, we, strict=True):
+        pts = np.zeros(max(int(max(e.max(), b)) + 1, 1), dtype=bool)
+        for x, y in zip(s, e, strict=True):
+            pts[x:y] = True
+        out.append(int(pts[a:b].sum()))
+    return out
+
+
+def test_covered_in_windows_matches_a_pixel_count() -> None:
+    rng = np.random.default_rng(1)
+    s = rng.integers(0, 500, 60)
+    e = s + rng.integers(0, 40, 60)
+    ws = rng.integers(0, 500, 30)
+    we = ws + rng.integers(0, 120, 30)
+    assert covered_in_windows(s, e, ws, we).tolist() == _brute_cover(s, e, ws, we)
+
+
+def test_covered_in_windows_empty_sets() -> None:
+    z = np.zeros(0, dtype=np.int64)
+    assert covered_in_windows(z, z, [0, 5], [10, 6]).tolist() == [0, 0]
+
+
+def test_innermost_is_the_latest_starting_containing_range() -> None:
+    rng = np.random.default_rng(7)
+    s = rng.integers(0, 1000, 200)
+    e = s + rng.integers(0, 300, 200)
+    q = rng.integers(-10, 1400, 500)
+    got = innermost(s, e, q)
+    for t, g in zip(q, got, strict=True):
+        cands = [i for i in range(s.size) if s[i] <= t <= e[i]]
+        if not cands:
+            assert g == -1
+        else:
+            best = max(s[i] for i in cands)
+            # Among ranges with that start, the shortest (the inner one) wins.
+            shortest = min(e[i] for i in cands if s[i] == best)
+            assert s[g] == best and e[g] == shortest
+
+
+def test_innermost_nested_example() -> None:
+    # outer [0,100], child [10,50], grandchild [20,30], sibling [60,90]
+    s = np.array([0, 10, 20, 60])
+    e = np.array([100, 50, 30, 90])
+    assert innermost(s, e, np.array([5, 15, 25, 40, 55, 70, 95, 101])).tolist() == \
+        [0, 1, 2, 1, 0, 3, 0, -1]

@@ -1,0 +1,59 @@
+"""utilization pass: per-step and measured-window busy times on a hand-made trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tbdtrace.passes import utilization
+from tests.passes.tiny import US, kernels, make
+
+
+def _trace(tmp_path: Path, with_steps: bool = True):
+    tables = {
+        "kernels": kernels([(0, 10, "a"), (5, 20, "b"), (40, 50, "c")]),
+        "memcpy": {"start_ns": [15 * US], "end_ns": [30 * US], "bytes": [1],
+                   "device_id": [0], "device_type": ["cuda"]},
+    }
+    if with_steps:
+        tables["steps"] = {"step": [0, 1, 2], "start_ns": [-50 * US, 0, 25 * US],
+                           "end_ns": [0, 25 * US, 60 * US], "warmup": [True, False, False]}
+    return make(tmp_path, tables)
+
+
+def test_per_step_and_total_rows(tmp_path: Path) -> None:
+    rows = utilization.run(_trace(tmp_path)).to_pylist()
+    got = [(r["step"], r["window_ns"], r["compute_busy_ns"], r["memory_busy_ns"], r["busy_ns"])
+           for r in rows]
+    # step 1 [0,25): kernels [0,20) memcpy [15,25); step 2 [25,60): kernel [40,50) memcpy [25,30)
+    assert got == [(1, 25 * US, 20 * US, 10 * US, 25 * US), (2, 35 * US, 10 * US, 5 * US, 15 * US),
+                   (None, 60 * US, 30 * US, 15 * US, 40 * US)]
+    assert rows[2]["compute_utilization"] == pytest.approx(0.5)
+    assert rows[2]["utilization"] == pytest.approx(40 / 60)
+    assert rows[0]["device_type"] == "cuda" and rows[0]["device_id"] == 0
+
+
+def test_without_steps_uses_the_device_span(tmp_path: Path) -> None:
+    rows = utilization.run(_trace(tmp_path, with_steps=False)).to_pylist()
+    assert len(rows) == 1 and rows[0]["step"] is None
+    assert rows[0]["window_ns"] == 50 * US and rows[0]["busy_ns"] == 40 * US
+
+
+def test_cpu_from_host_samples(tmp_path: Path) -> None:
+    tr = make(tmp_path, {
+        "steps": {"step": [0, 1], "start_ns": [0, 10 * US], "end_ns": [10 * US, 20 * US],
+                  "warmup": [True, False]},
+        "host_samples": {"ts_ns": [5 * US, 12 * US, 15 * US, 15 * US, 30 * US],
+                         "metric": ["cpu_util"] * 3 + ["rss_bytes", "cpu_util"],
+                         "index": [-1, -1, -1, -1, -1], "value": [0.9, 0.2, 0.4, 7.0, 1.0]},
+    })
+    c = utilization.cpu(tr)
+    assert c["samples"] == 2 and c["mean"] == pytest.approx(0.3)
+    assert c["per_step"] == [{"rank": None, "step": 1, "samples": 2, "mean": pytest.approx(0.3)}]
+
+
+def test_empty_trace(tmp_path: Path) -> None:
+    tr = make(tmp_path, {})
+    assert utilization.run(tr).num_rows == 0
+    assert utilization.cpu(tr)["mean"] is None
