@@ -16,12 +16,13 @@ import gzip
 import json
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
+from tbdtrace.importers import json_stream
 from tbdtrace.importers.columns import TableBuilder
 
 KERNEL_CATS = {"kernel", "Kernel"}
@@ -91,6 +92,13 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(text, parse_float=str)
     except json.JSONDecodeError as e:
+        # Old Kineto versions wrote quotes inside names unescaped: re-escape, retry once.
+        fixed, n = json_stream.repair_quotes(text)
+        if n:
+            try:
+                return json.loads(fixed, parse_float=str)
+            except json.JSONDecodeError:
+                pass
         what = "truncated" if e.pos >= len(text.rstrip()) else "invalid"
         raise TraceError(
             f"{path}: {what} JSON at line {e.lineno} column {e.colno} ({e.msg}); "
@@ -98,7 +106,10 @@ def read_json(path: Path) -> Any:
         ) from e
 
 
-def _int(v: Any) -> int | None:
+_I64_MIN, _I64_MAX, _U64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
+
+
+def _any_int(v: Any) -> int | None:
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, int):
@@ -108,8 +119,20 @@ def _int(v: Any) -> int | None:
         if s.lstrip("-").isdigit():
             return int(s)
         if s.startswith("stream "):
-            return _int(s[7:])
+            return _any_int(s[7:])
     return None
+
+
+def _int(v: Any) -> int | None:
+    """An integer that fits int64 columns; out of range (seen in real args) -> None."""
+    x = _any_int(v)
+    return x if x is not None and _I64_MIN <= x <= _I64_MAX else None
+
+
+def _u64(v: Any) -> int | None:
+    """An integer for uint64 columns (addresses); negative or out of range -> None."""
+    x = _any_int(v)
+    return x if x is not None and 0 <= x <= _U64_MAX else None
 
 
 def _triple(v: Any) -> tuple[int | None, int | None, int | None]:
@@ -130,16 +153,7 @@ class KinetoImporter:
         self.is_rocm = False
 
     def add_file(self, path: Path, rank_if_unknown: int | None) -> None:
-        doc = read_json(path)
-        if isinstance(doc, list):
-            events = doc
-            doc = {}
-        elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
-            events = doc["traceEvents"]
-        else:
-            raise TraceError(
-                f"{path}: no traceEvents list; this is not a PyTorch profiler (Kineto) trace"
-            )
+        events, doc = _load(path)
         dist = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
         rank = _int(dist.get("rank"))
         if rank is None:
@@ -151,7 +165,9 @@ class KinetoImporter:
         for d in devices:
             if isinstance(d, dict):
                 self._device(d, rank, "rocm" if rocm else "cuda")
+        n_events = 0
         for i, ev in enumerate(events):
+            n_events += 1
             if not isinstance(ev, dict):
                 continue
             try:
@@ -170,7 +186,7 @@ class KinetoImporter:
             "world_size": _int(dist.get("world_size")),
             "backend": dist.get("backend"),
             "deviceProperties": devices,
-            "events": len(events),
+            "events": n_events,
         })
 
     def _device(self, d: dict[str, Any], rank: int | None, device_type: str) -> None:
@@ -297,13 +313,13 @@ class KinetoImporter:
         if nbytes is None or "ts" not in ev:
             return
         dev_type = _C10_DEVICE_TYPES.get(_int(args.get("Device Type")) or 0, "cuda")
-        addr = _int(args.get("Addr"))
+        addr = _u64(args.get("Addr"))
         self.t["memory"].append(
             ts_ns=base + us_to_ns(ev["ts"]),
             action="alloc" if nbytes >= 0 else "free",
             level="allocated",
             bytes=abs(nbytes),
-            address=addr if addr is not None and addr >= 0 else None,
+            address=addr,
             device_id=_int(args.get("Device Id")),
             device_type=dev_type,
             pid=_int(ev.get("pid")),
@@ -312,6 +328,28 @@ class KinetoImporter:
             total_allocated_bytes=_int(args.get("Total Allocated")),
             total_reserved_bytes=_int(args.get("Total Reserved")),
         )
+
+
+# Files above this size (on disk, compressed or not) are streamed event by event.
+STREAM_ABOVE_BYTES = 256 << 20
+
+
+def _load(path: Path) -> tuple[Iterable[Any], dict[str, Any]]:
+    """(events, top-level keys) of a Kineto file; streamed when it is big."""
+    try:
+        big = path.stat().st_size > STREAM_ABOVE_BYTES
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror}); check the path") from e
+    if big:
+        return json_stream.iter_events(path), json_stream.header(path)
+    doc = read_json(path)
+    if isinstance(doc, list):
+        return doc, {}
+    if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        return doc["traceEvents"], doc
+    raise TraceError(
+        f"{path}: no traceEvents list; this is not a PyTorch profiler (Kineto) trace"
+    )
 
 
 def _compact(v: Any) -> str | None:
