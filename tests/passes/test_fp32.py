@@ -1,0 +1,81 @@
+"""fp32 pass: analytic FLOPs, peaks from their factors, efficiency over wall and busy time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tbdtrace.passes import flops, fp32
+from tests.passes.tiny import US, kernels, make
+
+
+@pytest.mark.parametrize("name,shapes,want", [
+    ("aten::mm", "[[64,128],[128,32]]", 2 * 64 * 128 * 32),
+    ("aten::addmm", "[[32],[64,128],[128,32],[],[]]", 2 * 64 * 128 * 32),
+    ("aten::bmm", "[[8,16,32],[8,32,4]]", 2 * 8 * 16 * 32 * 4),
+    ("aten::baddbmm", "[[8,16,4],[8,16,32],[8,32,4],[],[]]", 2 * 8 * 16 * 32 * 4),
+    ("aten::linear", "[[4,10,128],[256,128],[256]]", 2 * 40 * 128 * 256),
+    ("aten::matmul", "[[3,1,5,6],[2,6,7]]", 2 * 6 * 5 * 6 * 7),
+    ("aten::matmul", "[[6],[6,7]]", 2 * 6 * 7),
+    ("aten::conv2d", "[[1,3,8,8],[4,3,3,3],[4],[],[],[],[]]", None),
+    ("aten::mm", "not json", None),
+])
+def test_shape_formulas(name: str, shapes: str, want: int | None) -> None:
+    assert flops.shape_flops(name, shapes) == want
+
+
+def _gpu_trace(tmp_path: Path, **devices: object):
+    dev = {"device_id": [0], "device_type": ["cuda"], "name": ["Tesla V100-SXM2-32GB"],
+           "sm_count": [80], "compute_capability_major": [7], "compute_capability_minor": [0],
+           **devices}
+    # linear [0,50] contains addmm [5,40] (counted once, the leaf); a bf16 mm is not FP32.
+    ops = {"start_ns": [0, 5 * US, 60 * US], "end_ns": [50 * US, 40 * US, 70 * US],
+           "name": ["aten::linear", "aten::addmm", "aten::mm"], "pid": [1] * 3, "tid": [1] * 3,
+           "input_shapes": ["[[64,128],[32,128],[32]]", "[[32],[64,128],[128,32],[],[]]",
+                            "[[64,64],[64,64]]"],
+           "input_dtypes": ['["float","float","float"]', '["float","float","float","Scalar"]',
+                            '["c10::BFloat16","c10::BFloat16"]']}
+    k = kernels([(10, 30, "volta_sgemm"), (70, 80, "bf16_gemm")])
+    steps = {"step": [0], "start_ns": [0], "end_ns": [100 * US], "warmup": [False]}
+    return make(tmp_path, {"kernels": k, "ops": ops, "devices": dev, "steps": steps})
+
+
+def test_gpu_efficiency_with_looked_up_clock(tmp_path: Path) -> None:
+    r = fp32.run(_gpu_trace(tmp_path)).to_pylist()[0]
+    f = 2 * 64 * 128 * 32
+    assert r["flops"] == f and r["flops_source"].startswith("analytic")
+    peak = 80 * 64 * 2 * 1530e6  # V100: 80 SMs, 64 lanes (cc 7.0), boost 1530 MHz
+    assert r["peak_flops_per_s"] == pytest.approx(peak)
+    assert "looked up" in r["peak_source"]
+    assert r["window_ns"] == 100 * US and r["busy_ns"] == 30 * US
+    assert r["achieved_flops_per_s_wall"] == pytest.approx(f / 100e-6)
+    assert r["efficiency_busy"] == pytest.approx(f / 30e-6 / peak)
+
+
+def test_clock_and_counters_from_the_trace_win(tmp_path: Path) -> None:
+    tr = _gpu_trace(tmp_path, core_clock_khz=[1_000_000])
+    r = fp32.run(tr).to_pylist()[0]
+    assert r["peak_flops_per_s"] == pytest.approx(80 * 64 * 2 * 1e9)
+    assert "devices.core_clock_khz" in r["peak_source"]
+    tr2 = make(tmp_path, {"kernels": kernels([(0, 10, "k")], flops=[5_000_000]),
+                          "devices": {"device_id": [0], "device_type": ["cuda"], "name": ["?"]}},
+               name="t2")
+    r2 = fp32.run(tr2).to_pylist()[0]
+    assert r2["flops"] == 5_000_000 and r2["flops_source"].startswith("hardware")
+    assert r2["peak_flops_per_s"] is None and "SM count" in r2["peak_source"]
+
+
+def test_cpu_peak_from_meta() -> None:
+    meta = {"extra": {"cpu": {"cores": 8, "mhz": 3000.0, "flags": "sse2 avx avx2 fma"}}}
+    peak, src = fp32.cpu_fp32_peak(meta)
+    assert peak == pytest.approx(8 * 8 * 2 * 2 * 3e9)
+    assert "/proc/cpuinfo" in src
+    assert fp32.cpu_fp32_peak({})[0] is None
+
+
+def test_no_flops_source_gives_a_reason(tmp_path: Path) -> None:
+    tr = make(tmp_path, {"kernels": kernels([(0, 10, "k")])})
+    r = fp32.run(tr).to_pylist()[0]
+    assert r["flops"] is None and "no FLOP source" in r["flops_source"]
+    assert fp32.run(make(tmp_path, {}, name="e")).num_rows == 0
