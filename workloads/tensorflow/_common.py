@@ -6,16 +6,13 @@ and backward pass plus the optimizer update); the first (warm-up) step includes 
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
+import tensorflow as tf
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from workloads import harness  # noqa: E402
+from workloads import harness
 
 FRAMEWORK = "tensorflow"
 
@@ -53,5 +50,6 @@ def run(
     samples_per_step: int | None = None,
 ) -> harness.StepRecorder:
     """Train through the harness. ``float()`` of the loss waits for the step's work."""
-    return harness.train(model, FRAMEWORK, args, lambda i: float(step_fn(i)), (lambda: None),
-                         samples_per_step)
+    return harness.train(
+        model, FRAMEWORK, args, lambda i: float(step_fn(i)), (lambda: None), samples_per_step
+    )

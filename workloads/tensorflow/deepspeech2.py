@@ -14,14 +14,15 @@ templates held 4-8 frames (:func:`workloads.tensorflow.synthetic.speech_batch`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import keras
+import tensorflow as tf
+from keras import layers
 
 from workloads import harness
 from workloads.tensorflow import _common, synthetic
-
-import keras  # noqa: I001
-import tensorflow as tf
-from keras import layers
 
 MODEL = "deepspeech2"
 
@@ -52,7 +53,7 @@ def build_model(cfg: Config) -> keras.Model:
     x = layers.ReLU(max_value=20.0)(layers.BatchNormalization()(x))
     x = layers.Conv2D(32, (11, 21), strides=(1, 2), padding="same", use_bias=False)(x)
     x = layers.ReLU(max_value=20.0)(layers.BatchNormalization()(x))
-    freq_out = -(-(-(-cfg.freq_bins // 2)) // 2)  # ceil(ceil(F / 2) / 2)
+    freq_out = math.ceil(math.ceil(cfg.freq_bins / 2) / 2)  # two 'same' stride-2 convs
     x = layers.Reshape((-1, freq_out * 32))(x)
     for i in range(cfg.rnn_layers):
         if i > 0:
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
                     )
                 )
             grads = tape.gradient(loss, net.trainable_variables)
-            opt.apply_gradients(zip(grads, net.trainable_variables))
+            opt.apply_gradients(zip(grads, net.trainable_variables, strict=True))
             return loss
 
         def step(_: int) -> tf.Tensor:

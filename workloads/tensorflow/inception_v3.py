@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import keras
+import tensorflow as tf
+
 from workloads import harness
 from workloads.tensorflow import _common, synthetic
-
-import keras  # noqa: I001
-import tensorflow as tf
 
 MODEL = "inception_v3"
 
@@ -59,8 +59,13 @@ def main(argv: list[str] | None = None) -> None:
         def train_step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
             with tf.GradientTape() as tape:
                 loss = loss_fn(y, net(x, training=True))
-            opt.apply_gradients(zip(tape.gradient(loss, net.trainable_variables),
-                                    net.trainable_variables))
+            opt.apply_gradients(
+                zip(
+                    tape.gradient(loss, net.trainable_variables),
+                    net.trainable_variables,
+                    strict=True,
+                )
+            )
             return loss
 
         def step(_: int) -> tf.Tensor:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workloads import harness
-from workloads.tensorflow import _common, synthetic
-
-import keras  # noqa: I001
+import keras
 import tensorflow as tf
 from keras import layers
+
+from workloads import harness
+from workloads.tensorflow import _common, synthetic
 
 MODEL = "seq2seq"
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
             with tf.GradientTape() as tape:
                 loss = masked_xent(tgt[:, 1:], net(src, tgt[:, :-1], training=True))
             grads = tape.gradient(loss, net.trainable_variables)
-            opt.apply_gradients(zip(grads, net.trainable_variables))
+            opt.apply_gradients(zip(grads, net.trainable_variables, strict=True))
             return loss
 
         def step(_: int) -> tf.Tensor:

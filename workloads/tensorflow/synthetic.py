@@ -35,7 +35,9 @@ def _interp_matrix(size: int, coarse: int) -> np.ndarray:
     return w
 
 
-def class_templates(n_classes: int, channels: int, size: int, rng: np.random.Generator) -> np.ndarray:
+def class_templates(
+    n_classes: int, channels: int, size: int, rng: np.random.Generator
+) -> np.ndarray:
     """One smooth image per class, ``[n_classes, size, size, channels]``, in [-1, 1]."""
     coarse = rng.uniform(-1, 1, (n_classes, channels, 4, 4))
     w = _interp_matrix(size, 4)

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import keras
 import numpy as np
+import tensorflow as tf
+from keras import layers
 
 from workloads import harness
 from workloads.tensorflow import _common, synthetic
-
-import keras  # noqa: I001
-import tensorflow as tf
-from keras import layers
 
 MODEL = "transformer"
 DROPOUT = 0.1
@@ -83,15 +82,18 @@ class Block(layers.Layer):
         super().__init__()
         kd = cfg.d_model // cfg.heads
         self.self_attn = layers.MultiHeadAttention(cfg.heads, kd, dropout=DROPOUT)
-        self.cross_attn = layers.MultiHeadAttention(cfg.heads, kd, dropout=DROPOUT) if cross else None
+        self.cross_attn = (
+            layers.MultiHeadAttention(cfg.heads, kd, dropout=DROPOUT) if cross else None
+        )
         self.ff1 = layers.Dense(cfg.ff, activation="relu")
         self.ff2 = layers.Dense(cfg.d_model)
         self.norms = [layers.LayerNormalization(epsilon=1e-6) for _ in range(3 if cross else 2)]
         self.drop = layers.Dropout(DROPOUT)
 
     def call(self, x, self_mask, memory=None, cross_mask=None, causal=False, training=False):
-        a = self.self_attn(x, x, attention_mask=self_mask, use_causal_mask=causal,
-                           training=training)
+        a = self.self_attn(
+            x, x, attention_mask=self_mask, use_causal_mask=causal, training=training
+        )
         x = self.norms[0](x + self.drop(a, training=training))
         if self.cross_attn is not None:
             a = self.cross_attn(x, memory, attention_mask=cross_mask, training=training)
@@ -125,8 +127,14 @@ class Transformer(keras.Model):
             x = blk(x, src_keep[:, None, :], training=training)
         y = self.embed(self.tgt_emb, tgt_in, training)
         for blk in self.dec:
-            y = blk(y, tgt_keep[:, None, :], memory=x, cross_mask=src_keep[:, None, :],
-                    causal=True, training=training)
+            y = blk(
+                y,
+                tgt_keep[:, None, :],
+                memory=x,
+                cross_mask=src_keep[:, None, :],
+                causal=True,
+                training=training,
+            )
         return self.out(y)
 
 
@@ -155,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
                 logits = net(src, tgt[:, :-1], training=True)
                 loss = smoothed_xent(tgt[:, 1:], logits, cfg.vocab)
             grads = tape.gradient(loss, net.trainable_variables)
-            opt.apply_gradients(zip(grads, net.trainable_variables))
+            opt.apply_gradients(zip(grads, net.trainable_variables, strict=True))
             return loss
 
         def step(_: int) -> tf.Tensor:

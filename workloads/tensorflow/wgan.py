@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import keras
 import numpy as np
+import tensorflow as tf
+from keras import layers
 
 from workloads import harness
 from workloads.tensorflow import _common, synthetic
-
-import keras  # noqa: I001
-import tensorflow as tf
-from keras import layers
 
 MODEL = "wgan"
 CHANNELS = 3
@@ -101,14 +100,14 @@ def main(argv: list[str] | None = None) -> None:
                         net_d(reals[k], training=True)
                     )
                 grads = tape.gradient(loss_d, net_d.trainable_variables)
-                opt_d.apply_gradients(zip(grads, net_d.trainable_variables))
+                opt_d.apply_gradients(zip(grads, net_d.trainable_variables, strict=True))
                 for w in net_d.trainable_variables:
                     w.assign(tf.clip_by_value(w, -cfg.clip, cfg.clip))
             z = tf.random.normal((b, cfg.nz))
             with tf.GradientTape() as tape:
                 loss_g = -tf.reduce_mean(net_d(net_g(z, training=True), training=True))
             grads = tape.gradient(loss_g, net_g.trainable_variables)
-            opt_g.apply_gradients(zip(grads, net_g.trainable_variables))
+            opt_g.apply_gradients(zip(grads, net_g.trainable_variables, strict=True))
             return loss_d
 
         def step(_: int) -> tf.Tensor:

@@ -1,0 +1,53 @@
+"""What every MXNet Gluon workload shares: device choice, seeding and the harness hookup.
+
+Runs in ``.venv-mxnet`` (MXNet 1.9.1, NumPy 1.23). The synthetic data comes from
+:mod:`workloads.tensorflow.synthetic`, which is NumPy only (importing it does not import
+TensorFlow), so all frameworks train on the same tasks. MXNet runs asynchronously: a
+step's end waits for the engine (``mx.nd.waitall``) so its time covers its work.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Callable
+
+import mxnet as mx
+import numpy as np
+
+from workloads import harness
+
+FRAMEWORK = "mxnet"
+
+
+def device_for(args: harness.HarnessArgs) -> mx.Context:
+    """``--device auto`` is gpu(0) when MXNet sees a GPU, else cpu; ``cuda`` needs one."""
+    gpus = mx.context.num_gpus()
+    if args.device == "cuda" and gpus == 0:
+        print(
+            "workloads: --device cuda but MXNet sees no GPU (the mxnet wheel is CPU-only; "
+            "a GPU needs mxnet-cu*); use --device cpu or auto",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
+    if args.device == "cpu" or gpus == 0:
+        return mx.cpu()
+    return mx.gpu(0)
+
+
+def setup(args: harness.HarnessArgs) -> tuple[mx.Context, np.random.Generator]:
+    """Device and a NumPy generator for the synthetic data; seeds MXNet and Python."""
+    random.seed(args.seed)
+    mx.random.seed(args.seed)
+    np.random.seed(args.seed)
+    return device_for(args), np.random.default_rng(args.seed + 1)
+
+
+def run(
+    model: str,
+    args: harness.HarnessArgs,
+    step_fn: Callable[[int], float],
+    samples_per_step: int | None = None,
+) -> harness.StepRecorder:
+    """Train through the harness; each step ends after the engine has run its work."""
+    return harness.train(model, FRAMEWORK, args, step_fn, mx.nd.waitall, samples_per_step)

@@ -1,0 +1,121 @@
+"""WGAN (Arjovsky et al. 2017) on MXNet Gluon: DCGAN generator and critic, weight clipping.
+
+The networks are the WGAN reference code's DCGAN_G / DCGAN_D (NCHW): a pyramid of
+stride-2 (transposed) 4x4 convolutions with batch-norm until the image size is reached,
+both hybridized. One step is one generator iteration: ``n_critic`` critic updates (each on
+a fresh real batch, critic weights clipped to [-c, c] after each) then one generator
+update. RMSprop, lr 5e-5, c = 0.01, n_critic = 5, as in the paper. The loss reported is
+the critic's last D(fake) - D(real) (minus the Wasserstein estimate).
+
+Sizes: tiny = 16 px, nz 16, 16 filters, batch 8; small = 32 px, nz 64, 32 filters,
+batch 32; paper = 64 px, nz 100, 64 filters, batch 64 (TBD's WGAN: 64x64, batch 64).
+Data: Gaussian blobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mxnet as mx
+from mxnet import autograd, gluon
+from mxnet.gluon import nn
+
+from workloads import harness
+from workloads.mxnet import _common
+from workloads.tensorflow import synthetic
+
+MODEL = "wgan"
+CHANNELS = 3
+
+
+@dataclass(frozen=True)
+class Config:
+    image_px: int  # image height = width, a power of two >= 16
+    nz: int  # latent size
+    filters: int  # ngf = ndf, the widest layer is filters * image_px / 8
+    n_critic: int  # critic updates per generator update
+    lr: float  # RMSprop learning rate (both nets)
+    clip: float  # critic weights are clipped to [-clip, clip]
+
+
+CONFIGS = {
+    "tiny": Config(16, 16, 16, 5, 5e-5, 0.01),
+    "small": Config(32, 64, 32, 5, 5e-5, 0.01),
+    "paper": Config(64, 100, 64, 5, 5e-5, 0.01),
+}
+BATCH = {"tiny": 8, "small": 32, "paper": 64}
+
+
+def generator(cfg: Config) -> nn.HybridSequential:
+    """DCGAN_G: z ``[B, nz, 1, 1]`` -> images ``[B, 3, px, px]`` in [-1, 1]."""
+    cngf, tisize = cfg.filters // 2, 4
+    while tisize != cfg.image_px:
+        cngf, tisize = cngf * 2, tisize * 2
+    net = nn.HybridSequential()
+    net.add(
+        nn.Conv2DTranspose(cngf, 4, 1, 0, use_bias=False), nn.BatchNorm(), nn.Activation("relu")
+    )
+    size = 4
+    while size < cfg.image_px // 2:
+        cngf //= 2
+        net.add(
+            nn.Conv2DTranspose(cngf, 4, 2, 1, use_bias=False), nn.BatchNorm(), nn.Activation("relu")
+        )
+        size *= 2
+    net.add(nn.Conv2DTranspose(CHANNELS, 4, 2, 1, use_bias=False), nn.Activation("tanh"))
+    return net
+
+
+def critic(cfg: Config) -> nn.HybridSequential:
+    """DCGAN_D: images -> one unbounded score per image ``[B, 1]``."""
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(cfg.filters, 4, 2, 1, use_bias=False), nn.LeakyReLU(0.2))
+    size, cndf = cfg.image_px // 2, cfg.filters
+    while size > 4:
+        cndf *= 2
+        net.add(nn.Conv2D(cndf, 4, 2, 1, use_bias=False), nn.BatchNorm(), nn.LeakyReLU(0.2))
+        size //= 2
+    net.add(nn.Conv2D(1, 4, 1, 0, use_bias=False), nn.Flatten())
+    return net
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
+    cfg = CONFIGS[args.size]
+    ctx, rng = _common.setup(args)
+    b = args.batch_size
+    net_g, net_d = generator(cfg), critic(cfg)
+    for net in (net_g, net_d):
+        net.initialize(mx.init.Normal(0.02), ctx=ctx)
+        net.hybridize()
+    opt = {"learning_rate": cfg.lr}
+    trainer_g = gluon.Trainer(net_g.collect_params(), "rmsprop", opt)
+    trainer_d = gluon.Trainer(net_d.collect_params(), "rmsprop", opt)
+    clipped = [p for p in net_d.collect_params().values() if p.grad_req != "null"]
+
+    def noise() -> mx.nd.NDArray:
+        return mx.nd.random.normal(shape=(b, cfg.nz, 1, 1), ctx=ctx)
+
+    def step(_: int) -> float:
+        loss_d = mx.nd.zeros(1, ctx=ctx)
+        for _k in range(cfg.n_critic):
+            real = synthetic.blob_images(b, cfg.image_px, CHANNELS, rng).transpose(0, 3, 1, 2)
+            real = mx.nd.array(real, ctx=ctx)
+            fake = net_g(noise())  # not recorded: the critic step does not train G
+            with autograd.record():
+                loss_d = net_d(fake).mean() - net_d(real).mean()
+            loss_d.backward()
+            trainer_d.step(1)
+            for p in clipped:
+                p.set_data(mx.nd.clip(p.data(ctx), -cfg.clip, cfg.clip))
+        with autograd.record():
+            loss_g = -net_d(net_g(noise())).mean()
+        loss_g.backward()
+        trainer_g.step(1)
+        return float(loss_d.asscalar())
+
+    _common.run(MODEL, args, step)
+
+
+if __name__ == "__main__":
+    main()
