@@ -51,11 +51,32 @@ PYTORCH: tuple[Workload, ...] = (
     _pt("a3c", "reinforcement learning", "frames"),
 )
 
-# Entries: Workload(model, "tensorflow", "workloads.tensorflow.<model>", MAIN_PYTHON, ...).
-TENSORFLOW: tuple[Workload, ...] = ()
 
-# Entries: Workload(model, "mxnet", "workloads.mxnet.<model>", MXNET_PYTHON, ...).
-MXNET: tuple[Workload, ...] = ()
+def _tf(model: str, domain: str, sample: str) -> Workload:
+    return Workload(
+        model, "tensorflow", f"workloads.tensorflow.{model}", MAIN_PYTHON, domain, sample
+    )
+
+
+TENSORFLOW: tuple[Workload, ...] = (
+    _tf("resnet50", "image classification", "images"),
+    _tf("inception_v3", "image classification", "images"),
+    _tf("seq2seq", "machine translation", "sentences"),
+    _tf("transformer", "machine translation", "sentences"),
+    _tf("deepspeech2", "speech recognition", "utterances"),
+    _tf("wgan", "adversarial learning", "images"),
+)
+
+
+def _mx(model: str, domain: str, sample: str) -> Workload:
+    return Workload(model, "mxnet", f"workloads.mxnet.{model}", MXNET_PYTHON, domain, sample)
+
+
+MXNET: tuple[Workload, ...] = (
+    _mx("resnet50", "image classification", "images"),
+    _mx("seq2seq", "machine translation", "sentences"),
+    _mx("wgan", "adversarial learning", "images"),
+)
 
 WORKLOADS: tuple[Workload, ...] = PYTORCH + TENSORFLOW + MXNET
 
