@@ -1,0 +1,46 @@
+"""The MXNet venv has what the workloads need: MXNet 1.9.1 and NumPy < 1.24."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.workloads.runner import REPO, run_workload
+
+
+def mxnet_python() -> str:
+    """.venv-mxnet's Python; fails the test with what to run when it is missing."""
+    py = REPO / ".venv-mxnet" / "bin" / "python"
+    assert py.exists(), f"{py} is missing; run `make venv-mxnet`"
+    return str(py)
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in (REPO / "requirements-mxnet.lock").read_text().splitlines():
+        name, _, version = line.partition("==")
+        pins[name.strip().lower()] = version.strip()
+    return pins
+
+
+def test_venv_matches_the_lock_and_numpy_is_below_1_24() -> None:
+    code = "import mxnet, numpy; print(mxnet.__version__, numpy.__version__)"
+    out = subprocess.run([mxnet_python(), "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    mx_version, np_version = out.stdout.split()
+    pins = _pins()
+    assert mx_version == pins["mxnet"] == "1.9.1"
+    assert np_version == pins["numpy"]
+    major, minor = (int(x) for x in np_version.split(".")[:2])
+    assert (major, minor) < (1, 24)
+
+
+def test_cuda_without_a_gpu_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    # The registry's mxnet wheel is CPU-only, so --device cuda never finds a GPU.
+    run = run_workload(
+        "workloads.mxnet.wgan", tmp_path, "--steps", "1", "--device", "cuda", python=mxnet_python()
+    )
+    assert run.returncode == 1
+    assert "Traceback" not in run.stderr
+    assert "--device cuda but MXNet sees no GPU" in run.stderr
+    assert run.records == []
