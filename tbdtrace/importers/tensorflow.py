@@ -1,0 +1,176 @@
+"""Import TensorFlow profiler output: ``.xplane.pb`` (XSpace protobuf) and trace-viewer JSON.
+
+``tf.profiler.experimental.start(logdir)`` / ``stop()`` write
+``logdir/plugins/profile/<run>/<host>.xplane.pb``. It is parsed with the XSpace protos
+TensorFlow itself ships (``tensorflow.tsl.profiler.protobuf.xplane_pb2``; the
+tensorboard-plugin-profile/xprof package is not needed). The trace-viewer JSON that
+TensorBoard's profile plugin serves (``xspace_to_tools_data(..., "trace_viewer@")``) is a
+Chrome trace and is read as such.
+
+Mapping, for the host plane (``/host:CPU``; one XLine per thread):
+
+* an event whose name is ``<op name>:<op type>`` is a TensorFlow op executed on the CPU:
+  an ``ops`` row (name = ``<op name>:<op type>`` as TensorFlow's trace viewer shows it,
+  category ``tf_op``) and, since it ran on the CPU, a ``kernels`` row with device_type
+  ``cpu``;
+* every other event (TraceMe ranges: ``ExecutorState::Process``, eager Python calls, user
+  ``tf.profiler.experimental.Trace`` ranges) is a ``markers`` range with domain
+  ``tf_traceme``; one with a ``step_num`` stat is also a ``steps`` row.
+
+Times: XPlane lines hold ``timestamp_ns`` and events ``offset_ps``/``duration_ps``; files
+written by TensorFlow are normalized to the profile start, which the "Task Environment"
+plane records as ``profile_start_time`` (ns since the epoch) and which is added back.
+Picoseconds are floored to ns. Device planes (``/device:GPU:N``) are not read yet.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tbdtrace.errors import TraceError
+from tbdtrace.importers.columns import TableBuilder
+from tbdtrace.importers.kineto import us_to_ns
+
+HOST_PLANE = "/host:CPU"
+_OP_RE = re.compile(r"^[^:\s][^:]*:[A-Za-z_][A-Za-z0-9_]*$")
+_TV_MAGIC = b'"displayTimeUnit":"ns","metadata":{"highres-ticks"'
+
+
+def sniff(head: bytes) -> bool:
+    """An XSpace protobuf (first field: planes, holding a /host: or /device: plane) or
+    TensorFlow trace-viewer JSON."""
+    if _TV_MAGIC in head[:200]:
+        return True
+    return head[:1] == b"\x0a" and (b"/host:CPU" in head or b"Task Environment" in head)
+
+
+def is_op(name: str) -> bool:
+    """``scope/op:Type``: an op executed by TensorFlow's executor."""
+    return bool(_OP_RE.match(name))
+
+
+def _xspace(path: Path) -> Any:
+    try:
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    except ImportError as e:
+        raise TraceError(f"{path}: reading .xplane.pb needs tensorflow installed ({e}); "
+                         "pip install tensorflow-cpu") from e
+    xs = xplane_pb2.XSpace()
+    try:
+        xs.ParseFromString(path.read_bytes())
+    except Exception as e:  # noqa: BLE001 (protobuf raises DecodeError and others)
+        raise TraceError(f"{path}: not a readable XSpace protobuf ({e}); "
+                         "re-capture the profile") from e
+    return xs
+
+
+def _start_time(xs: Any) -> int:
+    for p in xs.planes:
+        if p.name == "Task Environment":
+            for s in p.stats:
+                if p.stat_metadata[s.metadata_id].name == "profile_start_time":
+                    return int(s.uint64_value)
+    return 0
+
+
+class _Tables:
+    def __init__(self) -> None:
+        self.t = {n: TableBuilder(n) for n in ("ops", "kernels", "markers", "steps")}
+
+    def add(self, name: str, start: int, end: int, pid: int | None, tid: int,
+            rank: int | None, step: int | None, line: str) -> None:
+        if is_op(name):
+            self.t["ops"].append(start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank,
+                                 name=name, category="tf_op")
+            self.t["kernels"].append(start_ns=start, end_ns=end, device_id=-1,
+                                     device_type="cpu", pid=pid, tid=tid, rank=rank,
+                                     name=name)
+            return
+        self.t["markers"].append(start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank,
+                                 name=name, domain="tf_traceme", kind="range")
+        if step is not None:
+            self.t["steps"].append(step=step, start_ns=start, end_ns=end, pid=pid,
+                                   rank=rank, source="tf_trace")
+
+
+def _add_xplane(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
+    xs = _xspace(path)
+    base = _start_time(xs)
+    host = [p for p in xs.planes if p.name == HOST_PLANE]
+    if not host:
+        raise TraceError(f"{path}: XSpace without a {HOST_PLANE} plane; "
+                         "re-capture with tf.profiler.experimental.start/stop")
+    n = 0
+    for plane in host:
+        step_ids = {k for k, v in plane.stat_metadata.items() if v.name == "step_num"}
+        for line in plane.lines:
+            t0 = base + line.timestamp_ns
+            for ev in line.events:
+                md = plane.event_metadata[ev.metadata_id]
+                start = t0 + ev.offset_ps // 1000
+                step = next((int(s.int64_value) for s in ev.stats
+                             if s.metadata_id in step_ids), None)
+                out.add(md.name, start, start + ev.duration_ps // 1000, None, line.id,
+                        rank, step, line.name)
+                n += 1
+    return {"file": str(path), "format": "xplane", "profile_start_time_ns": base,
+            "events": n, "hostnames": list(xs.hostnames)}
+
+
+def _add_trace_viewer(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    try:
+        doc = json.loads(raw.decode("utf-8", errors="replace"), parse_float=str)
+    except json.JSONDecodeError as e:
+        raise TraceError(f"{path}: invalid JSON at line {e.lineno} ({e.msg}); "
+                         "re-export the trace viewer data") from e
+    procs = {e.get("pid"): str(e.get("args", {}).get("name", "")) for e in doc["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    n = 0
+    for e in doc["traceEvents"]:
+        if e.get("ph") != "X" or not procs.get(e.get("pid"), "").endswith(HOST_PLANE):
+            continue
+        start = us_to_ns(e["ts"])
+        dur = us_to_ns(e.get("dur", 0))
+        args = e.get("args") or {}
+        step = args.get("step_num")
+        # The viewer shows the op type as the name and the full "op:Type" as long_name.
+        out.add(str(args.get("long_name", e["name"])), start, start + dur, None,
+                int(e.get("tid", 0)), rank, int(step) if step is not None else None, "")
+        n += 1
+    return {"file": str(path), "format": "trace_viewer", "events": n,
+            "note": "times relative to the profile start"}
+
+
+def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read TensorFlow profiles (xplane.pb or trace-viewer JSON); one rank per file when
+    several are given. Returns (tables, meta) for :func:`tbdtrace.trace.write`."""
+    files = [Path(p) for p in paths]
+    out = _Tables()
+    metas = []
+    for i, p in enumerate(files):
+        rank = i if len(files) > 1 else None
+        with p.open("rb") as f:
+            head = f.read(256)
+        if _TV_MAGIC in head or head.lstrip()[:1] == b"{" or head[:2] == b"\x1f\x8b":
+            metas.append(_add_trace_viewer(p, out, rank))
+        else:
+            metas.append(_add_xplane(p, out, rank))
+    tables = {n: b.columns() for n, b in out.t.items() if len(b)}
+    starts = [min(b.column_values("start_ns")) for b in out.t.values() if len(b)]
+    meta = {
+        "source": "tensorflow",
+        "framework": "tensorflow",
+        "source_files": [str(p) for p in files],
+        "ranks": list(range(len(files))) if len(files) > 1 else [],
+        "start_time_ns": min(starts) if starts else None,
+        "extra": {"files": metas},
+    }
+    return tables, meta
