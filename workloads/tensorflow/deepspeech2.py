@@ -72,7 +72,15 @@ def main(argv: list[str] | None = None) -> None:
         opt = keras.optimizers.AdamW(learning_rate=cfg.lr)
         templates = synthetic.char_templates(cfg.freq_bins, rng)
 
-        @tf.function(reduce_retracing=True)
+        # Utterance lengths vary per batch: one trace for any length (no retracing).
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None, None, cfg.freq_bins], tf.float32),
+                tf.TensorSpec([None], tf.int32),
+                tf.TensorSpec([None, cfg.max_chars], tf.int32),
+                tf.TensorSpec([None], tf.int32),
+            ]
+        )
         def train_step(spec, frames, labels, label_len) -> tf.Tensor:
             with tf.GradientTape() as tape:
                 logits = net(spec, training=True)
