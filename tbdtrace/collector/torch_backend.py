@@ -93,6 +93,7 @@ class TorchBackend:
     def __init__(self, config: TorchConfig = TorchConfig()):
         self.config = config
         self.profiler: Any = None
+        self.memory: Any = None  # tbdtrace.memory TorchMemoryTracker (profile_memory only)
 
     @staticmethod
     def available() -> bool:
@@ -102,6 +103,12 @@ class TorchBackend:
         import torch
         from torch.profiler import ProfilerActivity, profile
 
+        if self.config.profile_memory:
+            # Labels each allocation (weights, gradients, ...): docs/MEMORY.md.
+            from tbdtrace.memory.torch_classify import TorchMemoryTracker
+
+            self.memory = TorchMemoryTracker()
+            self.memory.start()
         acts = [ProfilerActivity.CPU]
         if self.config.cuda and torch.cuda.is_available():
             acts.append(ProfilerActivity.CUDA)
@@ -116,6 +123,8 @@ class TorchBackend:
         """Stop profiling; returns (tables as column mappings, meta) for trace.write."""
         prof = self.profiler
         prof.__exit__(None, None, None)
+        if self.memory is not None:
+            self.memory.stop()
         fd, tmp = tempfile.mkstemp(prefix="tbdtrace-torch-", suffix=".json")
         os.close(fd)
         try:
@@ -123,6 +132,8 @@ class TorchBackend:
             tables, meta = kineto.import_files([Path(tmp)])
         finally:
             os.unlink(tmp)
+        if self.memory is not None:
+            tables = self.memory.classify_tables(tables)
         ops = tables.get("ops")
         if ops:
             _add_flops(ops, prof)

@@ -1,0 +1,32 @@
+"""The classifier inside ``tbdtrace.capture(backend="torch")``: same known answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+import tbdtrace
+from tbdtrace.passes import memory
+from tests.memory.models import MLP_PARAMS, MLP_TENSORS, mlp, mlp_batch, train
+
+
+def test_capture_backend_torch_labels_memory(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    batch = mlp_batch(4)
+    train(model, opt, batch, steps=1)  # gradients and state exist before capture
+    with tbdtrace.capture(tmp_path / "t", backend="torch"):
+        train(model, opt, batch, steps=2)
+    tr = tbdtrace.open(tmp_path / "t")
+    assert tr.meta["backend"] == "torch"
+    tl = memory.timeline(tr)
+    last = tl.slice(tl.num_rows - 1).to_pylist()[0]
+    assert last["weights_bytes"] == 4 * MLP_PARAMS
+    assert last["gradients_bytes"] == 4 * MLP_PARAMS
+    assert last["optimizer_state_bytes"] == 8 * MLP_PARAMS + 4 * MLP_TENSORS
+    assert max(tl.column("gradients_bytes").to_pylist()) == 4 * MLP_PARAMS
+    assert max(tl.column("activations_bytes").to_pylist()) > 0
+    cats = set(tr.table("memory", ["category"]).column("category").to_pylist())
+    assert None not in cats
