@@ -53,3 +53,19 @@ def decode_device_key(key: int) -> tuple[int | None, str | None, int | None]:
     t = (key >> 32) & 0xFF
     dev = (key & 0xFFFFFFFF) - 1
     return (None if rank < 0 else rank, _CODE_TYPE.get(t) or None, None if dev < 0 else dev)
+
+
+def row_codes(*cols: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Dense codes of the rows of several int64 columns, and one row index per code.
+
+    Equal rows get equal codes (0..k-1). Cheaper than ``np.unique(axis=0)``: each column
+    is folded in with a 1-D unique, which keeps the combined key small.
+    """
+    n = cols[0].size if cols else 0
+    code = np.zeros(n, dtype=np.int64)
+    for c in cols:
+        _, cc = np.unique(c, return_inverse=True)
+        _, code = np.unique(code * (int(cc.max()) + 1 if n else 1) + cc, return_inverse=True)
+        code = code.reshape(-1).astype(np.int64)
+    _, first = np.unique(code, return_index=True)
+    return code, first.astype(np.int64)

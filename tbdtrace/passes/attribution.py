@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.passes._intervals_ext import innermost
-from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace.passes._util import dict_codes, int_column, row_codes
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -89,9 +89,7 @@ def on_threads(r: pa.Table, q_pid: I64, q_tid: I64, q_t: I64, keep: np.ndarray) 
         return out
     rp, rt_ = int_column(r, "pid")[rows], int_column(r, "tid")[rows]
     rs, re_ = int_column(r, "start_ns")[rows], int_column(r, "end_ns")[rows]
-    both = np.stack([np.concatenate([rp, q_pid]), np.concatenate([rt_, q_tid])], axis=1)
-    _, inv = np.unique(both, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    inv, _ = row_codes(np.concatenate([rp, q_pid]), np.concatenate([rt_, q_tid]))
     rcode, qcode = inv[: rows.size], inv[rows.size:]
     r_order, q_order = np.argsort(rcode, kind="stable"), np.argsort(qcode, kind="stable")
     r_sorted, q_sorted = rcode[r_order], qcode[q_order]

@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tbdtrace.passes import categories, kernels
-from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace.passes._util import dict_codes, int_column, row_codes
 from tbdtrace.passes.attribution import attribute
 from tbdtrace.trace import Trace
 
@@ -92,13 +92,13 @@ _LAUNCH_LABELS: list[str] = []
 
 def _launch_codes(k: pa.Table) -> np.ndarray:
     """Per row, a code into _LAUNCH_LABELS (rebuilt per call) or -1 without grid/block."""
-    cols = np.stack([int_column(k, c) for c in _KCOLS[8:]], axis=1)
-    uniq, inv = np.unique(cols, axis=0, return_inverse=True)
+    cols = [int_column(k, c) for c in _KCOLS[8:]]
+    inv, first = row_codes(*cols)
     _LAUNCH_LABELS.clear()
     _LAUNCH_LABELS.extend(
-        f"grid=({u[0]},{u[1]},{u[2]}) block=({u[3]},{u[4]},{u[5]})" for u in uniq.tolist())
-    known = (cols >= 0).all(axis=1)
-    return np.where(known, inv.reshape(-1), -1)
+        "grid=({},{},{}) block=({},{},{})".format(*(int(c[i]) for c in cols)) for i in first)
+    known = np.all([c >= 0 for c in cols], axis=0) if cols[0].size else np.zeros(0, bool)
+    return np.where(known, inv, -1)
 
 
 def _dominant(df: pd.DataFrame, col: str, total: pd.Series) -> dict[int, tuple[int, float]]:

@@ -14,7 +14,13 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.passes._devices import device_props, dram_bandwidth
-from tbdtrace.passes._util import decode_device_key, device_keys, dict_codes, int_column
+from tbdtrace.passes._util import (
+    decode_device_key,
+    device_keys,
+    dict_codes,
+    int_column,
+    row_codes,
+)
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema([
@@ -42,15 +48,14 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     kc, kl = dict_codes(t, "copy_kind")
     dur = int_column(t, "end_ns") - int_column(t, "start_ns")
     nbytes = int_column(t, "bytes", 0)
-    pair = np.stack([keys, kc], axis=1)
-    uniq, inv = np.unique(pair, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    inv, first = row_codes(keys, kc)
+    uniq = [(int(keys[i]), int(kc[i])) for i in first]
     count = np.bincount(inv, minlength=len(uniq))
     tot_b = np.bincount(inv, weights=nbytes, minlength=len(uniq))
     tot_ns = np.bincount(inv, weights=dur, minlength=len(uniq))
     props = device_props(trace)
     rows: list[dict[str, Any]] = []
-    for i, (key, code) in enumerate(uniq.tolist()):
+    for i, (key, code) in enumerate(uniq):
         rank, dtype, dev = decode_device_key(key)
         kind = kl[code] or "unknown"
         bw = tot_b[i] * 1e9 / tot_ns[i] if tot_ns[i] else None
