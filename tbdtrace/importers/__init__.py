@@ -16,9 +16,10 @@ from typing import Any
 from tbdtrace.errors import TraceError
 
 # Format name -> module; tried in order, the first whose sniff() accepts the file wins.
-# TensorFlow's trace-viewer JSON is a Chrome trace too: its sniff must run before Kineto's.
+# TensorFlow trace-viewer and MXNet JSON are Chrome traces too: their sniffs run before Kineto's.
 FORMATS: dict[str, str] = {
     "tensorflow": "tbdtrace.importers.tensorflow",
+    "mxnet": "tbdtrace.importers.mxnet",
     "kineto": "tbdtrace.importers.kineto",
     "nsys": "tbdtrace.importers.nsys",
 }
