@@ -57,13 +57,25 @@ def _join(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
     out = np.full(a_lo.size, -1, dtype=np.int64)
     if a_lo.size == 0 or b_lo.size == 0:
         return out
+    a_ok, b_ok = a_lo != _NULL, b_lo != _NULL
+    lo_all = np.concatenate([a_lo[a_ok], b_lo[b_ok]])
+    hi_all = np.concatenate([a_hi, b_hi])
+    if (lo_all.size == 0 or (lo_all.min() >= 0 and lo_all.max() < 1 << 42)) and \
+            hi_all.min() >= -1 and hi_all.max() < (1 << 20) - 1:
+        # Both ids fit one int64 key: a single sort and search.
+        ak = ((a_hi + 1) << 42) | np.where(a_ok, a_lo, 0)
+        bk = np.where(b_ok, ((b_hi + 1) << 42) | np.where(b_ok, b_lo, 0), -1)
+        order = np.argsort(bk, kind="stable")
+        sk = bk[order]
+        pos = np.clip(np.searchsorted(sk, ak, side="left"), 0, sk.size - 1)
+        ok = a_ok & (sk[pos] == ak)
+        out[ok] = order[pos[ok]]
+        return out
     order = np.lexsort((b_lo, b_hi))
     bh, bl = b_hi[order], b_lo[order]
-    # Binary search on the pair: first on hi, then on lo inside each hi run.
+    # General case: binary search on hi, then a vectorized bisection on lo inside each run.
     lo = np.searchsorted(bh, a_hi, side="left")
     hi = np.searchsorted(bh, a_hi, side="right")
-    pos = lo.copy()
-    # Vectorized bisection for a_lo within [lo, hi).
     left, right = lo.copy(), hi.copy()
     while True:
         active = left < right
@@ -74,9 +86,8 @@ def _join(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
         go_right = active & (bl[midc] < a_lo)
         left = np.where(go_right, mid + 1, left)
         right = np.where(active & ~go_right, mid, right)
-    pos = left
-    posc = np.clip(pos, 0, bl.size - 1)
-    ok = (pos < hi) & (bl[posc] == a_lo) & (a_lo != _NULL)
+    posc = np.clip(left, 0, bl.size - 1)
+    ok = (left < hi) & (bl[posc] == a_lo) & a_ok
     out[ok] = order[posc[ok]]
     return out
 

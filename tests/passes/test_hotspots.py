@@ -108,3 +108,23 @@ def test_fixture_sums_match_the_raw_json(rel: str, tmp_path: Path) -> None:
         {n: (w["count"], w["total_ns"]) for n, w in want.items()}
     by_op = hotspots.run(tr, hotspots.HotspotsConfig(top=None, by="op")).to_pylist()
     assert {r["op"]: r["total_ns"] for r in by_op} == _raw_op_times(path)
+
+
+def test_join_fast_and_general_paths_agree() -> None:
+    import numpy as np
+
+    from tbdtrace.passes.attribution import _NULL, _join
+
+    rng = np.random.default_rng(3)
+    b_hi, b_lo = rng.integers(-1, 3, 300), rng.integers(0, 100, 300)
+    a_hi, a_lo = rng.integers(-1, 3, 500), rng.integers(0, 120, 500)
+    a_lo[::7] = _NULL
+    fast = _join(a_hi, a_lo, b_hi, b_lo)
+    big = 1 << 50  # forces the general path
+    slow = _join(a_hi, np.where(a_lo == _NULL, _NULL, a_lo + big), b_hi, b_lo + big)
+    for i in range(a_lo.size):
+        cands = [j for j in range(b_lo.size) if b_hi[j] == a_hi[i] and b_lo[j] == a_lo[i]]
+        if a_lo[i] == _NULL or not cands:
+            assert fast[i] == -1 and slow[i] == -1
+        else:
+            assert fast[i] in cands and slow[i] in cands
