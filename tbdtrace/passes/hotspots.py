@@ -51,6 +51,14 @@ def run(trace: Trace, config: HotspotsConfig | None = None) -> pa.Table:
     return tbl if cfg.top is None else tbl.slice(0, cfg.top)
 
 
+def kernels_and_ops(trace: Trace, top: int | None = 20) -> tuple[pa.Table, pa.Table]:
+    """by=kernel and by=op tables from one attribution pass (what the report shows)."""
+    k = trace.table("kernels", _KCOLS)
+    frame = _frame(trace, k)
+    kt, ot = by_kernel(trace, k, frame), by_op(trace, k, frame)
+    return (kt, ot) if top is None else (kt.slice(0, top), ot.slice(0, top))
+
+
 def _frame(trace: Trace, k: pa.Table) -> tuple[pd.DataFrame, Any]:
     att = attribute(trace, k)
     codes, labels = dict_codes(k, "name")
@@ -61,11 +69,12 @@ def _frame(trace: Trace, k: pa.Table) -> tuple[pd.DataFrame, Any]:
     return df, (labels, att)
 
 
-def by_kernel(trace: Trace, k: pa.Table) -> pa.Table:
+def by_kernel(trace: Trace, k: pa.Table, frame: Any = None) -> pa.Table:
     base = kernels.by_name(k)
     if base.num_rows == 0:
         return base.append_column("category", pa.array([], pa.string()))
-    df, (labels, att) = _frame(trace, k)
+    df, (labels, att) = frame or _frame(trace, k)
+    df = df.copy()
     df["launch"] = _launch_codes(k)
     names = [x if x is not None else "<unknown>" for x in labels]
     total = df.groupby("name")["dur"].sum()
@@ -113,14 +122,14 @@ def _dominant(df: pd.DataFrame, col: str, total: pd.Series) -> dict[int, tuple[i
             for n, c, t in zip(first["name"], first[col], first["dur"], strict=True)}
 
 
-def by_op(trace: Trace, k: pa.Table) -> pa.Table:
+def by_op(trace: Trace, k: pa.Table, frame: Any = None) -> pa.Table:
     schema = pa.schema([("op", pa.string()), ("kernel_count", pa.int64()),
                         ("distinct_kernels", pa.int64()), ("total_ns", pa.int64()),
                         ("mean_ns", pa.float64()), ("share", pa.float64()),
                         ("top_kernel", pa.string())])
     if k.num_rows == 0:
         return schema.empty_table()
-    df, (labels, att) = _frame(trace, k)
+    df, (labels, att) = frame or _frame(trace, k)
     g = df.groupby("op")
     agg = g.agg(kernel_count=("dur", "size"), distinct_kernels=("name", "nunique"),
                 total_ns=("dur", "sum")).reset_index()

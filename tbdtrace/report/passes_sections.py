@@ -107,11 +107,8 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
 
 @section("hotspots", _render_hotspots)
 def hotspots_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
-    top = opts.top_json
-    return {
-        "kernels": table_records(hotspots.run(trace, hotspots.HotspotsConfig(top, "kernel"))),
-        "ops": table_records(hotspots.run(trace, hotspots.HotspotsConfig(top, "op"))),
-    }
+    kt, ot = hotspots.kernels_and_ops(trace, opts.top_json)
+    return {"kernels": table_records(kt), "ops": table_records(ot)}
 
 
 def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
