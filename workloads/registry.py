@@ -74,7 +74,9 @@ def _mx(model: str, domain: str, sample: str) -> Workload:
 
 MXNET: tuple[Workload, ...] = (
     _mx("resnet50", "image classification", "images"),
+    _mx("inception_v3", "image classification", "images"),
     _mx("seq2seq", "machine translation", "sentences"),
+    _mx("deepspeech2", "speech recognition", "utterances"),
     _mx("wgan", "adversarial learning", "images"),
 )
 

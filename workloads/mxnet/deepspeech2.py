@@ -1,0 +1,123 @@
+"""Deep Speech 2 on MXNet Gluon (TBD's own DS2 ran on MXNet): conv + bidirectional GRU + CTC.
+
+Architecture (as the PyTorch and TensorFlow workloads): spectrogram ``[B, 1, time, freq]``
+-> Conv2D 32 x (11 time x 41 freq) stride (2, 2) -> BN -> clipped ReLU(0, 20) -> Conv2D
+32 x (11 x 21) stride (1, 2) -> BN -> clipped ReLU -> bidirectional GRU layers (directions
+summed, batch-norm between layers) -> BN -> Dense to 29 classes -> Gluon's CTCLoss. Gluon
+reserves the *last* class for the CTC blank, so characters 1..28 become classes 0..27 and
+class 28 is the blank. Adam (MXNet 1.9 has no AdamW).
+
+Sizes: tiny = 32 frequency bins, 2 GRU layers of 32, 3-5 characters, batch 2; small =
+81 bins, 3 layers of 256, 8-20 characters, batch 8; paper = 161 bins (20 ms windows at
+16 kHz), 5 layers of 800, 20-60 characters, batch 32. Data: per-character spectral
+templates held 4-8 frames.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import mxnet as mx
+from mxnet import autograd, gluon
+from mxnet.gluon import nn, rnn
+
+from workloads import harness
+from workloads.mxnet import _common
+from workloads.tensorflow import synthetic
+
+MODEL = "deepspeech2"
+
+
+@dataclass(frozen=True)
+class Config:
+    freq_bins: int  # spectrogram frequency bins
+    rnn_layers: int  # bidirectional GRU layers
+    hidden: int  # GRU width (per direction; directions are summed)
+    min_chars: int  # shortest transcript, characters
+    max_chars: int  # longest transcript, characters
+    lr: float  # Adam learning rate
+
+
+CONFIGS = {
+    "tiny": Config(32, 2, 32, 3, 5, 1e-3),
+    "small": Config(81, 3, 256, 8, 20, 3e-4),
+    "paper": Config(161, 5, 800, 20, 60, 1.5e-4),
+}
+BATCH = {"tiny": 2, "small": 8, "paper": 32}
+
+
+class ClippedReLU(nn.HybridBlock):
+    def hybrid_forward(self, F, x):  # noqa: N803  (Gluon's signature)
+        return F.clip(x, 0.0, 20.0)
+
+
+class DeepSpeech2(gluon.Block):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.hidden = cfg.hidden
+        freq_out = math.ceil(math.ceil(cfg.freq_bins / 2) / 2)
+        with self.name_scope():
+            self.conv = nn.HybridSequential()
+            self.conv.add(
+                nn.Conv2D(32, (11, 41), strides=(2, 2), padding=(5, 20), use_bias=False),
+                nn.BatchNorm(),
+                ClippedReLU(),
+                nn.Conv2D(32, (11, 21), strides=(1, 2), padding=(5, 10), use_bias=False),
+                nn.BatchNorm(),
+                ClippedReLU(),
+            )
+            self.rnns = [rnn.GRU(cfg.hidden, bidirectional=True, layout="NTC")]
+            self.norms = [nn.BatchNorm(axis=2) for _ in range(cfg.rnn_layers)]
+            self.rnns += [
+                rnn.GRU(cfg.hidden, bidirectional=True, layout="NTC", input_size=cfg.hidden)
+                for _ in range(cfg.rnn_layers - 1)
+            ]
+            for i, (g, n) in enumerate(zip(self.rnns, self.norms, strict=True)):
+                self.register_child(g, f"gru{i}")
+                self.register_child(n, f"bn{i}")
+            self.out = nn.Dense(synthetic.CHARS, flatten=False)
+        self.freq_out = freq_out
+
+    def forward(self, spec: mx.nd.NDArray) -> mx.nd.NDArray:
+        """Spectrogram ``[B, T, F]`` -> logits ``[B, ceil(T / 2), 29]``."""
+        x = self.conv(spec.expand_dims(1))  # [B, 32, T', F'']
+        b, c, t, f = x.shape
+        x = x.transpose((0, 2, 1, 3)).reshape((b, t, c * f))
+        for i, gru in enumerate(self.rnns):
+            if i > 0:
+                x = self.norms[i - 1](x)
+            x = gru(x).reshape((b, t, 2, self.hidden)).sum(axis=2)
+        return self.out(self.norms[-1](x))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
+    cfg = CONFIGS[args.size]
+    ctx, rng = _common.setup(args)
+    net = DeepSpeech2(cfg)
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": cfg.lr})
+    loss_fn = gluon.loss.CTCLoss(layout="NTC", label_layout="NT")
+    templates = synthetic.char_templates(cfg.freq_bins, rng)
+
+    def step(_: int) -> float:
+        spec, frames, labels, label_len = synthetic.speech_batch(
+            templates, args.batch_size, cfg.min_chars, cfg.max_chars, rng
+        )
+        spec = mx.nd.array(spec, ctx=ctx)
+        # Characters 1..28 -> classes 0..27; padding 0 -> -1 (Gluon's label padding).
+        labels = mx.nd.array(labels.astype("float32") - 1, ctx=ctx)
+        pred_len = mx.nd.array((frames + 1) // 2, ctx=ctx)
+        label_len = mx.nd.array(label_len, ctx=ctx)
+        with autograd.record():
+            loss = loss_fn(net(spec), labels, pred_len, label_len).mean()
+        loss.backward()
+        trainer.step(1)
+        return float(loss.asscalar())
+
+    _common.run(MODEL, args, step)
+
+
+if __name__ == "__main__":
+    main()
