@@ -63,13 +63,13 @@ def _render(doc: dict[str, Any]) -> None:
         t.add_row(k, _fmt(k, v["a"]), _fmt(k, v["b"]), _fmt(k, v["delta"]),
                   "-" if v["ratio"] is None else f"{v['ratio']:.3f}")
     con.print(t)
-    c = Table(title="Device time by category", title_justify="left")
+    ct = Table(title="Device time by category", title_justify="left")
     for col in ("Category", "A", "B", "B - A", "A %", "B %"):
-        c.add_column(col, justify="left" if col == "Category" else "right", no_wrap=True)
+        ct.add_column(col, justify="left" if col == "Category" else "right", no_wrap=True)
     for r in doc["categories"]:
-        c.add_row(r["category"], fmt_ns(r["a_total_ns"]), fmt_ns(r["b_total_ns"]),
+        ct.add_row(r["category"], fmt_ns(r["a_total_ns"]), fmt_ns(r["b_total_ns"]),
                   fmt_ns(r["delta_ns"]), f"{100 * r['a_share']:.1f}", f"{100 * r['b_share']:.1f}")
-    con.print(c)
+    con.print(ct)
     k = Table(title="Kernels, largest change first", title_justify="left")
     for col in ("B - A", "A", "B", "A n", "B n", "Category", "Name"):
         k.add_column(col, justify="left" if col in ("Category", "Name") else "right",

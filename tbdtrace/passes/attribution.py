@@ -16,6 +16,7 @@ Rules (docs/METRICS.md, "Attribution"), all vectorized:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,6 +172,7 @@ def _labels(labels: list[str | None]) -> list[str]:
     return [x if x is not None else "<unknown>" for x in labels]
 
 
-def _label_mask(codes: I64, labels: list[str | None], pred: object) -> np.ndarray:
-    lut = np.array([bool(x) and pred(x) for x in labels], dtype=bool)  # type: ignore[operator]
+def _label_mask(codes: I64, labels: list[str | None],
+                pred: Callable[[str], bool]) -> np.ndarray:
+    lut = np.array([x is not None and pred(x) for x in labels], dtype=np.bool_)
     return lut[codes] if codes.size else np.zeros(0, dtype=bool)
