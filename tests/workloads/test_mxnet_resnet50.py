@@ -37,8 +37,7 @@ def test_paper_size_is_gluon_resnet50_v1_on_imagenet() -> None:
     # Built in .venv-mxnet. Gluon's ResNet-50 v1 is torchvision's ResNet-50 (25,557,032
     # weights, ImageNet-1k head) except that the two 1x1 convolutions of each bottleneck
     # keep their bias: (64 + 256) x 3 + (128 + 512) x 4 + (256 + 1024) x 6 + (512 + 2048) x 3
-    # extra weights. BatchNorm's running mean and variance are the untrained parameters:
-    # two per channel over the 53 BatchNorm layers.
+    # extra weights. BatchNorm's running mean and variance are the untrained parameters.
     code = (
         "import mxnet as mx\n"
         "from workloads.mxnet import resnet50 as m\n"
@@ -57,4 +56,6 @@ def test_paper_size_is_gluon_resnet50_v1_on_imagenet() -> None:
     trained, stats = map(int, out.stdout.split())
     conv_biases = (64 + 256) * 3 + (128 + 512) * 4 + (256 + 1024) * 6 + (512 + 2048) * 3
     assert trained == 25_557_032 + conv_biases
-    assert stats == 53_120
+    # BatchNorm channels: stem 64, then per stage blocks x (c + c + 4c) + the downsample's 4c.
+    bn_channels = 64 + sum(n * 6 * c + 4 * c for n, c in ((3, 64), (4, 128), (6, 256), (3, 512)))
+    assert stats == 2 * bn_channels
