@@ -4,7 +4,11 @@ of the same profiler object (key_averages() and the FunctionEvent tree)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -112,3 +116,62 @@ def test_backend_choice() -> None:
         choose_backend("tpu")
 
 
+
+
+CHILD = '''
+import json, os, sys, time
+import torch
+from torch.profiler import record_function
+torch.manual_seed(0)
+m = torch.nn.Linear(8, 4)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+steps = open(os.environ["TBDTRACE_STEPS_FILE"], "a")
+for i in range(2):
+    t0 = time.time_ns()
+    with record_function(f"ProfilerStep#{i}"):
+        opt.zero_grad(); m(torch.randn(5, 8)).sum().backward(); opt.step()
+    steps.write(json.dumps({"step": i, "start_ns": t0, "end_ns": time.time_ns(),
+                            "samples": 5, "warmup": False, "loss": 1.0,
+                            "pid": os.getpid()}) + "\\n")
+steps.close()
+print(os.getpid())
+sys.exit(3)
+'''
+
+
+def test_capture_command_profiles_an_unchanged_child(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(CHILD)
+    user_site = tmp_path / "usersite"
+    user_site.mkdir()
+    marker = tmp_path / "user_sitecustomize_ran"
+    (user_site / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    env = dict(os.environ, PYTHONPATH=str(user_site))
+    out = tmp_path / "run.tbd"
+    cp = subprocess.run([sys.executable, "-m", "tbdtrace", "capture", "--backend", "torch",
+                         "--sample-hz", "20", "-o", str(out), "--", sys.executable,
+                         str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert cp.returncode == 3, cp.stderr[-2000:]  # the child's exit code
+    child_pid = int(cp.stdout.strip().splitlines()[-1])
+    assert marker.exists()  # the user's own sitecustomize still ran
+    tr = tbdtrace.open(out)
+    assert tr.meta["backend"] == "torch" and tr.meta["command"][-1] == str(script)
+    ops = tr.table("ops").to_pandas()
+    assert set(ops.pid) == {child_pid} and (ops.name == "aten::addmm").sum() == 2
+    st = tr.table("steps").to_pandas()
+    assert sorted(st.source.astype(str)) == ["harness"] * 2 + ["profiler_step"] * 2
+    hs = tr.table("host_samples").to_pandas()
+    assert (hs.metric.astype(str) == "rss_bytes").sum() >= 2
+    assert tr.table("kernels").num_rows > 0
+
+
+def test_capture_command_errors_are_one_line(tmp_path: Path) -> None:
+    cases = [(["--", "/bin/true"], 1, "wrote no torch profile"),
+             (["--", str(tmp_path / "missing")], 1, "cannot start"),
+             ([], 2, "no command given")]
+    for tail, rc, msg in cases:
+        cp = subprocess.run([sys.executable, "-m", "tbdtrace", "capture", "--backend",
+                             "torch", "-o", str(tmp_path / "o.tbd"), *tail],
+                            capture_output=True, text=True, timeout=120)
+        assert cp.returncode == rc and msg in cp.stderr, (tail, cp.stderr)
+        assert "Traceback" not in cp.stderr and len(cp.stderr.strip().splitlines()) == 1

@@ -1,0 +1,53 @@
+"""``tbdtrace capture [--backend B] --out DIR -- COMMAND...``: profile a command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tbdtrace.collector import BACKENDS, choose_backend
+from tbdtrace.collector.host_sampler import SamplerConfig
+from tbdtrace.collector.torch_backend import TorchConfig
+from tbdtrace.errors import TraceError
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "capture",
+        help="run a command and capture its trace (CUPTI on a GPU, torch.profiler on CPU)",
+        description="Run COMMAND and write its trace directory. --backend auto picks the "
+        "native CUPTI collector when a GPU is usable, else torch.profiler inside the "
+        "child (a Python program using PyTorch; no change to it needed). A host sampler "
+        "records CPU utilization, memory and (through NVML) GPU utilization.",
+    )
+    p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
+    p.add_argument("--backend", choices=BACKENDS, default="auto", help="capture backend")
+    p.add_argument("--sample-hz", type=float, default=10.0, metavar="HZ",
+                   help="host sampler rate (default 10)")
+    p.add_argument("--cuda", action="store_true",
+                   help="torch backend: also record CUDA activities when a GPU is usable")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                   help="the command to run, after --")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    cmd = list(args.command)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        print("tbdtrace capture: no command given; put it after --", file=sys.stderr)
+        return 2
+    if args.sample_hz <= 0:
+        print("tbdtrace capture: --sample-hz must be > 0", file=sys.stderr)
+        return 2
+    backend, reason = choose_backend(args.backend)
+    if backend != "torch":
+        raise TraceError("the native CUPTI collector is not available in this build; "
+                         "use --backend torch")
+    from tbdtrace.collector.torch_child import capture_command
+
+    out, rc = capture_command(cmd, args.out, TorchConfig(cuda=args.cuda),
+                              SamplerConfig(rate_hz=args.sample_hz), reason)
+    print(f"wrote {out} (backend {backend}; command exit code {rc})", file=sys.stderr)
+    return rc
