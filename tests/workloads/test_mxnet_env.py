@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.workloads.runner import REPO, run_workload
@@ -44,3 +45,14 @@ def test_cuda_without_a_gpu_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
     assert "--device cuda but MXNet sees no GPU" in run.stderr
     assert run.records == []
+
+
+def test_run_without_mxnet_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    # .venv (this test's interpreter) has no MXNet.
+    run = run_workload("workloads.mxnet.resnet50", tmp_path, "--steps", "1")
+    assert run.returncode == 1
+    assert "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"workloads.mxnet: MXNet is not installed for {sys.executable}; "
+        "run with .venv-mxnet/bin/python (make venv-mxnet)"
+    ]
