@@ -19,6 +19,7 @@ from tbdtrace.trace import Trace
 
 Window = tuple[int, int] | None
 GPU_TYPES = ("cuda", "rocm")
+NOTES = "_notes"  # key of a provider's notes (list of str) for the error column
 
 
 def optional_pass(name: str) -> ModuleType | None:
@@ -93,4 +94,22 @@ def memory(tr: Trace, window: Window) -> dict[str, Any]:
     return cells
 
 
-PROVIDERS: tuple[Callable[[Trace, Window], dict[str, Any]], ...] = (utilization, memory)
+def fp32(tr: Trace, window: Window) -> dict[str, Any]:
+    """FP32 efficiency over the measured steps' wall time (fp32 pass, ``efficiency_wall``).
+
+    Several ranks: achieved FLOP/s summed over ranks / their peaks summed. When the pass
+    cannot give the figure, the cell stays empty and ``NOTES`` carries its reason.
+    """
+    mod = optional_pass("fp32")
+    if mod is None:
+        return {}
+    t = mod.run(tr).to_pylist()
+    done = [r for r in t if r["achieved_flops_per_s_wall"] is not None and r["peak_flops_per_s"]]
+    if not done:
+        why = "; ".join(r["flops_source"] if r["flops"] is None else r["peak_source"] for r in t)
+        return {NOTES: [f"fp32: {why}"]} if why else {}
+    achieved = sum(r["achieved_flops_per_s_wall"] for r in done)
+    return {"fp32_efficiency": achieved / sum(r["peak_flops_per_s"] for r in done)}
+
+
+PROVIDERS: tuple[Callable[[Trace, Window], dict[str, Any]], ...] = (utilization, fp32, memory)

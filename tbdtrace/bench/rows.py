@@ -151,7 +151,9 @@ def compute(tr: Trace) -> tuple[dict[str, Any], list[str]]:
         notes.append("trace has no steps")
     for fn in metrics.PROVIDERS:
         try:
-            cells.update(fn(tr, steps.window))
+            got = fn(tr, steps.window)
+            notes += got.pop(metrics.NOTES, [])
+            cells.update(got)
         except Exception as e:  # a pass failing on one trace must not sink the table
             notes.append(f"{fn.__name__}: {type(e).__name__}: {e}")
     return cells, notes

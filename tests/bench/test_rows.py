@@ -118,3 +118,45 @@ def test_memory_peak_and_breakdown_come_from_the_memory_pass(tmp_path: Path) -> 
 def test_no_memory_events_leave_memory_cells_empty(tmp_path: Path) -> None:
     cells, _ = rows.compute(_trace(tmp_path, {"steps": STEPS}))
     assert "peak_memory_bytes" not in cells or cells["peak_memory_bytes"] is None
+
+
+def test_fp32_efficiency_from_kernel_flops_and_the_device_peak(tmp_path: Path) -> None:
+    # An A100-like device: 108 SMs of compute capability 8.0 (64 FP32 lanes per SM, CUDA C
+    # Programming Guide) at 1.41 GHz -> 108 x 64 x 2 x 1.41e9 = 19.49 TFLOP/s (NVIDIA
+    # quotes 19.5 TFLOP/s FP32). Kernels in the 3.5 s measured window do 10% of that.
+    peak = 108 * 64 * 2 * 1.41e9
+    flops = int(0.1 * peak * 3.5)
+    kernels = {
+        "start_ns": [1 * S, 10 * S, 12 * S],
+        "end_ns": [2 * S, 11 * S, 13 * S],
+        "device_id": [0] * 3,
+        "device_type": ["cuda"] * 3,
+        "name": ["warm", "a", "b"],
+        "flops": [10**15, flops // 2, flops - flops // 2],
+    }
+    devices = {
+        "device_id": [0],
+        "device_type": ["cuda"],
+        "name": ["NVIDIA A100-SXM4-40GB"],
+        "sm_count": [108],
+        "compute_capability_major": [8],
+        "compute_capability_minor": [0],
+        "core_clock_khz": [1_410_000],
+    }
+    tr = _trace(tmp_path, {"steps": STEPS, "kernels": kernels, "devices": devices})
+    cells, notes = rows.compute(tr)
+    assert notes == []
+    assert cells["fp32_efficiency"] == pytest.approx(0.1, rel=1e-6)
+
+
+def test_fp32_without_flops_is_empty_with_a_reason(tmp_path: Path) -> None:
+    kernels = {
+        "start_ns": [10 * S],
+        "end_ns": [11 * S],
+        "device_id": [0],
+        "device_type": ["cpu"],
+        "name": ["aten::add"],
+    }
+    cells, notes = rows.compute(_trace(tmp_path, {"steps": STEPS, "kernels": kernels}))
+    assert cells.get("fp32_efficiency") is None
+    assert len(notes) == 1 and notes[0].startswith("fp32: ")
