@@ -4,7 +4,8 @@ Rules (docs/METRICS.md, "Attribution"), all vectorized:
 
 1. kernel -> the runtime call with the same (rank, correlation_id): its thread (pid, tid)
    and start time are the launch point. CPU-backend kernels (no runtime call) launch
-   from their own thread at their own start.
+   from their own thread at their own start, and an ops row that is the kernel itself
+   (same thread, start and end) is skipped, so the op is the enclosing one.
 2. op = the innermost ``ops`` row on the launch thread containing the launch time
    (innermost = latest-starting containing range), skipping Python-function frames and
    ``nn.Module`` ranges; when that finds nothing, the op whose (rank, external_id)
@@ -142,6 +143,7 @@ def attribute(trace: Trace, k: pa.Table) -> Attribution:
     tq = np.flatnonzero(launched)
     op_idx = np.full(k.num_rows, -1, dtype=np.int64)
     op_idx[tq] = on_threads(ops, q_pid[tq], q_tid[tq], q_t[tq], ~is_py & ~is_module)
+    op_idx = _skip_own_op(ops, k, op_idx, hit, q_pid, q_tid, q_t, ~is_py & ~is_module)
     by_ext = _join(int_column(k, "rank"), int_column(k, "external_id", _NULL),
                    int_column(ops, "rank"), int_column(ops, "external_id", _NULL))
     op_idx = np.where(op_idx >= 0, op_idx, by_ext)
@@ -166,6 +168,27 @@ def attribute(trace: Trace, k: pa.Table) -> Attribution:
         marker=codes(mark_idx, m_codes), marker_labels=_labels(m_labels),
         launch_start_ns=launch_s.astype(np.int64), launch_end_ns=launch_e.astype(np.int64),
     )
+
+
+def _skip_own_op(ops: pa.Table, k: pa.Table, op_idx: I64, hit: np.ndarray, q_pid: I64,
+                 q_tid: I64, q_t: I64, keep: np.ndarray) -> I64:
+    """CPU-backend kernels are leaf ops that the ops table may hold too: the op found at
+    the kernel's own start can be the kernel itself (same thread, start and end). Its
+    launcher is then the enclosing op, found again without those rows."""
+    own = ~hit & (op_idx >= 0)
+    if not own.any():
+        return op_idx
+    oc = np.clip(op_idx, 0, None)
+    same = own & (int_column(ops, "start_ns")[oc] == int_column(k, "start_ns")) & \
+        (int_column(ops, "end_ns")[oc] == int_column(k, "end_ns"))
+    if not same.any():
+        return op_idx
+    keep2 = keep.copy()
+    keep2[op_idx[same]] = False
+    q = np.flatnonzero(same)
+    out = op_idx.copy()
+    out[q] = on_threads(ops, q_pid[q], q_tid[q], q_t[q], keep2)
+    return out
 
 
 def _labels(labels: list[str | None]) -> list[str]:
