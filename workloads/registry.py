@@ -76,6 +76,7 @@ MXNET: tuple[Workload, ...] = (
     _mx("resnet50", "image classification", "images"),
     _mx("inception_v3", "image classification", "images"),
     _mx("seq2seq", "machine translation", "sentences"),
+    _mx("transformer", "machine translation", "sentences"),
     _mx("deepspeech2", "speech recognition", "utterances"),
     _mx("wgan", "adversarial learning", "images"),
 )

@@ -1,0 +1,198 @@
+"""Transformer NMT on MXNet Gluon, written out (tensor2tensor ``transformer_base``).
+
+Gluon 1.9 has no attention layer, so multi-head scaled dot-product attention is written
+out with ``batch_dot``. Architecture: source and target embeddings scaled by sqrt(d_model)
+plus sinusoidal positions -> post-norm encoder layers (self-attention, ReLU feed-forward)
+-> post-norm decoder layers (causal self-attention, cross-attention) -> projection to the
+target vocabulary; padding masked in every attention. Loss: cross-entropy with label
+smoothing 0.1 (padding ignored). Adam (0.9, 0.98, eps 1e-9) with the inverse-square-root
+warm-up schedule, set on the trainer before each step.
+
+Sizes: tiny = d_model 32, 2 heads, 2+2 layers, ff 64, vocab 32, 4-8 tokens, batch 4;
+small = d_model 256, 4 heads, 3+3 layers, ff 1024, vocab 8000, 10-30 tokens, batch 32;
+paper = transformer_base: d_model 512, 8 heads, 6+6 layers, ff 2048, dropout 0.1, vocab
+32768, up to 32 tokens, batch 64. Data: the reversal task.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+from mxnet.gluon import nn
+
+from workloads import harness
+from workloads.mxnet import _common
+from workloads.tensorflow import synthetic
+
+MODEL = "transformer"
+DROPOUT = 0.1
+LABEL_SMOOTHING = 0.1
+
+
+@dataclass(frozen=True)
+class Config:
+    vocab: int  # shared source/target vocabulary (ids 0..2 are pad, begin, end)
+    d_model: int  # model width
+    heads: int  # attention heads
+    layers: int  # encoder layers (= decoder layers)
+    ff: int  # feed-forward inner width
+    min_len: int  # shortest source sentence, tokens
+    max_len: int  # longest source sentence, tokens
+    warmup_steps: int  # learning-rate warm-up, optimizer steps
+
+
+CONFIGS = {
+    "tiny": Config(32, 32, 2, 2, 64, 4, 8, 10),
+    "small": Config(8000, 256, 4, 3, 1024, 10, 30, 400),
+    "paper": Config(32768, 512, 8, 6, 2048, 10, 32, 4000),
+}
+BATCH = {"tiny": 4, "small": 32, "paper": 64}
+
+
+def inverse_sqrt_lr(step: int, d_model: int, warmup_steps: int) -> float:
+    """d_model^-0.5 * min(n^-0.5, n * warmup^-1.5), n = step + 1 (step counts from 0)."""
+    n = step + 1
+    return d_model**-0.5 * min(n**-0.5, n * warmup_steps**-1.5)
+
+
+def sinusoids(length: int, d_model: int) -> np.ndarray:
+    """``[length, d_model]`` sine/cosine position encodings (Vaswani et al.)."""
+    ang = np.arange(length)[:, None] / np.power(10000.0, 2 * np.arange(d_model // 2) / d_model)
+    out = np.zeros((length, d_model), np.float32)
+    out[:, 0::2], out[:, 1::2] = np.sin(ang), np.cos(ang)
+    return out
+
+
+class MultiHeadAttention(gluon.Block):
+    def __init__(self, d_model: int, heads: int) -> None:
+        super().__init__()
+        self.heads, self.dk = heads, d_model // heads
+        with self.name_scope():
+            self.q, self.k, self.v, self.o = (nn.Dense(d_model, flatten=False) for _ in range(4))
+            self.drop = nn.Dropout(DROPOUT)
+
+    def _split(self, x: mx.nd.NDArray) -> mx.nd.NDArray:
+        b, t, _ = x.shape
+        x = x.reshape((b, t, self.heads, self.dk)).transpose((0, 2, 1, 3))
+        return x.reshape((b * self.heads, t, self.dk))
+
+    def forward(self, query, memory, keep):
+        """``keep [B, Tq, Tk]`` (1 = attend) -> ``[B, Tq, d_model]``."""
+        b, tq, d = query.shape
+        tk = memory.shape[1]
+        scores = mx.nd.batch_dot(
+            self._split(self.q(query)), self._split(self.k(memory)), transpose_b=True
+        ) / math.sqrt(self.dk)
+        keep = keep.expand_dims(1).broadcast_to((b, self.heads, tq, tk))
+        keep = keep.reshape((b * self.heads, tq, tk))
+        scores = mx.nd.where(keep, scores, mx.nd.ones_like(scores) * -1e9)
+        ctx = mx.nd.batch_dot(
+            self.drop(mx.nd.softmax(scores, axis=-1)), self._split(self.v(memory))
+        )
+        ctx = ctx.reshape((b, self.heads, tq, self.dk)).transpose((0, 2, 1, 3))
+        return self.o(ctx.reshape((b, tq, d)))
+
+
+class Block(gluon.Block):
+    """One post-norm encoder (cross=False) or decoder (cross=True) layer."""
+
+    def __init__(self, cfg: Config, cross: bool) -> None:
+        super().__init__()
+        with self.name_scope():
+            self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads)
+            self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.heads) if cross else None
+            self.ff1 = nn.Dense(cfg.ff, activation="relu", flatten=False)
+            self.ff2 = nn.Dense(cfg.d_model, flatten=False)
+            self.norm1 = nn.LayerNorm(epsilon=1e-6)
+            self.norm2 = nn.LayerNorm(epsilon=1e-6) if cross else None
+            self.norm3 = nn.LayerNorm(epsilon=1e-6)
+            self.drop = nn.Dropout(DROPOUT)
+
+    def forward(self, x, self_keep, memory=None, cross_keep=None):
+        x = self.norm1(x + self.drop(self.self_attn(x, x, self_keep)))
+        if self.cross_attn is not None and self.norm2 is not None:
+            x = self.norm2(x + self.drop(self.cross_attn(x, memory, cross_keep)))
+        return self.norm3(x + self.drop(self.ff2(self.drop(self.ff1(x)))))
+
+
+class Transformer(gluon.Block):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.scale = math.sqrt(cfg.d_model)
+        self.pos = sinusoids(cfg.max_len + 2, cfg.d_model)
+        with self.name_scope():
+            self.src_emb = nn.Embedding(cfg.vocab, cfg.d_model)
+            self.tgt_emb = nn.Embedding(cfg.vocab, cfg.d_model)
+            self.enc = nn.Sequential()
+            self.dec = nn.Sequential()
+            for _ in range(cfg.layers):
+                self.enc.add(Block(cfg, cross=False))
+                self.dec.add(Block(cfg, cross=True))
+            self.drop = nn.Dropout(DROPOUT)
+            self.out = nn.Dense(cfg.vocab, flatten=False)
+
+    def _embed(self, emb: nn.Embedding, tokens: mx.nd.NDArray) -> mx.nd.NDArray:
+        pos = mx.nd.array(self.pos[: tokens.shape[1]], ctx=tokens.context)
+        return self.drop(mx.nd.broadcast_add(emb(tokens) * self.scale, pos.expand_dims(0)))
+
+    def forward(self, src: mx.nd.NDArray, tgt_in: mx.nd.NDArray) -> mx.nd.NDArray:
+        """Logits ``[B, T, vocab]`` for the teacher-forced target input."""
+        t, ctx = tgt_in.shape[1], src.context
+        src_keep = (src != synthetic.PAD).expand_dims(1)  # [B, 1, S]
+        tgt_keep = (tgt_in != synthetic.PAD).expand_dims(1)  # [B, 1, T]
+        causal = mx.nd.array(np.tril(np.ones((t, t), np.float32)), ctx=ctx).expand_dims(0)
+        self_keep = mx.nd.broadcast_mul(tgt_keep, causal)  # [B, T, T]
+        x = self._embed(self.src_emb, src)
+        enc_keep = mx.nd.repeat(src_keep, src.shape[1], axis=1)  # [B, S, S]
+        for blk in self.enc:
+            x = blk(x, enc_keep)
+        y = self._embed(self.tgt_emb, tgt_in)
+        cross_keep = mx.nd.repeat(src_keep, t, axis=1)  # [B, T, S]
+        for blk in self.dec:
+            y = blk(y, self_keep, x, cross_keep)
+        return self.out(y)
+
+
+def smoothed_xent(logits: mx.nd.NDArray, tgt_out: mx.nd.NDArray) -> mx.nd.NDArray:
+    """Label-smoothed cross-entropy (target (1 - e) one-hot + e / vocab), mean over tokens."""
+    logp = mx.nd.log_softmax(logits, axis=-1)
+    nll = -mx.nd.pick(logp, tgt_out, axis=-1)
+    uniform = -logp.mean(axis=-1)
+    per_tok = (1 - LABEL_SMOOTHING) * nll + LABEL_SMOOTHING * uniform
+    mask = tgt_out != synthetic.PAD
+    return (per_tok * mask).sum() / mask.sum()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
+    cfg = CONFIGS[args.size]
+    ctx, rng = _common.setup(args)
+    net = Transformer(cfg)
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    trainer = gluon.Trainer(
+        net.collect_params(),
+        "adam",
+        {"learning_rate": 0.0, "beta1": 0.9, "beta2": 0.98, "epsilon": 1e-9},
+    )
+
+    def step(i: int) -> float:
+        src, _sl, tgt, _tl = synthetic.translation_batch(
+            args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, rng
+        )
+        src, tgt = mx.nd.array(src, ctx=ctx), mx.nd.array(tgt, ctx=ctx)
+        with autograd.record():
+            loss = smoothed_xent(net(src, tgt[:, :-1]), tgt[:, 1:])
+        loss.backward()
+        trainer.set_learning_rate(inverse_sqrt_lr(i, cfg.d_model, cfg.warmup_steps))
+        trainer.step(1)
+        return float(loss.asscalar())
+
+    _common.run(MODEL, args, step)
+
+
+if __name__ == "__main__":
+    main()
