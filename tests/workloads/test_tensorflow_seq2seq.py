@@ -27,3 +27,18 @@ def test_cuda_without_a_gpu_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
     assert "--device cuda but no GPU is visible to TensorFlow" in run.stderr
     assert run.records == []
+
+
+def test_source_padding_is_ignored() -> None:
+    import numpy as np
+
+    from workloads.tensorflow import seq2seq
+
+    net = seq2seq.Seq2Seq(seq2seq.CONFIGS["tiny"])
+    src = np.array([[5, 6, 7, 8, 0, 0, 0, 0]], np.int32)
+    tgt = np.array([[1, 9, 10, 11, 12]], np.int32)
+    base = net(src, tgt).numpy()
+    assert np.abs(base - net(src[:, :5], tgt).numpy()).max() < 1e-5
+    other = src.copy()
+    other[0, 3] = 9  # a real token differs: the output does
+    assert np.abs(base - net(other, tgt).numpy()).max() > 1e-4
