@@ -153,10 +153,15 @@ def _render_fp32(con: Console, data: list[dict[str, Any]], opts: ReportOptions) 
         if r["flops"] is None:
             con.print(f"FP32 {who}({r['devices']}): {r['flops_source']}")
             continue
-        con.print(f"FP32 {who}({r['devices']}): {_rate(r['achieved_flops_per_s_wall'], 'FLOP/s')}"
-                  f" over wall = {fmt_pct(r['efficiency_wall'])} of peak "
-                  f"{_rate(r['peak_flops_per_s'], 'FLOP/s')}; over busy "
-                  f"{fmt_pct(r['efficiency_busy'])} [FLOPs: {r['flops_source']}]")
+        achieved = (f"FP32 {who}({r['devices']}): "
+                    f"{_rate(r['achieved_flops_per_s_wall'], 'FLOP/s')} over wall, "
+                    f"{_rate(r['achieved_flops_per_s_busy'], 'FLOP/s')} over busy")
+        if r["peak_flops_per_s"] is None:
+            con.print(f"{achieved}; no peak: {r['peak_source']} [FLOPs: {r['flops_source']}]")
+            continue
+        con.print(f"{achieved} = {fmt_pct(r['efficiency_wall'])} / "
+                  f"{fmt_pct(r['efficiency_busy'])} of peak "
+                  f"{_rate(r['peak_flops_per_s'], 'FLOP/s')} [FLOPs: {r['flops_source']}]")
 
 
 @section("fp32", _render_fp32)

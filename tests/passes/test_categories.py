@@ -42,6 +42,8 @@ KNOWN = {
     "aten::max_pool2d_with_indices": "pooling", "aten::embedding": "embedding",
     "aten::sum": "reduction", "aten::copy_": "memcpy", "aten::zero_": "memset",
     "triton_poi_fused_add_cos_sin_0": "elementwise", "something_unheard_of": "other",
+    "aten::uniform_": "elementwise", "detach": "elementwise", "aten::resolve_conj": "elementwise",
+    "aten::_local_scalar_dense": "memcpy", "aten::native_layer_norm": "normalization",
 }
 
 
