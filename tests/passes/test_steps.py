@@ -55,3 +55,22 @@ def test_no_steps_table(tmp_path: Path) -> None:
     s = steps.summarize(steps.run(tr))
     assert s["step_count"] == 0 and s["throughput_per_s"] is None
     assert s["step_median_ns"] is None or math.isnan(s["step_median_ns"])
+
+
+def test_fixture_profiler_steps_match_the_raw_json(tmp_path: Path) -> None:
+    import tbdtrace
+    from tbdtrace.importers import kineto
+    from tests import rawkineto
+    from tests.conftest import KINETO
+
+    path = KINETO / "hta" / "sampled_rank-1.json.gz"
+    tables, meta = kineto.import_files([path])
+    tr = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
+    raw = rawkineto.load(path)["traceEvents"]
+    want = sorted((int(e["name"].split("#")[1]), rawkineto.ns(e["dur"])) for e in raw
+                  if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    t = steps.run(tr)
+    assert list(zip(t.column("step").to_pylist(), t.column("duration_ns").to_pylist(),
+                    strict=True)) == want
+    s = steps.summarize(t)
+    assert s["measured_ns"] == sum(d for _, d in want) and s["throughput_per_s"] is None

@@ -57,3 +57,26 @@ def test_empty_trace(tmp_path: Path) -> None:
     tr = make(tmp_path, {})
     assert utilization.run(tr).num_rows == 0
     assert utilization.cpu(tr)["mean"] is None
+
+
+def test_fixture_per_step_busy_matches_the_raw_json(tmp_path: Path) -> None:
+    """Per ProfilerStep window, kernel busy time from a plain-Python union of the raw events."""
+    import tbdtrace
+    from tbdtrace.importers import kineto
+    from tests import rawkineto
+    from tests.conftest import KINETO
+
+    path = KINETO / "hta" / "sampled_rank-0.json.gz"
+    tables, meta = kineto.import_files([path])
+    tr = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
+    raw = rawkineto.load(path)["traceEvents"]
+    windows = sorted((rawkineto.ns(e["ts"]), rawkineto.ns(e["ts"]) + rawkineto.ns(e["dur"]),
+                      int(e["name"].split("#")[1])) for e in raw
+                     if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    assert windows
+    kern = [(s, e) for s, e, _, _ in rawkineto.device_events(path)["kernels"]]
+    rows = [r for r in utilization.run(tr).to_pylist() if r["step"] is not None]
+    want = {step: rawkineto.union([(max(s, a), min(e, b)) for s, e in kern if e > a and s < b])
+            for a, b, step in windows}
+    assert {r["step"]: r["compute_busy_ns"] for r in rows} == want
+    assert {r["step"]: r["window_ns"] for r in rows} == {st: b - a for a, b, st in windows}
