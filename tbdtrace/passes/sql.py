@@ -43,3 +43,8 @@ def _arrow(rel: Any) -> pa.Table:
     fn = getattr(rel, "to_arrow_table", None) or rel.arrow
     tbl = fn()
     return tbl if isinstance(tbl, pa.Table) else tbl.read_all()
+
+
+def run(trace: Trace, config: str) -> pa.Table:
+    """The pass-shaped entry point: ``config`` is the SQL text (see :func:`query`)."""
+    return query(trace, config)
