@@ -79,3 +79,54 @@ def test_no_flops_source_gives_a_reason(tmp_path: Path) -> None:
     r = fp32.run(tr).to_pylist()[0]
     assert r["flops"] is None and "no FLOP source" in r["flops_source"]
     assert fp32.run(make(tmp_path, {}, name="e")).num_rows == 0
+
+
+def test_fixture_analytic_flops_match_an_independent_count(tmp_path: Path) -> None:
+    """control.json: FP32 matmul FLOPs inside the ProfilerSteps, counted from the raw JSON
+    with plain loops (leaf ops only: no counted op inside them on their thread)."""
+    import math
+    from collections import defaultdict
+
+    import tbdtrace
+    from tbdtrace.importers import kineto
+    from tests import rawkineto
+    from tests.conftest import KINETO
+
+    path = KINETO / "hta" / "control.json.gz"
+    tables, meta = kineto.import_files([path])
+    tr = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
+    ev = [e for e in rawkineto.load(path)["traceEvents"] if e.get("ph") == "X"]
+    steps = [(rawkineto.ns(e["ts"]), rawkineto.ns(e["ts"]) + rawkineto.ns(e["dur"])) for e in ev
+             if str(e.get("name", "")).startswith("ProfilerStep#")]
+    fam = defaultdict(list)
+    for e in ev:
+        if e.get("cat") == "cpu_op" and e["name"] in flops.MATMUL_OPS:
+            s = rawkineto.ns(e["ts"])
+            fam[(e["pid"], e["tid"])].append((s, s + rawkineto.ns(e["dur"]), e))
+
+    def count(name, dims):
+        if name == "aten::mm":
+            return 2 * dims[0][0] * dims[0][1] * dims[1][1]
+        if name == "aten::addmm":
+            return 2 * dims[1][0] * dims[1][1] * dims[2][1]
+        if name == "aten::bmm":
+            return 2 * dims[0][0] * dims[0][1] * dims[0][2] * dims[1][2]
+        if name == "aten::linear":
+            return 2 * math.prod(dims[0][:-1]) * dims[0][-1] * dims[1][0]
+        return None  # matmul/baddbmm: not expected as leaves here
+
+    total = 0
+    for ops in fam.values():
+        for s, e, x in ops:
+            if any(s <= s2 and e2 <= e and o is not x for s2, e2, o in ops):
+                continue  # has a counted op inside: not a leaf
+            if not any(a <= s <= b for a, b in steps):
+                continue
+            types = [t for t in x["args"].get("Input type", []) if t]
+            if types and types[0] != "float":
+                continue
+            v = count(x["name"], x["args"]["Input Dims"])
+            total += v or 0
+    r = fp32.run(tr).to_pylist()[0]
+    assert total > 0 and r["flops"] == total
+    assert r["achieved_flops_per_s_wall"] == pytest.approx(total * 1e9 / r["window_ns"])
