@@ -47,7 +47,6 @@ import gc
 import os
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -423,13 +422,13 @@ def _live_framework_objects() -> list[Any]:
     from torch.optim import Optimizer
 
     opts, mods = [], []
-    with warnings.catch_warnings():
-        # isinstance() on some lazily deprecated torch objects warns; it is not ours to fix.
-        warnings.simplefilter("ignore")
-        for o in gc.get_objects():
-            if isinstance(o, Optimizer):
-                opts.append(o)
-            elif isinstance(o, nn.Module):
-                mods.append(o)
+    # type() rather than isinstance(): isinstance() may read an object's __class__, which
+    # some lazy or deprecated objects intercept (warnings, imports); type() runs no code.
+    for o in gc.get_objects():
+        t = type(o)
+        if issubclass(t, Optimizer):
+            opts.append(o)
+        elif issubclass(t, nn.Module):
+            mods.append(o)
     children = {id(c) for m in mods for c in m.children()}
     return opts + [m for m in mods if id(m) not in children]
