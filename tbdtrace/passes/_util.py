@@ -58,14 +58,26 @@ def decode_device_key(key: int) -> tuple[int | None, str | None, int | None]:
 def row_codes(*cols: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Dense codes of the rows of several int64 columns, and one row index per code.
 
-    Equal rows get equal codes (0..k-1). Cheaper than ``np.unique(axis=0)``: each column
-    is folded in with a 1-D unique, which keeps the combined key small.
+    Equal rows get equal codes (0..k-1). Cheaper than ``np.unique(axis=0)``: the rows are
+    hashed to one uint64 and uniqued once; every row is then checked against its code's
+    first row, and only on a hash collision are the columns folded in one at a time.
     """
     n = cols[0].size if cols else 0
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    h = np.zeros(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for c in cols:
+            h = (h ^ c.astype(np.uint64)) * np.uint64(0x100000001B3)  # FNV-style mix
+            h ^= h >> np.uint64(29)
+    _, first, code = np.unique(h, return_index=True, return_inverse=True)
+    code = code.reshape(-1).astype(np.int64)
+    if all(np.array_equal(c[first[code]], c) for c in cols):
+        return code, first.astype(np.int64)
     code = np.zeros(n, dtype=np.int64)
     for c in cols:
         _, cc = np.unique(c, return_inverse=True)
-        _, code = np.unique(code * (int(cc.max()) + 1 if n else 1) + cc, return_inverse=True)
+        _, code = np.unique(code * (int(cc.max()) + 1) + cc, return_inverse=True)
         code = code.reshape(-1).astype(np.int64)
     _, first = np.unique(code, return_index=True)
     return code, first.astype(np.int64)

@@ -128,3 +128,19 @@ def test_join_fast_and_general_paths_agree() -> None:
             assert fast[i] == -1 and slow[i] == -1
         else:
             assert fast[i] in cands and slow[i] in cands
+
+
+def test_row_codes_groups_equal_rows() -> None:
+    import numpy as np
+
+    from tbdtrace.passes._util import row_codes
+
+    rng = np.random.default_rng(5)
+    cols = [rng.integers(-1, 3, 2000) for _ in range(4)]
+    code, first = row_codes(*cols)
+    rows = list(zip(*(c.tolist() for c in cols), strict=True))
+    seen: dict[tuple, int] = {}
+    for r, c in zip(rows, code.tolist(), strict=True):
+        assert seen.setdefault(r, c) == c  # equal rows, equal codes
+    assert len(set(seen.values())) == len(seen) == first.size  # distinct rows, distinct codes
+    assert [rows[i] for i in first] == sorted(seen, key=seen.get)
