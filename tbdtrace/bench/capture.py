@@ -66,6 +66,29 @@ def resolve(mode: str) -> str:
     return "tbdtrace" if importlib.util.find_spec("tbdtrace.commands.capture") else "steps"
 
 
+def for_job(mode: str, job: Job) -> tuple[str, str | None]:
+    """The capture a job gets, and a note when it differs from ``mode``.
+
+    ``tbdtrace capture`` without a usable GPU uses its torch backend (torch.profiler),
+    which sees PyTorch only; TensorFlow and MXNet jobs then run with the steps file alone
+    (throughput, no activity) instead of failing.
+    """
+    if mode != "tbdtrace" or job.framework == "pytorch":
+        return mode, None
+    try:
+        from tbdtrace.collector import choose_backend
+
+        backend, _ = choose_backend("auto")
+    except Exception:  # a broken collector shows up in the capture run itself
+        return mode, None
+    if backend != "torch":
+        return mode, None
+    return "steps", (
+        f"no capture backend for {job.framework} without a GPU (the torch backend sees "
+        "PyTorch only): steps file only"
+    )
+
+
 def command(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> tuple[list[str], dict]:  # type: ignore[type-arg]
     """The process to start for ``job`` and its environment."""
     env = dict(os.environ)

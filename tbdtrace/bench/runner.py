@@ -32,6 +32,7 @@ def _batch_from_log(log: Path, job: Job) -> int | None:
 def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
     """Run one job under capture and return its table row (failed rows carry the error)."""
     paths = capture.Paths.for_job(Path(cfg.out_dir), job)
+    mode, note = capture.for_job(mode, job)
     outcome = capture.execute(mode, job, cfg, paths)
     row = rows.empty_row(
         model=job.model,
@@ -52,6 +53,8 @@ def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
         row["error"] = str(e)
         return row
     row.update(cells)
+    if note:
+        notes.insert(0, note)
     row["trace"] = str(paths.trace_dir)
     if not row["measured_steps"]:
         notes.insert(

@@ -79,3 +79,18 @@ def test_capture_command_wraps_the_workload(tmp_path: Path) -> None:
     argv, env = capture.command("steps", job, cfg, paths)
     assert argv == workload
     assert env["TBDTRACE_STEPS_FILE"] == str(tmp_path / "logs" / "wgan-pytorch-b16.steps.jsonl")
+
+
+def test_without_a_gpu_other_frameworks_get_the_steps_capture() -> None:
+    import pytest
+
+    from tbdtrace.bench import capture
+    from tbdtrace.collector import gpu_usable
+
+    if gpu_usable()[0]:
+        pytest.skip("a GPU is usable: every framework is captured")
+    mx = Job("wgan", "mxnet", "workloads.mxnet.wgan", sys.executable, None)
+    mode, note = capture.for_job("tbdtrace", mx)
+    assert mode == "steps" and note is not None and "mxnet" in note
+    assert capture.for_job("tbdtrace", _job("workloads.pytorch.wgan")) == ("tbdtrace", None)
+    assert capture.for_job("steps", mx) == ("steps", None)
