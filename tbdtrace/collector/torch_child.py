@@ -95,7 +95,7 @@ def _assemble(parts: list[Path]) -> tuple[dict[str, Any], dict[str, Any]]:
         for name in _names(p):
             tables.setdefault(name, []).append(tr.table(name))
     out = {n: _concat(ts) for n, ts in tables.items()}
-    meta = dict(metas[0]) if metas else {"source": "torch", "framework": "pytorch"}
+    meta: dict[str, Any] = dict(metas[0]) if metas else {"source": "torch"}
     meta["extra"] = dict(meta.get("extra") or {})
     meta["extra"]["parts"] = [{"dir": p.name, "start_time_ns": m.get("start_time_ns")}
                               for p, m in zip(parts, metas, strict=True)]

@@ -96,9 +96,10 @@ class _Reader:
     def memcpy(self, b: TableBuilder) -> None:
         for r in self.each("CUPTI_ACTIVITY_KIND_MEMCPY"):
             b.append(
-                **self.common(r), bytes=r["bytes"], copy_kind=MEMCPY_KINDS.get(r.get("copyKind")),
-                src_kind=MEMORY_KINDS.get(r.get("srcKind"), "unknown"),
-                dst_kind=MEMORY_KINDS.get(r.get("dstKind"), "unknown"),
+                **self.common(r), bytes=r["bytes"],
+                copy_kind=MEMCPY_KINDS.get(r.get("copyKind") or 0),
+                src_kind=MEMORY_KINDS.get(r.get("srcKind") or 0, "unknown"),
+                dst_kind=MEMORY_KINDS.get(r.get("dstKind") or 0, "unknown"),
                 src_device_id=r.get("srcDeviceId"), dst_device_id=r.get("dstDeviceId"),
             )
 
@@ -106,7 +107,7 @@ class _Reader:
         for r in self.each("CUPTI_ACTIVITY_KIND_MEMSET"):
             b.append(
                 **self.common(r), bytes=r["bytes"], value=r.get("value"),
-                memory_kind=MEMORY_KINDS.get(r.get("memKind"), "unknown"),
+                memory_kind=MEMORY_KINDS.get(r.get("memKind") or 0, "unknown"),
             )
 
     def runtime(self, b: TableBuilder) -> None:

@@ -26,8 +26,10 @@ Picoseconds are floored to ns. Device planes (``/device:GPU:N``) are not read ye
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,13 +56,32 @@ def is_op(name: str) -> bool:
     return bool(_OP_RE.match(name))
 
 
+_PB2 = "tensorflow.tsl.profiler.protobuf.xplane_pb2"
+
+
+def _xplane_pb2(path: Path) -> Any:
+    """TensorFlow's generated XSpace module, loaded from its file without importing
+    TensorFlow itself (seconds of start-up, and its profiler runtime clashes with
+    torch.profiler's in one process). It is registered under its own name, so a later
+    ``import tensorflow`` reuses it instead of registering the protos twice."""
+    if _PB2 in sys.modules:
+        return sys.modules[_PB2]
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        raise TraceError(f"{path}: reading .xplane.pb needs tensorflow installed; "
+                         "pip install tensorflow-cpu")
+    f = Path(list(spec.submodule_search_locations)[0], "tsl/profiler/protobuf/xplane_pb2.py")
+    mspec = importlib.util.spec_from_file_location(_PB2, f)
+    if mspec is None or mspec.loader is None or not f.exists():
+        raise TraceError(f"{path}: this TensorFlow has no {f.name}; upgrade tensorflow")
+    mod = importlib.util.module_from_spec(mspec)
+    sys.modules[_PB2] = mod
+    mspec.loader.exec_module(mod)
+    return mod
+
+
 def _xspace(path: Path) -> Any:
-    try:
-        from tensorflow.tsl.profiler.protobuf import xplane_pb2
-    except ImportError as e:
-        raise TraceError(f"{path}: reading .xplane.pb needs tensorflow installed ({e}); "
-                         "pip install tensorflow-cpu") from e
-    xs = xplane_pb2.XSpace()
+    xs = _xplane_pb2(path).XSpace()
     try:
         xs.ParseFromString(path.read_bytes())
     except Exception as e:  # noqa: BLE001 (protobuf raises DecodeError and others)
@@ -128,9 +149,9 @@ def _add_trace_viewer(path: Path, out: _Tables, rank: int | None) -> dict[str, A
         raw = gzip.decompress(raw)
     try:
         doc = json.loads(raw.decode("utf-8", errors="replace"), parse_float=str)
-    except json.JSONDecodeError as e:
-        raise TraceError(f"{path}: invalid JSON at line {e.lineno} ({e.msg}); "
-                         "re-export the trace viewer data") from e
+    except json.JSONDecodeError as err:
+        raise TraceError(f"{path}: invalid JSON at line {err.lineno} ({err.msg}); "
+                         "re-export the trace viewer data") from err
     procs = {e.get("pid"): str(e.get("args", {}).get("name", "")) for e in doc["traceEvents"]
              if e.get("ph") == "M" and e.get("name") == "process_name"}
     n = 0
