@@ -1,0 +1,224 @@
+// The only file that includes pybind11: the private module tbdtrace._native.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cupti_activity.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include "collector.h"
+#include "columns.h"
+#include "decode.h"
+#include "testrecords.h"
+
+namespace py = pybind11;
+using namespace tbdtrace;
+
+namespace {
+
+const char* type_name(CType t) {
+  switch (t) {
+    case CType::I32: return "int32";
+    case CType::I64: return "int64";
+    case CType::U64: return "uint64";
+    case CType::STR: return "string";
+  }
+  return "?";
+}
+
+// Hands a column's storage to numpy without copying: the vector moves into a capsule.
+template <class T>
+py::array to_numpy(std::vector<T>&& v, CType t) {
+  auto* owner = new std::vector<T>(std::move(v));
+  py::capsule cap(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  if (t == CType::U64)
+    return py::array_t<uint64_t>(owner->size(), reinterpret_cast<uint64_t*>(owner->data()), cap);
+  return py::array_t<T>(owner->size(), owner->data(), cap);
+}
+
+py::dict chunks_to_python(ChunkSet& chunks) {
+  py::dict out;
+  for (auto& t : chunks.tables) {
+    if (t.rows == 0) continue;
+    py::dict cols;
+    for (size_t i = 0; i < t.cols.size(); ++i) {
+      auto& c = t.cols[i];
+      cols[t.def->columns[i].name] =
+          c.is32() ? to_numpy(std::move(c.v32), c.type) : to_numpy(std::move(c.v64), c.type);
+    }
+    out[t.def->name] = cols;
+  }
+  return out;
+}
+
+py::dict result(ChunkSet& chunks, Strings& strings, const Decoder& dec, int records,
+                int status) {
+  py::dict r;
+  r["tables"] = chunks_to_python(chunks);
+  r["strings"] = strings.values;
+  r["records"] = records;
+  r["status"] = status;
+  r["unknown_kind"] = dec.stats().unknown_kind;
+  r["marker_data"] = dec.stats().marker_data;
+  r["unmatched_marker_end"] = dec.stats().unmatched_marker_end;
+  return r;
+}
+
+// Walks a buffer with cuptiActivityGetNextRecord (the production walker).
+py::dict walk_buffer(py::bytes data, size_t valid_size, size_t misalign) {
+  std::string s = data;
+  // 8-byte aligned storage, then shifted by `misalign` to test CUPTI's alignment check.
+  std::vector<uint64_t> store(s.size() / 8 + 2);
+  auto* base = reinterpret_cast<uint8_t*>(store.data()) + misalign;
+  std::memcpy(base, s.data(), s.size());
+  ChunkSet chunks;
+  Strings strings;
+  Decoder dec(chunks, strings);
+  CUpti_Activity* rec = nullptr;
+  int n = 0;
+  CUptiResult st;
+  while ((st = cuptiActivityGetNextRecord(base, valid_size, &rec)) == CUPTI_SUCCESS) {
+    dec.decode(rec);
+    ++n;
+  }
+  dec.close_open_ranges();
+  return result(chunks, strings, dec, n, static_cast<int>(st));
+}
+
+// Decodes records one by one (no CUPTI call): the decoder unit tests.
+py::dict decode_records(const std::vector<py::bytes>& records) {
+  ChunkSet chunks;
+  Strings strings;
+  Decoder dec(chunks, strings);
+  int n = 0;
+  for (const auto& b : records) {
+    std::string s = b;
+    std::vector<uint64_t> store(s.size() / 8 + 1);
+    std::memcpy(store.data(), s.data(), s.size());
+    dec.decode(reinterpret_cast<const CUpti_Activity*>(store.data()));
+    ++n;
+  }
+  dec.close_open_ranges();
+  return result(chunks, strings, dec, n, 0);
+}
+
+py::bytes test_record(const std::string& kind, const py::dict& fields) {
+  FieldValues ints;
+  FieldStrings strs;
+  for (auto item : fields) {
+    auto k = py::cast<std::string>(item.first);
+    if (py::isinstance<py::str>(item.second)) strs[k] = py::cast<std::string>(item.second);
+    else ints[k] = py::cast<int64_t>(item.second);
+  }
+  auto b = build_record(kind, ints, strs);
+  return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+// Decode+columnarize benchmark: n kernel records cycling over `names` distinct kernels,
+// held in one buffer, decoded one by one on this thread. Returns ns per record for the
+// decoder alone and for the CUPTI walker + decoder.
+py::dict bench_decode_kernels(size_t n, size_t names) {
+  std::vector<const char*> name_ptrs;
+  for (size_t i = 0; i < names; ++i)
+    name_ptrs.push_back(keep_string("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_"
+                                    "11FillFunctorIfEEEEvi" + std::to_string(i)));
+  const size_t stride = sizeof(CUpti_ActivityKernel10);
+  std::vector<uint64_t> store(n * stride / 8 + 1);
+  auto* buf = reinterpret_cast<uint8_t*>(store.data());
+  for (size_t i = 0; i < n; ++i) {
+    CUpti_ActivityKernel10 r{};
+    r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    r.start = 1700000000000000000ull + i * 1000;
+    r.end = r.start + 700;
+    r.correlationId = static_cast<uint32_t>(i);
+    r.gridX = 128; r.gridY = 1; r.gridZ = 1; r.blockX = 256; r.blockY = 1; r.blockZ = 1;
+    r.streamId = 7; r.contextId = 1; r.registersPerThread = 32;
+    r.name = name_ptrs[i % names];
+    std::memcpy(buf + i * stride, &r, stride);
+  }
+  py::dict out;
+  {
+    ChunkSet chunks;
+    Strings strings;
+    Decoder dec(chunks, strings);
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < n; ++i)
+      dec.decode(reinterpret_cast<const CUpti_Activity*>(buf + i * stride));
+    auto t1 = std::chrono::steady_clock::now();
+    out["decode_ns_per_record"] =
+        std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+    out["rows"] = chunks.t(KERNELS).rows;
+  }
+  if (cupti_version() > 0) {
+    ChunkSet chunks;
+    Strings strings;
+    Decoder dec(chunks, strings);
+    CUpti_Activity* rec = nullptr;
+    size_t rows = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    while (cuptiActivityGetNextRecord(buf, n * stride, &rec) == CUPTI_SUCCESS) {
+      dec.decode(rec);
+      ++rows;
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    out["walk_decode_ns_per_record"] =
+        std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+    out["walk_rows"] = rows;
+  }
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "tbdtrace native CUPTI collector (private; use tbdtrace.collector)";
+  m.def("cupti_version", &cupti_version, "cuptiGetVersion(), or -(CUPTI result) on failure");
+  m.def("cupti_result_name", &cupti_result_name);
+  m.def("cupti_library_path", &cupti_library_path);
+  m.def("layout", [] {
+    py::list out;
+    for (const auto& t : table_defs()) {
+      py::list cols;
+      for (const auto& c : t.columns) cols.append(py::make_tuple(c.name, type_name(c.type)));
+      out.append(py::make_tuple(t.name, static_cast<int>(t.id), cols));
+    }
+    return out;
+  });
+  m.def("activity_names", &activity_names);
+  m.def("default_activities", &default_activities);
+  m.def("record_size", [](const std::string& kind) {
+    return build_record(kind, {}, {}).size();
+  });
+  m.def(
+      "start",
+      [](const std::string& spool_path, const std::vector<std::string>& activities,
+         uint64_t buffer_bytes, uint32_t buffer_count, uint32_t flush_interval_ms) {
+        CollectorConfig cfg;
+        cfg.spool_path = spool_path;
+        cfg.activities = activities;
+        cfg.buffer_bytes = buffer_bytes;
+        cfg.buffer_count = buffer_count;
+        cfg.flush_interval_ms = flush_interval_ms;
+        StartResult r;
+        {
+          py::gil_scoped_release nogil;
+          r = collector_start(cfg);
+        }
+        return py::make_tuple(r.ok, r.status, r.message);
+      },
+      py::arg("spool_path"), py::arg("activities"), py::arg("buffer_bytes"),
+      py::arg("buffer_count"), py::arg("flush_interval_ms"));
+  m.def("stop", [] {
+    py::gil_scoped_release nogil;
+    return collector_stop();
+  });
+  m.def("running", &collector_running);
+  m.def("walk_buffer", &walk_buffer, py::arg("data"), py::arg("valid_size"),
+        py::arg("misalign") = 0);
+  m.def("decode_records", &decode_records);
+  m.def("_test_record", &test_record);
+  m.def("_bench_decode_kernels", &bench_decode_kernels, py::arg("n"), py::arg("names") = 64);
+}

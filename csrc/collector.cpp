@@ -1,0 +1,367 @@
+#include "collector.h"
+
+#include <cupti.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_set>
+
+#include "columns.h"
+#include "decode.h"
+#include "spool.h"
+
+namespace tbdtrace {
+
+namespace {
+
+struct KindName { const char* name; CUpti_ActivityKind kind; };
+const KindName kKinds[] = {
+    {"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+    {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
+    {"memcpy2", CUPTI_ACTIVITY_KIND_MEMCPY2},
+    {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
+    {"memory", CUPTI_ACTIVITY_KIND_MEMORY2},
+    {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},
+    {"driver", CUPTI_ACTIVITY_KIND_DRIVER},
+    {"marker", CUPTI_ACTIVITY_KIND_MARKER},
+    {"marker_data", CUPTI_ACTIVITY_KIND_MARKER_DATA},
+    {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+    {"overhead", CUPTI_ACTIVITY_KIND_OVERHEAD},
+    {"device", CUPTI_ACTIVITY_KIND_DEVICE},
+    {"context", CUPTI_ACTIVITY_KIND_CONTEXT},
+};
+
+int64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') { o += '\\'; o += ch; }
+    else if (static_cast<unsigned char>(ch) < 0x20) { o += ' '; }
+    else o += ch;
+  }
+  return o + "\"";
+}
+
+struct Session {
+  CollectorConfig cfg;
+  std::mutex mu;  // guards free_, ready_, dropped_, counters; never held across CUPTI calls
+  std::condition_variable cv;
+  std::vector<std::unique_ptr<uint8_t[]>> storage;
+  std::unordered_set<uint8_t*> ours;
+  std::vector<uint8_t*> free_;
+  std::deque<std::pair<uint8_t*, size_t>> ready_;
+  std::map<uint64_t, uint64_t> dropped_;  // context id -> CUPTI dropped records
+  uint64_t denied_requests = 0;           // pool empty when CUPTI asked for a buffer
+  uint64_t foreign_buffers = 0;           // completed buffers we did not hand out
+  uint64_t buffers_completed = 0;
+  std::vector<CUpti_ActivityKind> enabled;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  ChunkSet chunks;
+  Strings strings;
+  std::unique_ptr<Decoder> decoder;
+  SpoolWriter spool;
+  std::thread flusher;
+  std::atomic<bool> stopping{false};
+  int64_t start_host_ns = 0, start_cupti_ns = 0;
+};
+
+Session* g_session = nullptr;
+std::mutex g_lifecycle;  // start/stop
+std::atomic<int> g_pending_signal{0};
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  Session* s = g_session;
+  *max_records = 0;
+  *buffer = nullptr;
+  *size = 0;
+  if (s == nullptr) return;
+  std::lock_guard<std::mutex> lk(s->mu);
+  if (s->free_.empty()) {
+    // CUPTI (API version >= 27, CUDA 12.9+) drops and counts records when refused.
+    ++s->denied_requests;
+    return;
+  }
+  *buffer = s->free_.back();
+  s->free_.pop_back();
+  *size = s->cfg.buffer_bytes;
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
+                               size_t valid) {
+  Session* s = g_session;
+  if (s == nullptr || buffer == nullptr) return;
+  size_t dropped = 0;
+  // Outside our mutex: CUPTI holds its own lock here (ABBA deadlock otherwise).
+  cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped);
+  uint32_t ctx_id = 0;
+  if (ctx != nullptr) cuptiGetContextId(ctx, &ctx_id);
+  {
+    std::lock_guard<std::mutex> lk(s->mu);
+    if (dropped) s->dropped_[ctx_id] += dropped;
+    if (s->ours.count(buffer) == 0) {
+      ++s->foreign_buffers;
+      return;
+    }
+    s->ready_.emplace_back(buffer, valid);
+    ++s->buffers_completed;
+  }
+  s->cv.notify_one();
+}
+
+// Decodes every ready buffer and gives it back to the pool; spills when chunks are large.
+void drain(Session* s, bool force_spill) {
+  for (;;) {
+    std::pair<uint8_t*, size_t> b;
+    {
+      std::lock_guard<std::mutex> lk(s->mu);
+      if (s->ready_.empty()) break;
+      b = s->ready_.front();
+      s->ready_.pop_front();
+    }
+    CUpti_Activity* rec = nullptr;
+    while (cuptiActivityGetNextRecord(b.first, b.second, &rec) == CUPTI_SUCCESS)
+      s->decoder->decode(rec);
+    std::lock_guard<std::mutex> lk(s->mu);
+    s->free_.push_back(b.first);
+  }
+  if (force_spill || s->chunks.rows() >= s->cfg.spill_rows) s->spool.spill(s->chunks, s->strings);
+}
+
+void flush_loop(Session* s) {
+  auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->cfg.flush_interval_ms);
+  while (!s->stopping.load()) {
+    {
+      std::unique_lock<std::mutex> lk(s->mu);
+      // Short waits so a pending SIGTERM is noticed quickly.
+      s->cv.wait_for(lk, std::chrono::milliseconds(50));
+    }
+    if (g_pending_signal.load()) break;
+    if (std::chrono::steady_clock::now() >= next) {
+      cuptiActivityFlushAll(0);
+      next = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->cfg.flush_interval_ms);
+      drain(s, true);  // spill each period: a SIGKILL loses at most one period
+    } else {
+      drain(s, false);
+    }
+  }
+  int sig = g_pending_signal.load();
+  if (sig != 0) {
+    // Stop from this thread (not the handler: nothing here is async-signal-safe), then
+    // die of the same signal with its default action.
+    std::thread([sig] {
+      collector_stop();
+      signal(sig, SIG_DFL);
+      raise(sig);
+    }).detach();
+  }
+}
+
+std::string meta_json(Session* s) {
+  std::ostringstream o;
+  o << "{\"pid\":" << getpid() << ",\"clock\":\"CLOCK_REALTIME\",\"clock_offset_ns\":0"
+    << ",\"cupti_minus_host_ns_at_start\":" << (s->start_cupti_ns - s->start_host_ns)
+    << ",\"start_time_ns\":" << s->start_host_ns << ",\"stop_time_ns\":" << realtime_ns()
+    << ",\"cupti_version\":" << cupti_version() << ",\"buffer_bytes\":" << s->cfg.buffer_bytes
+    << ",\"buffer_count\":" << s->cfg.buffer_count
+    << ",\"flush_interval_ms\":" << s->cfg.flush_interval_ms
+    << ",\"denied_buffer_requests\":" << s->denied_requests
+    << ",\"foreign_buffers\":" << s->foreign_buffers
+    << ",\"buffers_completed\":" << s->buffers_completed;
+  const auto& st = s->decoder->stats();
+  o << ",\"records\":" << st.records << ",\"unknown_kind_records\":" << st.unknown_kind
+    << ",\"marker_data_records\":" << st.marker_data
+    << ",\"unmatched_marker_ends\":" << st.unmatched_marker_end << ",\"activities\":[";
+  for (size_t i = 0; i < s->cfg.activities.size(); ++i)
+    o << (i ? "," : "") << json_str(s->cfg.activities[i]);
+  o << "],\"dropped_records\":{";
+  bool first = true;
+  for (const auto& [ctx, n] : s->dropped_) {
+    o << (first ? "" : ",") << "\"" << ctx << "\":" << n;
+    first = false;
+  }
+  o << "}}";
+  return o.str();
+}
+
+StartResult fail(Session* s, const std::string& status, const std::string& msg) {
+  for (auto k : s->enabled) cuptiActivityDisable(k);
+  if (s->subscriber) cuptiUnsubscribe(s->subscriber);
+  s->spool.close();
+  std::remove(s->cfg.spool_path.c_str());
+  delete s;
+  g_session = nullptr;
+  return StartResult{false, status, msg};
+}
+
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+}  // namespace
+
+const std::vector<std::string>& default_activities() {
+  static const std::vector<std::string> v = {"kernel", "memcpy", "memcpy2", "memset", "memory",
+                                             "runtime", "driver", "marker", "sync", "overhead",
+                                             "device", "context"};
+  return v;
+}
+
+const std::vector<std::string>& activity_names() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> r;
+    for (const auto& k : kKinds) r.emplace_back(k.name);
+    return r;
+  }();
+  return v;
+}
+
+int cupti_version() {
+  uint32_t v = 0;
+  CUptiResult r = cuptiGetVersion(&v);
+  return r == CUPTI_SUCCESS ? static_cast<int>(v) : -static_cast<int>(r);
+}
+
+std::string cupti_result_name(int code) {
+  const char* s = nullptr;
+  if (cuptiGetResultString(static_cast<CUptiResult>(code), &s) == CUPTI_SUCCESS && s) return s;
+  return "CUPTI error " + std::to_string(code);
+}
+
+std::string cupti_library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cuptiGetVersion), &info) && info.dli_fname)
+    return info.dli_fname;
+  return "";
+}
+
+StartResult collector_start(const CollectorConfig& cfg) {
+  std::lock_guard<std::mutex> life(g_lifecycle);
+  if (g_session != nullptr) return {false, "error", "the CUPTI collector is already running"};
+  std::vector<CUpti_ActivityKind> kinds;
+  for (const auto& a : cfg.activities) {
+    bool found = false;
+    for (const auto& k : kKinds)
+      if (a == k.name) { kinds.push_back(k.kind); found = true; }
+    if (!found) return {false, "error", "unknown activity '" + a + "'"};
+  }
+  auto* s = new Session();
+  s->cfg = cfg;
+  g_session = s;
+  s->decoder = std::make_unique<Decoder>(s->chunks, s->strings);
+  std::string err = s->spool.open(cfg.spool_path, static_cast<uint32_t>(getpid()));
+  if (!err.empty()) return fail(s, "error", err);
+
+  // The subscriber is an ownership token: CUDA 13.0 allows one per process, and a second
+  // one fails with MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED naming the tool that holds it.
+  char old_name[256] = {0};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "tbdtrace";
+  params.oldSubscriberName = old_name;
+  params.oldSubscriberSize = sizeof(old_name);
+  CUptiResult r = cuptiSubscribe_v2(&s->subscriber, on_callback, nullptr, &params);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    s->subscriber = nullptr;
+    std::string who = old_name[0] ? old_name : "another profiler (nsys, ncu, a framework profiler)";
+    return fail(s, "other_tool", "CUPTI is already in use by " + who +
+                                     "; capture stopped, the other tool's run is untouched");
+  }
+  if (r != CUPTI_SUCCESS) {
+    s->subscriber = nullptr;
+    if (r == CUPTI_ERROR_UNKNOWN ||
+        r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_INVALID_DEVICE)
+      return fail(s, "no_device", "no CUDA driver/device (CUPTI: " + cupti_result_name(r) + ")");
+    return fail(s, "error", "cuptiSubscribe failed: " + cupti_result_name(r));
+  }
+  for (uint32_t i = 0; i < cfg.buffer_count; ++i) {
+    // operator new[] gives at least 16-byte alignment; CUPTI needs 8.
+    s->storage.emplace_back(new uint8_t[cfg.buffer_bytes]);
+    s->ours.insert(s->storage.back().get());
+    s->free_.push_back(s->storage.back().get());
+  }
+  r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS) return fail(s, "error", "cuptiActivityRegisterCallbacks: " + cupti_result_name(r));
+  for (auto k : kinds) {
+    r = cuptiActivityEnable(k);
+    if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED)
+      return fail(s, "no_device", "no CUDA driver/device (CUPTI: " + cupti_result_name(r) + ")");
+    if (r != CUPTI_SUCCESS)
+      return fail(s, "error", "cuptiActivityEnable(" + std::to_string(k) + "): " + cupti_result_name(r));
+    s->enabled.push_back(k);
+  }
+  uint64_t ts = 0;
+  cuptiGetTimestamp(&ts);
+  s->start_host_ns = realtime_ns();
+  s->start_cupti_ns = static_cast<int64_t>(ts);
+  s->flusher = std::thread(flush_loop, s);
+  return {true, "ok", "capturing"};
+}
+
+std::string collector_stop() {
+  std::lock_guard<std::mutex> life(g_lifecycle);
+  Session* s = g_session;
+  if (s == nullptr) return "";
+  // Forced flush first: it calls buffer_completed synchronously, so no lock is held here.
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (auto k : s->enabled) cuptiActivityDisable(k);
+  s->stopping = true;
+  s->cv.notify_all();
+  if (s->flusher.joinable() && s->flusher.get_id() != std::this_thread::get_id()) s->flusher.join();
+  else if (s->flusher.joinable()) s->flusher.detach();
+  drain(s, false);
+  s->decoder->close_open_ranges();
+  s->spool.spill(s->chunks, s->strings);
+  s->spool.write_meta(meta_json(s));
+  s->spool.close();
+  if (s->subscriber) cuptiUnsubscribe(s->subscriber);
+  std::string path = s->cfg.spool_path;
+  g_session = nullptr;
+  // After the forced flush every buffer should be back. If CUPTI still holds one, the
+  // session (and its pool) is leaked on purpose rather than freed under CUPTI's feet.
+  bool all_back;
+  {
+    std::lock_guard<std::mutex> lk(s->mu);
+    all_back = s->free_.size() == s->storage.size();
+  }
+  if (all_back) delete s;
+  return path;
+}
+
+bool collector_running() { return g_session != nullptr; }
+
+namespace {
+void on_signal(int sig) { g_pending_signal.store(sig); }
+}  // namespace
+
+void collector_install_signal_handlers() {
+  for (int sig : {SIGTERM, SIGINT}) {
+    struct sigaction old{};
+    sigaction(sig, nullptr, &old);
+    // Only replace the default action; a program's own handler (Python's SIGINT) stays,
+    // and that program's normal exit then stops the collector through atexit.
+    if (old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa{};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+}  // namespace tbdtrace

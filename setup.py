@@ -1,0 +1,64 @@
+"""Thin setup.py: CMake (CMakeLists.txt) builds tbdtrace._native and libtbdtrace_inject.so.
+
+``python setup.py build_ext --inplace`` (``make native``) puts both next to the package.
+Set ``TBDTRACE_CMAKE_ARGS`` for extra CMake options, e.g. ``-DTBDTRACE_CUPTI_FROM_WHEEL=ON``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+# cmake and ninja from the environment running setup.py (the venv) come first.
+BIN = Path(sys.executable).parent
+os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name: str) -> None:
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext: Extension) -> None:
+        out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
+        build_dir = ROOT / "build" / "native"
+        build_dir.mkdir(parents=True, exist_ok=True)
+        args = [
+            f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={out_dir}",
+            f"-DPython_EXECUTABLE={sys.executable}",
+            "-DCMAKE_BUILD_TYPE=Release",
+            *shlex.split(os.environ.get("TBDTRACE_CMAKE_ARGS", "")),
+        ]
+        gen = ["-G", "Ninja"] if _has_ninja() and not (build_dir / "CMakeCache.txt").exists() else []
+        subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build_dir), *gen, *args], check=True)
+        subprocess.run(["cmake", "--build", str(build_dir), "-j", str(os.cpu_count() or 2)],
+                       check=True)
+        self._inject_lib = out_dir / "libtbdtrace_inject.so"
+
+    def copy_extensions_to_source(self) -> None:
+        # --inplace copies only the extension module into the package; the injection
+        # library goes next to it too.
+        super().copy_extensions_to_source()
+        lib = getattr(self, "_inject_lib", None)
+        if lib is not None and lib.exists():
+            shutil.copy2(lib, ROOT / "tbdtrace" / lib.name)
+
+
+def _has_ninja() -> bool:
+    try:
+        subprocess.run(["ninja", "--version"], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    return True
+
+
+setup(ext_modules=[CMakeExtension("tbdtrace._native")], cmdclass={"build_ext": CMakeBuild})
