@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.workloads.runner import check_trained, run_workload
 
 MODULE = "workloads.tensorflow.resnet50"
 
 
+# Tracing the Keras application graph takes 25-35 s on a 2-core CPU.
+@pytest.mark.slow
 def test_tiny_trains_and_records_steps(tmp_path: Path) -> None:
     run = run_workload(
         MODULE, tmp_path, "--size", "tiny", "--steps", "2", "--warmup", "1", "--device", "cpu"
