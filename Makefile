@@ -39,8 +39,10 @@ $(VENV_MX)/.stamp: requirements-mxnet.lock
 venv-mxnet: $(VENV_MX)/.stamp
 
 # The pybind11 extension and the CUPTI injection library, built in place by CMake.
+# The package is installed editable into .venv (console script `tbdtrace`).
 native: $(VENV)/.stamp
-	$(PY) setup.py -q build_ext --inplace
+	if [ -f setup.py ]; then $(PY) setup.py -q build_ext --inplace; fi
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v '^WARNING: Location' ; test $${PIPESTATUS[0]} -eq 0
 
 test: native $(VENV_MX)/.stamp
 	$(PY) -m pytest -q tests
