@@ -1,0 +1,114 @@
+"""``--backend cupti``: the native CUPTI collector (``tbdtrace._native``), in-process.
+
+:class:`Backend` follows :class:`tbdtrace.collector.backend.Backend`: ``start()`` enables the
+CUPTI activity kinds of :class:`CuptiConfig` and spools column chunks to a temporary file;
+``stop()`` flushes (forced), reads the spool back and returns the tables. Without a CUDA
+driver or device ``start()`` raises TraceError with the line :data:`NO_DEVICE` starts with.
+Running another CUPTI user at the same time (nsys, ncu, torch.profiler, the TensorFlow
+profiler) is refused at start when CUPTI reports it, naming the tool where CUPTI can.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tbdtrace.collector import merge, spool
+from tbdtrace.errors import TraceError
+
+NO_DEVICE = "no CUDA driver/device"
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class CuptiConfig:
+    activities: tuple[str, ...] = ()  # CUPTI kinds (see activity_names()); () = defaults
+    buffer_bytes: int = 8 * MIB  # one CUPTI activity buffer
+    buffer_count: int = 8  # buffers in the fixed pool: at most buffer_bytes x count in use
+    flush_interval_ms: int = 1000  # periodic flush and spill to the spool
+
+
+def native() -> Any:
+    """The compiled module; TraceError with the build command when it is missing."""
+    try:
+        from tbdtrace import _native
+    except ImportError as e:
+        raise TraceError(f"the native CUPTI collector is not built ({e}); run `make native`"
+                         ) from None
+    return _native
+
+
+def activity_names() -> list[str]:
+    return list(native().activity_names())
+
+
+def resolve_activities(cfg: CuptiConfig) -> list[str]:
+    """Kinds to enable; TraceError naming the bad one and the valid names."""
+    acts = list(cfg.activities) or list(native().default_activities())
+    known = set(activity_names())
+    for a in acts:
+        if a not in known:
+            raise TraceError(f"unknown activity {a!r}; choose from {', '.join(sorted(known))}")
+    return acts
+
+
+def check_config(cfg: CuptiConfig) -> None:
+    if cfg.buffer_bytes < 64 * 1024 or cfg.buffer_count < 1:
+        raise TraceError("CUPTI buffers must be at least 64 KiB and at least one buffer")
+    if cfg.flush_interval_ms < 1:
+        raise TraceError("--flush-interval-ms must be >= 1")
+
+
+def probe() -> tuple[bool, str, str]:
+    """(usable, status, one line): starts and stops a session on a throw-away spool."""
+    n = native()
+    with tempfile.TemporaryDirectory(prefix="tbdtrace-probe-") as d:
+        ok, status, msg = n.start(str(Path(d) / "probe.tbds"), ["context"], 64 * 1024, 1, 1000)
+        if ok:
+            n.stop()
+    return ok, status, msg if not ok else "CUPTI usable"
+
+
+def available() -> bool:
+    try:
+        return probe()[0]
+    except TraceError:
+        return False
+
+
+class Backend:
+    """In-process CUPTI capture (see the module docstring)."""
+
+    def __init__(self, config: CuptiConfig | None = None):
+        self.config = config or CuptiConfig()
+        self._dir: Path | None = None
+
+    def start(self) -> None:
+        check_config(self.config)
+        acts = resolve_activities(self.config)
+        self._dir = Path(tempfile.mkdtemp(prefix="tbdtrace-spool-"))
+        ok, _status, msg = native().start(str(self._dir / f"{os.getpid()}.tbds"), acts,
+                                          self.config.buffer_bytes, self.config.buffer_count,
+                                          self.config.flush_interval_ms)
+        if not ok:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+            raise TraceError(f"cupti backend: {msg}")
+
+    def stop(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        if self._dir is None:
+            raise TraceError("cupti backend: stop() without a successful start()")
+        path = native().stop()
+        try:
+            tables, meta = merge.merge([spool.read(path)])
+        finally:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+        return tables, meta
+
+
+__all__ = ["NO_DEVICE", "Backend", "CuptiConfig", "activity_names", "available", "probe"]

@@ -1,0 +1,97 @@
+"""Turn collector spools (one per process) into trace tables and meta.
+
+Spool columns are what CUPTI records carry; constant or per-process columns are filled in
+here: ``pid`` (the spool's process where the record has none), ``device_type`` = cuda,
+``memory.level`` = reserved (CUPTI MEMORY2 sees device allocations, not tensors), and
+``sync.device_id`` from the CONTEXT records. Context records and per-process collector
+statistics go into ``meta.extra``; CUPTI's dropped-record counts into
+``meta.dropped_records`` as ``{"<pid>:<context id>": count}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from tbdtrace import schema
+from tbdtrace.collector.spool import Spool, columns
+
+_CUDA_TABLES = ("kernels", "memcpy", "memset", "memory", "devices")
+_PID_TABLES = ("kernels", "memcpy", "memset", "memory", "runtime", "markers", "sync",
+               "overhead", "devices")
+
+
+def _plain(cols: dict[str, pa.Array]) -> dict[str, pa.Array]:
+    # Each spool has its own string dictionary; plain strings concatenate safely and
+    # tbdtrace.trace re-encodes them.
+    return {k: v.cast(pa.string()) if pa.types.is_dictionary(v.type) else v
+            for k, v in cols.items()}
+
+
+def _process_tables(sp: Spool) -> dict[str, pa.Table]:
+    out: dict[str, pa.Table] = {}
+    ctx = columns(sp, "_contexts")
+    ctx_dev = dict(zip(ctx["context_id"].to_pylist(), ctx["device_id"].to_pylist(),
+                       strict=True)) if ctx else {}
+    for name in _PID_TABLES:
+        cols = _plain(columns(sp, name))
+        if not cols:
+            continue
+        n = len(next(iter(cols.values())))
+        if "pid" in cols:
+            pid = cols["pid"].to_numpy(zero_copy_only=False)
+            cols["pid"] = pa.array(np.where(cols["pid"].is_null().to_numpy(zero_copy_only=False),
+                                            sp.pid, pid).astype(np.int32))
+        else:
+            cols["pid"] = pa.array(np.full(n, sp.pid, dtype=np.int32))
+        if name in _CUDA_TABLES:
+            cols["device_type"] = pa.array(["cuda"] * n)
+        if name == "memory":
+            cols["level"] = pa.array(["reserved"] * n)
+        if name == "sync" and ctx_dev:
+            cols["device_id"] = pa.array([ctx_dev.get(c) for c in
+                                          cols["context_id"].to_pylist()], type=pa.int32())
+        decl = schema.table(name)
+        arrays = [cols[c.name] if c.name in cols else pa.nulls(n, pa.string() if
+                  c.type == schema.STR else c.type) for c in decl.columns]
+        out[name] = pa.Table.from_arrays(arrays, names=decl.column_names)
+    return out
+
+
+def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(tables, meta) for tbdtrace.trace.write from the spools of one capture."""
+    parts: dict[str, list[pa.Table]] = {}
+    procs: list[dict[str, Any]] = []
+    dropped: dict[str, int] = {}
+    contexts: list[dict[str, Any]] = []
+    starts = []
+    for sp in spools:
+        for name, tbl in _process_tables(sp).items():
+            parts.setdefault(name, []).append(tbl)
+        m = dict(sp.meta or {})
+        procs.append({"pid": sp.pid, "chunks": sp.chunks, "truncated_bytes": sp.truncated_bytes,
+                      "clean_stop": sp.meta is not None, **m})
+        for ctx_id, n in (m.get("dropped_records") or {}).items():
+            dropped[f"{sp.pid}:{ctx_id}"] = int(n)
+        if m.get("start_time_ns") is not None:
+            starts.append(int(m["start_time_ns"]))
+        ctx = columns(sp, "_contexts")
+        if ctx:
+            contexts += [dict(r, pid=sp.pid) for r in pa.table(ctx).to_pylist()]
+    tables = {name: pa.concat_tables(ts) for name, ts in parts.items()}
+    devices = tables["devices"].to_pylist() if "devices" in tables else []
+    meta = {
+        "source": "cupti",
+        "clock": "CLOCK_REALTIME",  # CUPTI's default timestamps on Linux: see docs/COLLECTOR.md
+        "clock_offset_ns": 0,
+        "start_time_ns": min(starts) if starts else None,
+        "dropped_records": dropped,
+        "devices": devices,
+        "extra": {"collector_processes": procs, "contexts": contexts},
+    }
+    return tables, meta
+
+
+__all__ = ["merge"]
