@@ -45,9 +45,12 @@ def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
     query walk back from the last range starting at or before it in log2(n) steps.
     """
     n = starts.size
-    tt = np.asarray(t, dtype=np.int64)
-    if n == 0 or tt.size == 0:
-        return np.full(tt.shape, -1, dtype=np.int64)
+    t_in = np.asarray(t, dtype=np.int64)
+    if n == 0 or t_in.size == 0:
+        return np.full(t_in.shape, -1, dtype=np.int64)
+    # Sorted queries make every table lookup below walk memory in order (cache-friendly).
+    q_order = np.argsort(t_in, kind="stable")
+    tt = t_in[q_order]
     # Ties on start: the longer range first, so the shorter (inner) one is found first.
     order = np.lexsort((-ends, starts))
     s, e = starts[order], ends[order]
@@ -72,4 +75,6 @@ def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
         alive &= j >= 0
     jc = np.clip(j, 0, None)
     found = alive & (e[jc] >= tt)
-    return np.where(found, order[jc], -1).astype(np.int64)
+    out = np.empty(t_in.size, dtype=np.int64)
+    out[q_order] = np.where(found, order[jc], -1)
+    return out
