@@ -8,7 +8,6 @@ import sys
 from tbdtrace.collector import BACKENDS, choose_backend
 from tbdtrace.collector.host_sampler import SamplerConfig
 from tbdtrace.collector.torch_backend import TorchConfig
-from tbdtrace.errors import TraceError
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -26,6 +25,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="host sampler rate (default 10)")
     p.add_argument("--cuda", action="store_true",
                    help="torch backend: also record CUDA activities when a GPU is usable")
+    p.add_argument("--activities", metavar="KINDS", default="",
+                   help="cupti backend: comma-separated CUPTI kinds (default: kernel, memcpy, "
+                   "memcpy2, memset, memory, runtime, driver, marker, sync, overhead, device, "
+                   "context; also marker_data)")
+    p.add_argument("--buffer-size", type=int, default=8 << 20, metavar="BYTES",
+                   help="cupti backend: bytes per CUPTI activity buffer (default 8 MiB)")
+    p.add_argument("--buffer-count", type=int, default=8, metavar="N",
+                   help="cupti backend: buffers in the fixed pool (default 8: 64 MiB in all)")
+    p.add_argument("--flush-interval-ms", type=int, default=1000, metavar="MS",
+                   help="cupti backend: flush and spill period (default 1000)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                    help="the command to run, after --")
     p.set_defaults(func=_run)
@@ -42,12 +51,23 @@ def _run(args: argparse.Namespace) -> int:
         print("tbdtrace capture: --sample-hz must be > 0", file=sys.stderr)
         return 2
     backend, reason = choose_backend(args.backend)
-    if backend != "torch":
-        raise TraceError("the native CUPTI collector is not available in this build; "
-                         "use --backend torch")
+    if backend == "cupti":
+        return _run_cupti(args, cmd, reason)
     from tbdtrace.collector.torch_child import capture_command
 
     out, rc = capture_command(cmd, args.out, TorchConfig(cuda=args.cuda),
                               SamplerConfig(rate_hz=args.sample_hz), reason)
     print(f"wrote {out} (backend {backend}; command exit code {rc})", file=sys.stderr)
+    return rc
+
+
+def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
+    from tbdtrace.collector.cupti_backend import CuptiConfig
+    from tbdtrace.collector.cupti_command import capture_command as cupti_capture
+
+    acts = tuple(a.strip() for a in args.activities.split(",") if a.strip())
+    cfg = CuptiConfig(activities=acts, buffer_bytes=args.buffer_size,
+                      buffer_count=args.buffer_count, flush_interval_ms=args.flush_interval_ms)
+    out, rc = cupti_capture(cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason)
+    print(f"wrote {out} (backend cupti; command exit code {rc})", file=sys.stderr)
     return rc

@@ -1,0 +1,112 @@
+"""``tbdtrace capture --backend cupti -- COMMAND``: capture any command through injection.
+
+The command runs with ``CUDA_INJECTION64_PATH`` set to ``libtbdtrace_inject.so`` (the
+CUDA driver calls its ``InitializeInjection`` in every process that initializes CUDA,
+children included, since they inherit the environment) and ``NVTX_INJECTION64_PATH`` set
+to libcupti (so NVTX ranges reach CUPTI's MARKER records). Each process writes
+``<pid>.tbds`` in a temporary spool directory; when the command ends the spools, the
+harness steps file and the host samples become one trace. The command's exit code is
+returned. SIGINT and SIGTERM are passed on to the command, whose processes then flush.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tbdtrace import trace
+from tbdtrace.collector import merge, spool
+from tbdtrace.collector.cupti_backend import (
+    CuptiConfig,
+    check_config,
+    native,
+    probe,
+    resolve_activities,
+)
+from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
+from tbdtrace.collector.torch_child import STEPS_FILE_ENV, read_steps
+from tbdtrace.errors import TraceError
+
+INJECT_LIB = Path(__file__).resolve().parent.parent / "libtbdtrace_inject.so"
+
+
+def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, str]:
+    """The command's environment: injection paths and collector settings."""
+    env = dict(os.environ)
+    env.update({
+        "CUDA_INJECTION64_PATH": str(INJECT_LIB),
+        "NVTX_INJECTION64_PATH": native().cupti_library_path(),
+        "TBDTRACE_SPOOL_DIR": str(spool_dir),
+        "TBDTRACE_ACTIVITIES": ",".join(resolve_activities(cfg)),
+        "TBDTRACE_BUFFER_BYTES": str(cfg.buffer_bytes),
+        "TBDTRACE_BUFFER_COUNT": str(cfg.buffer_count),
+        "TBDTRACE_FLUSH_INTERVAL_MS": str(cfg.flush_interval_ms),
+        STEPS_FILE_ENV: str(steps_file),
+    })
+    return env
+
+
+def _run(command: Sequence[str], env: dict[str, str]) -> int:
+    try:
+        proc = subprocess.Popen(list(command), env=env)
+    except OSError as e:
+        raise TraceError(f"cannot run {command[0]!r}: {e.strerror}") from None
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def forward(sig: int, _frame: Any) -> None:
+        proc.send_signal(sig)
+
+    for s in old:
+        signal.signal(s, forward)
+    try:
+        return proc.wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def read_spools(spool_dir: Path) -> list[spool.Spool]:
+    return [spool.read(p) for p in sorted(spool_dir.glob("*.tbds"))]
+
+
+def capture_command(command: Sequence[str], out: str | os.PathLike[str], cfg: CuptiConfig,
+                    sampler: SamplerConfig, reason: str) -> tuple[Path, int]:
+    """Run ``command`` under the injection library; returns (trace dir, exit code)."""
+    check_config(cfg)
+    resolve_activities(cfg)
+    if not INJECT_LIB.exists():
+        raise TraceError(f"{INJECT_LIB}: injection library missing; run `make native`")
+    ok, status, msg = probe()
+    if not ok:
+        raise TraceError(f"cupti backend: {msg}")
+    spool_dir = Path(tempfile.mkdtemp(prefix="tbdtrace-spool-"))
+    try:
+        steps_file = spool_dir / "steps.jsonl"
+        hs = HostSampler(sampler)
+        hs.start()
+        rc = _run(command, child_env(spool_dir, cfg, steps_file))
+        samples = hs.stop()
+        spools = read_spools(spool_dir)
+        tables, meta = merge.merge(spools)
+        steps = read_steps(steps_file)
+        if steps["step"]:
+            tables["steps"] = steps
+        tables["host_samples"] = samples
+        extra = dict(meta["extra"])
+        extra.update(backend_choice=reason, exit_code=rc, spools=len(spools))
+        meta.update(backend="cupti", host=socket.gethostname(), command=list(command),
+                    extra=extra)
+        path = trace.write(out, tables, meta)
+    finally:
+        shutil.rmtree(spool_dir, ignore_errors=True)
+    return path, rc
+
+
+__all__ = ["INJECT_LIB", "capture_command", "child_env", "read_spools"]
