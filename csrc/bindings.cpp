@@ -12,6 +12,7 @@
 #include "collector.h"
 #include "columns.h"
 #include "decode.h"
+#include "spool.h"
 #include "testrecords.h"
 
 namespace py = pybind11;
@@ -103,6 +104,31 @@ py::dict decode_records(const std::vector<py::bytes>& records) {
   }
   dec.close_open_ranges();
   return result(chunks, strings, dec, n, 0);
+}
+
+// Writes a spool the way the collector does (decode, spill every `spill_every` records,
+// optional meta chunk): spool round-trip and crash tests without a device.
+uint64_t write_spool(const std::string& path, const std::vector<py::bytes>& records,
+                     uint32_t pid, size_t spill_every, const std::string& meta) {
+  ChunkSet chunks;
+  Strings strings;
+  Decoder dec(chunks, strings);
+  SpoolWriter w;
+  std::string err = w.open(path, pid);
+  if (!err.empty()) throw std::runtime_error(err);
+  size_t n = 0;
+  for (const auto& b : records) {
+    std::string s = b;
+    std::vector<uint64_t> store(s.size() / 8 + 1);
+    std::memcpy(store.data(), s.data(), s.size());
+    dec.decode(reinterpret_cast<const CUpti_Activity*>(store.data()));
+    if (++n % spill_every == 0) w.spill(chunks, strings);
+  }
+  dec.close_open_ranges();
+  w.spill(chunks, strings);
+  if (!meta.empty()) w.write_meta(meta);
+  w.close();
+  return w.bytes_written();
 }
 
 py::bytes test_record(const std::string& kind, const py::dict& fields) {
@@ -220,5 +246,7 @@ PYBIND11_MODULE(_native, m) {
         py::arg("misalign") = 0);
   m.def("decode_records", &decode_records);
   m.def("_test_record", &test_record);
+  m.def("_write_spool", &write_spool, py::arg("path"), py::arg("records"), py::arg("pid"),
+        py::arg("spill_every") = 1000, py::arg("meta") = "");
   m.def("_bench_decode_kernels", &bench_decode_kernels, py::arg("n"), py::arg("names") = 64);
 }
