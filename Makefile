@@ -47,9 +47,14 @@ native: $(VENV)/.stamp
 test: native $(VENV_MX)/.stamp
 	$(PY) -m pytest -q tests
 
+# The main job: ResNet-50 training on PyTorch under capture (the GPU with the CUPTI
+# collector when one is usable, else the CPU with torch.profiler), then its report.
+DEMO_OUT ?= out/demo-resnet50
+# tiny on a CPU (seconds per step); small on a GPU.
+DEMO_SIZE ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo small || echo tiny)
 demo: native
-	$(PY) -m tbdtrace import tests/data/kineto/hta/step_based_trace_2543932.json.gz --out out/demo-trace
-	$(PY) -m tbdtrace report out/demo-trace
+	$(PY) -m tbdtrace capture --out $(DEMO_OUT) -- $(PY) -m workloads.pytorch.resnet50 --size $(DEMO_SIZE) --steps 3 --warmup 1
+	$(PY) -m tbdtrace report $(DEMO_OUT) --top 15
 
 lint: $(VENV)/.stamp
 	$(PY) -m ruff check tbdtrace tests workloads bench
