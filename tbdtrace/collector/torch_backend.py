@@ -34,6 +34,7 @@ class TorchConfig:
     profile_memory: bool = True  # allocation/free events with addresses and bytes
     with_flops: bool = True  # FLOPs of ops the profiler has formulas for
     with_stack: bool = False  # Python stacks (large; off by default)
+    classify_memory: bool = True  # label memory rows (weights, activations, ...): see MEMORY.md
 
 
 def available() -> bool:
@@ -93,6 +94,7 @@ class TorchBackend:
     def __init__(self, config: TorchConfig = TorchConfig()):
         self.config = config
         self.profiler: Any = None
+        self.tracker: Any = None
         self.memory: Any = None  # tbdtrace.memory TorchMemoryTracker (profile_memory only)
 
     @staticmethod
@@ -117,12 +119,20 @@ class TorchBackend:
             profile_memory=self.config.profile_memory, with_flops=self.config.with_flops,
             with_stack=self.config.with_stack,
         )
+        if self.config.classify_memory and self.config.profile_memory:
+            # Started before the profiler and stopped after it (docs/MEMORY.md contract).
+            from tbdtrace.memory.torch_classify import TorchMemoryTracker
+
+            self.tracker = TorchMemoryTracker()
+            self.tracker.start()
         self.profiler.__enter__()
 
     def stop(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Stop profiling; returns (tables as column mappings, meta) for trace.write."""
         prof = self.profiler
         prof.__exit__(None, None, None)
+        if self.tracker is not None:
+            self.tracker.stop()
         if self.memory is not None:
             self.memory.stop()
         fd, tmp = tempfile.mkstemp(prefix="tbdtrace-torch-", suffix=".json")
@@ -138,6 +148,8 @@ class TorchBackend:
         if ops:
             _add_flops(ops, prof)
             tables["kernels"] = _merge(tables.get("kernels"), leaf_kernels(ops))
+        if self.tracker is not None:
+            tables = self.tracker.classify_tables(tables)
         import torch
 
         meta.update(source="torch", backend="torch", framework="pytorch", source_files=[])
