@@ -77,7 +77,7 @@ def load_stats(path: Path) -> FixtureStats:
             (k for k in kernels if k["args"].get("stream", k["tid"]) == stream),
             key=lambda k: _ns(k["ts"]),
         )
-        g = [_ns(b["ts"]) - _ns(a["ts"]) - _ns(a.get("dur", 0)) for a, b in zip(ks, ks[1:])]
+        g = [_ns(b["ts"]) - _ns(a["ts"]) - _ns(a.get("dur", 0)) for a, b in zip(ks, ks[1:], strict=False)]
         gaps[int(stream)] = np.clip(np.array(g or [0], dtype=np.int64), 0, None)
     cats = ("gpu_memcpy", "gpu_memset", "cpu_op", "user_annotation")
     others = {c: [e for e in events if e.get("ph") == "X" and e.get("cat") == c] for c in cats}
@@ -156,7 +156,7 @@ def _other_events(st: FixtureStats, n_kernels: int, seed: int) -> Iterator[str]:
         count = int(round(st.per_kernel[cat] * n_kernels))
         starts = np.sort(rng.integers(t0, max(t1, t0 + 1), count))
         picks = rng.integers(0, len(pool), count)
-        for s, p in zip(starts.tolist(), picks.tolist()):
+        for s, p in zip(starts.tolist(), picks.tolist(), strict=True):
             e = dict(pool[p])
             e["ts"] = int(s) // 1000  # integer microseconds (Kineto's usual for host events)
             yield json.dumps(e, separators=(",", ":"))
@@ -167,10 +167,12 @@ def generate(st: FixtureStats, n_kernels: int, out: Path, seed: int = 0) -> int:
 
     A ``.gz`` suffix writes gzip (level 1: the generator is not what is benchmarked).
     """
-    opener = (lambda p: gzip.open(p, "wt", compresslevel=1, encoding="utf-8")) \
-        if out.suffix == ".gz" else (lambda p: open(p, "w", encoding="utf-8"))
     n = 0
-    with opener(out) as f:
+    gz = out.suffix == ".gz"
+    with (
+        gzip.open(out, "wt", compresslevel=1, encoding="utf-8") if gz
+        else open(out, "w", encoding="utf-8")  # noqa: SIM115 - closed by the with
+    ) as f:
         head = json.dumps(st.header, separators=(",", ":"))[:-1]
         f.write((head + "," if len(head) > 1 else "{") + '"traceEvents":[\n')
         batch: list[str] = []
