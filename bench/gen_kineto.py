@@ -63,8 +63,10 @@ def load_stats(path: Path) -> FixtureStats:
         raise SystemExit(f"{path}: no kernel events to replay; choose a GPU trace")
     by_corr = {e["args"].get("correlation"): e for e in kernels}
     launches = [
-        e for e in events
-        if e.get("ph") == "X" and e.get("cat") == "cuda_runtime"
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") == "cuda_runtime"
         and e.get("args", {}).get("correlation") in by_corr
     ]
     lat = [
@@ -77,7 +79,10 @@ def load_stats(path: Path) -> FixtureStats:
             (k for k in kernels if k["args"].get("stream", k["tid"]) == stream),
             key=lambda k: _ns(k["ts"]),
         )
-        g = [_ns(b["ts"]) - _ns(a["ts"]) - _ns(a.get("dur", 0)) for a, b in zip(ks, ks[1:], strict=False)]
+        g = [
+            _ns(b["ts"]) - _ns(a["ts"]) - _ns(a.get("dur", 0))
+            for a, b in zip(ks, ks[1:], strict=False)
+        ]
         gaps[int(stream)] = np.clip(np.array(g or [0], dtype=np.int64), 0, None)
     cats = ("gpu_memcpy", "gpu_memset", "cpu_op", "user_annotation")
     others = {c: [e for e in events if e.get("ph") == "X" and e.get("cat") == c] for c in cats}
@@ -85,8 +90,8 @@ def load_stats(path: Path) -> FixtureStats:
     return FixtureStats(
         header=header,
         kernels=kernels,
-        launches=launches or [{"name": "cudaLaunchKernel", "dur": 5, "pid": 1, "tid": 1,
-                               "args": {"cbid": 211}}],
+        launches=launches
+        or [{"name": "cudaLaunchKernel", "dur": 5, "pid": 1, "tid": 1, "args": {"cbid": 211}}],
         latency_ns=np.clip(np.array(lat or [1000], dtype=np.int64), 0, None),
         gaps_ns=gaps,
         others={c: v for c, v in others.items() if v},
@@ -170,7 +175,8 @@ def generate(st: FixtureStats, n_kernels: int, out: Path, seed: int = 0) -> int:
     n = 0
     gz = out.suffix == ".gz"
     with (
-        gzip.open(out, "wt", compresslevel=1, encoding="utf-8") if gz
+        gzip.open(out, "wt", compresslevel=1, encoding="utf-8")
+        if gz
         else open(out, "w", encoding="utf-8")  # noqa: SIM115 - closed by the with
     ) as f:
         head = json.dumps(st.header, separators=(",", ":"))[:-1]

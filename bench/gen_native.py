@@ -26,8 +26,13 @@ from tbdtrace.importers import kineto
 FIXTURE = Path("/work/shared/fixtures/kineto/hta/df_index_resolver.json.gz")
 
 
-def _per_stream_starts(stream: np.ndarray, dur: np.ndarray, gaps: dict[int, np.ndarray],
-                       rng: np.random.Generator, t0: int) -> np.ndarray:
+def _per_stream_starts(
+    stream: np.ndarray,
+    dur: np.ndarray,
+    gaps: dict[int, np.ndarray],
+    rng: np.random.Generator,
+    t0: int,
+) -> np.ndarray:
     start = np.empty(len(stream), dtype=np.int64)
     for s, pool in gaps.items():
         idx = np.flatnonzero(stream == s)
@@ -75,8 +80,9 @@ def generate(n: int, out: Path, compression: str | None, seed: int = 0) -> Path:
     steps = _steps(start, start + dur, tables, fx.num_rows)
     trace_mod.COMPRESSION = compression
     meta = dict(meta, source_files=[f"synthetic from {FIXTURE.name}"])
-    return trace_mod.write(out, {"kernels": k, "runtime": r, "steps": steps,
-                                 "devices": tables["devices"]}, meta)
+    return trace_mod.write(
+        out, {"kernels": k, "runtime": r, "steps": steps, "devices": tables["devices"]}, meta
+    )
 
 
 def _steps(start: np.ndarray, end: np.ndarray, tables: dict, n_fx: int) -> dict:
@@ -85,8 +91,12 @@ def _steps(start: np.ndarray, end: np.ndarray, tables: dict, n_fx: int) -> dict:
     order = np.sort(start)
     cuts = order[::per]
     s_end = np.append(cuts[1:], end.max())
-    return {"step": np.arange(len(cuts), dtype=np.int64), "start_ns": cuts, "end_ns": s_end,
-            "source": ["profiler_step"] * len(cuts)}
+    return {
+        "step": np.arange(len(cuts), dtype=np.int64),
+        "start_ns": cuts,
+        "end_ns": s_end,
+        "source": ["profiler_step"] * len(cuts),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

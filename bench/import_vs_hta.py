@@ -31,8 +31,18 @@ def synthetic(n: int) -> Path:
     out = OUT / f"synthetic_{n}.json.gz"
     if not out.exists():
         OUT.mkdir(parents=True, exist_ok=True)
-        measure(f"generate {n} kernels", [PY, str(ROOT / "bench" / "gen_kineto.py"),
-                                          str(FIXTURE), "--kernels", str(n), "--out", str(out)])
+        measure(
+            f"generate {n} kernels",
+            [
+                PY,
+                str(ROOT / "bench" / "gen_kineto.py"),
+                str(FIXTURE),
+                "--kernels",
+                str(n),
+                "--out",
+                str(out),
+            ],
+        )
     return out
 
 
@@ -45,19 +55,27 @@ def bench_file(path: Path) -> tuple[Run, Run, Run]:
     hta_dir.mkdir(parents=True)
     (hta_dir / path.name).symlink_to(path.resolve())
     print(f"{path} ({path.stat().st_size / 2**20:.0f} MiB)", file=sys.stderr)
-    imp = measure("tbdtrace import", [PY, "-m", "tbdtrace", "import", str(path),
-                                      "--out", str(trace)])
+    imp = measure(
+        "tbdtrace import", [PY, "-m", "tbdtrace", "import", str(path), "--out", str(trace)]
+    )
     rep = measure("tbdtrace report", [PY, "-m", "tbdtrace", "report", str(trace)])
-    hta = measure("HTA load + kernel breakdown", [str(HTA_PY), str(ROOT / "bench" / "hta_load.py"),
-                                                  str(hta_dir)])
+    hta = measure(
+        "HTA load + kernel breakdown",
+        [str(HTA_PY), str(ROOT / "bench" / "hta_load.py"), str(hta_dir)],
+    )
     return imp, rep, hta
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path)
-    ap.add_argument("--kernels", type=int, action="append", default=[],
-                    help="add a synthetic trace of N kernels (repeatable)")
+    ap.add_argument(
+        "--kernels",
+        type=int,
+        action="append",
+        default=[],
+        help="add a synthetic trace of N kernels (repeatable)",
+    )
     a = ap.parse_args(argv)
     if not HTA_PY.exists():
         print(f"{HTA_PY}: missing; run `make bench-venv` first", file=sys.stderr)
@@ -73,11 +91,15 @@ def main(argv: list[str] | None = None) -> int:
         ours_s = imp.wall_s + rep.wall_s
         ours_rss = max(imp.peak_rss_bytes, rep.peak_rss_bytes)
         rows.append((f.name, ours_s, ours_rss, hta.wall_s, hta.peak_rss_bytes))
-    print(f"{'file':<44} {'ours s':>8} {'HTA s':>8} {'speedup':>8} "
-          f"{'ours MiB':>9} {'HTA MiB':>9} {'RSS ratio':>9}")
+    print(
+        f"{'file':<44} {'ours s':>8} {'HTA s':>8} {'speedup':>8} "
+        f"{'ours MiB':>9} {'HTA MiB':>9} {'RSS ratio':>9}"
+    )
     for name, s, rss, hs, hrss in rows:
-        print(f"{name:<44} {s:8.2f} {hs:8.2f} {hs / s:7.2f}x "
-              f"{rss / 2**20:9.0f} {hrss / 2**20:9.0f} {rss / hrss:9.2f}")
+        print(
+            f"{name:<44} {s:8.2f} {hs:8.2f} {hs / s:7.2f}x "
+            f"{rss / 2**20:9.0f} {hrss / 2**20:9.0f} {rss / hrss:9.2f}"
+        )
     print("goals: speedup >= 10x, RSS ratio <= 0.33")
     return 0
 

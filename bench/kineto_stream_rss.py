@@ -34,26 +34,59 @@ print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 
 def make(path: Path, n: int) -> None:
     with path.open("w") as f:
-        f.write('{"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1},\n'
-                '"traceEvents": [\n')
+        f.write(
+            '{"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1},\n'
+            '"traceEvents": [\n'
+        )
         for i in range(n):
             ts = 1_700_000_000_000_000 + i * 10
             kind = i % 3
             if kind == 0:
-                ev = {"ph": "X", "cat": "kernel", "name": f"void gemm_kernel<{i % 97}>(float*)",
-                      "pid": 0, "tid": 7, "ts": ts, "dur": 4.5, "args": {
-                          "External id": i, "device": 0, "stream": 7, "correlation": i,
-                          "grid": [128, 1, 1], "block": [256, 1, 1],
-                          "registers per thread": 32, "shared memory": 0}}
+                ev = {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": f"void gemm_kernel<{i % 97}>(float*)",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": ts,
+                    "dur": 4.5,
+                    "args": {
+                        "External id": i,
+                        "device": 0,
+                        "stream": 7,
+                        "correlation": i,
+                        "grid": [128, 1, 1],
+                        "block": [256, 1, 1],
+                        "registers per thread": 32,
+                        "shared memory": 0,
+                    },
+                }
             elif kind == 1:
-                ev = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
-                      "pid": 100, "tid": 100, "ts": ts, "dur": 3.25,
-                      "args": {"External id": i, "cbid": 211, "correlation": i}}
+                ev = {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 100,
+                    "tid": 100,
+                    "ts": ts,
+                    "dur": 3.25,
+                    "args": {"External id": i, "cbid": 211, "correlation": i},
+                }
             else:
-                ev = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100,
-                      "tid": 100, "ts": ts, "dur": 8.125, "args": {
-                          "External id": i, "Input Dims": [[64, 64], [64, 64]],
-                          "Input type": ["float", "float"]}}
+                ev = {
+                    "ph": "X",
+                    "cat": "cpu_op",
+                    "name": "aten::mm",
+                    "pid": 100,
+                    "tid": 100,
+                    "ts": ts,
+                    "dur": 8.125,
+                    "args": {
+                        "External id": i,
+                        "Input Dims": [[64, 64], [64, 64]],
+                        "Input type": ["float", "float"],
+                    },
+                }
             f.write(json.dumps(ev) + (",\n" if i < n - 1 else "\n"))
         f.write('], "baseTimeNanoseconds": 0}\n')
 
@@ -67,11 +100,24 @@ def main() -> None:
         size = p.stat().st_size
         for mode in ("in_memory", "stream"):
             env = dict(os.environ, PYTHONPATH=str(root))
-            out = subprocess.run([sys.executable, "-c", CHILD, str(p), mode], env=env,
-                                 capture_output=True, text=True, check=True).stdout.split()
-            print(json.dumps({"mode": mode, "events": n, "file_bytes": size,
-                              "seconds": round(float(out[0]), 2),
-                              "peak_rss_bytes": int(out[1])}))
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, str(p), mode],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+            print(
+                json.dumps(
+                    {
+                        "mode": mode,
+                        "events": n,
+                        "file_bytes": size,
+                        "seconds": round(float(out[0]), 2),
+                        "peak_rss_bytes": int(out[1]),
+                    }
+                )
+            )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,10 @@ def measure(label: str, cmd: list[str]) -> Run:
     wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
     run = Run(label, wall, usage.ru_maxrss * 1024, p.returncode)
-    print(f"  {label:<34} {wall:8.2f} s  {run.peak_rss_bytes / 2**20:8.0f} MiB  rc={run.rc}",
-          file=sys.stderr)
+    print(
+        f"  {label:<34} {wall:8.2f} s  {run.peak_rss_bytes / 2**20:8.0f} MiB  rc={run.rc}",
+        file=sys.stderr,
+    )
     if run.rc != 0:
         raise SystemExit(f"{label}: command failed (exit {run.rc}): {' '.join(cmd)}")
     return run

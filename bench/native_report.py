@@ -24,16 +24,27 @@ PY = str(ROOT / ".venv" / "bin" / "python")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernels", type=int, default=10_000_000)
-    ap.add_argument("--compression", nargs="+", default=["zstd", "none"],
-                    choices=("zstd", "lz4", "none"))
+    ap.add_argument(
+        "--compression", nargs="+", default=["zstd", "none"], choices=("zstd", "lz4", "none")
+    )
     a = ap.parse_args(argv)
     rows = []
     for comp in a.compression:
         trace = OUT / f"native_{a.kernels}_{comp}"
         if not (trace / "meta.json").exists():
-            measure(f"generate ({comp})", [PY, str(ROOT / "bench" / "gen_native.py"),
-                                           "--kernels", str(a.kernels), "--out", str(trace),
-                                           "--compression", comp])
+            measure(
+                f"generate ({comp})",
+                [
+                    PY,
+                    str(ROOT / "bench" / "gen_native.py"),
+                    "--kernels",
+                    str(a.kernels),
+                    "--out",
+                    str(trace),
+                    "--compression",
+                    comp,
+                ],
+            )
         size = sum(f.stat().st_size for f in trace.iterdir())
         run = measure(f"report ({comp})", [PY, "-m", "tbdtrace", "report", str(trace)])
         rows.append((comp, size, run))

@@ -23,8 +23,12 @@ import tbdtrace.trace as trace_mod
 from tbdtrace.importers import kineto
 
 # label -> IPC compression; zstd (level 1, Arrow's default) is what tbdtrace writes.
-CODECS = {"zstd": "zstd", "zstd19": pa.Codec("zstd", compression_level=19), "lz4": "lz4",
-          "none": None}
+CODECS = {
+    "zstd": "zstd",
+    "zstd19": pa.Codec("zstd", compression_level=19),
+    "lz4": "lz4",
+    "none": None,
+}
 FIXTURE = Path("/work/shared/fixtures/kineto/hta/df_index_resolver.json.gz")
 
 
@@ -32,8 +36,11 @@ def kernel_json_gz_bytes(path: Path) -> tuple[int, int]:
     """(kernel events, bytes of those events as gzipped compact JSON)."""
     doc = kineto.read_json(path)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    ks = [e for e in events if isinstance(e, dict) and e.get("ph") == "X"
-          and e.get("cat") in kineto.KERNEL_CATS]
+    ks = [
+        e
+        for e in events
+        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in kineto.KERNEL_CATS
+    ]
     text = json.dumps({"traceEvents": ks}, separators=(",", ":"))
     return len(ks), len(gzip.compress(text.encode(), compresslevel=6))
 
@@ -50,8 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path)
     a = ap.parse_args(argv)
-    print(f"{'file':<44} {'kernels':>9} {'json.gz B/k':>11} {'zstd B/k':>9} "
-          f"{'zstd19 B/k':>10} {'lz4 B/k':>8} {'none B/k':>8} {'zstd/json.gz':>12}")
+    print(
+        f"{'file':<44} {'kernels':>9} {'json.gz B/k':>11} {'zstd B/k':>9} "
+        f"{'zstd19 B/k':>10} {'lz4 B/k':>8} {'none B/k':>8} {'zstd/json.gz':>12}"
+    )
     for f in a.files or [FIXTURE]:
         n, jbytes = kernel_json_gz_bytes(f)
         tables, meta = kineto.import_files([f])
@@ -60,9 +69,11 @@ def main(argv: list[str] | None = None) -> int:
             rows, b = arrow_bytes(tables, meta, comp)
             assert rows == n, f"{f}: {rows} imported kernels, {n} kernel events"
             sizes[label] = b / n
-        print(f"{f.name:<44} {n:9d} {jbytes / n:11.1f} {sizes['zstd']:9.1f} "
-              f"{sizes['zstd19']:10.1f} {sizes['lz4']:8.1f} {sizes['none']:8.1f} "
-              f"{sizes['zstd'] / (jbytes / n):12.3f}")
+        print(
+            f"{f.name:<44} {n:9d} {jbytes / n:11.1f} {sizes['zstd']:9.1f} "
+            f"{sizes['zstd19']:10.1f} {sizes['lz4']:8.1f} {sizes['none']:8.1f} "
+            f"{sizes['zstd'] / (jbytes / n):12.3f}"
+        )
     print("goal: zstd/json.gz <= 0.333")
     return 0
 
