@@ -80,8 +80,11 @@ def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
         ctx = columns(sp, "_contexts")
         if ctx:
             contexts += [dict(r, pid=sp.pid) for r in pa.table(ctx).to_pylist()]
-    tables = {name: pa.concat_tables(ts) for name, ts in parts.items()}
-    devices = tables["devices"].to_pylist() if "devices" in tables else []
+    merged = {name: pa.concat_tables(ts) for name, ts in parts.items()}
+    devices = merged["devices"].to_pylist() if "devices" in merged else []
+    # Column mappings: tbdtrace.trace dictionary-encodes the string columns.
+    tables: dict[str, Any] = {name: dict(zip(t.column_names, t.columns, strict=True))
+                              for name, t in merged.items()}
     meta = {
         "source": "cupti",
         "clock": "CLOCK_REALTIME",  # CUPTI's default timestamps on Linux: see docs/COLLECTOR.md

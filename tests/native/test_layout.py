@@ -11,7 +11,7 @@ _ARROW = {"int32": pa.int32(), "int64": pa.int64(), "uint64": pa.uint64(), "stri
 
 def test_every_native_column_is_a_schema_column_of_the_same_type() -> None:
     seen = set()
-    for table, table_id, cols in _native.layout():
+    for table, _table_id, cols in _native.layout():
         seen.add(table)
         if table.startswith("_"):  # meta-only tables (contexts)
             continue

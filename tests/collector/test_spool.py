@@ -1,0 +1,115 @@
+"""Spool files: round trip through the C++ writer and the Python reader, crash recovery
+(truncated or corrupt last chunk), and merging spools of several processes into a trace."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from tbdtrace import _native, trace
+from tbdtrace.collector import merge, spool
+from tbdtrace.errors import TraceError
+
+
+def kernel(i: int) -> bytes:
+    return _native._test_record("kernel", {"start": 1000 + 10 * i, "end": 1005 + 10 * i,
+                                           "correlationId": i, "deviceId": i % 2,
+                                           "contextId": 1, "name": f"kern_{i % 3}"})
+
+
+def runtime(i: int) -> bytes:
+    return _native._test_record("runtime", {"cbid": 211, "start": 990 + 10 * i,
+                                            "end": 995 + 10 * i, "correlationId": i,
+                                            "processId": 77, "threadId": 78})
+
+
+def write(path: Path, n: int, pid: int = 77, spill_every: int = 10, meta: dict | None = None
+          ) -> int:
+    recs = [r for i in range(n) for r in (kernel(i), runtime(i))]
+    return _native._write_spool(str(path), recs, pid, spill_every,
+                                json.dumps(meta) if meta is not None else "")
+
+
+def chunk_offsets(path: Path) -> list[int]:
+    """Independent walk of the chunk headers: offsets where each chunk ends."""
+    data = path.read_bytes()
+    off, ends = 16, []
+    while off + 32 <= len(data):
+        _, _, nbytes, _, _, _ = struct.unpack_from("<IIQQII", data, off)
+        off += 32 + nbytes
+        ends.append(off)
+    return ends
+
+
+def test_round_trip_keeps_every_row_and_string(tmp_path: Path) -> None:
+    p = tmp_path / "77.tbds"
+    size = write(p, 25, meta={"pid": 77, "dropped_records": {"1": 3}})
+    assert size == p.stat().st_size
+    sp = spool.read(p)
+    assert sp.pid == 77 and sp.truncated_bytes == 0 and sp.meta is not None
+    k = spool.columns(sp, "kernels")
+    assert k["correlation_id"].to_pylist() == list(range(25))
+    assert k["start_ns"].to_pylist() == [1000 + 10 * i for i in range(25)]
+    assert k["name"].cast("string").to_pylist() == [f"kern_{i % 3}" for i in range(25)]
+    assert k["graph_id"].null_count == 25
+    assert spool.columns(sp, "runtime")["name"].cast("string").to_pylist() == (
+        ["cudaLaunchKernel"] * 25)
+
+
+def test_truncated_last_chunk_is_dropped_and_the_rest_read(tmp_path: Path) -> None:
+    p = tmp_path / "77.tbds"
+    write(p, 40, spill_every=10)  # a SIGKILL leaves a prefix of whole chunks + a torn one
+    ends = chunk_offsets(p)
+    data = p.read_bytes()
+    cut = ends[-2] + 20  # inside the header of the last chunk... then inside its payload
+    for tail in (cut, ends[-1] - 5):
+        q = tmp_path / f"cut{tail}.tbds"
+        q.write_bytes(data[:tail])
+        sp = spool.read(q)
+        assert sp.truncated_bytes == tail - ends[-2]
+        assert sp.chunks == len(ends) - 1
+        n = len(spool.columns(sp, "kernels").get("start_ns", []))
+        m = len(spool.columns(sp, "runtime").get("start_ns", []))
+        # Every row read is a whole record pair from the start of the run.
+        assert n + m < 80 and spool.columns(sp, "kernels")["correlation_id"].to_pylist() == (
+            list(range(n)))
+
+
+def test_corrupt_chunk_stops_reading_at_it(tmp_path: Path) -> None:
+    p = tmp_path / "77.tbds"
+    write(p, 20, spill_every=10)
+    ends = chunk_offsets(p)
+    data = bytearray(p.read_bytes())
+    data[ends[-2] + 40] ^= 0xFF  # a byte in the last chunk's payload: its CRC fails
+    p.write_bytes(bytes(data))
+    sp = spool.read(p)
+    assert sp.chunks == len(ends) - 1 and sp.truncated_bytes == ends[-1] - ends[-2]
+
+
+def test_not_a_spool_is_one_clear_error(tmp_path: Path) -> None:
+    p = tmp_path / "x.tbds"
+    p.write_bytes(b"hello world, not a spool")
+    with pytest.raises(TraceError, match="not a tbdtrace spool file"):
+        spool.read(p)
+
+
+def test_merge_of_two_processes_keeps_pids_and_writes_a_trace(tmp_path: Path) -> None:
+    write(tmp_path / "10.tbds", 5, pid=10, meta={"pid": 10, "start_time_ns": 900,
+                                                 "dropped_records": {"1": 2}})
+    write(tmp_path / "11.tbds", 3, pid=11)  # killed: no meta chunk
+    spools = [spool.read(tmp_path / "10.tbds"), spool.read(tmp_path / "11.tbds")]
+    tables, meta = merge.merge(spools)
+    out = trace.write(tmp_path / "trace", tables, meta)
+    t = trace.open(out)
+    k = t.table("kernels").to_pydict()
+    assert sorted(k["pid"]) == [10] * 5 + [11] * 3
+    assert set(k["device_type"]) == {"cuda"}
+    # runtime records carry their own process id (77), which wins over the spool's
+    assert set(t.table("runtime").to_pydict()["pid"]) == {77}
+    assert t.meta["dropped_records"] == {"10:1": 2}
+    assert t.meta["start_time_ns"] == 900
+    procs = {p["pid"]: p["clean_stop"] for p in t.meta["extra"]["collector_processes"]}
+    assert procs == {10: True, 11: False}
