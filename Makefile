@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet native test demo lint format docs clean
+.PHONY: all venv venv-mxnet bench-venv native test demo lint format docs clean
 
 all: native
 
@@ -37,6 +37,16 @@ $(VENV_MX)/.stamp: requirements-mxnet.lock
 	touch $@
 
 venv-mxnet: $(VENV_MX)/.stamp
+
+# HTA (the benchmarks' baseline, bench/import_vs_hta.py) in its own venv; not part of test.
+VENV_BENCH := .venv-bench
+$(VENV_BENCH)/.stamp:
+	$(PYTHON) -m venv $(VENV_BENCH)
+	$(VENV_BENCH)/bin/python -m pip install $(PIP_QUIET) holistictraceanalysis==0.5.0
+	$(VENV_BENCH)/bin/python -c "from hta.trace_analysis import TraceAnalysis"
+	touch $@
+
+bench-venv: $(VENV_BENCH)/.stamp
 
 # The pybind11 extension and the CUPTI injection library, built in place by CMake.
 # The package is installed editable into .venv (console script `tbdtrace`).
