@@ -75,7 +75,7 @@ def leaf_kernels(ops: dict[str, list[Any]]) -> dict[str, list[Any]]:
         return [src[i] for i in idx] if src is not None else [None] * len(idx)
 
     return {
-        "start_ns": col("start_ns"), "end_ns": col("end_ns"), "device_id": [-1] * len(idx),
+        "start_ns": col("start_ns"), "end_ns": col("end_ns"), "device_id": [0] * len(idx),
         "device_type": ["cpu"] * len(idx), "external_id": col("external_id"),
         "pid": col("pid"), "tid": col("tid"), "rank": col("rank"), "name": col("name"),
         "flops": col("flops"),

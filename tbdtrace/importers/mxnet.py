@@ -96,7 +96,7 @@ class _Importer:
             dev = proc.split("/", 1)[1]
             self.t["kernels"].append(start_ns=start, end_ns=end, tid=tid, rank=rank,
                                      name=name, device_type="cpu",
-                                     device_id=int(dev) if dev.isdigit() else -1)
+                                     device_id=int(dev) if dev.isdigit() else 0)
 
     def _marker(self, name: str, start: int, end: int, e: dict[str, Any], rank: int | None,
                 domain: str | None) -> None:

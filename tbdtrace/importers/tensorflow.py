@@ -108,7 +108,7 @@ class _Tables:
         if is_op(name):
             self.t["ops"].append(start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank,
                                  name=name, category="tf_op")
-            self.t["kernels"].append(start_ns=start, end_ns=end, device_id=-1,
+            self.t["kernels"].append(start_ns=start, end_ns=end, device_id=0,
                                      device_type="cpu", pid=pid, tid=tid, rank=rank,
                                      name=name)
             return
