@@ -179,3 +179,18 @@ def test_capture_command_errors_are_one_line(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=120)
         assert cp.returncode == rc and msg in cp.stderr, (tail, cp.stderr)
         assert "Traceback" not in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
+
+
+def test_auto_backend_without_gpu_is_torch_and_says_why(tmp_path: Path) -> None:
+    from tbdtrace.collector import gpu_usable
+
+    usable, _ = gpu_usable()
+    cfg = CaptureConfig(backend="auto", sampler=SamplerConfig(rate_hz=20.0))
+    with tbdtrace.capture(tmp_path / "a.tbd", config=cfg) as cap:
+        torch.ones(4, 4).sum()
+    tr = tbdtrace.open(cap.path)
+    if not usable:  # this machine: no NVIDIA driver
+        assert tr.meta["backend"] == "torch"
+        assert tr.meta["extra"]["backend_choice"].startswith("auto: no usable GPU")
+        assert tr.meta["extra"]["host_sampler"]["nvml"].startswith("unavailable")
+    assert tr.table("ops").num_rows > 0
