@@ -33,8 +33,7 @@ def by_name(tbl: pa.Table) -> pa.Table:
         return SCHEMA.empty_table()
     dur = int_column(tbl, "end_ns") - int_column(tbl, "start_ns")
     codes, labels = dict_codes(tbl, "name")
-    order = np.lexsort((dur, codes))
-    c, d = codes[order], dur[order]
+    c, d = _sorted_by_code_then_duration(codes, dur)
     bounds = np.flatnonzero(np.diff(c)) + 1
     starts = np.concatenate([[0], bounds])
     ends = np.concatenate([bounds, [c.size]])
@@ -56,3 +55,22 @@ def by_name(tbl: pa.Table) -> pa.Table:
     }, schema=SCHEMA)
     idx = sorted(range(out.num_rows), key=lambda i: (-int(totals[i]), names[i]))
     return out.take(pa.array(idx, type=pa.int64()))
+
+
+_DUR_BITS = 40  # durations below 2**40 ns (18 minutes) pack beside the name code
+
+
+def _sorted_by_code_then_duration(
+    codes: np.ndarray, dur: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, durations) sorted by code, then duration.
+
+    One np.sort of a packed int64 key is several times faster than lexsort on 10M rows;
+    rows that do not pack (negative or very long durations, many names) use lexsort.
+    """
+    if dur.size and dur.min() >= 0 and dur.max() < (1 << _DUR_BITS) and \
+            codes.max() < (1 << (62 - _DUR_BITS)):
+        key = np.sort((codes << _DUR_BITS) | dur)
+        return key >> _DUR_BITS, key & ((1 << _DUR_BITS) - 1)
+    order = np.lexsort((dur, codes))
+    return codes[order], dur[order]
