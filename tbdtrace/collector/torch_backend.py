@@ -94,7 +94,6 @@ class TorchBackend:
     def __init__(self, config: TorchConfig = TorchConfig()):
         self.config = config
         self.profiler: Any = None
-        self.tracker: Any = None
         self.memory: Any = None  # tbdtrace.memory TorchMemoryTracker (profile_memory only)
 
     @staticmethod
@@ -105,7 +104,7 @@ class TorchBackend:
         import torch
         from torch.profiler import ProfilerActivity, profile
 
-        if self.config.profile_memory:
+        if self.config.profile_memory and self.config.classify_memory:
             # Labels each allocation (weights, gradients, ...): docs/MEMORY.md.
             from tbdtrace.memory.torch_classify import TorchMemoryTracker
 
@@ -119,20 +118,12 @@ class TorchBackend:
             profile_memory=self.config.profile_memory, with_flops=self.config.with_flops,
             with_stack=self.config.with_stack,
         )
-        if self.config.classify_memory and self.config.profile_memory:
-            # Started before the profiler and stopped after it (docs/MEMORY.md contract).
-            from tbdtrace.memory.torch_classify import TorchMemoryTracker
-
-            self.tracker = TorchMemoryTracker()
-            self.tracker.start()
         self.profiler.__enter__()
 
     def stop(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Stop profiling; returns (tables as column mappings, meta) for trace.write."""
         prof = self.profiler
         prof.__exit__(None, None, None)
-        if self.tracker is not None:
-            self.tracker.stop()
         if self.memory is not None:
             self.memory.stop()
         fd, tmp = tempfile.mkstemp(prefix="tbdtrace-torch-", suffix=".json")
@@ -148,8 +139,6 @@ class TorchBackend:
         if ops:
             _add_flops(ops, prof)
             tables["kernels"] = _merge(tables.get("kernels"), leaf_kernels(ops))
-        if self.tracker is not None:
-            tables = self.tracker.classify_tables(tables)
         import torch
 
         meta.update(source="torch", backend="torch", framework="pytorch", source_files=[])
