@@ -50,9 +50,11 @@ def choose_backend(requested: str) -> tuple[str, str]:
     if not ok:
         return "torch", f"auto: no usable GPU ({why})"
     try:
-        importlib.import_module(_CUPTI_MODULE)
+        mod = importlib.import_module(_CUPTI_MODULE)
     except ImportError:
         return "torch", f"auto: {why} but the native CUPTI collector is not built"
+    if not mod.available():  # e.g. driver too old for this CUPTI, or another CUPTI user
+        return "torch", f"auto: {why} but a CUPTI session cannot start here"
     return "cupti", f"auto: {why}"
 
 
