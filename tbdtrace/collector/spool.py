@@ -28,7 +28,8 @@ META_CHUNK = 101
 _FILE_HDR = struct.Struct("<8sII")
 _CHUNK_HDR = struct.Struct("<IIQQII")
 _COL_HDR = struct.Struct("<HBBIQ")
-_DTYPES = {1: np.dtype("<i4"), 2: np.dtype("<i8"), 3: np.dtype("<u8"), 4: np.dtype("<i4")}
+_DTYPES: dict[int, np.dtype[Any]] = {
+    1: np.dtype("<i4"), 2: np.dtype("<i8"), 3: np.dtype("<u8"), 4: np.dtype("<i4")}
 # Table ids as in csrc/columns.h (TBD_TABLES).
 TABLE_NAMES = {1: "kernels", 2: "memcpy", 3: "memset", 4: "memory", 5: "runtime",
                6: "markers", 7: "sync", 8: "overhead", 9: "devices", 10: "_contexts"}

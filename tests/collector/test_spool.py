@@ -113,3 +113,31 @@ def test_merge_of_two_processes_keeps_pids_and_writes_a_trace(tmp_path: Path) ->
     assert t.meta["start_time_ns"] == 900
     procs = {p["pid"]: p["clean_stop"] for p in t.meta["extra"]["collector_processes"]}
     assert procs == {10: True, 11: False}
+
+
+def test_sigkill_while_spilling_leaves_a_readable_prefix(tmp_path: Path) -> None:
+    """A real process writing a spool is killed with SIGKILL mid-run."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    p = tmp_path / "k.tbds"
+    code = ("import sys; from tbdtrace import _native; "
+            "r=[_native._test_record('kernel', {'start': i, 'end': i + 1, 'correlationId': i,"
+            " 'name': 'k'}) for i in range(300000)]; print('go', flush=True); "
+            "_native._write_spool(sys.argv[1], r, 5, 50)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(p)], stdout=subprocess.PIPE,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert proc.stdout is not None and proc.stdout.readline().strip() == b"go"
+    deadline = time.monotonic() + 30
+    while (not p.exists() or p.stat().st_size < 200_000) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    sp = spool.read(p)
+    assert sp.meta is None and sp.chunks > 0
+    ids = spool.columns(sp, "kernels")["correlation_id"].to_pylist()
+    # Whole chunks of 50 rows, in order, from the first record on.
+    assert len(ids) % 50 == 0 and ids == list(range(len(ids))) and 0 < len(ids) < 300000
