@@ -74,6 +74,7 @@ struct Session {
   uint64_t foreign_buffers = 0;           // completed buffers we did not hand out
   uint64_t buffers_completed = 0;
   std::vector<CUpti_ActivityKind> enabled;
+  std::vector<std::string> failed;  // "kind: CUPTI result" for kinds that did not enable
   CUpti_SubscriberHandle subscriber = nullptr;
   ChunkSet chunks;
   Strings strings;
@@ -192,6 +193,8 @@ std::string meta_json(Session* s) {
     << ",\"unmatched_marker_ends\":" << st.unmatched_marker_end << ",\"activities\":[";
   for (size_t i = 0; i < s->cfg.activities.size(); ++i)
     o << (i ? "," : "") << json_str(s->cfg.activities[i]);
+  o << "],\"failed_activities\":[";
+  for (size_t i = 0; i < s->failed.size(); ++i) o << (i ? "," : "") << json_str(s->failed[i]);
   o << "],\"dropped_records\":{";
   bool first = true;
   for (const auto& [ctx, n] : s->dropped_) {
@@ -298,14 +301,20 @@ StartResult collector_start(const CollectorConfig& cfg) {
   }
   r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   if (r != CUPTI_SUCCESS) return fail(s, "error", "cuptiActivityRegisterCallbacks: " + cupti_result_name(r));
-  for (auto k : kinds) {
-    r = cuptiActivityEnable(k);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    r = cuptiActivityEnable(kinds[i]);
     if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED)
       return fail(s, "no_device", "no CUDA driver/device (CUPTI: " + cupti_result_name(r) + ")");
-    if (r != CUPTI_SUCCESS)
-      return fail(s, "error", "cuptiActivityEnable(" + std::to_string(k) + "): " + cupti_result_name(r));
-    s->enabled.push_back(k);
+    // A kind this device or driver does not support is left out (and named in meta)
+    // rather than losing the whole capture.
+    if (r != CUPTI_SUCCESS) {
+      s->failed.push_back(cfg.activities[i] + ": " + cupti_result_name(r));
+      continue;
+    }
+    s->enabled.push_back(kinds[i]);
   }
+  if (s->enabled.empty() && !kinds.empty())
+    return fail(s, "error", "no activity kind could be enabled (" + s->failed.front() + ")");
   uint64_t ts = 0;
   cuptiGetTimestamp(&ts);
   s->start_host_ns = realtime_ns();
