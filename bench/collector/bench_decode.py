@@ -28,11 +28,22 @@ def main() -> None:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
     runs = [_native._bench_decode_kernels(args.records, args.names) for _ in range(args.repeat)]
     best = {k: min(r[k] for r in runs) for k in runs[0] if k.endswith("_per_record")}
-    print(json.dumps({"records": args.records, "distinct_names": args.names,
-                      "load_avg_1m": os.getloadavg()[0], **best}, indent=2))
-    print(f"decode+columnarize: {best['decode_ns_per_record']:.1f} ns/record wall, "
-          f"{best['decode_cpu_ns_per_record']:.1f} ns/record CPU "
-          f"(goal <= 30)")
+    print(
+        json.dumps(
+            {
+                "records": args.records,
+                "distinct_names": args.names,
+                "load_avg_1m": os.getloadavg()[0],
+                **best,
+            },
+            indent=2,
+        )
+    )
+    print(
+        f"decode+columnarize: {best['decode_ns_per_record']:.1f} ns/record wall, "
+        f"{best['decode_cpu_ns_per_record']:.1f} ns/record CPU "
+        f"(goal <= 30)"
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,9 @@ def native() -> Any:
     try:
         from tbdtrace import _native
     except ImportError as e:
-        raise TraceError(f"the native CUPTI collector is not built ({e}); run `make native`"
-                         ) from None
+        raise TraceError(
+            f"the native CUPTI collector is not built ({e}); run `make native`"
+        ) from None
     return _native
 
 
@@ -91,9 +92,13 @@ class Backend:
         check_config(self.config)
         acts = resolve_activities(self.config)
         self._dir = Path(tempfile.mkdtemp(prefix="tbdtrace-spool-"))
-        ok, _status, msg = native().start(str(self._dir / f"{os.getpid()}.tbds"), acts,
-                                          self.config.buffer_bytes, self.config.buffer_count,
-                                          self.config.flush_interval_ms)
+        ok, _status, msg = native().start(
+            str(self._dir / f"{os.getpid()}.tbds"),
+            acts,
+            self.config.buffer_bytes,
+            self.config.buffer_count,
+            self.config.flush_interval_ms,
+        )
         if not ok:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

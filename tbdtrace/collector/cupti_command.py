@@ -40,16 +40,18 @@ INJECT_LIB = Path(__file__).resolve().parent.parent / "libtbdtrace_inject.so"
 def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, str]:
     """The command's environment: injection paths and collector settings."""
     env = dict(os.environ)
-    env.update({
-        "CUDA_INJECTION64_PATH": str(INJECT_LIB),
-        "NVTX_INJECTION64_PATH": native().cupti_library_path(),
-        "TBDTRACE_SPOOL_DIR": str(spool_dir),
-        "TBDTRACE_ACTIVITIES": ",".join(resolve_activities(cfg)),
-        "TBDTRACE_BUFFER_BYTES": str(cfg.buffer_bytes),
-        "TBDTRACE_BUFFER_COUNT": str(cfg.buffer_count),
-        "TBDTRACE_FLUSH_INTERVAL_MS": str(cfg.flush_interval_ms),
-        STEPS_FILE_ENV: str(steps_file),
-    })
+    env.update(
+        {
+            "CUDA_INJECTION64_PATH": str(INJECT_LIB),
+            "NVTX_INJECTION64_PATH": native().cupti_library_path(),
+            "TBDTRACE_SPOOL_DIR": str(spool_dir),
+            "TBDTRACE_ACTIVITIES": ",".join(resolve_activities(cfg)),
+            "TBDTRACE_BUFFER_BYTES": str(cfg.buffer_bytes),
+            "TBDTRACE_BUFFER_COUNT": str(cfg.buffer_count),
+            "TBDTRACE_FLUSH_INTERVAL_MS": str(cfg.flush_interval_ms),
+            STEPS_FILE_ENV: str(steps_file),
+        }
+    )
     return env
 
 
@@ -76,8 +78,13 @@ def read_spools(spool_dir: Path) -> list[spool.Spool]:
     return [spool.read(p) for p in sorted(spool_dir.glob("*.tbds"))]
 
 
-def capture_command(command: Sequence[str], out: str | os.PathLike[str], cfg: CuptiConfig,
-                    sampler: SamplerConfig, reason: str) -> tuple[Path, int]:
+def capture_command(
+    command: Sequence[str],
+    out: str | os.PathLike[str],
+    cfg: CuptiConfig,
+    sampler: SamplerConfig,
+    reason: str,
+) -> tuple[Path, int]:
     """Run ``command`` under the injection library; returns (trace dir, exit code)."""
     check_config(cfg)
     resolve_activities(cfg)
@@ -101,8 +108,7 @@ def capture_command(command: Sequence[str], out: str | os.PathLike[str], cfg: Cu
         tables["host_samples"] = samples
         extra = dict(meta["extra"])
         extra.update(backend_choice=reason, exit_code=rc, spools=len(spools))
-        meta.update(backend="cupti", host=socket.gethostname(), command=list(command),
-                    extra=extra)
+        meta.update(backend="cupti", host=socket.gethostname(), command=list(command), extra=extra)
         path = trace.write(out, tables, meta)
     finally:
         shutil.rmtree(spool_dir, ignore_errors=True)

@@ -19,22 +19,35 @@ from tbdtrace import schema
 from tbdtrace.collector.spool import Spool, columns
 
 _CUDA_TABLES = ("kernels", "memcpy", "memset", "memory", "devices")
-_PID_TABLES = ("kernels", "memcpy", "memset", "memory", "runtime", "markers", "sync",
-               "overhead", "devices")
+_PID_TABLES = (
+    "kernels",
+    "memcpy",
+    "memset",
+    "memory",
+    "runtime",
+    "markers",
+    "sync",
+    "overhead",
+    "devices",
+)
 
 
 def _plain(cols: dict[str, pa.Array]) -> dict[str, pa.Array]:
     # Each spool has its own string dictionary; plain strings concatenate safely and
     # tbdtrace.trace re-encodes them.
-    return {k: v.cast(pa.string()) if pa.types.is_dictionary(v.type) else v
-            for k, v in cols.items()}
+    return {
+        k: v.cast(pa.string()) if pa.types.is_dictionary(v.type) else v for k, v in cols.items()
+    }
 
 
 def _process_tables(sp: Spool) -> dict[str, pa.Table]:
     out: dict[str, pa.Table] = {}
     ctx = columns(sp, "_contexts")
-    ctx_dev = dict(zip(ctx["context_id"].to_pylist(), ctx["device_id"].to_pylist(),
-                       strict=True)) if ctx else {}
+    ctx_dev = (
+        dict(zip(ctx["context_id"].to_pylist(), ctx["device_id"].to_pylist(), strict=True))
+        if ctx
+        else {}
+    )
     for name in _PID_TABLES:
         cols = _plain(columns(sp, name))
         if not cols:
@@ -42,8 +55,11 @@ def _process_tables(sp: Spool) -> dict[str, pa.Table]:
         n = len(next(iter(cols.values())))
         if "pid" in cols:
             pid = cols["pid"].to_numpy(zero_copy_only=False)
-            cols["pid"] = pa.array(np.where(cols["pid"].is_null().to_numpy(zero_copy_only=False),
-                                            sp.pid, pid).astype(np.int32))
+            cols["pid"] = pa.array(
+                np.where(cols["pid"].is_null().to_numpy(zero_copy_only=False), sp.pid, pid).astype(
+                    np.int32
+                )
+            )
         else:
             cols["pid"] = pa.array(np.full(n, sp.pid, dtype=np.int32))
         if name in _CUDA_TABLES:
@@ -51,11 +67,16 @@ def _process_tables(sp: Spool) -> dict[str, pa.Table]:
         if name == "memory":
             cols["level"] = pa.array(["reserved"] * n)
         if name == "sync" and ctx_dev:
-            cols["device_id"] = pa.array([ctx_dev.get(c) for c in
-                                          cols["context_id"].to_pylist()], type=pa.int32())
+            cols["device_id"] = pa.array(
+                [ctx_dev.get(c) for c in cols["context_id"].to_pylist()], type=pa.int32()
+            )
         decl = schema.table(name)
-        arrays = [cols[c.name] if c.name in cols else pa.nulls(n, pa.string() if
-                  c.type == schema.STR else c.type) for c in decl.columns]
+        arrays = [
+            cols[c.name]
+            if c.name in cols
+            else pa.nulls(n, pa.string() if c.type == schema.STR else c.type)
+            for c in decl.columns
+        ]
         out[name] = pa.Table.from_arrays(arrays, names=decl.column_names)
     return out
 
@@ -71,8 +92,15 @@ def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
         for name, tbl in _process_tables(sp).items():
             parts.setdefault(name, []).append(tbl)
         m = dict(sp.meta or {})
-        procs.append({"pid": sp.pid, "chunks": sp.chunks, "truncated_bytes": sp.truncated_bytes,
-                      "clean_stop": sp.meta is not None, **m})
+        procs.append(
+            {
+                "pid": sp.pid,
+                "chunks": sp.chunks,
+                "truncated_bytes": sp.truncated_bytes,
+                "clean_stop": sp.meta is not None,
+                **m,
+            }
+        )
         for ctx_id, n in (m.get("dropped_records") or {}).items():
             dropped[f"{sp.pid}:{ctx_id}"] = int(n)
         if m.get("start_time_ns") is not None:
@@ -83,8 +111,9 @@ def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
     merged = {name: pa.concat_tables(ts) for name, ts in parts.items()}
     devices = merged["devices"].to_pylist() if "devices" in merged else []
     # Column mappings: tbdtrace.trace dictionary-encodes the string columns.
-    tables: dict[str, Any] = {name: dict(zip(t.column_names, t.columns, strict=True))
-                              for name, t in merged.items()}
+    tables: dict[str, Any] = {
+        name: dict(zip(t.column_names, t.columns, strict=True)) for name, t in merged.items()
+    }
     meta = {
         "source": "cupti",
         "clock": "CLOCK_REALTIME",  # CUPTI's default timestamps on Linux: see docs/COLLECTOR.md

@@ -29,10 +29,24 @@ _FILE_HDR = struct.Struct("<8sII")
 _CHUNK_HDR = struct.Struct("<IIQQII")
 _COL_HDR = struct.Struct("<HBBIQ")
 _DTYPES: dict[int, np.dtype[Any]] = {
-    1: np.dtype("<i4"), 2: np.dtype("<i8"), 3: np.dtype("<u8"), 4: np.dtype("<i4")}
+    1: np.dtype("<i4"),
+    2: np.dtype("<i8"),
+    3: np.dtype("<u8"),
+    4: np.dtype("<i4"),
+}
 # Table ids as in csrc/columns.h (TBD_TABLES).
-TABLE_NAMES = {1: "kernels", 2: "memcpy", 3: "memset", 4: "memory", 5: "runtime",
-               6: "markers", 7: "sync", 8: "overhead", 9: "devices", 10: "_contexts"}
+TABLE_NAMES = {
+    1: "kernels",
+    2: "memcpy",
+    3: "memset",
+    4: "memory",
+    5: "runtime",
+    6: "markers",
+    7: "sync",
+    8: "overhead",
+    9: "devices",
+    10: "_contexts",
+}
 
 
 @dataclass
@@ -58,8 +72,10 @@ def read(path: str | Path) -> Spool:
     p = Path(path)
     data = memoryview(p.read_bytes())
     if len(data) < _FILE_HDR.size or bytes(data[:8]) != FILE_MAGIC:
-        raise TraceError(f"{p}: not a tbdtrace spool file (bad header); "
-                         "pass the spool directory written by tbdtrace capture")
+        raise TraceError(
+            f"{p}: not a tbdtrace spool file (bad header); "
+            "pass the spool directory written by tbdtrace capture"
+        )
     _, version, pid = _FILE_HDR.unpack_from(data, 0)
     if version != 1:
         raise TraceError(f"{p}: spool version {version} is not supported (expected 1)")
@@ -70,7 +86,7 @@ def read(path: str | Path) -> Spool:
         body = off + _CHUNK_HDR.size
         if magic != CHUNK_MAGIC or body + nbytes > len(data):
             break
-        payload = data[body:body + nbytes]
+        payload = data[body : body + nbytes]
         if zlib.crc32(payload) != crc:
             break
         _chunk(sp, typ, rows, ncols, payload)
@@ -84,12 +100,14 @@ def _chunk(sp: Spool, typ: int, rows: int, ncols: int, payload: memoryview) -> N
     if typ == STRINGS_CHUNK:
         (first,) = struct.unpack_from("<Q", payload, 0)
         if first != len(sp.strings):
-            raise TraceError(f"{sp.path}: string chunk starts at {first}, expected "
-                             f"{len(sp.strings)}; the spool is corrupt")
+            raise TraceError(
+                f"{sp.path}: string chunk starts at {first}, expected "
+                f"{len(sp.strings)}; the spool is corrupt"
+            )
         pos = 8
         for _ in range(rows):
             (n,) = struct.unpack_from("<I", payload, pos)
-            sp.strings.append(bytes(payload[pos + 4:pos + 4 + n]).decode("utf-8", "replace"))
+            sp.strings.append(bytes(payload[pos + 4 : pos + 4 + n]).decode("utf-8", "replace"))
             pos += 4 + n
     elif typ == META_CHUNK:
         sp.meta = json.loads(bytes(payload).rstrip(b"\0").decode())
@@ -100,12 +118,14 @@ def _chunk(sp: Spool, typ: int, rows: int, ncols: int, payload: memoryview) -> N
         for _ in range(ncols):
             nlen, ctype, _, _, dbytes = _COL_HDR.unpack_from(payload, pos)
             pos += _COL_HDR.size
-            cname = bytes(payload[pos:pos + nlen]).decode()
+            cname = bytes(payload[pos : pos + nlen]).decode()
             pos += _pad8(nlen)
-            arr = np.frombuffer(payload[pos:pos + dbytes], dtype=_DTYPES[ctype])
+            arr = np.frombuffer(payload[pos : pos + dbytes], dtype=_DTYPES[ctype])
             if len(arr) != rows:
-                raise TraceError(f"{sp.path}: {name}.{cname} has {len(arr)} values, "
-                                 f"header says {rows}; the spool is corrupt")
+                raise TraceError(
+                    f"{sp.path}: {name}.{cname} has {len(arr)} values, "
+                    f"header says {rows}; the spool is corrupt"
+                )
             cols[cname] = arr
             if ctype == 4:
                 sp.string_cols.setdefault(name, set()).add(cname)

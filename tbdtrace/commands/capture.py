@@ -21,22 +21,49 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
     p.add_argument("--backend", choices=BACKENDS, default="auto", help="capture backend")
-    p.add_argument("--sample-hz", type=float, default=10.0, metavar="HZ",
-                   help="host sampler rate (default 10)")
-    p.add_argument("--cuda", action="store_true",
-                   help="torch backend: also record CUDA activities when a GPU is usable")
-    p.add_argument("--activities", metavar="KINDS", default="",
-                   help="cupti backend: comma-separated CUPTI kinds (default: kernel, memcpy, "
-                   "memcpy2, memset, memory, runtime, driver, marker, sync, overhead, device, "
-                   "context; also marker_data)")
-    p.add_argument("--buffer-size", type=int, default=8 << 20, metavar="BYTES",
-                   help="cupti backend: bytes per CUPTI activity buffer (default 8 MiB)")
-    p.add_argument("--buffer-count", type=int, default=8, metavar="N",
-                   help="cupti backend: buffers in the fixed pool (default 8: 64 MiB in all)")
-    p.add_argument("--flush-interval-ms", type=int, default=1000, metavar="MS",
-                   help="cupti backend: flush and spill period (default 1000)")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
-                   help="the command to run, after --")
+    p.add_argument(
+        "--sample-hz", type=float, default=10.0, metavar="HZ", help="host sampler rate (default 10)"
+    )
+    p.add_argument(
+        "--cuda",
+        action="store_true",
+        help="torch backend: also record CUDA activities when a GPU is usable",
+    )
+    p.add_argument(
+        "--activities",
+        metavar="KINDS",
+        default="",
+        help="cupti backend: comma-separated CUPTI kinds (default: kernel, memcpy, "
+        "memcpy2, memset, memory, runtime, driver, marker, sync, overhead, device, "
+        "context; also marker_data)",
+    )
+    p.add_argument(
+        "--buffer-size",
+        type=int,
+        default=8 << 20,
+        metavar="BYTES",
+        help="cupti backend: bytes per CUPTI activity buffer (default 8 MiB)",
+    )
+    p.add_argument(
+        "--buffer-count",
+        type=int,
+        default=8,
+        metavar="N",
+        help="cupti backend: buffers in the fixed pool (default 8: 64 MiB in all)",
+    )
+    p.add_argument(
+        "--flush-interval-ms",
+        type=int,
+        default=1000,
+        metavar="MS",
+        help="cupti backend: flush and spill period (default 1000)",
+    )
+    p.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND",
+        help="the command to run, after --",
+    )
     p.set_defaults(func=_run)
 
 
@@ -55,8 +82,9 @@ def _run(args: argparse.Namespace) -> int:
         return _run_cupti(args, cmd, reason)
     from tbdtrace.collector.torch_child import capture_command
 
-    out, rc = capture_command(cmd, args.out, TorchConfig(cuda=args.cuda),
-                              SamplerConfig(rate_hz=args.sample_hz), reason)
+    out, rc = capture_command(
+        cmd, args.out, TorchConfig(cuda=args.cuda), SamplerConfig(rate_hz=args.sample_hz), reason
+    )
     print(f"wrote {out} (backend {backend}; command exit code {rc})", file=sys.stderr)
     return rc
 
@@ -66,8 +94,12 @@ def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
     from tbdtrace.collector.cupti_command import capture_command as cupti_capture
 
     acts = tuple(a.strip() for a in args.activities.split(",") if a.strip())
-    cfg = CuptiConfig(activities=acts, buffer_bytes=args.buffer_size,
-                      buffer_count=args.buffer_count, flush_interval_ms=args.flush_interval_ms)
+    cfg = CuptiConfig(
+        activities=acts,
+        buffer_bytes=args.buffer_size,
+        buffer_count=args.buffer_count,
+        flush_interval_ms=args.flush_interval_ms,
+    )
     out, rc = cupti_capture(cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason)
     print(f"wrote {out} (backend cupti; command exit code {rc})", file=sys.stderr)
     return rc

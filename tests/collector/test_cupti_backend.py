@@ -22,26 +22,50 @@ LINE = "tbdtrace: cupti backend: no CUDA driver/device (CUPTI: CUPTI_ERROR_UNKNO
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tbdtrace", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tbdtrace", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def test_capture_backend_cupti_without_gpu_prints_one_line_and_exits_1(tmp_path: Path) -> None:
     out = tmp_path / "t"
-    r = cli("capture", "--backend", "cupti", "--out", str(out), "--", sys.executable, "-c",
-            "raise SystemExit(3)")
+    r = cli(
+        "capture",
+        "--backend",
+        "cupti",
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        "-c",
+        "raise SystemExit(3)",
+    )
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == [LINE]
     assert not out.exists()
 
 
 def test_unknown_activity_is_one_line(tmp_path: Path) -> None:
-    r = cli("capture", "--backend", "cupti", "--activities", "kernel,bogus", "--out",
-            str(tmp_path / "t"), "--", "true")
+    r = cli(
+        "capture",
+        "--backend",
+        "cupti",
+        "--activities",
+        "kernel,bogus",
+        "--out",
+        str(tmp_path / "t"),
+        "--",
+        "true",
+    )
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == [
-        "tbdtrace: unknown activity 'bogus'; choose from " + ", ".join(
-            sorted(_native.activity_names()))]
+        "tbdtrace: unknown activity 'bogus'; choose from "
+        + ", ".join(sorted(_native.activity_names()))
+    ]
 
 
 def test_in_process_start_raises_the_line_and_leaves_nothing_running(tmp_path: Path) -> None:
@@ -49,8 +73,10 @@ def test_in_process_start_raises_the_line_and_leaves_nothing_running(tmp_path: P
         cupti_backend.Backend().start()
     assert f"tbdtrace: {e.value}" == LINE
     assert not _native.running()
-    with pytest.raises(TraceError, match="no CUDA driver/device"), \
-            capture(tmp_path / "t", backend="cupti"):
+    with (
+        pytest.raises(TraceError, match="no CUDA driver/device"),
+        capture(tmp_path / "t", backend="cupti"),
+    ):
         pass
     assert not (tmp_path / "t").exists() and not _native.running()
 
@@ -64,10 +90,14 @@ def test_native_start_reports_no_device_status(tmp_path: Path) -> None:
 
 
 def _inject(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    code = ("import ctypes,sys; lib=ctypes.CDLL(sys.argv[1]); "
-            "print('rc', lib.InitializeInjection())")
-    return subprocess.run([sys.executable, "-c", code, str(INJECT_LIB)], capture_output=True,
-                          text=True, env=env, timeout=60)
+    code = "import ctypes,sys; lib=ctypes.CDLL(sys.argv[1]); print('rc', lib.InitializeInjection())"
+    return subprocess.run(
+        [sys.executable, "-c", code, str(INJECT_LIB)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def test_injection_library_loads_and_returns_cleanly_without_device(tmp_path: Path) -> None:
@@ -90,8 +120,11 @@ def test_injection_without_spool_dir_says_so() -> None:
 def test_child_env_points_at_the_injection_library_and_libcupti(tmp_path: Path) -> None:
     from tbdtrace.collector.cupti_command import child_env
 
-    env = child_env(tmp_path, cupti_backend.CuptiConfig(activities=("kernel", "memcpy")),
-                    tmp_path / "steps.jsonl")
+    env = child_env(
+        tmp_path,
+        cupti_backend.CuptiConfig(activities=("kernel", "memcpy")),
+        tmp_path / "steps.jsonl",
+    )
     assert Path(env["CUDA_INJECTION64_PATH"]) == INJECT_LIB and INJECT_LIB.exists()
     assert Path(env["NVTX_INJECTION64_PATH"]).name == "libcupti.so.13"
     assert env["TBDTRACE_ACTIVITIES"] == "kernel,memcpy"

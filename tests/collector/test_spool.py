@@ -15,22 +15,40 @@ from tbdtrace.errors import TraceError
 
 
 def kernel(i: int) -> bytes:
-    return _native._test_record("kernel", {"start": 1000 + 10 * i, "end": 1005 + 10 * i,
-                                           "correlationId": i, "deviceId": i % 2,
-                                           "contextId": 1, "name": f"kern_{i % 3}"})
+    return _native._test_record(
+        "kernel",
+        {
+            "start": 1000 + 10 * i,
+            "end": 1005 + 10 * i,
+            "correlationId": i,
+            "deviceId": i % 2,
+            "contextId": 1,
+            "name": f"kern_{i % 3}",
+        },
+    )
 
 
 def runtime(i: int) -> bytes:
-    return _native._test_record("runtime", {"cbid": 211, "start": 990 + 10 * i,
-                                            "end": 995 + 10 * i, "correlationId": i,
-                                            "processId": 77, "threadId": 78})
+    return _native._test_record(
+        "runtime",
+        {
+            "cbid": 211,
+            "start": 990 + 10 * i,
+            "end": 995 + 10 * i,
+            "correlationId": i,
+            "processId": 77,
+            "threadId": 78,
+        },
+    )
 
 
-def write(path: Path, n: int, pid: int = 77, spill_every: int = 10, meta: dict | None = None
-          ) -> int:
+def write(
+    path: Path, n: int, pid: int = 77, spill_every: int = 10, meta: dict | None = None
+) -> int:
     recs = [r for i in range(n) for r in (kernel(i), runtime(i))]
-    return _native._write_spool(str(path), recs, pid, spill_every,
-                                json.dumps(meta) if meta is not None else "")
+    return _native._write_spool(
+        str(path), recs, pid, spill_every, json.dumps(meta) if meta is not None else ""
+    )
 
 
 def chunk_offsets(path: Path) -> list[int]:
@@ -56,7 +74,8 @@ def test_round_trip_keeps_every_row_and_string(tmp_path: Path) -> None:
     assert k["name"].cast("string").to_pylist() == [f"kern_{i % 3}" for i in range(25)]
     assert k["graph_id"].null_count == 25
     assert spool.columns(sp, "runtime")["name"].cast("string").to_pylist() == (
-        ["cudaLaunchKernel"] * 25)
+        ["cudaLaunchKernel"] * 25
+    )
 
 
 def test_truncated_last_chunk_is_dropped_and_the_rest_read(tmp_path: Path) -> None:
@@ -75,7 +94,8 @@ def test_truncated_last_chunk_is_dropped_and_the_rest_read(tmp_path: Path) -> No
         m = len(spool.columns(sp, "runtime").get("start_ns", []))
         # Every row read is a whole record pair from the start of the run.
         assert n + m < 80 and spool.columns(sp, "kernels")["correlation_id"].to_pylist() == (
-            list(range(n)))
+            list(range(n))
+        )
 
 
 def test_corrupt_chunk_stops_reading_at_it(tmp_path: Path) -> None:
@@ -97,8 +117,12 @@ def test_not_a_spool_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_merge_of_two_processes_keeps_pids_and_writes_a_trace(tmp_path: Path) -> None:
-    write(tmp_path / "10.tbds", 5, pid=10, meta={"pid": 10, "start_time_ns": 900,
-                                                 "dropped_records": {"1": 2}})
+    write(
+        tmp_path / "10.tbds",
+        5,
+        pid=10,
+        meta={"pid": 10, "start_time_ns": 900, "dropped_records": {"1": 2}},
+    )
     write(tmp_path / "11.tbds", 3, pid=11)  # killed: no meta chunk
     spools = [spool.read(tmp_path / "10.tbds"), spool.read(tmp_path / "11.tbds")]
     tables, meta = merge.merge(spools)
@@ -123,12 +147,17 @@ def test_sigkill_while_spilling_leaves_a_readable_prefix(tmp_path: Path) -> None
     import time
 
     p = tmp_path / "k.tbds"
-    code = ("import sys; from tbdtrace import _native; "
-            "r=[_native._test_record('kernel', {'start': i, 'end': i + 1, 'correlationId': i,"
-            " 'name': 'k'}) for i in range(300000)]; print('go', flush=True); "
-            "_native._write_spool(sys.argv[1], r, 5, 50)")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(p)], stdout=subprocess.PIPE,
-                            cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "import sys; from tbdtrace import _native; "
+        "r=[_native._test_record('kernel', {'start': i, 'end': i + 1, 'correlationId': i,"
+        " 'name': 'k'}) for i in range(300000)]; print('go', flush=True); "
+        "_native._write_spool(sys.argv[1], r, 5, 50)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(p)],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == b"go"
     deadline = time.monotonic() + 30
     while (not p.exists() or p.stat().st_size < 200_000) and time.monotonic() < deadline:

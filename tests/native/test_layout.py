@@ -19,8 +19,18 @@ def test_every_native_column_is_a_schema_column_of_the_same_type() -> None:
         for name, typ in cols:
             assert decl.column(name).type == _ARROW[typ], f"{table}.{name}"
         assert len({n for n, _ in cols}) == len(cols), f"{table}: duplicate columns"
-    assert seen == {"kernels", "memcpy", "memset", "memory", "runtime", "markers", "sync",
-                    "overhead", "devices", "_contexts"}
+    assert seen == {
+        "kernels",
+        "memcpy",
+        "memset",
+        "memory",
+        "runtime",
+        "markers",
+        "sync",
+        "overhead",
+        "devices",
+        "_contexts",
+    }
 
 
 def test_table_ids_match_the_spool_reader() -> None:
@@ -31,7 +41,17 @@ def test_table_ids_match_the_spool_reader() -> None:
 
 def test_record_sizes_are_the_13_0_strides() -> None:
     # Strides cuptiActivityGetNextRecord uses on libcupti 13.0.85 (shared/reference/cupti.md).
-    want = {"kernel": 216, "memcpy": 96, "memcpy2": 96, "memset": 88, "memory": 128,
-            "runtime": 40, "marker": 56, "sync": 56, "overhead": 56, "device": 184,
-            "context": 32}
+    want = {
+        "kernel": 216,
+        "memcpy": 96,
+        "memcpy2": 96,
+        "memset": 88,
+        "memory": 128,
+        "runtime": 40,
+        "marker": 56,
+        "sync": 56,
+        "overhead": 56,
+        "device": 184,
+        "context": 32,
+    }
     assert {k: _native.record_size(k) for k in want} == want

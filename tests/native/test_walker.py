@@ -10,14 +10,18 @@ from tbdtrace import _native
 MAX_LIMIT_REACHED = 12  # CUPTI_ERROR_MAX_LIMIT_REACHED: normal end of buffer
 INVALID_KIND = 21  # CUPTI_ERROR_INVALID_KIND
 
-pytestmark = pytest.mark.skipif(_native.cupti_version() <= 0,
-                                reason="cuptiGetVersion fails with this libcupti")
+pytestmark = pytest.mark.skipif(
+    _native.cupti_version() <= 0, reason="cuptiGetVersion fails with this libcupti"
+)
 
 
 def kernels(n: int) -> list[bytes]:
-    return [_native._test_record("kernel", {"start": 10 * i, "end": 10 * i + 5,
-                                            "correlationId": i, "name": f"k{i % 2}"})
-            for i in range(n)]
+    return [
+        _native._test_record(
+            "kernel", {"start": 10 * i, "end": 10 * i + 5, "correlationId": i, "name": f"k{i % 2}"}
+        )
+        for i in range(n)
+    ]
 
 
 def test_cupti_is_the_pinned_13_0_library() -> None:
@@ -29,8 +33,9 @@ def test_mixed_buffer_walks_every_record() -> None:
     recs = kernels(2) + [
         _native._test_record("memcpy", {"copyKind": 1, "bytes": 8, "start": 1, "end": 2}),
         _native._test_record("runtime", {"cbid": 211, "start": 0, "end": 1, "correlationId": 1}),
-        _native._test_record("memory", {"memoryOperationType": 1, "bytes": 256,
-                                        "timestamp": 3, "address": 4096}),
+        _native._test_record(
+            "memory", {"memoryOperationType": 1, "bytes": 256, "timestamp": 3, "address": 4096}
+        ),
         _native._test_record("marker", {"flags": 1, "timestamp": 9, "id": 1, "name": "m"}),
     ]
     buf = b"".join(recs)
@@ -40,7 +45,12 @@ def test_mixed_buffer_walks_every_record() -> None:
     assert list(t["kernels"]["correlation_id"]) == [0, 1]
     assert list(t["kernels"]["start_ns"]) == [0, 10]
     assert {k: len(v["start_ns" if "start_ns" in v else "ts_ns"]) for k, v in t.items()} == {
-        "kernels": 2, "memcpy": 1, "runtime": 1, "memory": 1, "markers": 1}
+        "kernels": 2,
+        "memcpy": 1,
+        "runtime": 1,
+        "memory": 1,
+        "markers": 1,
+    }
 
 
 def test_short_valid_size_drops_the_partial_last_record() -> None:
