@@ -10,6 +10,7 @@ native collector is present, else torch. ``meta.backend`` names the one used and
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import socket
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace
+from tbdtrace.collector.cupti_backend import CuptiConfig
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.collector.torch_backend import TorchBackend, TorchConfig
 from tbdtrace.errors import TraceError
@@ -63,6 +65,7 @@ class CaptureConfig:
     backend: str = "auto"  # auto, cupti or torch
     sampler: SamplerConfig = field(default_factory=SamplerConfig)  # host sampler settings
     torch: TorchConfig = field(default_factory=TorchConfig)  # torch backend settings
+    cupti: CuptiConfig = field(default_factory=CuptiConfig)  # cupti backend settings
     workload: str | None = None  # recorded in meta.workload
 
 
@@ -78,13 +81,17 @@ class Capture:
         if self.backend_name == "torch":
             self.backend: Any = TorchBackend(config.torch)
         else:
-            self.backend = importlib.import_module(_CUPTI_MODULE).Backend()
+            self.backend = importlib.import_module(_CUPTI_MODULE).Backend(config.cupti)
         self.sampler = HostSampler(config.sampler)
         self.path: Path | None = None
 
     def start(self) -> None:
         self.sampler.start()
-        self.backend.start()
+        try:
+            self.backend.start()
+        except BaseException:
+            self.sampler.stop()
+            raise
 
     def stop(self) -> Path:
         tables, meta = self.backend.stop()
@@ -107,8 +114,7 @@ def capture(out_dir: str | os.PathLike[str], backend: str = "auto",
     """Profile the body; writes the trace directory ``out_dir`` when it ends."""
     cfg = config or CaptureConfig(backend=backend)
     if config is not None and backend != "auto":
-        cfg = CaptureConfig(backend=backend, sampler=config.sampler, torch=config.torch,
-                            workload=config.workload)
+        cfg = dataclasses.replace(config, backend=backend)
     c = Capture(Path(out_dir), cfg)
     c.start()
     try:
@@ -117,4 +123,32 @@ def capture(out_dir: str | os.PathLike[str], backend: str = "auto",
         c.stop()
 
 
-__all__ = ["BACKENDS", "Capture", "CaptureConfig", "capture", "choose_backend", "gpu_usable"]
+_active: Capture | None = None
+
+
+def start(out_dir: str | os.PathLike[str], backend: str = "auto",
+          config: CaptureConfig | None = None) -> Capture:
+    """Begin a capture that :func:`stop` ends (one at a time per process)."""
+    global _active
+    if _active is not None:
+        raise TraceError(f"a capture into {_active.out_dir} is already running; stop() it first")
+    cfg = config or CaptureConfig(backend=backend)
+    if config is not None and backend != "auto":
+        cfg = dataclasses.replace(config, backend=backend)
+    c = Capture(Path(out_dir), cfg)
+    c.start()
+    _active = c
+    return c
+
+
+def stop() -> Path:
+    """End the capture :func:`start` began; returns the written trace directory."""
+    global _active
+    if _active is None:
+        raise TraceError("no capture is running; call tbdtrace.start(out_dir) first")
+    c, _active = _active, None
+    return c.stop()
+
+
+__all__ = ["BACKENDS", "Capture", "CaptureConfig", "capture", "choose_backend", "gpu_usable",
+           "start", "stop"]
