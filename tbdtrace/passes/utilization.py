@@ -114,27 +114,38 @@ def _in_union(s: np.ndarray, e: np.ndarray, ws: np.ndarray, we: np.ndarray) -> i
 def cpu(trace: Trace, config: steps_pass.StepsConfig | None = None) -> dict[str, Any]:
     """CPU utilization from ``host_samples`` (metric cpu_util, index -1 = all cores).
 
-    ``mean``: mean of the samples taken inside the measured steps (all samples when the
-    trace has no steps); ``per_step``: [{step, rank, samples, mean}]; ratio 0..1. Empty
-    dict values (None) when the trace has no such samples.
+    Sample i holds the mean utilization over [ts[i-1], ts[i]]. ``mean``: the
+    overlap-weighted mean of the samples over the measured steps (over the sampled time
+    when the trace has no steps); ``per_step``: [{step, rank, samples (covering the
+    step), mean}]; ratio 0..1. None when no sample covers the window.
     """
     hs = trace.table("host_samples", ["ts_ns", "metric", "index", "value"])
     if hs.num_rows:
         hs = hs.filter(pc.and_(pc.equal(hs.column("metric").cast(pa.string()), "cpu_util"),
                                pc.equal(hs.column("index"), -1)))
-    ts = int_column(hs, "ts_ns")
-    val = np.asarray(hs.column("value").to_numpy(), dtype=np.float64)
+    order = np.argsort(int_column(hs, "ts_ns"), kind="stable")
+    ts = int_column(hs, "ts_ns")[order]
+    val = np.asarray(hs.column("value").to_numpy(), dtype=np.float64)[order]
+    # A cpu_util sample is the mean utilization since the previous sample, so sample i
+    # covers [ts[i-1], ts[i]]. A window's utilization is the overlap-weighted mean of
+    # the samples covering it: exact for windows shorter than the sampling period too.
+    lo, hi, v = ts[:-1], ts[1:], val[1:]
     win = steps_pass.windows(trace, config)
     ws, we = int_column(win, "start_ns"), int_column(win, "end_ns")
+    if not ws.size and ts.size:
+        ws, we = ts[:1], ts[-1:]
     per_step = []
-    inside = np.zeros(ts.size, dtype=bool) if ws.size else np.ones(ts.size, dtype=bool)
+    tot_w = tot_wv = 0.0
     for i, (s, e) in enumerate(zip(ws.tolist(), we.tolist(), strict=True)):
-        sel = (ts >= s) & (ts <= e)
-        inside |= sel
-        per_step.append({"rank": win.column("rank")[i].as_py(),
-                         "step": int(win.column("step")[i].as_py()),
-                         "samples": int(sel.sum()),
-                         "mean": float(val[sel].mean()) if sel.any() else None})
-    return {"samples": int(inside.sum()),
-            "mean": float(val[inside].mean()) if inside.any() else None,
+        w = np.clip(np.minimum(hi, e) - np.maximum(lo, s), 0, None).astype(np.float64)
+        tot_w += float(w.sum())
+        tot_wv += float((w * v).sum())
+        if i < win.num_rows:
+            per_step.append({"rank": win.column("rank")[i].as_py(),
+                             "step": int(win.column("step")[i].as_py()),
+                             "samples": int((w > 0).sum()),
+                             "mean": float((w * v).sum() / w.sum()) if w.sum() else None})
+    covering = int(sum(p["samples"] for p in per_step)) if per_step else int(ts.size)
+    return {"samples": covering,
+            "mean": tot_wv / tot_w if tot_w else None,
             "per_step": per_step if ts.size else []}

@@ -49,8 +49,21 @@ def test_cpu_from_host_samples(tmp_path: Path) -> None:
                          "index": [-1, -1, -1, -1, -1], "value": [0.9, 0.2, 0.4, 7.0, 1.0]},
     })
     c = utilization.cpu(tr)
-    assert c["samples"] == 2 and c["mean"] == pytest.approx(0.3)
-    assert c["per_step"] == [{"rank": None, "step": 1, "samples": 2, "mean": pytest.approx(0.3)}]
+    # cpu_util samples at 5, 12, 15, 30 us cover [5,12] = 0.2, [12,15] = 0.4, [15,30] = 1.0.
+    # Measured step 1 is [10, 20]: 2 us at 0.2, 3 us at 0.4, 5 us at 1.0.
+    want = (2 * 0.2 + 3 * 0.4 + 5 * 1.0) / 10
+    assert c["samples"] == 3 and c["mean"] == pytest.approx(want)
+    assert c["per_step"] == [{"rank": None, "step": 1, "samples": 3, "mean": pytest.approx(want)}]
+
+
+def test_cpu_window_shorter_than_the_sampling_period(tmp_path: Path) -> None:
+    """A 1 us step between two samples 1 ms apart takes the covering sample's value."""
+    tr = make(tmp_path, {
+        "steps": {"step": [0], "start_ns": [400 * US], "end_ns": [401 * US]},
+        "host_samples": {"ts_ns": [0, 1000 * US], "metric": ["cpu_util"] * 2,
+                         "index": [-1, -1], "value": [0.1, 0.7]},
+    })
+    assert utilization.cpu(tr)["mean"] == pytest.approx(0.7)
 
 
 def test_empty_trace(tmp_path: Path) -> None:
