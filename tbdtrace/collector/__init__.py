@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace
+from tbdtrace.collector import cpuinfo
 from tbdtrace.collector.cupti_backend import CuptiConfig
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.collector.torch_backend import TorchBackend, TorchConfig
@@ -100,7 +101,7 @@ class Capture:
         meta.update(backend=self.backend_name, host=socket.gethostname(),
                     workload=self.config.workload)
         extra = dict(meta.get("extra") or {})
-        extra.update(backend_choice=self.reason, host_sampler={
+        extra.update(backend_choice=self.reason, cpu=cpuinfo.describe(), host_sampler={
             "rate_hz": self.config.sampler.rate_hz, "nvml": self.sampler.nvml_status,
             "pid": os.getpid()})
         meta["extra"] = extra

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace
-from tbdtrace.collector import merge, spool
+from tbdtrace.collector import cpuinfo, merge, spool
 from tbdtrace.collector.cupti_backend import (
     CuptiConfig,
     check_config,
@@ -107,7 +107,8 @@ def capture_command(
             tables["steps"] = steps
         tables["host_samples"] = samples
         extra = dict(meta["extra"])
-        extra.update(backend_choice=reason, exit_code=rc, spools=len(spools))
+        extra.update(backend_choice=reason, exit_code=rc, spools=len(spools),
+                     cpu=cpuinfo.describe())
         meta.update(backend="cupti", host=socket.gethostname(), command=list(command), extra=extra)
         path = trace.write(out, tables, meta)
     finally:

@@ -9,12 +9,20 @@ turns into exact nanoseconds, so the conversion is the tested one (shapes, FLOPs
 events with addresses, ProfilerStep and record_function ranges) instead of a second
 hand-kept copy walking ``_KinetoEvent`` objects. The cost is one temporary JSON file.
 
-On top of the import, *leaf* CPU ops become ``kernels`` rows with device_type ``cpu`` so
-GPU-oriented passes work on CPU traces. A leaf op is an ``ops`` row of category
-``cpu_op`` with no other ``cpu_op`` row nested inside it on the same thread (start >= its
-start and end <= its end); ``python_function`` rows and annotations never count, and
-neither contain nor are leaves.
+On top of the import, *compute-leaf* CPU ops become ``kernels`` rows with device_type
+``cpu`` so GPU-oriented passes work on CPU traces: the CPU analogue of a GPU kernel is the
+innermost op that does the work. Only ``cpu_op`` rows count (``python_function`` rows and
+annotations neither contain nor are leaves), nesting is by time on one thread, and:
+
+* an op is a kernel when no *compute* cpu_op nests inside it. Bookkeeping ops
+  (:data:`BOOKKEEPING_OPS`: allocation, views, metadata) nested inside an op do not make
+  it a non-leaf, so ``aten::mkldnn_convolution`` calling ``aten::empty`` for its output is
+  still a kernel (with a plain "no child at all" rule convolutions and matmuls vanish from
+  CPU traces);
+* a bookkeeping op is a kernel only when it has no cpu_op child and no enclosing op is a
+  kernel (its time is already inside that kernel otherwise).
 """
+
 
 from __future__ import annotations
 
@@ -25,6 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace.importers import kineto
+
+# Ops that allocate, alias or inspect tensors without computing on their data.
+BOOKKEEPING_OPS = frozenset({
+    "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::resize_",
+    "aten::as_strided", "aten::view", "aten::_reshape_alias", "aten::reshape",
+    "aten::_unsafe_view", "aten::t", "aten::transpose", "aten::permute", "aten::expand",
+    "aten::expand_as", "aten::alias", "aten::detach", "detach", "aten::detach_",
+    "aten::lift_fresh", "aten::set_", "aten::unsqueeze", "aten::squeeze", "aten::select",
+    "aten::slice", "aten::narrow", "aten::unbind", "aten::split", "aten::chunk",
+    "aten::result_type", "aten::_has_compatible_shallow_copy_type", "aten::is_nonzero",
+    "aten::item", "aten::_local_scalar_dense", "aten::resolve_conj", "aten::resolve_neg",
+    "aten::contiguous", "aten::view_as", "aten::flatten", "aten::numpy_T",
+})
 
 
 @dataclass(frozen=True)
@@ -47,21 +68,45 @@ def available() -> bool:
 
 
 def leaf_mask(ops: dict[str, list[Any]]) -> list[bool]:
-    """For each ops row: is it a leaf cpu_op (see the module docstring)?"""
+    """For each ops row: is it a compute-leaf cpu_op (see the module docstring)?"""
     n = len(ops.get("start_ns", []))
     cats = ops.get("category") or [None] * n
+    names = ops.get("name") or [None] * n
     rows = sorted(
         (i for i in range(n) if cats[i] == "cpu_op"),
         key=lambda i: (ops["tid"][i] or 0, ops["start_ns"][i], -ops["end_ns"][i]),
     )
+    book = [names[i] in BOOKKEEPING_OPS for i in range(n)]
+    compute_child = [False] * n
+    any_child = [False] * n
+    parent = [-1] * n
+    stack: list[int] = []
+    tid: Any = object()
+    for i in rows:
+        if ops["tid"][i] != tid:
+            stack, tid = [], ops["tid"][i]
+        while stack and not (ops["start_ns"][i] >= ops["start_ns"][stack[-1]]
+                             and ops["end_ns"][i] <= ops["end_ns"][stack[-1]]):
+            stack.pop()
+        if stack:
+            parent[i] = stack[-1]
+            any_child[stack[-1]] = True
+            if not book[i]:
+                # Every enclosing op has a compute descendant; stop at one already marked.
+                for a in reversed(stack):
+                    if compute_child[a]:
+                        break
+                    compute_child[a] = True
+        stack.append(i)
     leaf = [False] * n
-    for pos, i in enumerate(rows):
-        nxt = rows[pos + 1] if pos + 1 < len(rows) else None
-        # Sorted by (tid, start, -end): if anything nests in i, the next row does.
-        nested = nxt is not None and ops["tid"][nxt] == ops["tid"][i] and (
-            ops["start_ns"][nxt] >= ops["start_ns"][i] and ops["end_ns"][nxt] <= ops["end_ns"][i]
-        )
-        leaf[i] = not nested
+    for i in rows:  # parents come before their children in this order
+        if not book[i]:
+            leaf[i] = not compute_child[i]
+        else:
+            a, inside_kernel = parent[i], False
+            while a >= 0 and not inside_kernel:
+                inside_kernel, a = leaf[a], parent[a]
+            leaf[i] = not any_child[i] and not inside_kernel
     return leaf
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from tbdtrace import trace
+from tbdtrace.collector import cpuinfo
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.collector.torch_backend import TorchBackend, TorchConfig
 from tbdtrace.errors import TraceError
@@ -147,6 +148,6 @@ def capture_command(command: Sequence[str], out: str | os.PathLike[str],
                 tables.get("steps"), trace.to_table("steps", steps)) if t is not None])
         tables["host_samples"] = samples
     meta.update(backend="torch", host=socket.gethostname(), command=list(command))
-    meta["extra"].update(backend_choice=reason, exit_code=rc, host_sampler={
+    meta["extra"].update(backend_choice=reason, exit_code=rc, cpu=cpuinfo.describe(), host_sampler={
         "rate_hz": sampler.rate_hz, "nvml": hs.nvml_status, "pid": child.pid})
     return trace.write(out_dir, tables, meta), rc

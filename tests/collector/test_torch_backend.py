@@ -17,7 +17,7 @@ from torch.profiler import record_function
 import tbdtrace
 from tbdtrace.collector import CaptureConfig, choose_backend
 from tbdtrace.collector.host_sampler import SamplerConfig
-from tbdtrace.collector.torch_backend import leaf_mask
+from tbdtrace.collector.torch_backend import BOOKKEEPING_OPS, leaf_mask
 from tbdtrace.errors import TraceError
 
 STEPS = 3
@@ -73,12 +73,40 @@ def test_leaf_ops_are_cpu_kernels(run: tuple[tbdtrace.Trace, object]) -> None:
     assert set(k.device_type.astype(str)) == {"cpu"}
     ka_names = {e.key for e in prof.key_averages()}  # type: ignore[attr-defined]
     markers = set(tr.table("markers").to_pandas().name.astype(str)) | {"ProfilerStep*"}
-    # Independent: FunctionEvents with no op child (annotations are not ops).
+    # Independent: walk torch's own FunctionEvent tree (annotations are not ops).
     evs = [e for e in prof.events() if e.name not in markers]  # type: ignore[attr-defined]
-    want = Counter(e.name for e in evs
-                   if not [c for c in e.cpu_children if c.name not in markers])
+
+    def ops_below(e):  # op descendants, looking through annotations
+        for c in e.cpu_children:
+            if c.name in markers:
+                yield from ops_below(c)
+            else:
+                yield c
+                yield from ops_below(c)
+
+    def enclosing(e):
+        p = e.cpu_parent
+        while p is not None:
+            if p.name not in markers:
+                yield p
+            p = p.cpu_parent
+
+    def is_compute_leaf(e):
+        return not any(d.name not in BOOKKEEPING_OPS for d in ops_below(e))
+
+    want = Counter()
+    for e in evs:
+        if e.name not in BOOKKEEPING_OPS:
+            ok = is_compute_leaf(e)
+        else:
+            ok = not any(True for _ in ops_below(e)) and not any(
+                p.name not in BOOKKEEPING_OPS and is_compute_leaf(p) for p in enclosing(e))
+        want[e.name] += ok
+    want = +want
     assert Counter(k.name.astype(str)) == want
     assert set(want) <= ka_names
+    # The matmuls of the Linear layers are kernels (they allocate their outputs inside).
+    assert any(n in want for n in ("aten::addmm", "aten::mm"))
 
 
 def test_steps_markers_memory_and_meta(run: tuple[tbdtrace.Trace, object]) -> None:
@@ -110,6 +138,16 @@ def test_leaf_mask_nesting() -> None:
            "tid": [1, 1, 1, 1, 2, 1],
            "category": ["cpu_op"] * 5 + ["python_function"]}
     assert leaf_mask(ops) == [False, True, False, True, True, False]
+
+
+def test_bookkeeping_children_keep_a_compute_leaf() -> None:
+    # conv [0,10] allocates its output (empty [1,2]); add [20,30] holds view [21,22];
+    # a top-level empty [40,41] is a kernel of its own; copy_ [50,60] holds fill_ [51,52].
+    names = ["aten::conv", "aten::empty", "aten::add", "aten::view", "aten::empty",
+             "aten::copy_", "aten::fill_"]
+    ops = {"start_ns": [0, 1, 20, 21, 40, 50, 51], "end_ns": [10, 2, 30, 22, 41, 60, 52],
+           "tid": [1] * 7, "category": ["cpu_op"] * 7, "name": names}
+    assert leaf_mask(ops) == [True, False, True, False, True, False, True]
 
 
 def test_backend_choice() -> None:
