@@ -45,6 +45,10 @@ BOOKKEEPING_OPS = frozenset({
     "aten::result_type", "aten::_has_compatible_shallow_copy_type", "aten::is_nonzero",
     "aten::item", "aten::_local_scalar_dense", "aten::resolve_conj", "aten::resolve_neg",
     "aten::contiguous", "aten::view_as", "aten::flatten", "aten::numpy_T",
+    "aten::as_strided_", "aten::resize_as_", "aten::squeeze_", "aten::unsqueeze_",
+    "aten::t_", "aten::transpose_", "aten::new_empty", "aten::new_empty_strided",
+    "aten::empty_permuted", "aten::_empty_affine_quantized", "aten::sym_size",
+    "aten::sym_stride", "aten::sym_numel", "aten::size", "aten::stride", "aten::dim",
 })
 
 
@@ -123,7 +127,8 @@ def leaf_kernels(ops: dict[str, list[Any]]) -> dict[str, list[Any]]:
         "start_ns": col("start_ns"), "end_ns": col("end_ns"), "device_id": [0] * len(idx),
         "device_type": ["cpu"] * len(idx), "external_id": col("external_id"),
         "pid": col("pid"), "tid": col("tid"), "rank": col("rank"), "name": col("name"),
-        "flops": col("flops"),
+        # No flops: the profiler counts them on the op that has a formula (aten::conv2d,
+        # aten::addmm), often an ancestor of the leaf; they stay on ops.flops.
     }
 
 

@@ -2,7 +2,7 @@
 
 Per rank (docs/METRICS.md, "FP32"): the window is the union of the rank's measured steps
 (else the span of its kernels). FLOPs come from, in order: hardware counters
-(``kernels.flops``) of kernels starting in the window; the profiler's op counts
+(``kernels.flops``, per-kernel counts) of kernels starting in the window; the profiler's op counts
 (``ops.flops``); analytic shape formulas (:mod:`tbdtrace.passes.flops`) of ops starting in
 the window; else null with a reason. Achieved = FLOPs / window (``*_wall``) and FLOPs /
 device compute-busy time in the window (``*_busy``). Peak = sum over the rank's devices
@@ -92,7 +92,7 @@ def _flops(k: pa.Table, sel: np.ndarray, ops: pa.Table, rank: int, ms: np.ndarra
     kf = int_column(k, "flops", -1)
     kin = sel & in_windows(int_column(k, "start_ns"), ms, me)
     if (kf[kin] >= 0).any():
-        return int(kf[kin & (kf >= 0)].sum()), "hardware counters (kernels.flops)"
+        return int(kf[kin & (kf >= 0)].sum()), "per-kernel counts (kernels.flops)"
     osel = (int_column(ops, "rank") == rank) & in_windows(int_column(ops, "start_ns"), ms, me)
     sub = ops.filter(pa.array(osel))
     f, counted = flops_mod.op_flops(sub)

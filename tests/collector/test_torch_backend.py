@@ -141,9 +141,9 @@ def test_leaf_mask_nesting() -> None:
 
 
 def test_bookkeeping_children_keep_a_compute_leaf() -> None:
-    # conv [0,10] allocates its output (empty [1,2]); add [20,30] holds view [21,22];
+    # conv [0,10] restrides its output (as_strided_ [1,2]); add [20,30] holds view [21,22];
     # a top-level empty [40,41] is a kernel of its own; copy_ [50,60] holds fill_ [51,52].
-    names = ["aten::conv", "aten::empty", "aten::add", "aten::view", "aten::empty",
+    names = ["aten::conv", "aten::as_strided_", "aten::add", "aten::view", "aten::empty",
              "aten::copy_", "aten::fill_"]
     ops = {"start_ns": [0, 1, 20, 21, 40, 50, 51], "end_ns": [10, 2, 30, 22, 41, 60, 52],
            "tid": [1] * 7, "category": ["cpu_op"] * 7, "name": names}

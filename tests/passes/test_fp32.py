@@ -62,7 +62,7 @@ def test_clock_and_counters_from_the_trace_win(tmp_path: Path) -> None:
                           "devices": {"device_id": [0], "device_type": ["cuda"], "name": ["?"]}},
                name="t2")
     r2 = fp32.run(tr2).to_pylist()[0]
-    assert r2["flops"] == 5_000_000 and r2["flops_source"].startswith("hardware")
+    assert r2["flops"] == 5_000_000 and r2["flops_source"].startswith("per-kernel counts")
     assert r2["peak_flops_per_s"] is None and "SM count" in r2["peak_source"]
 
 
