@@ -69,7 +69,8 @@ class Trace:
             return 0
         with pa.memory_map(str(f)) as src:
             reader = pa.ipc.open_file(src)
-            return sum(reader.get_record_batch(i).num_rows for i in range(reader.num_record_batches))
+            batches = range(reader.num_record_batches)
+            return sum(reader.get_record_batch(i).num_rows for i in batches)
 
     def _read(self, decl: schema.Table, cols: tuple[str, ...] | None) -> pa.Table:
         f = self.path / f"{decl.name}{ARROW_SUFFIX}"
@@ -86,7 +87,9 @@ class Trace:
                 opts = pa.ipc.IpcReadOptions(included_fields=present)
                 tbl = pa.ipc.open_file(src, options=opts).read_all()
         except (pa.ArrowInvalid, OSError) as e:
-            raise TraceError(f"{f}: not a readable Arrow IPC file ({e}); re-create the trace") from e
+            raise TraceError(
+                f"{f}: not a readable Arrow IPC file ({e}); re-create the trace"
+            ) from e
         return _conform(tbl, want, f)
 
 
@@ -156,7 +159,10 @@ def to_table(name: str, columns: Mapping[str, Any], num_rows: int | None = None)
         else:
             arrays.append(None)
     n = n or 0
-    arrays = [a if a is not None else pa.nulls(n, c.type) for a, c in zip(arrays, decl.columns)]
+    arrays = [
+        a if a is not None else pa.nulls(n, c.type)
+        for a, c in zip(arrays, decl.columns, strict=True)
+    ]
     return pa.Table.from_arrays(arrays, schema=decl.arrow_schema())
 
 
@@ -190,11 +196,10 @@ def write(
     file is left alone and raises TraceError.
     """
     out = Path(path)
-    if out.exists() and not (out / META_FILE).exists():
-        if out.is_file() or any(out.iterdir()):
-            raise TraceError(
-                f"{out}: exists and is not a tbdtrace trace; choose another output directory"
-            )
+    if out.exists() and not (out / META_FILE).exists() and (out.is_file() or any(out.iterdir())):
+        raise TraceError(
+            f"{out}: exists and is not a tbdtrace trace; choose another output directory"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

@@ -47,7 +47,9 @@ def test_random_against_brute_force():
         n = int(rng.integers(0, 30))
         s = rng.integers(0, 200, n)
         e = s + rng.integers(0, 40, n)
-        assert intervals.union_length(s, e) == brute_union(list(zip(s.tolist(), e.tolist())))
+        assert intervals.union_length(s, e) == brute_union(
+            list(zip(s.tolist(), e.tolist(), strict=True))
+        )
 
 
 def test_span_and_overlap():
@@ -66,12 +68,14 @@ def test_several_devices_and_streams_in_report(tmp_path):
     from tbdtrace.passes import summary
 
     k = {  # device 0: two streams overlapping; device 1: adjacent kernels
-        "start_ns": [0, 5, 100, 0, 10], "end_ns": [10, 20, 110, 10, 20],
-        "device_id": [0, 0, 0, 1, 1], "stream_id": [7, 8, 7, 7, 7],
-        "device_type": ["cuda"] * 5, "name": ["a", "b", "a", "c", "c"],
+        "start_ns": [0, 5, 100, 0, 10],
+        "end_ns": [10, 20, 110, 10, 20],
+        "device_id": [0, 0, 0, 1, 1],
+        "stream_id": [7, 8, 7, 7, 7],
+        "device_type": ["cuda"] * 5,
+        "name": ["a", "b", "a", "c", "c"],
     }
-    m = {"start_ns": [20], "end_ns": [30], "device_id": [0], "device_type": ["cuda"],
-         "bytes": [64]}
+    m = {"start_ns": [20], "end_ns": [30], "device_id": [0], "device_type": ["cuda"], "bytes": [64]}
     tbdtrace.write(tmp_path / "t", {"kernels": k, "memcpy": m}, {"source": "test"})
     rows = {r["device_id"]: r for r in summary.run(tbdtrace.open(tmp_path / "t")).to_pylist()}
     assert rows[0]["span_ns"] == 110 and rows[0]["busy_ns"] == 40

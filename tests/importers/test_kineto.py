@@ -32,7 +32,9 @@ def test_row_counts_and_sums_match_raw_json(imported):
     exp = expected_report(src)
     k = tr.table("kernels")
     assert k.num_rows == exp["kernel_count"]
-    dur = sum(e - s for s, e in zip(k["start_ns"].to_pylist(), k["end_ns"].to_pylist()))
+    dur = sum(
+        e - s for s, e in zip(k["start_ns"].to_pylist(), k["end_ns"].to_pylist(), strict=True)
+    )
     assert dur == exp["kernel_time_ns"]
     assert tr.table("memcpy").num_rows == exp["memcpy_count"]
     assert sum(tr.table("memcpy")["bytes"].to_pylist()) == exp["memcpy_bytes"]
@@ -64,21 +66,31 @@ def test_kernel_rows_keep_launch_fields(imported):
 
 def test_runtime_rows_keep_api_name_and_correlation(imported):
     src, tr = imported
-    raw = [e for e in load(src)["traceEvents"]
-           if e.get("cat") in ("cuda_runtime", "Runtime", "cuda_driver") and e.get("ph") == "X"]
+    raw = [
+        e
+        for e in load(src)["traceEvents"]
+        if e.get("cat") in ("cuda_runtime", "Runtime", "cuda_driver") and e.get("ph") == "X"
+    ]
     rt = tr.table("runtime")
-    got = sorted(zip(rt["name"].to_pylist(), rt["correlation_id"].to_pylist()),
-                 key=lambda x: (x[0], x[1] or 0))
-    want = sorted(((e["name"], e["args"].get("correlation")) for e in raw),
-                  key=lambda x: (x[0], x[1] or 0))
+    got = sorted(
+        zip(rt["name"].to_pylist(), rt["correlation_id"].to_pylist(), strict=True),
+        key=lambda x: (x[0], x[1] or 0),
+    )
+    want = sorted(
+        ((e["name"], e["args"].get("correlation")) for e in raw), key=lambda x: (x[0], x[1] or 0)
+    )
     assert got == want
 
 
 def test_profiler_steps_become_steps(imported):
     src, tr = imported
-    names = [e["name"] for e in load(src)["traceEvents"]
-             if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
-             and e.get("cat") != "gpu_user_annotation"]
+    names = [
+        e["name"]
+        for e in load(src)["traceEvents"]
+        if e.get("ph") == "X"
+        and str(e.get("name", "")).startswith("ProfilerStep#")
+        and e.get("cat") != "gpu_user_annotation"
+    ]
     steps = tr.table("steps")
     assert sorted(steps["step"].to_pylist()) == sorted(int(n.split("#")[1]) for n in names)
 
@@ -88,7 +100,9 @@ def test_report_json_figures_exact(imported):
     exp = expected_report(src)
     out = subprocess.run(
         [sys.executable, "-m", "tbdtrace", "report", str(tr.path), "--format", "json"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     doc = json.loads(out.stdout)
     s = doc["summary"]
@@ -142,7 +156,10 @@ def test_cpu_only_trace_imports_and_reports(tmp_path):
     tbdtrace.write(tmp_path / "t", tables, meta)
     doc = subprocess.run(
         [sys.executable, "-m", "tbdtrace", "report", str(tmp_path / "t"), "--format", "json"],
-        check=True, capture_output=True, text=True).stdout
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert json.loads(doc)["summary"]["kernel_count"] == 0
 
 
@@ -155,11 +172,21 @@ def test_base_time_offset_is_applied():
     assert tables["kernels"]["start_ns"][0] == raw["baseTimeNanoseconds"] + ns(k["ts"])
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("1", 1000), ("1.5", 1500), ("0.001", 1), ("1694039968955744", 1694039968955744000),
-    ("4203669604595.407", 4203669604595407), ("-2.25", -2250), ("1.0005", 1000),
-    ("1.0015", 1002), ("1e3", 1000000), ("2.5E-3", 2),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("1", 1000),
+        ("1.5", 1500),
+        ("0.001", 1),
+        ("1694039968955744", 1694039968955744000),
+        ("4203669604595.407", 4203669604595407),
+        ("-2.25", -2250),
+        ("1.0005", 1000),
+        ("1.0015", 1002),
+        ("1e3", 1000000),
+        ("2.5E-3", 2),
+    ],
+)
 def test_us_to_ns_is_exact_decimal(text, expected):
     assert kineto.us_to_ns(text) == expected
 
@@ -173,16 +200,31 @@ def _write_gz(path: Path, data: bytes) -> Path:
     return path
 
 
-@pytest.mark.parametrize("content,needle", [
-    (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1', b"truncated JSON"),
-    (b'{"traceEvents": [}', b"invalid JSON"),
-    (b'{"schemaVersion": 1}', b"no traceEvents"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1', b"truncated JSON"),
+        (b'{"traceEvents": [}', b"invalid JSON"),
+        (b'{"schemaVersion": 1}', b"no traceEvents"),
+    ],
+)
 def test_bad_json_is_one_line_exit_1(tmp_path, content, needle):
     src = _write_gz(tmp_path / "bad.json.gz", content)
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "tbdtrace", "import", str(src), "--out", str(out),
-                        "--format", "kineto"], capture_output=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbdtrace",
+            "import",
+            str(src),
+            "--out",
+            str(out),
+            "--format",
+            "kineto",
+        ],
+        capture_output=True,
+    )
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
@@ -195,8 +237,11 @@ def test_truncated_gzip_is_one_line(tmp_path):
     good = gzip.compress(b'{"traceEvents": []}' * 50)
     src = tmp_path / "cut.json.gz"
     src.write_bytes(good[: len(good) // 2])
-    r = subprocess.run([sys.executable, "-m", "tbdtrace", "import", str(src), "--out",
-                        str(tmp_path / "o")], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "import", str(src), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1
     assert len(r.stderr.strip().splitlines()) == 1 and str(src) in r.stderr
 
@@ -204,20 +249,46 @@ def test_truncated_gzip_is_one_line(tmp_path):
 def test_failed_import_keeps_existing_trace(tmp_path):
     good = KINETO / "hta" / "triton_example.json.gz"
     out = tmp_path / "trace"
-    subprocess.run([sys.executable, "-m", "tbdtrace", "import", str(good), "--out", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "import", str(good), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
     before = sorted(p.name for p in out.iterdir())
     bad = _write_gz(tmp_path / "bad.json.gz", b'{"traceEvents": [')
-    r = subprocess.run([sys.executable, "-m", "tbdtrace", "import", str(bad), "--out", str(out),
-                        "--format", "kineto"], capture_output=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbdtrace",
+            "import",
+            str(bad),
+            "--out",
+            str(out),
+            "--format",
+            "kineto",
+        ],
+        capture_output=True,
+    )
     assert r.returncode == 1
     assert sorted(p.name for p in out.iterdir()) == before
     assert tbdtrace.open(out).table("kernels").num_rows == 1
 
 
 def test_missing_file_is_one_line(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "tbdtrace", "import", str(tmp_path / "nope.json"),
-                        "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbdtrace",
+            "import",
+            str(tmp_path / "nope.json"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1 and "no such file" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
