@@ -18,8 +18,10 @@ allocated before capture still count.
 
 How a block gets its category (no framework is patched; only public hooks are used):
 
-* ``weights``: storage of a parameter of a module called while tracking (global module
-  forward pre-hook) or of an optimizer's ``param_groups``;
+* ``weights``: storage of a parameter or a buffer (BatchNorm's ``running_mean``,
+  ``running_var``, ``num_batches_tracked``: model state saved with the parameters) of a
+  module called while tracking (global module forward pre-hook), or of a parameter in an
+  optimizer's ``param_groups``;
 * ``gradients``: storage of a parameter's ``.grad``, seen when it is accumulated
   (``register_post_accumulate_grad_hook``), around every ``optimizer.step()`` (global
   optimizer step hooks) and at ``stop()``;
@@ -31,8 +33,7 @@ How a block gets its category (no framework is patched; only public hooks are us
   with identity pack/unpack), TBD's feature maps;
 * ``workspace``: still unlabelled blocks allocated and freed inside one framework op
   (see :mod:`tbdtrace.memory.workspace`);
-* ``other``: the rest (temporaries between ops, buffers such as BatchNorm running stats,
-  the allocator's own blocks).
+* ``other``: the rest (temporaries between ops, the allocator's own blocks).
 
 An observation (a tensor seen at time ``t``) labels the block at the tensor's storage
 address that is live at ``t`` (both clocks are CLOCK_REALTIME nanoseconds: the torch
@@ -96,8 +97,9 @@ def _tensors(obj: Any, depth: int = 0) -> Iterator[Any]:
 class TorchMemoryTracker:
     """Observes parameters, gradients, optimizer state, inputs and saved tensors."""
 
-    def __init__(self, config: TrackerConfig | None = None, model: Any = None,
-                 optimizer: Any = None):
+    def __init__(
+        self, config: TrackerConfig | None = None, model: Any = None, optimizer: Any = None
+    ):
         """``model``/``optimizer`` (optional) are tracked even when ``scan_gc`` is off."""
         self.config = config or TrackerConfig()
         self._explicit = [o for o in (optimizer, model) if o is not None]
@@ -146,6 +148,7 @@ class TorchMemoryTracker:
     def _observe_module(self, mod: Any) -> None:
         params = list(mod.parameters())
         self.observe(params, "weights")
+        self.observe(mod.buffers(), "weights")
         self.observe((p.grad for p in params if p.grad is not None), "gradients")
         self._hook_params(params)
 
@@ -167,8 +170,14 @@ class TorchMemoryTracker:
         self._observe_module(mod)
         if self.config.inputs:
             own = {id(p) for p in mod.parameters()}
-            self.observe((t for t in _tensors(args) if id(t) not in own
-                          and t.grad_fn is None and not t.requires_grad), "inputs")
+            self.observe(
+                (
+                    t
+                    for t in _tensors(args)
+                    if id(t) not in own and t.grad_fn is None and not t.requires_grad
+                ),
+                "inputs",
+            )
 
     def _post_forward(self, mod: Any, args: Any, out: Any) -> None:
         self._local.depth = max(0, getattr(self._local, "depth", 1) - 1)
@@ -194,9 +203,11 @@ class TorchMemoryTracker:
             nn_module.register_module_forward_pre_hook(self._pre_forward),
             nn_module.register_module_forward_hook(self._post_forward, always_call=True),
             optim_module.register_optimizer_step_pre_hook(
-                lambda opt, a, k: self._observe_optimizer(opt)),
+                lambda opt, a, k: self._observe_optimizer(opt)
+            ),
             optim_module.register_optimizer_step_post_hook(
-                lambda opt, a, k: self._observe_optimizer(opt)),
+                lambda opt, a, k: self._observe_optimizer(opt)
+            ),
         ]
         if self.config.activations:
             self._saved_hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
@@ -219,6 +230,7 @@ class TorchMemoryTracker:
             else:
                 params = list(obj.parameters())
                 self.observe(params, "weights")
+                self.observe(obj.buffers(), "weights")
                 self.observe((p.grad for p in params if p.grad is not None), "gradients")
         self.stop_ns = time.time_ns()
 
@@ -228,7 +240,8 @@ class TorchMemoryTracker:
         return found + [o for o in self._explicit if id(o) not in ids]
 
     def _snapshot_baseline(self) -> None:
-        """Storages live at start: params, grads and optimizer state of existing objects.
+        """Storages live at start: params, buffers, grads and optimizer state of existing
+        objects.
 
         The profiler drops the free of a block allocated before it started, so each such
         tensor gets a finalizer: when it dies during the capture (``zero_grad`` setting a
@@ -242,8 +255,13 @@ class TorchMemoryTracker:
                 params, state = list(obj.parameters()), []
                 self._hook_params(params)
             grads = [p.grad for p in params if p.grad is not None]
-            for tensors, cat in ((params, "weights"), (grads, "gradients"),
-                                 (state, "optimizer_state")):
+            buffers = [] if _is_optimizer(obj) else list(obj.buffers())
+            for tensors, cat in (
+                (params, "weights"),
+                (buffers, "weights"),
+                (grads, "gradients"),
+                (state, "optimizer_state"),
+            ):
                 for t in tensors:
                     self._add_baseline(t, _RANK[cat])
 
@@ -262,8 +280,9 @@ class TorchMemoryTracker:
         self._baseline_free_ns.setdefault(key, time.time_ns())
 
     # -- classification -------------------------------------------------------------------
-    def classify(self, memory: pa.Table | Mapping[str, Any],
-                 ops: pa.Table | Mapping[str, Any] | None = None) -> pa.Table:
+    def classify(
+        self, memory: pa.Table | Mapping[str, Any], ops: pa.Table | Mapping[str, Any] | None = None
+    ) -> pa.Table:
         """``memory`` with ``category`` set on every row, plus the start-time baseline rows.
 
         Args:
@@ -284,8 +303,7 @@ class TorchMemoryTracker:
         passed through. A missing ``memory`` table gets the start-time rows alone."""
         out = dict(tables)
         mem = tables.get("memory")
-        out["memory"] = self.classify(mem if mem is not None else {"ts_ns": []},
-                                      tables.get("ops"))
+        out["memory"] = self.classify(mem if mem is not None else {"ts_ns": []}, tables.get("ops"))
         return out
 
     def _baseline_rows(self, mem: pa.Table) -> pa.Table:
@@ -296,17 +314,21 @@ class TorchMemoryTracker:
             rows.append((self.start_ns or 0, "alloc", key, val))
             if key in self._baseline_free_ns:
                 rows.append((self._baseline_free_ns[key], "free", key, val))
-        return trace_io.to_table("memory", {
-            "ts_ns": [r[0] for r in rows],
-            "action": [r[1] for r in rows],
-            "level": ["allocated"] * len(rows),
-            "bytes": [r[3][0] for r in rows],
-            "address": [r[2][1] for r in rows],
-            "device_type": [r[2][0] for r in rows],
-            "device_id": [r[3][2] for r in rows],
-            "pid": [pid] * len(rows),
-            "category": [PRIORITY[r[3][1]] for r in rows],
-        }, num_rows=len(rows))
+        return trace_io.to_table(
+            "memory",
+            {
+                "ts_ns": [r[0] for r in rows],
+                "action": [r[1] for r in rows],
+                "level": ["allocated"] * len(rows),
+                "bytes": [r[3][0] for r in rows],
+                "address": [r[2][1] for r in rows],
+                "device_type": [r[2][0] for r in rows],
+                "device_id": [r[3][2] for r in rows],
+                "pid": [pid] * len(rows),
+                "category": [PRIORITY[r[3][1]] for r in rows],
+            },
+            num_rows=len(rows),
+        )
 
 
 def _allocator_bytes(nbytes: int, device_type: str) -> int:
@@ -325,7 +347,8 @@ def _unpack(packed: tuple[Any, int]) -> Any:
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: [{t.type()} {list(t.shape)}] is at version {t._version}; "
-            f"expected version {version} instead (checked by tbdtrace's saved-tensor hook)")
+            f"expected version {version} instead (checked by tbdtrace's saved-tensor hook)"
+        )
     return t
 
 

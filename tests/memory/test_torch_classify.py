@@ -3,6 +3,7 @@
 Expected sizes come from the layer shapes (tests/memory/models.py), never from the
 classifier: P float32 parameters are 4P bytes of weights and, after backward, 4P of
 gradients; SGD momentum keeps 4P of state, Adam 8P plus a 4-byte ``step`` per tensor.
+Module buffers (BatchNorm's running statistics and batch counter) count as weights.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ def _opt(kind: str, model: torch.nn.Module) -> torch.optim.Optimizer | None:
 
 
 def _expected_state(kind: str, case: Case) -> int:
-    return {"sgd": 4 * case.params, "adam": 8 * case.params + 4 * case.tensors,
-            "none": 0}[kind]
+    return {"sgd": 4 * case.params, "adam": 8 * case.params + 4 * case.tensors, "none": 0}[kind]
 
 
 def _end(path: Path) -> dict[str, int]:
@@ -49,7 +49,7 @@ def test_model_built_before_capture(tmp_path: Path, case: Case, kind: str) -> No
     with profile(tmp_path / "t") as p:
         train(model, opt, batch, steps=2, on_step=p.step)
     end = _end(tmp_path / "t")
-    assert end["weights"] == 4 * case.params
+    assert end["weights"] == case.weight_bytes
     assert end["gradients"] == 4 * case.params
     assert end["optimizer_state"] == _expected_state(kind, case)
 
@@ -64,13 +64,13 @@ def test_model_built_inside_capture(tmp_path: Path, case: Case) -> None:
         train(model, opt, case.batch(4), steps=3, on_step=p.step)
     tr = tbdtrace.open(tmp_path / "t")
     end = _end(tmp_path / "t")
-    assert end["weights"] == 4 * case.params
+    assert end["weights"] == case.weight_bytes
     assert end["gradients"] == 4 * case.params
     assert end["optimizer_state"] == _expected_state("adam", case)
     steps = memory.summarize(tr)["steps"]
     assert len(steps) == 3
     for s in steps:
-        assert s["breakdown_at_peak"]["weights"] == 4 * case.params
+        assert s["breakdown_at_peak"]["weights"] == case.weight_bytes
     # Adam creates its state in the first step; from then on it is there at every peak
     assert steps[0]["start_bytes"] == 0
     for s in steps[1:]:
@@ -94,8 +94,10 @@ def _activation_peak(tmp_path: Path, n: int) -> tuple[int, int]:
         batch = mlp_batch(n)  # made inside the capture: its allocation is seen
         train(model, None, batch, steps=1)
     tl = memory.timeline(tbdtrace.open(tmp_path / f"b{n}"))
-    return (int(np.max(tl.column("activations_bytes").to_numpy())),
-            int(np.max(tl.column("inputs_bytes").to_numpy())))
+    return (
+        int(np.max(tl.column("activations_bytes").to_numpy())),
+        int(np.max(tl.column("inputs_bytes").to_numpy())),
+    )
 
 
 def test_activations_grow_linearly_with_batch(tmp_path: Path) -> None:
@@ -140,16 +142,18 @@ def test_trained_before_capture_frees_old_gradients(tmp_path: Path, case: Case) 
     assert int(grads.max()) == 4 * case.params  # old and new never counted together
     assert int(grads.min()) >= 0
     end = _end(tmp_path / "t")
-    assert end["weights"] == 4 * case.params
+    assert end["weights"] == case.weight_bytes
     assert end["gradients"] == 4 * case.params
     assert end["optimizer_state"] == _expected_state("adam", case)
     # what was live when capture started is all there at its first instant
     ts = tl.column("ts_ns").to_numpy()
     at_start = tl.slice(int(np.sum(ts == ts[0])) - 1, 1).to_pylist()[0]
-    assert at_start["weights_bytes"] == 4 * case.params
+    assert at_start["weights_bytes"] == case.weight_bytes
     assert at_start["gradients_bytes"] == 4 * case.params
     assert at_start["optimizer_state_bytes"] == _expected_state("adam", case)
-    assert at_start["total_bytes"] == 8 * case.params + _expected_state("adam", case)
+    assert at_start["total_bytes"] == (
+        case.weight_bytes + 4 * case.params + _expected_state("adam", case)
+    )
 
 
 def test_untracked_block_from_before_capture_never_negative(tmp_path: Path) -> None:
@@ -168,8 +172,11 @@ def test_untracked_block_from_before_capture_never_negative(tmp_path: Path) -> N
 VOCAB, D, FF, LAYERS, SEQ = 100, 64, 128, 2, 16
 # Embedding; per encoder layer: attention in/out projections, two FF linears, two norms;
 # the output projection.
-TX_PARAMS = VOCAB * D + LAYERS * ((3 * D * D + 3 * D) + (D * D + D) + (D * FF + FF)
-                                  + (FF * D + D) + 2 * (2 * D)) + (D * VOCAB + VOCAB)
+TX_PARAMS = (
+    VOCAB * D
+    + LAYERS * ((3 * D * D + 3 * D) + (D * D + D) + (D * FF + FF) + (FF * D + D) + 2 * (2 * D))
+    + (D * VOCAB + VOCAB)
+)
 TX_TENSORS = 1 + LAYERS * 12 + 2
 
 
