@@ -1,8 +1,8 @@
 """One harness for every TBD workload, whatever the framework.
 
 This module uses the standard library only: it is imported by workloads running in the
-main venv (PyTorch, TensorFlow) and in `.venv-mxnet`, where tbdtrace's own dependencies
-(pyarrow, ...) are not installed.
+main venv (PyTorch, TensorFlow) and in `.venv-mxnet`, and must not pull a framework or
+tbdtrace in.
 
 Each training iteration is one *step*. The harness marks it twice, so that every capture
 backend sees it:
@@ -15,7 +15,11 @@ backend sees it:
   trace clock), ``samples``, ``warmup`` (bool), ``loss`` (float), ``pid``, ``model``,
   ``framework``.
 
-The steps file is the one documented place where a workload talks to tbdtrace.
+The steps file is the one documented place where a workload talks to tbdtrace, with one
+addition for MXNet, which no capture backend sees without a GPU: when
+``TBDTRACE_MEMORY_TRACE`` names a directory (``tbdtrace bench`` sets it for MXNet jobs), the
+MXNet workloads record their memory there with ``tbdtrace.memory.mxnet``
+(:func:`memory_trace_dir`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,12 @@ from typing import Any
 
 SIZES = ("tiny", "small", "paper")
 STEPS_FILE_ENV = "TBDTRACE_STEPS_FILE"
+MEMORY_TRACE_ENV = "TBDTRACE_MEMORY_TRACE"
+
+
+def memory_trace_dir() -> str | None:
+    """Where an MXNet workload writes its memory trace (``TBDTRACE_MEMORY_TRACE``), if set."""
+    return os.environ.get(MEMORY_TRACE_ENV) or None
 
 
 @dataclass(frozen=True)

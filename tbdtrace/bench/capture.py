@@ -10,6 +10,11 @@ Two implementations, chosen by ``BenchConfig.capture``:
   is known and the activity-derived cells stay empty.
 
 ``auto`` is ``tbdtrace`` when this build has the capture command, else ``steps``.
+
+Without a GPU the capture command sees PyTorch only. TensorFlow jobs then fall back to
+``steps``; MXNet jobs to ``memory``: the steps file, plus ``TBDTRACE_MEMORY_TRACE`` naming
+a directory where the workload records MXNet's storage counter and its model's sizes
+(``tbdtrace.memory.mxnet``); that trace's ``memory`` table joins the steps table.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,12 +31,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tbdtrace import trace
 from tbdtrace.bench.plan import REPO, BenchConfig, Job, workload_argv
 from tbdtrace.errors import TraceError
 
 STEPS_ENV = "TBDTRACE_STEPS_FILE"
+MEMORY_ENV = "TBDTRACE_MEMORY_TRACE"  # read by workloads/harness.py (memory_trace_dir)
 CAPTURES = ("auto", "tbdtrace", "steps")
 
 
@@ -40,12 +48,18 @@ class Paths:
 
     trace_dir: Path  # <out>/<job name>
     log: Path  # <out>/logs/<job name>.log: the process's stdout and stderr
-    steps_file: Path  # <out>/logs/<job name>.steps.jsonl (steps capture only)
+    steps_file: Path  # <out>/logs/<job name>.steps.jsonl (steps and memory captures)
+    memory_trace: Path  # <out>/logs/<job name>.memory: the workload's memory trace (memory)
 
     @classmethod
     def for_job(cls, out_dir: Path, job: Job) -> Paths:
         logs = out_dir / "logs"
-        return cls(out_dir / job.name, logs / f"{job.name}.log", logs / f"{job.name}.steps.jsonl")
+        return cls(
+            out_dir / job.name,
+            logs / f"{job.name}.log",
+            logs / f"{job.name}.steps.jsonl",
+            logs / f"{job.name}.memory",
+        )
 
 
 @dataclass(frozen=True)
@@ -70,8 +84,9 @@ def for_job(mode: str, job: Job) -> tuple[str, str | None]:
     """The capture a job gets, and a note when it differs from ``mode``.
 
     ``tbdtrace capture`` without a usable GPU uses its torch backend (torch.profiler),
-    which sees PyTorch only; TensorFlow and MXNet jobs then run with the steps file alone
-    (throughput, no activity) instead of failing.
+    which sees PyTorch only; TensorFlow jobs then run with the steps file alone
+    (throughput, no activity) instead of failing, MXNet jobs with the steps file and
+    MXNet's own memory counter (``memory``).
     """
     if mode != "tbdtrace" or job.framework == "pytorch":
         return mode, None
@@ -83,6 +98,11 @@ def for_job(mode: str, job: Job) -> tuple[str, str | None]:
         return mode, None
     if backend != "torch":
         return mode, None
+    if job.framework == "mxnet":
+        return "memory", (
+            "no capture backend for mxnet without a GPU (the torch backend sees PyTorch "
+            "only): steps file and MXNet's storage counter (memory columns), no activity"
+        )
     return "steps", (
         f"no capture backend for {job.framework} without a GPU (the torch backend sees "
         "PyTorch only): steps file only"
@@ -96,6 +116,7 @@ def command(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> tuple[list[s
     argv = workload_argv(job, cfg)
     if mode == "tbdtrace":
         env.pop(STEPS_ENV, None)
+        env.pop(MEMORY_ENV, None)
         return [
             sys.executable,
             "-m",
@@ -107,6 +128,9 @@ def command(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> tuple[list[s
             *argv,
         ], env
     env[STEPS_ENV] = str(paths.steps_file)
+    env.pop(MEMORY_ENV, None)
+    if mode == "memory":
+        env[MEMORY_ENV] = str(paths.memory_trace)
     return argv, env
 
 
@@ -114,6 +138,8 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
     """Run the job's process to completion (or the timeout) and leave its trace."""
     paths.log.parent.mkdir(parents=True, exist_ok=True)
     paths.steps_file.unlink(missing_ok=True)
+    if (paths.memory_trace / trace.META_FILE).exists():
+        shutil.rmtree(paths.memory_trace)  # an older run's: never merge a stale one
     if not Path(job.python).exists():
         target = "venv-mxnet" if ".venv-mxnet" in job.python else "venv"
         return Outcome(
@@ -148,8 +174,10 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
         return Outcome(None, wall, f"timed out after {cfg.timeout_s:g} s (log: {paths.log})")
     if rc != 0:
         return Outcome(rc, wall, f"exit code {rc}: {last_line(paths.log)} (log: {paths.log})")
-    if mode == "steps":
-        write_steps_trace(job, argv, paths)
+    if mode == "memory" and not (paths.memory_trace / trace.META_FILE).exists():
+        return Outcome(rc, wall, f"the workload wrote no memory trace at {paths.memory_trace}")
+    if mode in ("steps", "memory"):
+        write_steps_trace(job, argv, paths, paths.memory_trace if mode == "memory" else None)
     elif not (paths.trace_dir / trace.META_FILE).exists():
         return Outcome(rc, wall, f"capture wrote no trace at {paths.trace_dir}")
     return Outcome(rc, wall, None)
@@ -199,9 +227,12 @@ def read_steps_file(path: Path) -> dict[str, list]:  # type: ignore[type-arg]
     return cols
 
 
-def write_steps_trace(job: Job, argv: list[str], paths: Paths) -> None:
-    """The trace of a ``steps`` capture: the steps table and what ran."""
-    meta = {
+def write_steps_trace(
+    job: Job, argv: list[str], paths: Paths, memory_trace: Path | None = None
+) -> None:
+    """The trace of a ``steps`` capture: the steps table and what ran; for a ``memory``
+    capture also the ``memory`` table and memory meta of the workload's memory trace."""
+    meta: dict[str, Any] = {
         "source": "harness",
         "backend": None,
         "framework": job.framework,
@@ -209,4 +240,11 @@ def write_steps_trace(job: Job, argv: list[str], paths: Paths) -> None:
         "command": argv,
         "host": socket.gethostname(),
     }
-    trace.write(paths.trace_dir, {"steps": read_steps_file(paths.steps_file)}, meta)
+    tables: dict[str, Any] = {"steps": read_steps_file(paths.steps_file)}
+    if memory_trace is not None:
+        mem = trace.open(memory_trace)
+        tables["memory"] = mem.table("memory")
+        extra = mem.meta.get("extra") or {}
+        meta["extra"] = {k: extra[k] for k in ("memory_model", "mxnet_storage") if k in extra}
+        meta["extra"]["memory_source"] = mem.meta.get("source")
+    trace.write(paths.trace_dir, tables, meta)

@@ -81,7 +81,7 @@ def test_capture_command_wraps_the_workload(tmp_path: Path) -> None:
     assert env["TBDTRACE_STEPS_FILE"] == str(tmp_path / "logs" / "wgan-pytorch-b16.steps.jsonl")
 
 
-def test_without_a_gpu_other_frameworks_get_the_steps_capture() -> None:
+def test_without_a_gpu_other_frameworks_get_the_steps_or_memory_capture() -> None:
     import pytest
 
     from tbdtrace.bench import capture
@@ -89,8 +89,11 @@ def test_without_a_gpu_other_frameworks_get_the_steps_capture() -> None:
 
     if gpu_usable()[0]:
         pytest.skip("a GPU is usable: every framework is captured")
+    tf = Job("wgan", "tensorflow", "workloads.tensorflow.wgan", sys.executable, None)
+    mode, note = capture.for_job("tbdtrace", tf)
+    assert mode == "steps" and note is not None and "tensorflow" in note
     mx = Job("wgan", "mxnet", "workloads.mxnet.wgan", sys.executable, None)
     mode, note = capture.for_job("tbdtrace", mx)
-    assert mode == "steps" and note is not None and "mxnet" in note
+    assert mode == "memory" and note is not None and "mxnet" in note
     assert capture.for_job("tbdtrace", _job("workloads.pytorch.wgan")) == ("tbdtrace", None)
     assert capture.for_job("steps", mx) == ("steps", None)

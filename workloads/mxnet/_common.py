@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import mxnet as mx
 import numpy as np
@@ -48,6 +49,24 @@ def run(
     args: harness.HarnessArgs,
     step_fn: Callable[[int], float],
     samples_per_step: int | None = None,
+    nets: Sequence[Any] = (),
+    trainers: Sequence[Any] = (),
 ) -> harness.StepRecorder:
-    """Train through the harness; each step ends after the engine has run its work."""
-    return harness.train(model, FRAMEWORK, args, step_fn, mx.nd.waitall, samples_per_step)
+    """Train through the harness; each step ends after the engine has run its work.
+
+    When the harness names a memory trace directory (``tbdtrace bench`` does), training
+    runs under ``tbdtrace.memory.mxnet.profile`` with ``nets`` and ``trainers`` sizing the
+    weights, gradients and optimizer state (the repository root must be importable).
+    """
+    out = harness.memory_trace_dir()
+    if out is None:
+        return harness.train(model, FRAMEWORK, args, step_fn, mx.nd.waitall, samples_per_step)
+    from tbdtrace.memory import mxnet as mxm
+
+    with mxm.profile(out, net=list(nets), trainer=list(trainers), workload=model) as p:
+
+        def sync() -> None:
+            mx.nd.waitall()
+            p.sample()  # cheap unless the model's arrays changed
+
+        return harness.train(model, FRAMEWORK, args, step_fn, sync, samples_per_step)

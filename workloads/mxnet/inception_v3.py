@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
         trainer.step(1)
         return float(loss.asscalar())
 
-    _common.run(MODEL, args, step)
+    _common.run(MODEL, args, step, nets=[net], trainers=[trainer])
 
 
 if __name__ == "__main__":

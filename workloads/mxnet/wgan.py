@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
         trainer_g.step(1)
         return float(loss_d.asscalar())
 
-    _common.run(MODEL, args, step)
+    _common.run(MODEL, args, step, nets=[net_g, net_d], trainers=[trainer_g, trainer_d])
 
 
 if __name__ == "__main__":
