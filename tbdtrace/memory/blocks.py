@@ -67,8 +67,9 @@ def group_codes(tbl: pa.Table) -> tuple[npt.NDArray[np.int64], list[tuple[object
             labels.append(None)
     if n == 0:
         return np.zeros(0, np.int64), []
-    uniq, first, inv = np.unique(np.stack(parts, axis=1), axis=0, return_index=True,
-                                 return_inverse=True)
+    uniq, first, inv = np.unique(
+        np.stack(parts, axis=1), axis=0, return_index=True, return_inverse=True
+    )
     order = np.argsort(first, kind="stable")  # renumber by first appearance
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
@@ -88,29 +89,57 @@ def pair(tbl: pa.Table) -> Blocks:
     ts = int_column(tbl, "ts_ns", 0)
     nbytes = int_column(tbl, "bytes", 0)
     addr_col = tbl.column("address")
-    has_addr = ~np.asarray(addr_col.is_null().to_numpy(zero_copy_only=False), dtype=bool) \
-        if n else np.zeros(0, dtype=bool)
-    addr = np.asarray(addr_col.fill_null(0).to_numpy(), dtype=np.uint64).view(np.int64) \
-        if n else np.zeros(0, dtype=np.int64)
+    has_addr = (
+        ~np.asarray(addr_col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        if n
+        else np.zeros(0, dtype=bool)
+    )
+    addr = (
+        np.asarray(addr_col.fill_null(0).to_numpy(), dtype=np.uint64).view(np.int64)
+        if n
+        else np.zeros(0, dtype=np.int64)
+    )
     acodes, alabels = dict_codes(tbl, "action")
-    is_alloc = (np.array([lbl == "alloc" for lbl in alabels], dtype=bool)[acodes]
-                if n else np.zeros(0, dtype=bool))
+    is_alloc = (
+        np.array([lbl == "alloc" for lbl in alabels], dtype=bool)[acodes]
+        if n
+        else np.zeros(0, dtype=bool)
+    )
     group, keys = group_codes(tbl)
     rows = np.arange(n, dtype=np.int64)
-    a = _pair_by_address(rows[has_addr], group[has_addr], addr[has_addr], ts[has_addr],
-                         is_alloc[has_addr], nbytes[has_addr])
-    b = _pair_by_size(rows[~has_addr], group[~has_addr], ts[~has_addr], is_alloc[~has_addr],
-                      nbytes[~has_addr])
+    a = _pair_by_address(
+        rows[has_addr],
+        group[has_addr],
+        addr[has_addr],
+        ts[has_addr],
+        is_alloc[has_addr],
+        nbytes[has_addr],
+    )
+    b = _pair_by_size(
+        rows[~has_addr], group[~has_addr], ts[~has_addr], is_alloc[~has_addr], nbytes[~has_addr]
+    )
     c = np.concatenate([a, b], axis=1)
-    return Blocks(alloc_row=c[0], free_row=c[1], alloc_ts_ns=c[2], free_ts_ns=c[3],
-                  bytes=c[4], group=c[5], address=c[6], group_keys=keys,
-                  unmatched_frees=int(np.sum(c[0] < 0)))
+    return Blocks(
+        alloc_row=c[0],
+        free_row=c[1],
+        alloc_ts_ns=c[2],
+        free_ts_ns=c[3],
+        bytes=c[4],
+        group=c[5],
+        address=c[6],
+        group_keys=keys,
+        unmatched_frees=int(np.sum(c[0] < 0)),
+    )
 
 
-def _pair_by_address(rows: npt.NDArray[np.int64], group: npt.NDArray[np.int64],
-                     addr: npt.NDArray[np.int64], ts: npt.NDArray[np.int64],
-                     is_alloc: npt.NDArray[np.bool_], nbytes: npt.NDArray[np.int64],
-                     ) -> npt.NDArray[np.int64]:
+def _pair_by_address(
+    rows: npt.NDArray[np.int64],
+    group: npt.NDArray[np.int64],
+    addr: npt.NDArray[np.int64],
+    ts: npt.NDArray[np.int64],
+    is_alloc: npt.NDArray[np.bool_],
+    nbytes: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
     """Rows with an address, vectorized: sorted by (group, address, time, row), an alloc
     owns the next row of its key when that is a free; a following alloc closes it (lost
     free); a free not preceded by an alloc of its key is unmatched. Returns a (7, blocks)
@@ -129,20 +158,27 @@ def _pair_by_address(rows: npt.NDArray[np.int64], group: npt.NDArray[np.int64],
     free_row = np.where(next_free[ia], r[nxt[ia]], -1)
     free_ts = np.where(same_next[ia], t[nxt[ia]], INT64_MAX)
     iu = np.flatnonzero(~al & ~prev_alloc)  # unmatched frees
-    return np.array([
-        np.concatenate([r[ia], np.full(iu.size, -1)]),
-        np.concatenate([free_row, r[iu]]),
-        np.concatenate([t[ia], np.full(iu.size, INT64_MIN)]),
-        np.concatenate([free_ts, t[iu]]),
-        np.concatenate([nb[ia], nb[iu]]),
-        np.concatenate([g[ia], g[iu]]),
-        np.concatenate([ad[ia], ad[iu]]),
-    ], dtype=np.int64).reshape(7, -1)
+    return np.array(
+        [
+            np.concatenate([r[ia], np.full(iu.size, -1)]),
+            np.concatenate([free_row, r[iu]]),
+            np.concatenate([t[ia], np.full(iu.size, INT64_MIN)]),
+            np.concatenate([free_ts, t[iu]]),
+            np.concatenate([nb[ia], nb[iu]]),
+            np.concatenate([g[ia], g[iu]]),
+            np.concatenate([ad[ia], ad[iu]]),
+        ],
+        dtype=np.int64,
+    ).reshape(7, -1)
 
 
-def _pair_by_size(rows: npt.NDArray[np.int64], group: npt.NDArray[np.int64],
-                  ts: npt.NDArray[np.int64], is_alloc: npt.NDArray[np.bool_],
-                  nbytes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def _pair_by_size(
+    rows: npt.NDArray[np.int64],
+    group: npt.NDArray[np.int64],
+    ts: npt.NDArray[np.int64],
+    is_alloc: npt.NDArray[np.bool_],
+    nbytes: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
     """Rows without an address (rare: old Kineto traces): a free closes the oldest live
     block of its group and size."""
     out: list[list[int]] = []

@@ -57,9 +57,11 @@ def label(mem: pa.Table, obs: Obs, tol_ns: int, ops: pa.Table | None) -> pa.Tabl
             if r >= 0:
                 row_cat[r] = name
     final = [h if h is not None else c for h, c in zip(have, row_cat, strict=True)]
-    out = mem.set_column(mem.schema.get_field_index("category"), "category",
-                         trace_io.to_table("memory", {"category": final},
-                                           num_rows=mem.num_rows).column("category"))
+    out = mem.set_column(
+        mem.schema.get_field_index("category"),
+        "category",
+        trace_io.to_table("memory", {"category": final}, num_rows=mem.num_rows).column("category"),
+    )
     return out.sort_by([("ts_ns", "ascending")])
 
 

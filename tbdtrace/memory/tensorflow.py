@@ -77,8 +77,7 @@ class Sampler:
         self._live: dict[tuple[int, str], int] = {}  # (device idx in _devs, category) -> bytes
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._loop, name="tbdtrace-tf-memory",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="tbdtrace-tf-memory", daemon=True)
 
     def start(self) -> None:
         self.sample()
@@ -127,18 +126,26 @@ class Sampler:
     def memory_columns(self) -> dict[str, list[Any]]:
         rows = sorted(self.rows, key=lambda r: r[0])
         return {
-            "ts_ns": [r[0] for r in rows], "action": [r[1] for r in rows],
-            "level": ["allocated"] * len(rows), "bytes": [r[4] for r in rows],
+            "ts_ns": [r[0] for r in rows],
+            "action": [r[1] for r in rows],
+            "level": ["allocated"] * len(rows),
+            "bytes": [r[4] for r in rows],
             "address": [_ADDR[r[3]] for r in rows],
             "device_type": [self._devs[r[2]][1] for r in rows],
             "device_id": [self._devs[r[2]][2] for r in rows],
-            "pid": [os.getpid()] * len(rows), "category": [r[3] for r in rows],
+            "pid": [os.getpid()] * len(rows),
+            "category": [r[3] for r in rows],
         }
 
 
 @contextmanager
-def profile(out_dir: str | os.PathLike[str], model: Any = None, optimizer: Any = None,
-            interval_s: float = 0.005, workload: str | None = None) -> Iterator[Sampler]:
+def profile(
+    out_dir: str | os.PathLike[str],
+    model: Any = None,
+    optimizer: Any = None,
+    interval_s: float = 0.005,
+    workload: str | None = None,
+) -> Iterator[Sampler]:
     """Sample TensorFlow memory for the block; on exit write a trace to ``out_dir``.
 
     ``model`` and ``optimizer`` (Keras objects or anything with ``.variables``) size the
@@ -148,15 +155,21 @@ def profile(out_dir: str | os.PathLike[str], model: Any = None, optimizer: Any =
     check_out_dir(out_dir)
 
     def size() -> dict[str, int]:
-        return {"weights": variable_bytes(getattr(model, "variables", None)),
-                "optimizer_state": variable_bytes(getattr(optimizer, "variables", None))}
+        return {
+            "weights": variable_bytes(getattr(model, "variables", None)),
+            "optimizer_state": variable_bytes(getattr(optimizer, "variables", None)),
+        }
 
     sampler = Sampler(interval_s=interval_s, sizer=size)
-    if any(d[1] == "cpu" for d in sampler._devs) and \
-            os.environ.get("TF_CPU_ALLOCATOR_USE_BFC", "").lower() not in ("1", "true"):
-        warnings.warn("TensorFlow's default CPU allocator leaves small allocations out of its "
-                      "statistics; set TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow starts "
-                      "for complete CPU totals", stacklevel=3)
+    if any(d[1] == "cpu" for d in sampler._devs) and os.environ.get(
+        "TF_CPU_ALLOCATOR_USE_BFC", ""
+    ).lower() not in ("1", "true"):
+        warnings.warn(
+            "TensorFlow's default CPU allocator leaves small allocations out of its "
+            "statistics; set TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow starts "
+            "for complete CPU totals",
+            stacklevel=3,
+        )
     start_ns = time.time_ns()
     sampler.start()
     try:
@@ -166,12 +179,22 @@ def profile(out_dir: str | os.PathLike[str], model: Any = None, optimizer: Any =
     tables: dict[str, Any] = {"memory": sampler.memory_columns()}
     ends = sampler.step_ends_ns
     if ends:
-        tables["steps"] = {"step": list(range(len(ends))), "start_ns": [start_ns, *ends[:-1]],
-                           "end_ns": ends, "pid": [os.getpid()] * len(ends),
-                           "source": ["memory"] * len(ends)}
+        tables["steps"] = {
+            "step": list(range(len(ends))),
+            "start_ns": [start_ns, *ends[:-1]],
+            "end_ns": ends,
+            "pid": [os.getpid()] * len(ends),
+            "source": ["memory"] * len(ends),
+        }
     grads = variable_bytes(getattr(model, "trainable_variables", None))
-    trace_io.write(out_dir, tables, {
-        "source": "tensorflow", "framework": "tensorflow", "workload": workload,
-        "start_time_ns": start_ns,
-        "extra": {"memory_model": {**sampler.fixed, "gradients": grads}},
-    })
+    trace_io.write(
+        out_dir,
+        tables,
+        {
+            "source": "tensorflow",
+            "framework": "tensorflow",
+            "workload": workload,
+            "start_time_ns": start_ns,
+            "extra": {"memory_model": {**sampler.fixed, "gradients": grads}},
+        },
+    )

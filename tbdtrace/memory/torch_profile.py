@@ -49,9 +49,13 @@ class Profile:
 
 
 @contextmanager
-def profile(out_dir: str | os.PathLike[str], model: Any = None, optimizer: Any = None,
-            config: TrackerConfig | None = None,
-            workload: str | None = None) -> Iterator[Profile]:
+def profile(
+    out_dir: str | os.PathLike[str],
+    model: Any = None,
+    optimizer: Any = None,
+    config: TrackerConfig | None = None,
+    workload: str | None = None,
+) -> Iterator[Profile]:
     """Profile the block's memory; on exit write a trace to ``out_dir``.
 
     ``model`` and ``optimizer`` are optional: live ones are found on their own (see
@@ -90,14 +94,23 @@ def profile(out_dir: str | os.PathLike[str], model: Any = None, optimizer: Any =
 def check_out_dir(out_dir: str | os.PathLike[str]) -> None:
     """Fail before training starts, not after, when ``out_dir`` cannot take a trace."""
     out = Path(out_dir)
-    if out.exists() and not (out / trace_io.META_FILE).exists() and (
-            out.is_file() or any(out.iterdir())):
+    if (
+        out.exists()
+        and not (out / trace_io.META_FILE).exists()
+        and (out.is_file() or any(out.iterdir()))
+    ):
         raise TraceError(
-            f"{out}: exists and is not a tbdtrace trace; choose another output directory")
+            f"{out}: exists and is not a tbdtrace trace; choose another output directory"
+        )
 
 
 def _steps(start_ns: int, ends_ns: list[int]) -> dict[str, list[Any]]:
     """Step N runs from the previous ``step()`` call (or the start) to the Nth call."""
     starts = [start_ns, *ends_ns[:-1]]
-    return {"step": list(range(len(ends_ns))), "start_ns": starts, "end_ns": list(ends_ns),
-            "pid": [os.getpid()] * len(ends_ns), "source": ["memory"] * len(ends_ns)}
+    return {
+        "step": list(range(len(ends_ns))),
+        "start_ns": starts,
+        "end_ns": list(ends_ns),
+        "pid": [os.getpid()] * len(ends_ns),
+        "source": ["memory"] * len(ends_ns),
+    }

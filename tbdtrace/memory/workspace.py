@@ -46,8 +46,11 @@ def inside_one_op(mem: pa.Table, blocks: Blocks, ops: pa.Table) -> npt.NDArray[n
         return out
     windows = _op_windows(ops)
     tid = int_column(mem, "tid", -1)
-    closed = (blocks.alloc_ts_ns != INT64_MIN) & (blocks.free_ts_ns != INT64_MAX) \
+    closed = (
+        (blocks.alloc_ts_ns != INT64_MIN)
+        & (blocks.free_ts_ns != INT64_MAX)
         & (blocks.alloc_row >= 0)
+    )
     for b in np.flatnonzero(closed):
         w = windows.get(int(tid[blocks.alloc_row[b]]))
         if w is None:

@@ -29,8 +29,13 @@ P = (s.IN * s.HIDDEN + s.HIDDEN) + (s.HIDDEN * s.CLASSES + s.CLASSES)
 def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("tf")
     env = {**os.environ, "TF_CPU_ALLOCATOR_USE_BFC": "true", "PYTHONPATH": str(ROOT)}
-    subprocess.run([sys.executable, "-m", "tests.memory.tf_script", str(out)], cwd=ROOT,
-                   env=env, check=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "tests.memory.tf_script", str(out)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=300,
+    )
     return out
 
 
@@ -38,8 +43,11 @@ def test_weights_and_state_from_variables(traces: Path) -> None:
     tr = tbdtrace.open(traces / "train")
     doc = memory.summarize(tr)
     assert tr.meta["framework"] == "tensorflow"
-    assert doc["model_bytes"] == {"weights": 4 * P, "gradients": 4 * P,
-                                  "optimizer_state": 8 * P + 12}
+    assert doc["model_bytes"] == {
+        "weights": 4 * P,
+        "gradients": 4 * P,
+        "optimizer_state": 8 * P + 12,
+    }
     assert doc["breakdown_at_peak"]["weights"] == 4 * P
     assert doc["breakdown_at_peak"]["optimizer_state"] == 8 * P + 12
     assert len(doc["steps"]) == 3

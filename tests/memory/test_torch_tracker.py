@@ -18,8 +18,14 @@ from tbdtrace.passes import memory
 
 def _model() -> nn.Module:
     torch.manual_seed(0)
-    return nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
-                         nn.Flatten(), nn.Linear(8 * 14 * 14, 10), nn.Softmax(-1))
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3),
+        nn.BatchNorm2d(8),
+        nn.ReLU(inplace=True),
+        nn.Flatten(),
+        nn.Linear(8 * 14 * 14, 10),
+        nn.Softmax(-1),
+    )
 
 
 def _grads(m: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
@@ -84,17 +90,28 @@ def test_hooks_removed_after_stop() -> None:
 
 
 def _ws_trace() -> tuple[pa.Table, pa.Table]:
-    mem = tbdtrace.trace.to_table("memory", {
-        "ts_ns": [110, 120, 150, 160, 190, 250],
-        "action": ["alloc", "alloc", "free", "alloc", "free", "free"],
-        "level": ["allocated"] * 6, "bytes": [8, 16, 16, 32, 8, 32],
-        "address": [1, 2, 2, 3, 1, 3], "device_type": ["cpu"] * 6, "tid": [7] * 6,
-    })
-    ops = tbdtrace.trace.to_table("ops", {
-        "start_ns": [100, 115, 300], "end_ns": [200, 155, 400],
-        "name": ["aten::outer", "aten::inner", "Optimizer.step"],
-        "category": ["cpu_op", "cpu_op", "user_annotation"], "tid": [7, 7, 7],
-    })
+    mem = tbdtrace.trace.to_table(
+        "memory",
+        {
+            "ts_ns": [110, 120, 150, 160, 190, 250],
+            "action": ["alloc", "alloc", "free", "alloc", "free", "free"],
+            "level": ["allocated"] * 6,
+            "bytes": [8, 16, 16, 32, 8, 32],
+            "address": [1, 2, 2, 3, 1, 3],
+            "device_type": ["cpu"] * 6,
+            "tid": [7] * 6,
+        },
+    )
+    ops = tbdtrace.trace.to_table(
+        "ops",
+        {
+            "start_ns": [100, 115, 300],
+            "end_ns": [200, 155, 400],
+            "name": ["aten::outer", "aten::inner", "Optimizer.step"],
+            "category": ["cpu_op", "cpu_op", "user_annotation"],
+            "tid": [7, 7, 7],
+        },
+    )
     return mem, ops
 
 
@@ -114,7 +131,8 @@ def test_workspace_needs_an_operator_not_an_annotation() -> None:
     assert set(out.column("category").to_pylist()) == {"other"}
     other_thread = TorchMemoryTracker().classify(
         mem.set_column(mem.schema.get_field_index("tid"), "tid", pa.array([8] * 6, pa.int64())),
-        _ws_trace()[1])
+        _ws_trace()[1],
+    )
     assert set(other_thread.column("category").to_pylist()) == {"other"}
 
 
@@ -128,10 +146,11 @@ def test_observation_labels_the_block_live_at_that_moment() -> None:
     after = time.time_ns()
     ms = 1_000_000
     rows = {  # block 1 ends 5 ms before; block 2 spans the observation; block 3 after
-        "ts_ns": [before - 10 * ms, before - 5 * ms, before - 1, after + 5 * ms,
-                  after + 6 * ms],
+        "ts_ns": [before - 10 * ms, before - 5 * ms, before - 1, after + 5 * ms, after + 6 * ms],
         "action": ["alloc", "free", "alloc", "free", "alloc"],
-        "level": ["allocated"] * 5, "bytes": [64] * 5, "address": [ptr] * 5,
+        "level": ["allocated"] * 5,
+        "bytes": [64] * 5,
+        "address": [ptr] * 5,
         "device_type": ["cpu"] * 5,
     }
     out = t.classify(rows).to_pylist()
@@ -141,8 +160,10 @@ def test_observation_labels_the_block_live_at_that_moment() -> None:
 def test_profile_refuses_a_non_trace_directory_before_running(tmp_path: Path) -> None:
     (tmp_path / "keep.txt").write_text("user data")
     ran = False
-    with pytest.raises(tbdtrace.TraceError, match="exists and is not a tbdtrace trace"), \
-            profile(tmp_path):
+    with (
+        pytest.raises(tbdtrace.TraceError, match="exists and is not a tbdtrace trace"),
+        profile(tmp_path),
+    ):
         ran = True
     assert not ran
     assert (tmp_path / "keep.txt").read_text() == "user data"
@@ -156,10 +177,10 @@ def test_explicit_model_and_optimizer_without_gc_scan(tmp_path: Path) -> None:
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     train(model, opt, mlp_batch(4), steps=1)  # state and gradients exist before capture
-    with profile(tmp_path / "t", model=model, optimizer=opt,
-                 config=TrackerConfig(scan_gc=False)):
+    with profile(tmp_path / "t", model=model, optimizer=opt, config=TrackerConfig(scan_gc=False)):
         pass
     tl = memory.timeline(tbdtrace.open(tmp_path / "t"))
     last = tl.slice(tl.num_rows - 1).to_pylist()[0]
-    assert (last["weights_bytes"], last["gradients_bytes"], last["optimizer_state_bytes"]) \
-        == (4 * MLP_PARAMS,) * 3
+    assert (last["weights_bytes"], last["gradients_bytes"], last["optimizer_state_bytes"]) == (
+        4 * MLP_PARAMS,
+    ) * 3

@@ -19,8 +19,13 @@ def main(out: str) -> None:
 
     from tbdtrace.memory import tensorflow as tfm
 
-    model = keras.Sequential([keras.Input((IN,)), keras.layers.Dense(HIDDEN, activation="relu"),
-                              keras.layers.Dense(CLASSES)])
+    model = keras.Sequential(
+        [
+            keras.Input((IN,)),
+            keras.layers.Dense(HIDDEN, activation="relu"),
+            keras.layers.Dense(CLASSES),
+        ]
+    )
     opt = keras.optimizers.Adam()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -37,8 +42,7 @@ def main(out: str) -> None:
         for _ in range(3):
             step(x, y)
             p.step()
-    with tfm.profile(os.path.join(out, "big"), model=model, optimizer=opt,
-                     interval_s=0.5) as p:
+    with tfm.profile(os.path.join(out, "big"), model=model, optimizer=opt, interval_s=0.5) as p:
         big = tf.fill((BIG_FLOATS,), 1.0)
         p.sample()
         del big
