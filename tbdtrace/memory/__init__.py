@@ -4,7 +4,8 @@ activations, workspace or other (see docs/MEMORY.md).
 * :class:`TorchMemoryTracker` (``tbdtrace.memory.torch_classify``): the PyTorch
   classifier capture backends call at start/stop;
 * :func:`profile`: in-process PyTorch memory capture to a trace directory;
-* ``tbdtrace.memory.tensorflow``: TensorFlow allocator totals and variable sizes.
+* ``tbdtrace.memory.tensorflow``: TensorFlow allocator totals and variable sizes;
+* ``tbdtrace.memory.mxnet``: MXNet's profiler storage counter and Gluon model sizes.
 The analysis over time is the ``memory`` pass (``tbdtrace.passes.memory``).
 """
 

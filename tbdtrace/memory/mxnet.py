@@ -289,7 +289,7 @@ class Sampler:
         self.sample(force=True)
         self.stop_ns = time.time_ns()
         profiler.set_state("stop")
-        profiler.dump(finished=False)  # finished=True would forbid any later profile here
+        profiler.dump(finished=False)  # after finished=True MXNet refuses set_config
         try:
             self._read_counters(self._dump.read_text() if self._dump.exists() else "")
         finally:

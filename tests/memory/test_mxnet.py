@@ -166,9 +166,10 @@ def test_report_json_memory_section(traces: Path) -> None:
     assert sum(mem["breakdown_at_peak"].values()) == mem["peak_bytes"]
 
 
-def test_profiler_already_finished_is_one_line(tmp_path: Path) -> None:
-    """After a program's own ``mx.profiler.dump()`` (finished=True) MXNet refuses any new
-    profiler configuration in that process: profile says so in one line."""
+def test_after_a_finished_dump_one_line_or_a_trace(tmp_path: Path) -> None:
+    """After a program's own ``mx.profiler.dump()`` (finished=True) MXNet 1.9.1 refuses a
+    new profiler configuration in most runs (racy: 5 of 6 here). Either way there is no
+    traceback: one line naming the cause and exit 1, or a trace with the array counted."""
     code = (
         "import mxnet as mx, sys\n"
         "from tbdtrace.errors import TraceError\n"
@@ -177,7 +178,7 @@ def test_profiler_already_finished_is_one_line(tmp_path: Path) -> None:
         "mx.profiler.set_state('run'); mx.profiler.set_state('stop'); mx.profiler.dump()\n"
         "try:\n"
         f"    with mxm.profile({str(tmp_path / 't')!r}):\n"
-        "        pass\n"
+        "        a = mx.nd.ones((1000,)); mx.nd.waitall(); del a\n"
         "except TraceError as e:\n"
         "    print(e); sys.exit(1)\n"
     )
@@ -189,7 +190,12 @@ def test_profiler_already_finished_is_one_line(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert cp.returncode == 1, cp.stderr[-2000:]
-    lines = cp.stdout.strip().splitlines()
-    assert len(lines) == 1 and "mx.profiler cannot be configured" in lines[0], cp.stdout
-    assert not (tmp_path / "t").exists()
+    assert "Traceback" not in cp.stderr, cp.stderr[-2000:]
+    if cp.returncode == 1:
+        lines = cp.stdout.strip().splitlines()
+        assert len(lines) == 1 and "mx.profiler cannot be configured" in lines[0], cp.stdout
+        assert not (tmp_path / "t").exists()
+    else:
+        assert cp.returncode == 0, cp.stderr[-2000:]
+        doc = memory.summarize(tbdtrace.open(tmp_path / "t"))
+        assert doc["allocator_peak_bytes"] == 4000
