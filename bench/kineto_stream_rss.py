@@ -1,11 +1,13 @@
-"""Peak RSS and time of Kineto import: in-memory json.loads vs the streaming path.
+"""Peak RSS and time of Kineto import: the native parser, and the Python parser in memory
+(json.loads) and streamed.
 
 Usage: python bench/kineto_stream_rss.py [EVENTS]   (default 400000 events)
 
 Writes a synthetic Kineto trace (kernels, runtime calls and cpu ops in the shape real
-traces have) to a temporary file, then imports it in fresh subprocesses twice: with the
-whole document parsed at once, and streamed through json_stream.iter_events. Prints one
-JSON line per mode: file size, events, seconds, peak RSS (ru_maxrss).
+traces have) to a temporary file, then imports it in fresh subprocesses: with the native
+parser (the default), and with the Python parser, the whole document parsed at once and
+streamed through json_stream.iter_events. Prints one JSON line per mode: file size,
+events, seconds, peak RSS (ru_maxrss).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ if sys.argv[2] == "stream":
 else:
     kineto.STREAM_ABOVE_BYTES = 1 << 62
 t = time.perf_counter()
-tables, meta = kineto.import_files([Path(sys.argv[1])])
+parser = "native" if sys.argv[2] == "native" else "python"
+tables, meta = kineto.import_files([Path(sys.argv[1])], parser=parser)
 dt = time.perf_counter() - t
 print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
@@ -98,7 +101,7 @@ def main() -> None:
         p = Path(tmp) / "big.json"
         make(p, n)
         size = p.stat().st_size
-        for mode in ("in_memory", "stream"):
+        for mode in ("native", "in_memory", "stream"):
             env = dict(os.environ, PYTHONPATH=str(root))
             out = subprocess.run(
                 [sys.executable, "-c", CHILD, str(p), mode],

@@ -14,6 +14,7 @@
 #include "collector.h"
 #include "columns.h"
 #include "decode.h"
+#include "kineto/parser.h"
 #include "spool.h"
 #include "testrecords.h"
 
@@ -213,10 +214,151 @@ py::dict bench_decode_kernels(size_t n, size_t names, size_t spill_rows) {
   return out;
 }
 
+// ---- Kineto JSON parser (csrc/kineto) ----
+
+namespace kt = tbdtrace::kineto;
+
+// A malloc'd buffer handed to numpy: the array owns it and frees it.
+template <class T>
+py::array owned_array(kt::Owned o) {
+  void* p = o.ptr ? o.ptr : std::malloc(sizeof(T));
+  if (!p) throw std::bad_alloc();
+  py::capsule cap(p, [](void* q) { std::free(q); });
+  return py::array_t<T>(static_cast<py::ssize_t>(o.bytes / sizeof(T)), static_cast<T*>(p), cap);
+}
+
+py::array column_array(kt::TakenColumn& c) {
+  switch (c.type) {
+    case kt::KType::I32:
+    case kt::KType::STR: return owned_array<int32_t>(c.data);
+    case kt::KType::I64: return owned_array<int64_t>(c.data);
+    case kt::KType::U64: return owned_array<uint64_t>(c.data);
+  }
+  return py::none();
+}
+
+const char* ktype_name(kt::KType t) {
+  switch (t) {
+    case kt::KType::I32: return "int32";
+    case kt::KType::I64: return "int64";
+    case kt::KType::U64: return "uint64";
+    case kt::KType::STR: return "string";
+  }
+  return "?";
+}
+
+// Everything parsed so far, handed over: {"tables": {table: {column: (values, validity
+// bitmap or None, null count)}}, "strings": (int64 offsets, uint8 data)}.
+py::dict take_parsed(kt::Parser& p) {
+  std::vector<std::vector<kt::TakenColumn>> tables;
+  std::pair<kt::Owned, kt::Owned> strings;
+  {
+    py::gil_scoped_release nogil;
+    tables = p.take_tables();
+    strings = p.take_strings();
+  }
+  py::dict out, tdict;
+  const auto& defs = kt::staging_defs();
+  for (size_t i = 0; i < tables.size(); ++i) {
+    py::dict cols;
+    for (auto& c : tables[i]) {
+      py::object valid = c.nulls ? py::object(owned_array<uint8_t>(c.valid)) : py::none();
+      cols[py::str(c.name)] = py::make_tuple(column_array(c), valid, c.nulls);
+    }
+    tdict[defs[i].name] = cols;
+  }
+  out["tables"] = tdict;
+  out["strings"] = py::make_tuple(owned_array<int64_t>(strings.first),
+                                  owned_array<uint8_t>(strings.second));
+  return out;
+}
+
+// Dictionary codes -> codes numbered in first-appearance order over the valid rows, and the
+// old code of each new one (so the dictionary becomes strings[used]).
+py::tuple recode(py::array_t<int32_t, py::array::c_style | py::array::forcecast> codes,
+                 py::object valid, size_t n_strings) {
+  const size_t n = static_cast<size_t>(codes.size());
+  const int32_t* c = codes.data();
+  py::array_t<uint8_t, py::array::c_style | py::array::forcecast> vbits;
+  const uint8_t* v = nullptr;
+  if (!valid.is_none()) {
+    vbits = valid;
+    if (static_cast<size_t>(vbits.size()) * 8 < n) throw py::value_error("validity too short");
+    v = vbits.data();
+  }
+  kt::Owned out{std::malloc(n ? n * 4 : 4), n * 4};
+  if (!out.ptr) throw std::bad_alloc();
+  std::vector<int32_t> used;
+  bool bad = false;
+  {
+    py::gil_scoped_release nogil;
+    auto* o = static_cast<int32_t*>(out.ptr);
+    std::vector<int32_t> map(n_strings, -1);
+    for (size_t i = 0; i < n; ++i) {
+      if (v && !(v[i >> 3] >> (i & 7) & 1)) {
+        o[i] = 0;
+        continue;
+      }
+      int32_t id = c[i];
+      if (id < 0 || static_cast<size_t>(id) >= n_strings) {
+        bad = true;
+        break;
+      }
+      int32_t m = map[id];
+      if (m < 0) {
+        m = map[id] = static_cast<int32_t>(used.size());
+        used.push_back(id);
+      }
+      o[i] = m;
+    }
+  }
+  py::array codes_out = owned_array<int32_t>(out);
+  if (bad) throw py::value_error("code out of range");
+  py::array_t<int32_t> used_arr(static_cast<py::ssize_t>(used.size()));
+  if (!used.empty()) std::memcpy(used_arr.mutable_data(), used.data(), used.size() * 4);
+  return py::make_tuple(codes_out, used_arr);
+}
+
+void bind_kineto(py::module_& m) {
+  py::register_exception<kt::KinetoError>(m, "KinetoError", PyExc_ValueError);
+  py::class_<kt::Parser>(m, "KinetoParser")
+      .def(py::init<const std::vector<std::pair<std::string, int>>&>(), py::arg("routes"))
+      .def("begin_file", &kt::Parser::begin_file)
+      .def("feed",
+           [](kt::Parser& p, py::buffer b) {
+             py::buffer_info info = b.request();
+             auto* data = static_cast<const char*>(info.ptr);
+             size_t n = static_cast<size_t>(info.size * info.itemsize);
+             py::gil_scoped_release nogil;
+             p.feed(data, n);
+           })
+      .def("finish",
+           [](kt::Parser& p) {
+             py::gil_scoped_release nogil;
+             p.finish();
+           })
+      .def("header", [](const kt::Parser& p) { return py::bytes(p.header()); })
+      .def_property_readonly("top_level_list", &kt::Parser::top_level_list)
+      .def_property_readonly("events", &kt::Parser::events)
+      .def_property_readonly("num_strings", &kt::Parser::num_strings)
+      .def("rows", &kt::Parser::rows)
+      .def("take", &take_parsed);
+  m.def("kineto_recode", &recode, py::arg("codes"), py::arg("valid"), py::arg("n_strings"));
+  m.def("kineto_layout", [] {
+    py::list out;
+    for (const auto& t : kt::staging_defs()) {
+      py::list cols;
+      for (const auto& c : t.columns) cols.append(py::make_tuple(c.name, ktype_name(c.type)));
+      out.append(py::make_tuple(t.name, cols));
+    }
+    return out;
+  });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
-  m.doc() = "tbdtrace native CUPTI collector (private; use tbdtrace.collector)";
+  m.doc() = "tbdtrace native code: CUPTI collector and Kineto JSON parser (private)";
   m.def("cupti_version", &cupti_version, "cuptiGetVersion(), or -(CUPTI result) on failure");
   m.def("cupti_result_name", &cupti_result_name);
   m.def("cupti_library_path", &cupti_library_path);
@@ -266,4 +408,5 @@ PYBIND11_MODULE(_native, m) {
         py::arg("spill_every") = 1000, py::arg("meta") = "");
   m.def("_bench_decode_kernels", &bench_decode_kernels, py::arg("n"), py::arg("names") = 64,
         py::arg("spill_rows") = 1 << 16);
+  bind_kineto(m);
 }

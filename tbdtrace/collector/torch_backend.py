@@ -183,6 +183,10 @@ class TorchBackend:
             tables, meta = kineto.import_files([Path(tmp)])
         finally:
             os.unlink(tmp)
+        # The importer gives Arrow columns; the ops and kernels edits below work on lists.
+        for name in ("ops", "kernels"):
+            if name in tables:
+                tables[name] = {c: a.to_pylist() for c, a in tables[name].items()}
         if self.memory is not None:
             tables = self.memory.classify_tables(tables)
         ops = tables.get("ops")

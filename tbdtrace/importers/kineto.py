@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import re
 import zlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from tbdtrace.errors import TraceError
 from tbdtrace.importers import json_stream
@@ -33,6 +38,8 @@ DRIVER_CATS = {"cuda_driver"}
 OP_CATS = {"cpu_op", "Operator", "python_function"}
 ANNOTATION_CATS = {"user_annotation", "gpu_user_annotation"}
 SYNC_CATS = {"cuda_sync"}
+
+log = logging.getLogger(__name__)
 
 _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _MEMCPY_RE = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
@@ -104,6 +111,8 @@ def read_json(path: Path) -> Any:
             f"{path}: {what} JSON at line {e.lineno} column {e.colno} ({e.msg}); "
             "re-export the trace from the profiler"
         ) from e
+    except (ValueError, RecursionError) as e:  # an int of > 4300 digits; absurd nesting
+        raise TraceError(f"{path}: invalid JSON ({e}); re-export the trace") from e
 
 
 _I64_MIN, _I64_MAX, _U64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
@@ -141,20 +150,62 @@ def _triple(v: Any) -> tuple[int | None, int | None, int | None]:
     return None, None, None
 
 
+@dataclass(frozen=True)
+class FileInfo:
+    """One input file's top-level keys, as the importer uses them."""
+
+    path: Path
+    doc: dict[str, Any]  # top-level keys (traceEvents aside)
+    dist: dict[str, Any]  # distributedInfo, or {}
+    rank: int | None
+    base: int  # baseTimeNanoseconds, added to every time
+    rocm: bool
+    devices: Any  # deviceProperties as written
+
+
 class KinetoImporter:
     """Accumulates the events of one or more Kineto files into column builders."""
 
     def __init__(self) -> None:
-        self.t = {name: TableBuilder(name) for name in (
-            "kernels", "memcpy", "memset", "memory", "runtime", "ops", "markers", "steps",
-            "devices", "sync",
-        )}
+        self.t = {
+            name: TableBuilder(name)
+            for name in (
+                "kernels",
+                "memcpy",
+                "memset",
+                "memory",
+                "runtime",
+                "ops",
+                "markers",
+                "steps",
+                "devices",
+                "sync",
+            )
+        }
         self.meta_files: list[dict[str, Any]] = []
         self.is_rocm = False
 
     def add_file(self, path: Path, rank_if_unknown: int | None) -> None:
         events, doc = _load(path)
-        dist = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+        f = self.begin_file(path, doc, rank_if_unknown)
+        n_events = 0
+        for i, ev in enumerate(events):
+            n_events += 1
+            if not isinstance(ev, dict):
+                continue
+            try:
+                self._event(ev, f.base, f.rank, f.rocm)
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
+                raise TraceError(
+                    f"{path}: event {i} ({str(ev.get('name'))[:60]!r}) is malformed ({e}); "
+                    "re-export the trace or report the file"
+                ) from e
+        self.end_file(f, n_events)
+
+    def begin_file(self, path: Path, doc: dict[str, Any], rank_if_unknown: int | None) -> FileInfo:
+        """What a file's top-level keys say (rank, time base, devices); adds its devices."""
+        info = doc.get("distributedInfo")
+        dist: dict[str, Any] = info if isinstance(info, dict) else {}
         rank = _int(dist.get("rank"))
         if rank is None:
             rank = rank_if_unknown
@@ -165,29 +216,22 @@ class KinetoImporter:
         for d in devices:
             if isinstance(d, dict):
                 self._device(d, rank, "rocm" if rocm else "cuda")
-        n_events = 0
-        for i, ev in enumerate(events):
-            n_events += 1
-            if not isinstance(ev, dict):
-                continue
-            try:
-                self._event(ev, base, rank, rocm)
-            except (ValueError, TypeError, KeyError) as e:
-                raise TraceError(
-                    f"{path}: event {i} ({str(ev.get('name'))[:60]!r}) is malformed ({e}); "
-                    "re-export the trace or report the file"
-                ) from e
-        self.meta_files.append({
-            "file": str(path),
-            "rank": rank,
-            "schemaVersion": doc.get("schemaVersion"),
-            "traceName": doc.get("traceName"),
-            "baseTimeNanoseconds": base,
-            "world_size": _int(dist.get("world_size")),
-            "backend": dist.get("backend"),
-            "deviceProperties": devices,
-            "events": n_events,
-        })
+        return FileInfo(path, doc, dist, rank, base, rocm, devices)
+
+    def end_file(self, f: FileInfo, n_events: int) -> None:
+        self.meta_files.append(
+            {
+                "file": str(f.path),
+                "rank": f.rank,
+                "schemaVersion": f.doc.get("schemaVersion"),
+                "traceName": f.doc.get("traceName"),
+                "baseTimeNanoseconds": f.base,
+                "world_size": _int(f.dist.get("world_size")),
+                "backend": f.dist.get("backend"),
+                "deviceProperties": f.devices,
+                "events": n_events,
+            }
+        )
 
     def _device(self, d: dict[str, Any], rank: int | None, device_type: str) -> None:
         self.t["devices"].append(
@@ -222,27 +266,38 @@ class KinetoImporter:
             gx, gy, gz = _triple(args.get("grid"))
             bx, by, bz = _triple(args.get("block"))
             self.t["kernels"].append(
-                start_ns=start, end_ns=end,
+                start_ns=start,
+                end_ns=end,
                 device_id=_int(args.get("device", ev.get("pid"))),
                 device_type="rocm" if rocm else "cuda",
                 stream_id=_int(args.get("stream", ev.get("tid"))),
                 context_id=_int(args.get("context")),
                 correlation_id=_int(args.get("correlation")),
-                external_id=ext, rank=rank, name=str(name),
-                grid_x=gx, grid_y=gy, grid_z=gz, block_x=bx, block_y=by, block_z=bz,
+                external_id=ext,
+                rank=rank,
+                name=str(name),
+                grid_x=gx,
+                grid_y=gy,
+                grid_z=gz,
+                block_x=bx,
+                block_y=by,
+                block_z=bz,
                 registers_per_thread=_int(args.get("registers per thread")),
                 static_shared_bytes=_int(args.get("shared memory")),
             )
         elif cat in MEMCPY_CATS:
             m = _MEMCPY_RE.match(str(name))
             self.t["memcpy"].append(
-                start_ns=start, end_ns=end,
+                start_ns=start,
+                end_ns=end,
                 device_id=_int(args.get("device", ev.get("pid"))),
                 device_type="rocm" if rocm else "cuda",
                 stream_id=_int(args.get("stream", ev.get("tid"))),
                 context_id=_int(args.get("context")),
                 correlation_id=_int(args.get("correlation")),
-                external_id=ext, rank=rank, bytes=_int(args.get("bytes")) or 0,
+                external_id=ext,
+                rank=rank,
+                bytes=_int(args.get("bytes")) or 0,
                 copy_kind=m.group(1) if m else None,
                 src_kind=_MEMORY_KIND.get(m.group(2), "unknown") if m else None,
                 dst_kind=_MEMORY_KIND.get(m.group(3), "unknown") if m else None,
@@ -250,36 +305,55 @@ class KinetoImporter:
         elif cat in MEMSET_CATS:
             m = _MEMSET_RE.match(str(name))
             self.t["memset"].append(
-                start_ns=start, end_ns=end,
+                start_ns=start,
+                end_ns=end,
                 device_id=_int(args.get("device", ev.get("pid"))),
                 device_type="rocm" if rocm else "cuda",
                 stream_id=_int(args.get("stream", ev.get("tid"))),
                 context_id=_int(args.get("context")),
                 correlation_id=_int(args.get("correlation")),
-                external_id=ext, rank=rank, bytes=_int(args.get("bytes")) or 0,
+                external_id=ext,
+                rank=rank,
+                bytes=_int(args.get("bytes")) or 0,
                 memory_kind=_MEMORY_KIND.get(m.group(1), "unknown") if m else None,
             )
         elif cat in RUNTIME_CATS or cat in DRIVER_CATS:
             self.t["runtime"].append(
-                start_ns=start, end_ns=end, pid=_int(ev.get("pid")), tid=_int(ev.get("tid")),
-                rank=rank, correlation_id=_int(args.get("correlation")), external_id=ext,
-                name=str(name), api="driver" if cat in DRIVER_CATS else "runtime",
+                start_ns=start,
+                end_ns=end,
+                pid=_int(ev.get("pid")),
+                tid=_int(ev.get("tid")),
+                rank=rank,
+                correlation_id=_int(args.get("correlation")),
+                external_id=ext,
+                name=str(name),
+                api="driver" if cat in DRIVER_CATS else "runtime",
                 cbid=_int(args.get("cbid")),
             )
         elif cat in SYNC_CATS:
             kind = args.get("cuda_sync_kind", name)
             self.t["sync"].append(
-                start_ns=start, end_ns=end, device_id=_int(args.get("device")),
-                stream_id=_int(args.get("stream")), context_id=_int(args.get("context")),
-                correlation_id=_int(args.get("correlation")), pid=_int(ev.get("pid")),
-                tid=_int(ev.get("tid")), rank=rank,
+                start_ns=start,
+                end_ns=end,
+                device_id=_int(args.get("device")),
+                stream_id=_int(args.get("stream")),
+                context_id=_int(args.get("context")),
+                correlation_id=_int(args.get("correlation")),
+                pid=_int(ev.get("pid")),
+                tid=_int(ev.get("tid")),
+                rank=rank,
                 sync_kind=_SYNC_KINDS.get(str(kind), "unknown"),
             )
         elif cat in OP_CATS or cat in ANNOTATION_CATS:
             self._host_range(ev, cat, start, end, ext, rank)
 
     def _host_range(
-        self, ev: dict[str, Any], cat: str, start: int, end: int, ext: int | None,
+        self,
+        ev: dict[str, Any],
+        cat: str,
+        start: int,
+        end: int,
+        ext: int | None,
         rank: int | None,
     ) -> None:
         name = str(ev.get("name"))
@@ -289,19 +363,37 @@ class KinetoImporter:
         step = _STEP_RE.match(name)
         if step and not on_gpu:
             self.t["steps"].append(
-                step=int(step.group(1)), start_ns=start, end_ns=end, pid=pid, rank=rank,
+                step=int(step.group(1)),
+                start_ns=start,
+                end_ns=end,
+                pid=pid,
+                rank=rank,
                 source="profiler_step",
             )
         if cat in ANNOTATION_CATS or step:
             self.t["markers"].append(
-                start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank,
+                start_ns=start,
+                end_ns=end,
+                pid=pid,
+                tid=tid,
+                rank=rank,
                 device_id=_int(args.get("device", pid)) if on_gpu else None,
-                name=name, domain=cat, kind="range", marker_id=ext,
+                name=name,
+                domain=cat,
+                kind="range",
+                marker_id=ext,
             )
             return
         self.t["ops"].append(
-            start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank, external_id=ext,
-            name=name, category=cat, sequence_number=_int(args.get("Sequence number")),
+            start_ns=start,
+            end_ns=end,
+            pid=pid,
+            tid=tid,
+            rank=rank,
+            external_id=ext,
+            name=name,
+            category=cat,
+            sequence_number=_int(args.get("Sequence number")),
             input_shapes=_compact(args.get("Input Dims")),
             input_dtypes=_compact(args.get("Input type")),
             flops=_int(args.get("flops")),
@@ -347,9 +439,7 @@ def _load(path: Path) -> tuple[Iterable[Any], dict[str, Any]]:
         return doc, {}
     if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         return doc["traceEvents"], doc
-    raise TraceError(
-        f"{path}: no traceEvents list; this is not a PyTorch profiler (Kineto) trace"
-    )
+    raise TraceError(f"{path}: no traceEvents list; this is not a PyTorch profiler (Kineto) trace")
 
 
 def _compact(v: Any) -> str | None:
@@ -358,21 +448,54 @@ def _compact(v: Any) -> str | None:
     return json.dumps(v, separators=(",", ":"))
 
 
-def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Read Kineto files; returns (tables as column mappings, meta) for trace.write.
+def import_files(
+    paths: Sequence[str | Path], parser: str = "auto"
+) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
+    """Read Kineto files; returns (tables as mappings of Arrow columns, meta) for trace.write.
 
     Several files (one per rank) become one trace; each row keeps its file's rank
-    (distributedInfo.rank, else the file's position in ``paths``).
+    (distributedInfo.rank, else the file's position in ``paths``). Columns that are null
+    in every row are left out, as are tables without rows.
+
+    ``parser``: "auto" reads with the C++ parser (``kineto_native``) and falls back to the
+    Python one for a file it declines (damaged JSON to repair or to report, values it does
+    not reproduce); "native" raises ``kineto_native.Declined`` instead; "python" skips it.
     """
-    imp = KinetoImporter()
     files = [Path(p) for p in paths]
+    if parser not in ("auto", "native", "python"):
+        raise ValueError(f"parser must be auto, native or python, not {parser!r}")
+    if parser != "python":
+        from tbdtrace.importers import kineto_native
+
+        try:
+            return kineto_native.import_files(files)
+        except kineto_native.Declined as e:
+            if parser == "native":
+                raise
+            log.debug("native Kineto parser declined (%s); using the Python parser", e)
+    return _import_python(files)
+
+
+def _import_python(files: list[Path]) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
+    imp = KinetoImporter()
     for i, p in enumerate(files):
         imp.add_file(p, rank_if_unknown=i if len(files) > 1 else None)
-    tables = {name: b.columns() for name, b in imp.t.items() if len(b)}
-    starts = [min(b.column_values("start_ns")) for n, b in imp.t.items()
-              if len(b) and "start_ns" in b.names]
+    try:
+        tables = {name: b.arrow_columns() for name, b in imp.t.items() if len(b)}
+    except (pa.ArrowException, UnicodeEncodeError) as e:
+        raise TraceError(
+            f"{', '.join(map(str, files))}: a value cannot be stored ({e}); report the file"
+        ) from e
+    return tables, file_meta(imp, files, tables)
+
+
+def file_meta(
+    imp: KinetoImporter, files: list[Path], tables: dict[str, dict[str, pa.Array]]
+) -> dict[str, Any]:
+    """meta.json content of an import (shared by the Python and native paths)."""
+    starts = [pc.min(cols["start_ns"]).as_py() for cols in tables.values() if "start_ns" in cols]
     ranks = sorted({m["rank"] for m in imp.meta_files if m["rank"] is not None})
-    meta = {
+    return {
         "source": "kineto",
         "framework": "pytorch",
         "source_files": [str(p) for p in files],
@@ -381,11 +504,13 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
         "clock": "CLOCK_REALTIME",
         "clock_offset_ns": imp.meta_files[0]["baseTimeNanoseconds"] if imp.meta_files else 0,
         "devices": [d for m in imp.meta_files for d in m["deviceProperties"]],
-        "extra": {"files": [
-            {k: v for k, v in m.items() if k != "deviceProperties"} for m in imp.meta_files
-        ], "rocm": imp.is_rocm},
+        "extra": {
+            "files": [
+                {k: v for k, v in m.items() if k != "deviceProperties"} for m in imp.meta_files
+            ],
+            "rocm": imp.is_rocm,
+        },
     }
-    return tables, meta
 
 
 def sniff(head: bytes) -> bool:

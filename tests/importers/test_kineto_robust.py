@@ -56,14 +56,15 @@ def test_int64_overflow_in_args_becomes_null(tmp_path: Path) -> None:
 
 def test_invalid_utf8_becomes_replacement_char(tmp_path: Path) -> None:
     text = gzip.decompress(RANKS[0].read_bytes())
-    name = next(e["name"] for e in json.loads(text)["traceEvents"] if e.get("cat") in
-                KERNEL_CATS).encode()
+    name = next(
+        e["name"] for e in json.loads(text)["traceEvents"] if e.get("cat") in KERNEL_CATS
+    ).encode()
     damaged = text.replace(b'"' + name + b'"', b'"' + name[:5] + b"\xff\xfe" + name[5:] + b'"')
     assert damaged != text
     p = tmp_path / "utf8.json"
     p.write_bytes(damaged)
     tables, _ = kineto.import_files([p])
-    names = set(tables["kernels"]["name"])
+    names = set(tables["kernels"]["name"].to_pylist())
     assert name[:5].decode() + "\ufffd\ufffd" + name[5:].decode() in names
     assert len(tables["kernels"]["name"]) == expected_report(RANKS[0])["kernel_count"]
 
@@ -84,7 +85,7 @@ def test_unescaped_quotes_in_names_are_repaired(tmp_path: Path) -> None:
     want, _ = kineto.import_files([good])
     got, _ = kineto.import_files([bad])
     assert got["kernels"] == want["kernels"] and got["ops"] == want["ops"]
-    assert 'void f<"x">(int)' in got["kernels"]["name"]
+    assert 'void f<"x">(int)' in got["kernels"]["name"].to_pylist()
 
 
 def test_quote_repair_does_not_hide_real_damage(tmp_path: Path) -> None:
@@ -139,8 +140,9 @@ def test_streamed_import_equals_in_memory(monkeypatch: pytest.MonkeyPatch) -> No
     assert got == want
 
 
-def test_streamed_truncated_file_is_one_line_error(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streamed_truncated_file_is_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     p = tmp_path / "cut.json"
     p.write_text(gzip.decompress(RANKS[0].read_bytes()).decode()[:5000])
     monkeypatch.setattr(kineto, "STREAM_ABOVE_BYTES", 0)

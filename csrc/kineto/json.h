@@ -1,0 +1,159 @@
+// JSON lexing for the Kineto parser: a cursor over a byte buffer that may end mid-token.
+//
+// The grammar accepted is exactly that of Python's json module as tbdtrace's Python
+// importer calls it (json.loads(text, parse_float=str) on the file decoded as UTF-8 with
+// errors="replace"): strict strings (no raw control characters), NaN/Infinity/-Infinity
+// literals, invalid UTF-8 inside strings read as U+FFFD (one per maximal invalid
+// subsequence, as CPython's decoder does). Whatever that path would reject, or would turn
+// into something this parser does not reproduce, raises ParseError so that the caller
+// falls back to the Python path.
+//
+// Running out of input inside a token raises NeedMore (unless the input is final): the
+// caller keeps the unparsed tail and retries the whole unit when more data has arrived.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tbdtrace::kineto {
+
+struct NeedMore {};
+struct ParseError {
+  const char* msg;
+  const char* at;
+};
+
+struct Cur {
+  const char* p;
+  const char* end;
+  bool final;  // no more input will come: running out is an error, not NeedMore
+
+  [[noreturn]] void more() const;
+  [[noreturn]] void fail(const char* msg) const { throw ParseError{msg, p}; }
+  char peek() {
+    if (p == end) more();
+    return *p;
+  }
+  void ws() {
+    for (;;) {
+      while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+      if (p < end) return;
+      more();
+    }
+  }
+  void expect(char c) {
+    if (peek() != c) fail("unexpected character");
+    ++p;
+  }
+};
+
+// A number token. Digits are spans into the buffer.
+struct Num {
+  const char* start;
+  const char* stop;
+  bool neg = false;
+  bool is_int = true;   // no fraction, no exponent
+  int special = 0;      // 1 NaN, 2 Infinity (sign in neg)
+  const char* ib;       // integer digits [ib, ie)
+  const char* ie;
+  uint64_t mag = 0;     // their value, when !big
+  bool big = false;     // more than fits uint64
+  const char* fb = nullptr;  // fraction digits [fb, fe)
+  const char* fe = nullptr;
+  bool has_exp = false;
+  int64_t exp = 0;  // clamped to +-1e9
+};
+
+// Lexes a number or NaN/Infinity/-Infinity at c.p.
+void lex_number(Cur& c, Num& n);
+
+// An integer as tbdtrace's _any_int sees it: state, and the value's fit in int64/uint64.
+struct IntVal {
+  enum : uint8_t { kAbsent = 0, kNone, kValue, kBad } state = kAbsent;
+  bool fits_i64 = false;
+  bool fits_u64 = false;
+  int64_t i64 = 0;
+  uint64_t u64 = 0;
+  bool i64_ok() const { return state == kValue && fits_i64; }
+  bool u64_ok() const { return state == kValue && fits_u64; }
+  void set(bool neg, uint64_t mag, bool overflow);
+};
+
+// Fast paths for what Kineto writes most: an integer of at most 19 digits, or one with a
+// fraction of at most 3 digits, directly followed by a delimiter. They return false (c.p
+// unchanged) for anything else, which the caller then reads with lex_number.
+inline bool json_delim(char ch) {
+  return ch == ',' || ch == '}' || ch == ']' || ch == ' ' || ch == '\n' || ch == '\r' ||
+         ch == '\t';
+}
+
+inline const char* quick_digits(const char* p, const char* end, uint64_t& v) {
+  const char* stop = end - p > 19 ? p + 19 : end;
+  v = 0;
+  while (p < stop && static_cast<unsigned>(*p - '0') < 10) v = v * 10 + static_cast<unsigned>(*p++ - '0');
+  return p;
+}
+
+inline bool quick_int(Cur& c, bool& neg, uint64_t& mag) {
+  const char* p = c.p;
+  neg = *p == '-';
+  const char* b = p + neg;
+  p = quick_digits(b, c.end, mag);
+  if (p == b || p >= c.end || (*b == '0' && p - b > 1) || !json_delim(*p)) return false;
+  c.p = p;
+  return true;
+}
+
+// us_to_ns of "123", "-123", "123.4", "123.456" (exact; no rounding is involved).
+inline bool quick_ns(Cur& c, int64_t& out) {
+  const char* p = c.p;
+  bool neg = *p == '-';
+  const char* b = p + neg;
+  uint64_t whole, frac = 0;
+  p = quick_digits(b, c.end, whole);
+  if (p == b || p >= c.end || (*b == '0' && p - b > 1) || p - b > 16) return false;
+  if (*p == '.') {
+    const char* f = ++p;
+    while (p < c.end && p - f < 4 && static_cast<unsigned>(*p - '0') < 10) frac = frac * 10 + static_cast<unsigned>(*p++ - '0');
+    if (p == f || p - f > 3) return false;
+    for (auto k = p - f; k < 3; ++k) frac *= 10;
+  }
+  if (p >= c.end || !json_delim(*p)) return false;
+  uint64_t ns = whole * 1000 + frac;  // < 1e19: fits
+  if (ns > static_cast<uint64_t>(INT64_MAX)) return false;
+  out = neg ? -static_cast<int64_t>(ns) : static_cast<int64_t>(ns);
+  c.p = p;
+  return true;
+}
+
+// int(number text) when it is an integer literal; None for a float.
+IntVal num_to_int(const Num& n);
+// _any_int on a string value (its decoded UTF-8 bytes).
+IntVal str_to_int(const char* s, size_t n);
+// us_to_ns: microseconds as written to integer ns, half to even below 1 ns. false when the
+// value is out of int64 or needs Python's Decimal context behaviour (the caller declines).
+bool num_to_ns(const Num& n, int64_t& out);
+// str(value) of a parsed number: canonical int text or the float's source text.
+void num_text(const Num& n, std::string& out);
+
+// Strings (c.p just past the opening quote; on return c.p is past the closing quote).
+// skip_string validates only. read_string gives the value as UTF-8: when it has no escape
+// and no byte >= 0x80 it is the span [s, s+len) of the buffer, else it is decoded into
+// `scratch`. Returns false when it holds a lone surrogate (\ud800 without its pair).
+void skip_string(Cur& c);
+bool read_string(Cur& c, std::string& scratch, const char*& s, size_t& len);
+// Appends the string as json.dumps (ensure_ascii) writes it, quotes included.
+void dump_string(Cur& c, std::string& out);
+
+// Skips any value (depth-limited); returns true when Python would see it as falsy
+// (null, false, 0, "", [], {}).
+bool skip_value(Cur& c, int depth = 0);
+// Appends json.dumps(value, separators=(",", ":")) of the value as the Python path parses
+// it (floats are their source text, so they dump as strings). Objects raise ParseError
+// (duplicate-key semantics are not reproduced).
+void dump_value(Cur& c, std::string& out, int depth = 0);
+
+constexpr int kMaxDepth = 512;
+
+}  // namespace tbdtrace::kineto

@@ -1,0 +1,481 @@
+#include "kineto/parser.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tbdtrace::kineto {
+
+namespace {
+
+// Keys the parser looks for. A key is matched on its raw bytes and closing quote first
+// (no scan); a key that matches none that way (unknown, escaped, or cut by the end of the
+// input) is read and decoded, then looked up by value.
+struct KeyTable {
+  struct Entry {
+    std::string quoted;  // the key and its closing quote
+    int id;
+    int words;           // 8-byte words covering `quoted`
+    uint64_t w[4], m[4];  // their bytes and masks (little-endian loads)
+  };
+  std::vector<Entry> by_first[128];
+  std::vector<Entry> all;
+
+  KeyTable(std::initializer_list<std::pair<const char*, int>> keys) {
+    for (const auto& [text, id] : keys) {
+      Entry e{std::string(text) + '"', id, 0, {}, {}};
+      e.words = static_cast<int>((e.quoted.size() + 7) / 8);
+      for (size_t i = 0; i < e.quoted.size(); ++i) {
+        e.w[i / 8] |= static_cast<uint64_t>(static_cast<unsigned char>(e.quoted[i])) << (i % 8 * 8);
+        e.m[i / 8] |= 0xFFull << (i % 8 * 8);
+      }
+      by_first[static_cast<unsigned char>(text[0])].push_back(e);
+      all.push_back(e);
+    }
+  }
+
+  static uint64_t load8(const char* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+
+  // c.p just past the opening quote; on return c.p is past the closing quote.
+  int match(Cur& c, std::string& scratch, int none) const {
+    auto avail = static_cast<size_t>(c.end - c.p);
+    if (avail && static_cast<unsigned char>(*c.p) < 128) {
+      for (const Entry& e : by_first[static_cast<unsigned char>(*c.p)]) {
+        bool eq;
+        if (avail >= static_cast<size_t>(e.words) * 8) {
+          eq = (load8(c.p) & e.m[0]) == e.w[0];
+          for (int i = 1; eq && i < e.words; ++i) eq = (load8(c.p + 8 * i) & e.m[i]) == e.w[i];
+        } else {
+          eq = avail >= e.quoted.size() &&
+               std::memcmp(c.p, e.quoted.data(), e.quoted.size()) == 0;
+        }
+        if (eq) {
+          c.p += e.quoted.size();
+          return e.id;
+        }
+      }
+    }
+    const char* s;
+    size_t n;
+    read_string(c, scratch, s, n);
+    for (const Entry& e : all)
+      if (e.quoted.size() == n + 1 && std::memcmp(e.quoted.data(), s, n) == 0) return e.id;
+    return none;
+  }
+};
+
+enum EventKey { kPh, kCat, kName, kPid, kTid, kTs, kDur, kArgs, kOtherKey };
+
+const KeyTable kEventKeys = {{"ph", kPh},   {"cat", kCat}, {"name", kName}, {"pid", kPid},
+                             {"tid", kTid}, {"ts", kTs},   {"dur", kDur},   {"args", kArgs}};
+
+using P = Parser;
+const KeyTable kArgKeys = {
+    {"External id", P::kExtUpper},   {"external id", P::kExtLower},
+    {"device", P::kDevice},          {"stream", P::kStream},
+    {"context", P::kContext},        {"correlation", P::kCorrelation},
+    {"registers per thread", P::kRegs}, {"shared memory", P::kShmem},
+    {"bytes", P::kBytes},            {"cbid", P::kCbid},
+    {"Sequence number", P::kSeq},    {"flops", P::kFlops},
+    {"Bytes", P::kMemBytes},         {"Device Type", P::kDevType},
+    {"Addr", P::kAddr},              {"Device Id", P::kDevId},
+    {"Total Allocated", P::kTotalAlloc}, {"Total Reserved", P::kTotalRes},
+    {"grid", P::kGrid},              {"block", P::kBlock},
+    {"cuda_sync_kind", P::kSyncKind}, {"Input Dims", P::kDims},
+    {"Input type", P::kTypes}};
+
+bool json_ws(char ch) { return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t'; }
+
+}  // namespace
+
+Parser::Parser(const std::vector<std::pair<std::string, int>>& routes) : routes_(routes) {
+  for (const auto& r : routes_)
+    if (r.second < 0 || r.second >= kNumRoutes || r.second == MEMORY)
+      throw std::invalid_argument("route for category '" + r.first + "' is not an X-event table");
+  for (const auto& d : staging_defs()) tables_.emplace_back(d);
+}
+
+void Parser::begin_file() {
+  state_ = kStart;
+  top_list_ = seen_events_ = final_ = false;
+  header_.clear();
+  events_ = 0;
+  buf_.clear();
+  buf_offset_ = fed_ = 0;
+  retry_at_ = 0;
+}
+
+std::vector<size_t> Parser::rows() const {
+  std::vector<size_t> out;
+  for (const auto& t : tables_) out.push_back(t.rows());
+  return out;
+}
+
+std::vector<std::vector<TakenColumn>> Parser::take_tables() {
+  std::vector<std::vector<TakenColumn>> out;
+  for (auto& t : tables_) out.push_back(t.take());
+  return out;
+}
+
+// Input arrives in pieces. A unit (one event, one top-level member, a separator) that a
+// piece cuts is re-parsed from its start once more input is there. The unparsed tail is
+// kept in buf_; only the bytes needed to finish its unit are copied there, after which
+// parsing goes on in the caller's piece directly.
+void Parser::feed(const char* data, size_t n) {
+  size_t off = 0;
+  if (!buf_.empty()) {
+    if (buf_.size() + n < retry_at_) {  // a big unit: wait for enough input to finish it
+      buf_.append(data, n);
+      fed_ += n;
+      return;
+    }
+    size_t tail = buf_.size();
+    size_t k = 0;
+    for (;;) {
+      size_t add = std::min(n - k, std::max<size_t>({buf_.size(), retry_at_, 1 << 16}));
+      buf_.append(data + k, add);
+      k += add;
+      size_t used = parse(buf_.data(), buf_.size(), buf_offset_, tail);
+      if (used >= tail) {  // the cut unit is done: go on in the piece
+        off = used - tail;
+        buf_.clear();
+        break;
+      }
+      buf_.erase(0, used);
+      buf_offset_ += used;
+      tail -= used;
+      if (k == n) {
+        fed_ += n;
+        return;
+      }
+    }
+  }
+  size_t used = parse(data + off, n - off, fed_ + off, SIZE_MAX);
+  buf_.assign(data + off + used, n - off - used);
+  buf_offset_ = fed_ + off + used;
+  fed_ += n;
+}
+
+void Parser::finish() {
+  final_ = true;
+  parse(buf_.data(), buf_.size(), buf_offset_, SIZE_MAX);
+  buf_.clear();
+  if (state_ != kDone) throw KinetoError("unexpected end of input");
+  if (!seen_events_) throw KinetoError("no traceEvents list");
+}
+
+// Parses whole units from [p, p+n) (file offset `at`), stopping at the first unit boundary
+// at or past `stop`; returns the bytes consumed.
+size_t Parser::parse(const char* p, size_t n, uint64_t at, size_t stop) {
+  Cur c{p, p + n, final_};
+  const char* unit = p;
+  try {
+    for (;;) {
+      unit = c.p;
+      if (static_cast<size_t>(unit - p) >= stop) break;
+      if (state_ == kDone) {
+        while (c.p < c.end && json_ws(*c.p)) ++c.p;
+        if (c.p < c.end) c.fail("extra data after the JSON document");
+        unit = c.p;
+        break;
+      }
+      step(c);
+    }
+  } catch (const NeedMore&) {
+    retry_at_ = 2 * static_cast<size_t>(c.end - unit);
+  } catch (const ParseError& e) {
+    throw KinetoError(std::string(e.msg) + " at byte " +
+                      std::to_string(at + static_cast<uint64_t>(e.at - p)));
+  }
+  return static_cast<size_t>(unit - p);
+}
+
+void Parser::step(Cur& c) {
+  c.ws();
+  char ch = *c.p;
+  switch (state_) {
+    case kStart:
+      if (ch == '{') {
+        state_ = kObjFirst;
+      } else if (ch == '[') {
+        top_list_ = seen_events_ = true;
+        state_ = kArrFirst;
+      } else {
+        c.fail("not a JSON object or list");
+      }
+      ++c.p;
+      return;
+    case kObjFirst:
+    case kObjNext:
+      if (ch == '}') {
+        ++c.p;
+        state_ = kDone;
+        return;
+      }
+      if (state_ == kObjNext) {
+        if (ch != ',') c.fail("expected ',' or '}'");
+        ++c.p;
+        c.ws();
+      }
+      member(c);
+      return;
+    case kArrFirst:
+    case kArrNext:
+      if (ch == ']') {
+        ++c.p;
+        state_ = top_list_ ? kDone : kObjNext;
+        return;
+      }
+      if (state_ == kArrNext) {
+        if (ch != ',') c.fail("expected ',' or ']'");
+        ++c.p;
+        c.ws();
+      }
+      item(c);
+      state_ = kArrNext;
+      return;
+    case kDone: return;
+  }
+}
+
+void Parser::member(Cur& c) {
+  const char* kstart = c.p;
+  c.expect('"');
+  const char* ks;
+  size_t kn;
+  read_string(c, key_buf_, ks, kn);
+  const char* kend = c.p;
+  c.ws();
+  c.expect(':');
+  c.ws();
+  if (kn == 11 && std::memcmp(ks, "traceEvents", 11) == 0) {
+    if (seen_events_) c.fail("a second traceEvents");
+    c.expect('[');  // else the Python path says what is wrong
+    seen_events_ = true;
+    state_ = kArrFirst;
+    return;
+  }
+  const char* vstart = c.p;
+  skip_value(c);
+  if (!header_.empty()) header_.push_back(',');
+  header_.append(kstart, kend);
+  header_.push_back(':');
+  header_.append(vstart, c.p);
+  state_ = kObjNext;
+}
+
+void Parser::item(Cur& c) {
+  if (*c.p == '{') {
+    event(c);
+    dispatch();
+  } else {
+    skip_value(c);
+  }
+  ++events_;
+}
+
+void Parser::event(Cur& c) {
+  Event& e = ev_;
+  e.ph = 0;
+  e.name.kind = e.cat.kind = Str::kAbsent;
+  e.pid.state = e.tid.state = IntVal::kAbsent;
+  e.ts_state = e.dur_state = e.args_state = 0;
+  e.a.seen = 0;
+  ++c.p;
+  c.ws();
+  if (*c.p == '}') {
+    ++c.p;
+    return;
+  }
+  for (;;) {
+    c.expect('"');
+    int key = kEventKeys.match(c, key_buf_, kOtherKey);
+    c.ws();
+    c.expect(':');
+    c.ws();
+    switch (key) {
+      case kPh: {
+        Str ph;
+        str_field(c, ph_buf_, ph);
+        e.ph = ph.kind == Str::kString && ph.n == 1 && (*ph.s == 'X' || *ph.s == 'i') ? *ph.s : 0;
+        break;
+      }
+      case kCat: str_field(c, cat_buf_, e.cat); break;
+      case kName: str_field(c, name_buf_, e.name); break;
+      case kPid: e.pid = int_field(c); break;
+      case kTid: e.tid = int_field(c); break;
+      case kTs: e.ts_state = time_field(c, e.ts); break;
+      case kDur: e.dur_state = time_field(c, e.dur); break;
+      case kArgs: args(c); break;
+      case kOtherKey: skip_value(c); break;
+    }
+    c.ws();
+    if (*c.p == ',') {
+      ++c.p;
+      c.ws();
+    } else if (*c.p == '}') {
+      ++c.p;
+      return;
+    } else {
+      c.fail("expected ',' or '}'");
+    }
+  }
+}
+
+void Parser::args(Cur& c) {
+  Args& a = ev_.a;
+  a.seen = 0;
+  a.dims_text = a.types_text = false;
+  if (*c.p != '{') {
+    ev_.args_state = skip_value(c) ? 0 : 2;  // `ev.get("args") or {}`
+    return;
+  }
+  ev_.args_state = 1;
+  ++c.p;
+  c.ws();
+  if (*c.p == '}') {
+    ++c.p;
+    return;
+  }
+  for (;;) {
+    c.expect('"');
+    int k = kArgKeys.match(c, key_buf_, kNoArg);
+    c.ws();
+    c.expect(':');
+    c.ws();
+    if (k < kNumIntArgs) {
+      a.v[k] = int_field(c);
+    } else if (k == kGrid || k == kBlock) {
+      triple(c, k == kGrid ? a.grid : a.block);
+    } else if (k == kSyncKind) {
+      str_field(c, sync_buf_, a.sync);
+    } else if (k == kDims || k == kTypes) {
+      std::string& out = k == kDims ? dims_ : types_;
+      bool& text = k == kDims ? a.dims_text : a.types_text;
+      out.clear();
+      text = *c.p != 'n';
+      if (text) dump_value(c, out);
+      else skip_value(c);
+    } else {
+      skip_value(c);
+    }
+    if (k != kNoArg) a.seen |= 1u << k;
+    c.ws();
+    if (*c.p == ',') {
+      ++c.p;
+      c.ws();
+    } else if (*c.p == '}') {
+      ++c.p;
+      return;
+    } else {
+      c.fail("expected ',' or '}'");
+    }
+  }
+}
+
+// str(value) for the fields the importer turns into text (name, cat, cuda_sync_kind).
+void Parser::str_field(Cur& c, std::string& scratch, Str& out) {
+  switch (*c.p) {
+    case '"':
+      ++c.p;
+      out.kind = read_string(c, scratch, out.s, out.n) ? Str::kString : Str::kLone;
+      return;
+    case 'n': skip_value(c); out = {Str::kOther, "None", 4}; return;
+    case 't': skip_value(c); out = {Str::kOther, "True", 4}; return;
+    case 'f': skip_value(c); out = {Str::kOther, "False", 5}; return;
+    case '[':
+    case '{': skip_value(c); out.kind = Str::kBad; return;
+    default: {
+      Num num;
+      lex_number(c, num);
+      if (num.special) {
+        out.kind = Str::kBad;
+        return;
+      }
+      num_text(num, scratch);
+      out = {Str::kOther, scratch.data(), scratch.size()};
+    }
+  }
+}
+
+IntVal Parser::int_field(Cur& c) {
+  IntVal v;
+  switch (*c.p) {
+    case '"': {
+      ++c.p;
+      const char* s;
+      size_t n;
+      read_string(c, tmp_buf_, s, n);
+      return str_to_int(s, n);
+    }
+    case 't': skip_value(c); v.set(false, 1, false); return v;
+    case 'f': skip_value(c); v.set(false, 0, false); return v;
+    case 'n':
+    case '[':
+    case '{': skip_value(c); v.state = IntVal::kNone; return v;
+    default: {
+      bool neg;
+      uint64_t mag;
+      if (quick_int(c, neg, mag)) {
+        v.set(neg, mag, false);
+        return v;
+      }
+      Num num;
+      lex_number(c, num);
+      return num_to_int(num);
+    }
+  }
+}
+
+void Parser::triple(Cur& c, Triple& t) {
+  t.state = 0;
+  if (*c.p != '[') {
+    skip_value(c);
+    return;
+  }
+  ++c.p;
+  c.ws();
+  if (*c.p == ']') {
+    ++c.p;
+    return;
+  }
+  int count = 0;
+  for (;;) {
+    IntVal v = int_field(c);
+    if (count < 3) t.v[count] = v;
+    ++count;
+    c.ws();
+    if (*c.p == ',') {
+      ++c.p;
+      c.ws();
+    } else if (*c.p == ']') {
+      ++c.p;
+      break;
+    } else {
+      c.fail("expected ',' or ']'");
+    }
+  }
+  t.state = count == 3;
+}
+
+uint8_t Parser::time_field(Cur& c, int64_t& out) {
+  char ch = *c.p;
+  if (ch == '-' || (ch >= '0' && ch <= '9') || ch == 'N' || ch == 'I') {
+    if (quick_ns(c, out)) return 1;
+    Num num;
+    lex_number(c, num);
+    return num_to_ns(num, out) ? 1 : 2;
+  }
+  if (ch == 't' || ch == 'f') {  // bool is an int in Python: True * 1000
+    skip_value(c);
+    out = ch == 't' ? 1000 : 0;
+    return 1;
+  }
+  skip_value(c);
+  return 2;
+}
+
+}  // namespace tbdtrace::kineto

@@ -1,0 +1,129 @@
+// Streaming parser for PyTorch profiler (Kineto) Chrome-trace JSON into staging columns.
+//
+// feed() takes the file's bytes in pieces of any size (a piece may end inside a token);
+// each complete event of traceEvents is read in one pass, without a DOM and without a heap
+// allocation per event, and appended as a row to its staging table (columns.h). The other
+// top-level members are kept as their raw JSON text (header()): they are small, and Python
+// parses them. Unparsed input held between feed() calls is one event plus a piece.
+//
+// The parser reproduces tbdtrace/importers/kineto.py's KinetoImporter on the events (same
+// rows, values and nulls); where that path would raise, repair the file, or produce a value
+// this parser does not reproduce, it throws KinetoError and Python re-reads the file with
+// the Python path. It does no aggregation: it routes events by category (the map comes from
+// Python) and columnarizes their fields.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kineto/columns.h"
+#include "kineto/json.h"
+
+namespace tbdtrace::kineto {
+
+class KinetoError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Parser {
+ public:
+  // routes: category string -> staging table (Route) for "X" events.
+  explicit Parser(const std::vector<std::pair<std::string, int>>& routes);
+
+  void begin_file();  // resets the per-file state; tables and strings carry on
+  void feed(const char* data, size_t n);
+  void finish();
+
+  // Top-level members other than traceEvents, as `"key":value,"key":value` source text.
+  const std::string& header() const { return header_; }
+  bool top_level_list() const { return top_list_; }
+  int64_t events() const { return events_; }
+  std::vector<size_t> rows() const;
+  std::vector<std::vector<TakenColumn>> take_tables();
+  std::pair<Owned, Owned> take_strings() { return dict_.take(); }
+  size_t num_strings() const { return dict_.size(); }
+  size_t string_bytes() const { return dict_.data_bytes(); }
+
+  // Strings as parsed: a span of the input (or of a scratch buffer) and what it was.
+  struct Str {
+    enum : uint8_t { kAbsent, kString, kLone, kOther, kBad } kind = kAbsent;
+    const char* s = nullptr;
+    size_t n = 0;
+  };
+  struct Triple {
+    uint8_t state = 0;  // 0 absent/not a 3-list, 1 three values
+    IntVal v[3];
+  };
+  // Args the importer reads (bit positions in Args::seen).
+  enum ArgKey : int {
+    kExtUpper, kExtLower, kDevice, kStream, kContext, kCorrelation, kRegs, kShmem, kBytes,
+    kCbid, kSeq, kFlops, kMemBytes, kDevType, kAddr, kDevId, kTotalAlloc, kTotalRes,
+    kNumIntArgs, kGrid = kNumIntArgs, kBlock, kSyncKind, kDims, kTypes, kNoArg
+  };
+
+ private:
+  struct Args {
+    uint32_t seen = 0;
+    IntVal v[kNumIntArgs];
+    Triple grid, block;
+    Str sync;
+    bool dims_text = false, types_text = false;  // else null/absent
+    bool has(int k) const { return seen >> k & 1u; }
+  };
+  struct Event {
+    char ph = 0;
+    Str name, cat;
+    IntVal pid, tid;
+    uint8_t ts_state = 0, dur_state = 0;  // 0 absent, 1 value, 2 not convertible
+    int64_t ts = 0, dur = 0;
+    uint8_t args_state = 0;  // 0 absent or falsy, 1 object, 2 other (the Python path fails)
+    Args a;
+  };
+
+  size_t parse(const char* p, size_t n, uint64_t at, size_t stop);
+  void step(Cur& c);
+  void member(Cur& c);
+  void item(Cur& c);
+  void event(Cur& c);
+  void args(Cur& c);
+  void str_field(Cur& c, std::string& scratch, Str& out);
+  IntVal int_field(Cur& c);
+  void triple(Cur& c, Triple& t);
+  uint8_t time_field(Cur& c, int64_t& out);
+
+  void dispatch();
+  void add_memory();
+  [[noreturn]] void decline(const char* why) const;
+  const IntVal& arg(int k) const;
+  const IntVal& arg_or(int k, const IntVal& fallback) const;
+  int64_t val(const IntVal& v, bool& ok) const;
+  int32_t name_code();
+  int32_t str_code(const Str& s);
+  int route_of(const Str& cat) const;
+
+  std::vector<std::pair<std::string, int>> routes_;
+  std::vector<KTable> tables_;
+  StringDict dict_;
+
+  // Per file.
+  enum State { kStart, kObjFirst, kObjNext, kArrFirst, kArrNext, kDone } state_ = kStart;
+  bool top_list_ = false;
+  bool seen_events_ = false;
+  bool final_ = false;
+  std::string header_;
+  int64_t events_ = 0;
+  std::string buf_;          // input not parsed yet (the tail of a cut unit)
+  uint64_t buf_offset_ = 0;  // file offset of buf_[0]
+  uint64_t fed_ = 0;         // file bytes fed so far
+  size_t retry_at_ = 0;      // re-parse a cut unit once this many bytes are pending
+
+  Event ev_;
+  std::string key_buf_, ph_buf_, name_buf_, cat_buf_, sync_buf_, tmp_buf_, dims_, types_;
+  const IntVal absent_{};
+};
+
+}  // namespace tbdtrace::kineto

@@ -1,0 +1,196 @@
+// Parser::dispatch: one parsed event -> one staging row, following
+// tbdtrace/importers/kineto.py (KinetoImporter._event, _memory) field by field.
+#include <cstring>
+
+#include "kineto/parser.h"
+
+namespace tbdtrace::kineto {
+
+void Parser::decline(const char* why) const {
+  throw KinetoError(std::string(why) + " in event " + std::to_string(events_));
+}
+
+const IntVal& Parser::arg(int k) const { return ev_.a.has(k) ? ev_.a.v[k] : absent_; }
+
+// args.get(key, fallback)
+const IntVal& Parser::arg_or(int k, const IntVal& fallback) const {
+  return ev_.a.has(k) ? ev_.a.v[k] : fallback;
+}
+
+// _int(v): the value when it fits int64, else null (ok = false).
+int64_t Parser::val(const IntVal& v, bool& ok) const {
+  if (v.state == IntVal::kBad) decline("an integer Python's int() rejects");
+  ok = v.i64_ok();
+  return v.i64;
+}
+
+int32_t Parser::name_code() {
+  const Str& n = ev_.name;
+  if (n.kind == Str::kAbsent) return dict_.intern("None", 4);  // str(ev.get("name"))
+  if (n.kind != Str::kString && n.kind != Str::kOther) decline("a name that is not text");
+  return dict_.intern(n.s, n.n);
+}
+
+int32_t Parser::str_code(const Str& s) { return dict_.intern(s.s, s.n); }
+
+int Parser::route_of(const Str& cat) const {
+  for (const auto& r : routes_)
+    if (r.first.size() == cat.n && std::memcmp(r.first.data(), cat.s, cat.n) == 0)
+      return r.second;
+  return kNoRoute;
+}
+
+void Parser::dispatch() {
+  const Event& e = ev_;
+  if (e.ph == 'i' && e.name.kind == Str::kString && e.name.n == 8 &&
+      std::memcmp(e.name.s, "[memory]", 8) == 0) {
+    add_memory();
+    return;
+  }
+  if (e.ph != 'X' || e.ts_state == 0) return;
+  if (e.ts_state == 2 || e.dur_state == 2) decline("a time that is not a plain number");
+  int64_t start = e.ts, end;
+  if (__builtin_add_overflow(start, e.dur_state ? e.dur : 0, &end)) decline("ts + dur overflows");
+  if (e.args_state == 2) decline("args that is not an object");
+  bool ok;
+  const IntVal& ext_v = arg_or(kExtUpper, arg(kExtLower));
+  int64_t ext = val(ext_v, ok);
+  bool ext_ok = ok;
+  if (e.cat.kind == Str::kBad) decline("a category that is a list or object");
+  int route = e.cat.kind == Str::kString ? route_of(e.cat) : kNoRoute;
+  if (route == kNoRoute) return;
+  KTable& t = tables_[route];
+  auto i64 = [&](size_t r, int col, const IntVal& v) {
+    int64_t x = val(v, ok);
+    t.set_i64(col, r, x, ok);
+  };
+  auto i32 = [&](size_t r, int col, const IntVal& v) {
+    int64_t x = val(v, ok);
+    t.set_i32(col, r, x, ok);
+  };
+  auto code = [&](size_t r, int col, int32_t id) { t.set_i32(col, r, id, true); };
+  switch (route) {
+    case KERNELS: {
+      namespace k = kcol::kernels;
+      size_t r = t.begin_row();
+      t.set_i64(k::start_ns, r, start, true);
+      t.set_i64(k::end_ns, r, end, true);
+      i32(r, k::device_id, arg_or(kDevice, e.pid));
+      i64(r, k::stream_id, arg_or(kStream, e.tid));
+      i64(r, k::context_id, arg(kContext));
+      i64(r, k::correlation_id, arg(kCorrelation));
+      t.set_i64(k::external_id, r, ext, ext_ok);
+      code(r, k::name, name_code());
+      const Triple& g = e.a.grid;
+      const Triple& b = e.a.block;
+      bool gv = e.a.has(kGrid) && g.state, bv = e.a.has(kBlock) && b.state;
+      for (int i = 0; i < 3; ++i) {
+        i32(r, k::grid_x + i, gv ? g.v[i] : absent_);
+        i32(r, k::block_x + i, bv ? b.v[i] : absent_);
+      }
+      i32(r, k::registers_per_thread, arg(kRegs));
+      i32(r, k::static_shared_bytes, arg(kShmem));
+      return;
+    }
+    case MEMCPY:
+    case MEMSET: {
+      namespace k = kcol::copy;
+      size_t r = t.begin_row();
+      t.set_i64(k::start_ns, r, start, true);
+      t.set_i64(k::end_ns, r, end, true);
+      i32(r, k::device_id, arg_or(kDevice, e.pid));
+      i64(r, k::stream_id, arg_or(kStream, e.tid));
+      i64(r, k::context_id, arg(kContext));
+      i64(r, k::correlation_id, arg(kCorrelation));
+      t.set_i64(k::external_id, r, ext, ext_ok);
+      i64(r, k::bytes, arg(kBytes));
+      code(r, k::name, name_code());
+      return;
+    }
+    case RUNTIME: {
+      namespace k = kcol::runtime;
+      size_t r = t.begin_row();
+      t.set_i64(k::start_ns, r, start, true);
+      t.set_i64(k::end_ns, r, end, true);
+      i32(r, k::pid, e.pid);
+      i64(r, k::tid, e.tid);
+      i64(r, k::correlation_id, arg(kCorrelation));
+      t.set_i64(k::external_id, r, ext, ext_ok);
+      code(r, k::name, name_code());
+      code(r, k::category, str_code(e.cat));
+      i32(r, k::cbid, arg(kCbid));
+      return;
+    }
+    case SYNC: {
+      namespace k = kcol::sync;
+      size_t r = t.begin_row();
+      t.set_i64(k::start_ns, r, start, true);
+      t.set_i64(k::end_ns, r, end, true);
+      i32(r, k::device_id, arg(kDevice));
+      i64(r, k::stream_id, arg(kStream));
+      i64(r, k::context_id, arg(kContext));
+      i64(r, k::correlation_id, arg(kCorrelation));
+      i32(r, k::pid, e.pid);
+      i64(r, k::tid, e.tid);
+      // args.get("cuda_sync_kind", name): only a string can name a kind; others are null.
+      const Str& kind = e.a.has(kSyncKind) ? e.a.sync : e.name;
+      bool text = kind.kind == Str::kString;
+      t.set_i32(k::sync_kind, r, text ? str_code(kind) : 0, text);
+      return;
+    }
+    case HOST: {
+      namespace k = kcol::host;
+      size_t r = t.begin_row();
+      t.set_i64(k::start_ns, r, start, true);
+      t.set_i64(k::end_ns, r, end, true);
+      i32(r, k::pid, e.pid);
+      i64(r, k::tid, e.tid);
+      t.set_i64(k::external_id, r, ext, ext_ok);
+      code(r, k::name, name_code());
+      code(r, k::category, str_code(e.cat));
+      i64(r, k::sequence_number, arg(kSeq));
+      bool dims = e.a.has(kDims) && e.a.dims_text, types = e.a.has(kTypes) && e.a.types_text;
+      t.set_i32(k::input_shapes, r, dims ? dict_.intern(dims_.data(), dims_.size()) : 0, dims);
+      t.set_i32(k::input_dtypes, r, types ? dict_.intern(types_.data(), types_.size()) : 0,
+                types);
+      i64(r, k::flops, arg(kFlops));
+      i32(r, k::device_id, arg_or(kDevice, e.pid));  // markers on the GPU: args.get("device", pid)
+      return;
+    }
+    default: return;
+  }
+}
+
+// A "[memory]" instant event (KinetoImporter._memory).
+void Parser::add_memory() {
+  const Event& e = ev_;
+  if (e.args_state == 2) decline("args that is not an object");
+  bool ok;
+  int64_t nbytes = val(arg(kMemBytes), ok);
+  if (!ok || e.ts_state == 0) return;
+  if (e.ts_state == 2) decline("a time that is not a plain number");
+  namespace k = kcol::memory;
+  KTable& t = tables_[MEMORY];
+  size_t r = t.begin_row();
+  t.set_i64(k::ts_ns, r, e.ts, true);
+  t.set_i64(k::bytes, r, nbytes, true);
+  const IntVal& addr = arg(kAddr);
+  if (addr.state == IntVal::kBad) decline("an integer Python's int() rejects");
+  t.set_u64(k::address, r, addr.u64, addr.u64_ok());
+  auto i64 = [&](int col, const IntVal& v) {
+    int64_t x = val(v, ok);
+    t.set_i64(col, r, x, ok);
+  };
+  auto i32 = [&](int col, const IntVal& v) {
+    int64_t x = val(v, ok);
+    t.set_i32(col, r, x, ok);
+  };
+  i32(k::device_id, arg(kDevId));
+  i64(k::c10_device_type, arg(kDevType));
+  i32(k::pid, e.pid);
+  i64(k::tid, e.tid);
+  i64(k::total_allocated_bytes, arg(kTotalAlloc));
+  i64(k::total_reserved_bytes, arg(kTotalRes));
+}
+
+}  // namespace tbdtrace::kineto

@@ -1,0 +1,358 @@
+"""The native Kineto parser's staging columns -> tbdtrace tables, without per-row objects.
+
+Staging tables (``csrc/kineto/columns.h``): kernels, memcpy, memset, runtime, sync, host
+(cpu_op / python_function / user annotations, split here into ops, markers and steps) and
+memory. Their string columns are int32 codes into one dictionary of every string the
+parser interned; here each becomes a dictionary array in order of first appearance (what
+``dictionary_encode`` gives the Python path). Rules that look at a string (memcpy and
+memset name patterns, ProfilerStep#N, sync kinds, the runtime/driver split) run once per
+distinct string and reach the rows through numpy indexing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tbdtrace import _native, schema
+from tbdtrace.importers import kineto
+from tbdtrace.importers.columns import bool_array, int_array, str_array
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_PA_TYPES = {"int32": pa.int32(), "int64": pa.int64(), "uint64": pa.uint64(), "string": pa.int32()}
+# Tables in the order KinetoImporter lists them.
+ORDER = ("kernels", "memcpy", "memset", "memory", "runtime", "ops", "markers", "steps", "sync")
+
+
+class Staging:
+    """The parser's output: columns per staging table, the string dictionary, and which
+    rows came from which file (rows are in file order)."""
+
+    def __init__(self, parsed: dict[str, Any], segments: list[tuple[kineto.FileInfo, list[int]]]):
+        self.cols: dict[str, dict[str, tuple[np.ndarray, np.ndarray | None, int]]] = parsed[
+            "tables"
+        ]
+        self.types = {t: dict(cols) for t, cols in _native.kineto_layout()}
+        self.files = [info for info, _ in segments]
+        names = [t for t, _ in _native.kineto_layout()]
+        self.counts = {t: [c[i] for _, c in segments] for i, t in enumerate(names)}
+        offsets, data = parsed["strings"]
+        n = len(offsets) - 1
+        if len(data) < (1 << 31):
+            self.strings = pa.Array.from_buffers(
+                pa.string(), n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
+            )
+        else:  # pragma: no cover - over 2 GiB of distinct strings
+            self.strings = pa.Array.from_buffers(
+                pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+            )
+
+    def rows(self, table: str) -> int:
+        return len(self.cols[table]["start_ns" if table != "memory" else "ts_ns"][0])
+
+    def col(self, table: str, name: str) -> pa.Array:
+        values, valid, nulls = self.cols[table][name]
+        typ = _PA_TYPES[self.types[table][name]]
+        bits = pa.py_buffer(valid) if nulls else None
+        return pa.Array.from_buffers(typ, len(values), [bits, pa.py_buffer(values)], nulls)
+
+    def times(self, table: str, name: str) -> pa.Array:
+        """A time column with each file's baseTimeNanoseconds added (in place, once)."""
+        values = self.cols[table][name][0]
+        start = 0
+        for info, n in zip(self.files, self.counts[table], strict=True):
+            seg = values[start : start + n]
+            start += n
+            if info.base and n:
+                lo, hi = int(seg.min()) + info.base, int(seg.max()) + info.base
+                if lo < _I64_MIN or hi > _I64_MAX:
+                    raise OverflowError(f"{info.path}: a time plus baseTimeNanoseconds overflows")
+                seg += info.base
+        return self.col(table, name)
+
+    def per_file(self, table: str, values: Sequence[Any]) -> np.ndarray:
+        """Per-row copy of one value per file."""
+        return np.repeat(np.asarray(values), self.counts[table])
+
+    def ranks(self, table: str) -> pa.Array:
+        lo, hi = -(1 << 31), (1 << 31) - 1
+        rank = [f.rank if f.rank is not None and lo <= f.rank <= hi else None for f in self.files]
+        null = self.per_file(table, [r is None for r in rank]).astype(bool)
+        return int_array(self.per_file(table, [r or 0 for r in rank]), pa.int32(), null)
+
+    def device_types(self, table: str) -> pa.Array:
+        ids = self.per_file(table, [1 if f.rocm else 0 for f in self.files]).astype(np.int32)
+        return mapped(ids, None, ["cuda", "rocm"])
+
+    def strs(self, table: str, name: str) -> pa.Array:
+        values, valid, nulls = self.cols[table][name]
+        return dictionary(values, valid, nulls, self.strings)
+
+    def distinct(self, table: str, name: str) -> tuple[np.ndarray, list[str]]:
+        """(per-row index into the column's distinct strings, those strings); null rows
+        get index -1."""
+        values, valid, nulls = self.cols[table][name]
+        codes, used = _native.kineto_recode(values, valid, len(self.strings))
+        if nulls:
+            codes[~_unpack(valid, len(values))] = -1
+        return codes, self.strings.take(int_array(used, pa.int32())).to_pylist()
+
+
+def _unpack(bits: np.ndarray | None, n: int) -> np.ndarray:
+    if bits is None:
+        return np.ones(n, bool)
+    return np.unpackbits(bits, count=n, bitorder="little").astype(bool)
+
+
+def dictionary(
+    codes: np.ndarray, valid: np.ndarray | None, nulls: int, strings: pa.Array
+) -> pa.Array:
+    """Codes into `strings` (with a validity bitmap) -> dictionary array, first-appearance order."""
+    new, used = _native.kineto_recode(codes, valid, len(strings))
+    bits = pa.py_buffer(valid) if nulls else None
+    idx = pa.Array.from_buffers(pa.int32(), len(codes), [bits, pa.py_buffer(new)], nulls)
+    values = strings.take(int_array(used, pa.int32()))
+    if values.type != pa.string():  # pragma: no cover - large_string dictionary
+        values = values.cast(pa.string())
+    return pa.DictionaryArray.from_arrays(idx, values)
+
+
+def mapped(ids: np.ndarray, valid: np.ndarray | None, lut: Sequence[str | None]) -> pa.Array:
+    """Rows indexing `lut` (a value per index, None for null; ids < 0 are null) ->
+    dictionary array of the values."""
+    values = list(dict.fromkeys(v for v in lut if v is not None))
+    pos = {v: i for i, v in enumerate(values)}
+    lut_ids = np.array([pos[v] if v is not None else -1 for v in lut] + [-1], np.int32)
+    rows = lut_ids[np.where(ids >= 0, ids, len(lut))] if len(ids) else ids.astype(np.int32)
+    if valid is not None:
+        rows = np.where(valid, rows, -1)
+    null = rows < 0
+    nulls = int(null.sum())
+    bits = np.packbits(~null, bitorder="little") if nulls else None
+    return dictionary(rows.astype(np.int32), bits, nulls, str_array(values))
+
+
+def constant(n: int, value: str) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(
+        int_array(np.zeros(n, np.int32), pa.int32()), str_array([value])
+    )
+
+
+def assemble(s: Staging) -> dict[str, dict[str, pa.Array]]:
+    """Every non-empty table as a mapping of Arrow columns (all-null columns left out)."""
+    built: dict[str, dict[str, pa.Array]] = {}
+    for table, build in (
+        ("kernels", _kernels),
+        ("memcpy", _memcpy),
+        ("memset", _memset),
+        ("runtime", _runtime),
+        ("sync", _sync),
+        ("memory", _memory),
+    ):
+        if s.rows(table):
+            built[table] = build(s)
+    if s.rows("host"):
+        built.update(_host(s))
+    out = {}
+    for table in ORDER:
+        cols = built.get(table)
+        if not cols or not len(next(iter(cols.values()))):
+            continue
+        names = schema.table(table).column_names
+        out[table] = {n: cols[n] for n in names if n in cols and cols[n].null_count < len(cols[n])}
+    return out
+
+
+def _device_cols(s: Staging, t: str) -> dict[str, pa.Array]:
+    cols = {
+        c: s.col(t, c)
+        for c in ("device_id", "stream_id", "context_id", "correlation_id", "external_id")
+    }
+    return {
+        "start_ns": s.times(t, "start_ns"),
+        "end_ns": s.times(t, "end_ns"),
+        "device_type": s.device_types(t),
+        "rank": s.ranks(t),
+        **cols,
+    }
+
+
+def _kernels(s: Staging) -> dict[str, pa.Array]:
+    t = "kernels"
+    cols = _device_cols(s, t)
+    cols["name"] = s.strs(t, "name")
+    for c in (
+        "grid_x",
+        "grid_y",
+        "grid_z",
+        "block_x",
+        "block_y",
+        "block_z",
+        "registers_per_thread",
+        "static_shared_bytes",
+    ):
+        cols[c] = s.col(t, c)
+    return cols
+
+
+def _copy_bytes(s: Staging, t: str) -> pa.Array:
+    values, valid, _ = s.cols[t]["bytes"]
+    return int_array(np.where(_unpack(valid, len(values)), values, 0), pa.int64())  # `or 0`
+
+
+def _memcpy(s: Staging) -> dict[str, pa.Array]:
+    t = "memcpy"
+    cols = _device_cols(s, t)
+    cols["bytes"] = _copy_bytes(s, t)
+    ids, names = s.distinct(t, "name")
+    m = [kineto._MEMCPY_RE.match(n) for n in names]
+    cols["copy_kind"] = mapped(ids, None, [x.group(1) if x else None for x in m])
+    for i, c in ((2, "src_kind"), (3, "dst_kind")):
+        lut = [kineto._MEMORY_KIND.get(x.group(i), "unknown") if x else None for x in m]
+        cols[c] = mapped(ids, None, lut)
+    return cols
+
+
+def _memset(s: Staging) -> dict[str, pa.Array]:
+    t = "memset"
+    cols = _device_cols(s, t)
+    cols["bytes"] = _copy_bytes(s, t)
+    ids, names = s.distinct(t, "name")
+    m = [kineto._MEMSET_RE.match(n) for n in names]
+    lut = [kineto._MEMORY_KIND.get(x.group(1), "unknown") if x else None for x in m]
+    cols["memory_kind"] = mapped(ids, None, lut)
+    return cols
+
+
+def _runtime(s: Staging) -> dict[str, pa.Array]:
+    t = "runtime"
+    ids, cats = s.distinct(t, "category")
+    api = ["driver" if c in kineto.DRIVER_CATS else "runtime" for c in cats]
+    return {
+        "start_ns": s.times(t, "start_ns"),
+        "end_ns": s.times(t, "end_ns"),
+        "pid": s.col(t, "pid"),
+        "tid": s.col(t, "tid"),
+        "rank": s.ranks(t),
+        "correlation_id": s.col(t, "correlation_id"),
+        "external_id": s.col(t, "external_id"),
+        "name": s.strs(t, "name"),
+        "api": mapped(ids, None, api),
+        "cbid": s.col(t, "cbid"),
+    }
+
+
+def _sync(s: Staging) -> dict[str, pa.Array]:
+    t = "sync"
+    ids, kinds = s.distinct(t, "sync_kind")
+    lut = [kineto._SYNC_KINDS.get(k, "unknown") for k in kinds] + ["unknown"]
+    cols = {
+        c: s.col(t, c)
+        for c in ("device_id", "stream_id", "context_id", "correlation_id", "pid", "tid")
+    }
+    return {
+        "start_ns": s.times(t, "start_ns"),
+        "end_ns": s.times(t, "end_ns"),
+        "rank": s.ranks(t),
+        "sync_kind": mapped(np.where(ids >= 0, ids, len(kinds)), None, lut),
+        **cols,
+    }
+
+
+def _memory(s: Staging) -> dict[str, pa.Array]:
+    t = "memory"
+    nbytes = s.cols[t]["bytes"][0]
+    if len(nbytes) and nbytes.min() == _I64_MIN:
+        raise OverflowError("a [memory] event of -2**63 bytes")
+    dt, dt_valid, _ = s.cols[t]["c10_device_type"]
+    c10 = np.where(_unpack(dt_valid, len(dt)), dt, 0)  # `_int(...) or 0`
+    n = len(nbytes)
+    return {
+        "ts_ns": s.times(t, "ts_ns"),
+        "action": mapped((nbytes < 0).astype(np.int32), None, ["alloc", "free"]),
+        "level": constant(n, "allocated"),
+        "bytes": int_array(np.abs(nbytes), pa.int64()),
+        "address": s.col(t, "address"),
+        "device_id": s.col(t, "device_id"),
+        # c10::DeviceType: 0 cpu, 1 cuda, 6 rocm, anything else read as cuda
+        "device_type": mapped(
+            np.select([c10 == 0, c10 == 6], [0, 2], 1), None, ["cpu", "cuda", "rocm"]
+        ),
+        "pid": s.col(t, "pid"),
+        "tid": s.col(t, "tid"),
+        "rank": s.ranks(t),
+        "total_allocated_bytes": s.col(t, "total_allocated_bytes"),
+        "total_reserved_bytes": s.col(t, "total_reserved_bytes"),
+    }
+
+
+def _host(s: Staging) -> dict[str, dict[str, pa.Array]]:
+    """cpu_op / python_function / annotation ranges -> ops, markers and steps
+    (KinetoImporter._host_range)."""
+    t = "host"
+    name_ids, names = s.distinct(t, "name")
+    cat_ids, cats = s.distinct(t, "category")
+    steps = [kineto._STEP_RE.match(n) for n in names]
+    step_num = [int(m.group(1)) if m else None for m in steps]
+    is_step = np.array([m is not None for m in steps], bool)[name_ids]
+    on_gpu = np.array([c == "gpu_user_annotation" for c in cats], bool)[cat_ids]
+    annot = np.array([c in kineto.ANNOTATION_CATS for c in cats], bool)[cat_ids]
+    is_marker = annot | is_step
+    full = {
+        "start_ns": s.times(t, "start_ns"),
+        "end_ns": s.times(t, "end_ns"),
+        "pid": s.col(t, "pid"),
+        "tid": s.col(t, "tid"),
+        "rank": s.ranks(t),
+        "external_id": s.col(t, "external_id"),
+    }
+
+    def take(mask: np.ndarray, cols: dict[str, pa.Array]) -> dict[str, pa.Array]:
+        keep = bool_array(mask)
+        return {k: v.filter(keep) for k, v in cols.items()}
+
+    def strs(name: str, mask: np.ndarray) -> pa.Array:
+        codes = s.col(t, name).filter(bool_array(mask))
+        bits, data = codes.buffers()
+        values = np.frombuffer(data, np.int32, count=len(codes))
+        valid = np.frombuffer(bits, np.uint8) if codes.null_count else None
+        return dictionary(values, valid, codes.null_count, s.strings)
+
+    ops_mask = ~is_marker
+    ops = take(ops_mask, {**full, **{c: s.col(t, c) for c in ("sequence_number", "flops")}})
+    ops.update(
+        {
+            "name": strs("name", ops_mask),
+            "category": strs("category", ops_mask),
+            "input_shapes": strs("input_shapes", ops_mask),
+            "input_dtypes": strs("input_dtypes", ops_mask),
+        }
+    )
+
+    dev = pc.if_else(bool_array(on_gpu), s.col(t, "device_id"), pa.nulls(len(on_gpu), pa.int32()))
+    markers = take(is_marker, {**full, "device_id": dev})
+    n_markers = int(is_marker.sum())
+    markers.update(
+        {
+            "name": strs("name", is_marker),
+            "domain": strs("category", is_marker),
+            "kind": constant(n_markers, "range"),
+        }
+    )
+    markers["marker_id"] = markers.pop("external_id")
+
+    step_mask = is_step & ~on_gpu
+    lo, hi = _I64_MIN, _I64_MAX
+    nums = [x if x is not None and lo <= x <= hi else None for x in step_num]
+    step_vals = np.array([x if x is not None else 0 for x in nums], np.int64)
+    step_null = np.array([x is None for x in nums], bool)
+    per_row = step_vals[name_ids][step_mask]
+    null_rows = step_null[name_ids][step_mask]
+    step_cols = take(step_mask, {k: full[k] for k in ("start_ns", "end_ns", "pid", "rank")})
+    step_cols["step"] = int_array(per_row, pa.int64(), null_rows)
+    step_cols["source"] = constant(len(per_row), "profiler_step")
+    return {"ops": ops, "markers": markers, "steps": step_cols}
