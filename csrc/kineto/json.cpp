@@ -47,20 +47,6 @@ void literal(Cur& c, const char* s) {
 
 bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 
-// SWAR digit parsing (the technique of simdjson / fast_float), little-endian loads.
-inline bool eight_digits(uint64_t w) {
-  return ((w & 0xF0F0F0F0F0F0F0F0ull) |
-          (((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) == 0x3333333333333333ull;
-}
-
-inline uint64_t parse_eight(uint64_t w) {
-  const uint64_t mask = 0x000000FF000000FFull;
-  const uint64_t mul1 = 0x000F424000000064ull;  // 100 + (1000000 << 32)
-  const uint64_t mul2 = 0x0000271000000001ull;  // 1 + (10000 << 32)
-  w -= 0x3030303030303030ull;
-  w = w * 10 + (w >> 8);
-  return (((w & mask) * mul1) + (((w >> 16) & mask) * mul2)) >> 32;
-}
 
 int hex_value(char ch) {
   if (ch >= '0' && ch <= '9') return ch - '0';
@@ -259,16 +245,8 @@ void lex_number(Cur& c, Num& n) {
     if (++p == c.end) c.more();
   } else if (ch >= '1' && ch <= '9') {
     // The integer part's value as it is scanned (Kineto's numbers are mostly integers).
-    uint64_t v = 0;
-    const char* stop = c.end - p > 19 ? p + 19 : c.end;
-    while (stop - p >= 8) {  // eight digits at a time (timestamps have 16)
-      uint64_t w;
-      std::memcpy(&w, p, 8);
-      if (!eight_digits(w)) break;
-      v = v * 100000000 + parse_eight(w);
-      p += 8;
-    }
-    while (p < stop && is_digit(*p)) v = v * 10 + static_cast<uint64_t>(*p++ - '0');
+    uint64_t v;
+    p = quick_digits(p, c.end, v);
     if (p < c.end && is_digit(*p)) {
       p = digits_end(c, p);
       v = digits_u64(n.ib, p, n.big);

@@ -14,7 +14,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 namespace tbdtrace::kineto {
 
@@ -35,12 +40,35 @@ struct Cur {
     if (p == end) more();
     return *p;
   }
+  static bool is_ws(char ch) {  // ' ', \t, \n, \r: one compare and a bit test
+    constexpr uint64_t kWs = 1ull << ' ' | 1ull << '\t' | 1ull << '\n' | 1ull << '\r';
+    auto u = static_cast<unsigned char>(ch);
+    return u <= ' ' && (kWs >> u & 1);
+  }
   void ws() {
     for (;;) {
-      while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+      if (p < end && !is_ws(*p)) return;  // compact JSON: no whitespace at all
+      p = skip_ws(p, end);
       if (p < end) return;
       more();
     }
+  }
+  // First non-whitespace byte at or after q (pretty-printed files indent every line).
+  static const char* skip_ws(const char* q, const char* e) {
+#ifdef __SSE2__
+    while (e - q >= 16) {
+      __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      __m128i m = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')),
+                               _mm_cmpeq_epi8(x, _mm_set1_epi8('\n')));
+      m = _mm_or_si128(m, _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\r')),
+                                       _mm_cmpeq_epi8(x, _mm_set1_epi8('\t'))));
+      unsigned other = static_cast<unsigned>(_mm_movemask_epi8(m)) ^ 0xFFFFu;
+      if (other) return q + __builtin_ctz(other);
+      q += 16;
+    }
+#endif
+    while (q < e && is_ws(*q)) ++q;
+    return q;
   }
   void expect(char c) {
     if (peek() != c) fail("unexpected character");
@@ -88,10 +116,35 @@ inline bool json_delim(char ch) {
          ch == '\t';
 }
 
+// SWAR digit parsing (the technique of simdjson / fast_float), little-endian loads.
+inline bool eight_digits(uint64_t w) {
+  return ((w & 0xF0F0F0F0F0F0F0F0ull) |
+          (((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) == 0x3333333333333333ull;
+}
+
+inline uint64_t parse_eight(uint64_t w) {
+  const uint64_t mask = 0x000000FF000000FFull;
+  const uint64_t mul1 = 0x000F424000000064ull;  // 100 + (1000000 << 32)
+  const uint64_t mul2 = 0x0000271000000001ull;  // 1 + (10000 << 32)
+  w -= 0x3030303030303030ull;
+  w = w * 10 + (w >> 8);
+  return (((w & mask) * mul1) + (((w >> 16) & mask) * mul2)) >> 32;
+}
+
+// Up to 19 digits from p (so the value fits uint64); returns where they stop.
 inline const char* quick_digits(const char* p, const char* end, uint64_t& v) {
   const char* stop = end - p > 19 ? p + 19 : end;
   v = 0;
-  while (p < stop && static_cast<unsigned>(*p - '0') < 10) v = v * 10 + static_cast<unsigned>(*p++ - '0');
+  while (stop - p >= 8) {  // eight at a time: timestamps have 16
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    if (!eight_digits(w)) break;
+    v = v * 100000000 + parse_eight(w);
+    p += 8;
+  }
+  while (p < stop && static_cast<unsigned>(*p - '0') < 10) {
+    v = v * 10 + static_cast<unsigned>(*p++ - '0');
+  }
   return p;
 }
 

@@ -87,8 +87,6 @@ const KeyTable kArgKeys = {
     {"cuda_sync_kind", P::kSyncKind}, {"Input Dims", P::kDims},
     {"Input type", P::kTypes}};
 
-bool json_ws(char ch) { return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t'; }
-
 }  // namespace
 
 Parser::Parser(const std::vector<std::pair<std::string, int>>& routes) : routes_(routes) {
@@ -177,7 +175,7 @@ size_t Parser::parse(const char* p, size_t n, uint64_t at, size_t stop) {
       unit = c.p;
       if (static_cast<size_t>(unit - p) >= stop) break;
       if (state_ == kDone) {
-        while (c.p < c.end && json_ws(*c.p)) ++c.p;
+        while (c.p < c.end && Cur::is_ws(*c.p)) ++c.p;
         if (c.p < c.end) c.fail("extra data after the JSON document");
         unit = c.p;
         break;
