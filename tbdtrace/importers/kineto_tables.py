@@ -302,57 +302,58 @@ def _host(s: Staging) -> dict[str, dict[str, pa.Array]]:
     on_gpu = np.array([c == "gpu_user_annotation" for c in cats], bool)[cat_ids]
     annot = np.array([c in kineto.ANNOTATION_CATS for c in cats], bool)[cat_ids]
     is_marker = annot | is_step
-    full = {
-        "start_ns": s.times(t, "start_ns"),
-        "end_ns": s.times(t, "end_ns"),
-        "pid": s.col(t, "pid"),
-        "tid": s.col(t, "tid"),
-        "rank": s.ranks(t),
-        "external_id": s.col(t, "external_id"),
-    }
-
-    def take(mask: np.ndarray, cols: dict[str, pa.Array]) -> dict[str, pa.Array]:
-        keep = bool_array(mask)
-        return {k: v.filter(keep) for k, v in cols.items()}
-
-    def strs(name: str, mask: np.ndarray) -> pa.Array:
-        codes = s.col(t, name).filter(bool_array(mask))
-        bits, data = codes.buffers()
-        values = np.frombuffer(data, np.int32, count=len(codes))
-        valid = np.frombuffer(bits, np.uint8) if codes.null_count else None
-        return dictionary(values, valid, codes.null_count, s.strings)
-
-    ops_mask = ~is_marker
-    ops = take(ops_mask, {**full, **{c: s.col(t, c) for c in ("sequence_number", "flops")}})
-    ops.update(
-        {
-            "name": strs("name", ops_mask),
-            "category": strs("category", ops_mask),
-            "input_shapes": strs("input_shapes", ops_mask),
-            "input_dtypes": strs("input_dtypes", ops_mask),
-        }
-    )
-
-    dev = pc.if_else(bool_array(on_gpu), s.col(t, "device_id"), pa.nulls(len(on_gpu), pa.int32()))
-    markers = take(is_marker, {**full, "device_id": dev})
-    n_markers = int(is_marker.sum())
-    markers.update(
-        {
-            "name": strs("name", is_marker),
-            "domain": strs("category", is_marker),
-            "kind": constant(n_markers, "range"),
-        }
-    )
-    markers["marker_id"] = markers.pop("external_id")
-
     step_mask = is_step & ~on_gpu
+    keep = {
+        "ops": bool_array(~is_marker),
+        "markers": bool_array(is_marker),
+        "steps": bool_array(step_mask),
+    }
+    out: dict[str, dict[str, pa.Array]] = {"ops": {}, "markers": {}, "steps": {}}
+
+    def split(col: str, arr: pa.Array, targets: dict[str, str]) -> None:
+        """Rows of one column to each table that takes it; the staging column is then
+        dropped, so the peak holds one column twice, not the whole table."""
+        for table, name in targets.items():
+            out[table][name] = arr.filter(keep[table])
+        s.cols[t].pop(col, None)
+
+    every = {"ops": "", "markers": "", "steps": ""}
+    for col in ("start_ns", "end_ns"):
+        split(col, s.times(t, col), {k: col for k in every})
+    split("pid", s.col(t, "pid"), {k: "pid" for k in every})
+    split("rank", s.ranks(t), {k: "rank" for k in every})
+    split("tid", s.col(t, "tid"), {"ops": "tid", "markers": "tid"})
+    split("external_id", s.col(t, "external_id"), {"ops": "external_id", "markers": "marker_id"})
+    for col in ("sequence_number", "flops"):
+        split(col, s.col(t, col), {"ops": col})
+    gpu = bool_array(on_gpu)
+    dev = pc.if_else(gpu, s.col(t, "device_id"), pa.nulls(len(on_gpu), pa.int32()))
+    split("device_id", dev, {"markers": "device_id"})
+    for col, targets in (
+        ("name", {"ops": "name", "markers": "name"}),
+        ("category", {"ops": "category", "markers": "domain"}),
+        ("input_shapes", {"ops": "input_shapes"}),
+        ("input_dtypes", {"ops": "input_dtypes"}),
+    ):
+        codes = s.col(t, col)
+        for table, name in targets.items():
+            sub = codes.filter(keep[table])
+            bits, data = sub.buffers()
+            values = np.frombuffer(data, np.int32, count=len(sub))
+            valid = np.frombuffer(bits, np.uint8) if sub.null_count else None
+            out[table][name] = dictionary(values, valid, sub.null_count, s.strings)
+        del codes
+        s.cols[t].pop(col)
+    ops, markers = out["ops"], out["markers"]
+    markers["kind"] = constant(int(is_marker.sum()), "range")
+
     lo, hi = _I64_MIN, _I64_MAX
     nums = [x if x is not None and lo <= x <= hi else None for x in step_num]
     step_vals = np.array([x if x is not None else 0 for x in nums], np.int64)
     step_null = np.array([x is None for x in nums], bool)
     per_row = step_vals[name_ids][step_mask]
     null_rows = step_null[name_ids][step_mask]
-    step_cols = take(step_mask, {k: full[k] for k in ("start_ns", "end_ns", "pid", "rank")})
+    step_cols = out["steps"]
     step_cols["step"] = int_array(per_row, pa.int64(), null_rows)
     step_cols["source"] = constant(len(per_row), "profiler_step")
     return {"ops": ops, "markers": markers, "steps": step_cols}
