@@ -6,7 +6,8 @@ Kernel rows are random rows of the fixture's imported kernels table (names, dura
 streams, launch geometry); per stream, each kernel starts after the previous one by a
 gap drawn from the fixture's gaps on that stream. Each kernel gets a runtime launch row
 (a random fixture launch, ending a fixture launch latency before the kernel) joined by
-correlation id, and the steps are cut so a step holds as many kernels as in the fixture.
+correlation id, numbered in launch order as CUPTI does, and the steps are cut so a step
+holds as many kernels as in the fixture.
 ``--compression`` sets the IPC compression (zstd, as tbdtrace writes, lz4, or none).
 """
 
@@ -65,14 +66,17 @@ def generate(n: int, out: Path, compression: str | None, seed: int = 0) -> Path:
     stream = k["stream_id"].to_numpy()
     t0 = int(fx["start_ns"].to_numpy().min())
     start = _per_stream_starts(stream, dur, _gaps(fx), rng, t0)
-    corr = np.arange(1, n + 1, dtype=np.int64)
     k = k.set_column(k.schema.get_field_index("start_ns"), "start_ns", pa.array(start))
     k = k.set_column(k.schema.get_field_index("end_ns"), "end_ns", pa.array(start + dur))
-    for c in ("correlation_id", "external_id"):
-        k = k.set_column(k.schema.get_field_index(c), c, pa.array(corr))
     r = rt.take(rng.integers(0, rt.num_rows, n))
     rdur = r["end_ns"].to_numpy() - r["start_ns"].to_numpy()
     rstart = start - rng.integers(1_000, 20_000, n) - rdur
+    # Correlation ids count launches in call order, as CUPTI assigns them (in the fixture
+    # they increase with the runtime call's start).
+    corr = np.empty(n, dtype=np.int64)
+    corr[np.argsort(rstart, kind="stable")] = np.arange(1, n + 1, dtype=np.int64)
+    for c in ("correlation_id", "external_id"):
+        k = k.set_column(k.schema.get_field_index(c), c, pa.array(corr))
     r = r.set_column(r.schema.get_field_index("start_ns"), "start_ns", pa.array(rstart))
     r = r.set_column(r.schema.get_field_index("end_ns"), "end_ns", pa.array(rstart + rdur))
     for c in ("correlation_id", "external_id"):

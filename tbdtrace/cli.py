@@ -27,7 +27,9 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; with ``only`` (a command name), just that subcommand's, so a
+    command does not pay for importing every other command's dependencies."""
     from tbdtrace import __version__
 
     p = argparse.ArgumentParser(
@@ -37,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"tbdtrace {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
+        if only is not None and name.rstrip("_") != only:
+            continue
         try:
             mod = importlib.import_module(f"tbdtrace.commands.{name}")
         except ModuleNotFoundError as e:
@@ -48,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    first = next((a for a in argv if not a.startswith("-")), None)
+    known = {c.rstrip("_") for c in COMMANDS}
+    parser = build_parser(first if first in known else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -12,10 +12,11 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,16 +27,27 @@ META_FILE = "meta.json"
 ARROW_SUFFIX = ".arrow"
 # zstd: the best size/decode-speed trade-off for these tables (see bench/README.md).
 COMPRESSION = "zstd"
-BATCH_ROWS = 1 << 20
+# Rows per record batch: one batch for all but huge tables, so a column reads as one
+# contiguous array (no copy to combine chunks).
+BATCH_ROWS = 1 << 24
+ROWS_KEY = b"tbdtrace.rows"  # schema metadata of each table file: its row count
 
 
 class Trace:
-    """A trace directory opened for reading."""
+    """A trace directory opened for reading.
+
+    Columns are read on first use, decoded (see ``schema`` storage) and kept, one copy
+    per column, so passes that share a column share its memory. ``memo`` keeps values
+    derived from the tables (device keys, sort orders, merged intervals) for the passes
+    that run on the same trace.
+    """
 
     def __init__(self, path: Path, meta: dict[str, Any]):
         self.path = path
         self.meta = meta
-        self._cache: dict[tuple[str, tuple[str, ...] | None], pa.Table] = {}
+        self._columns: dict[tuple[str, str], pa.Array] = {}
+        self._rows: dict[str, int] = {}
+        self._memo: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"Trace({str(self.path)!r}, source={self.meta.get('source')!r})"
@@ -44,53 +56,217 @@ class Trace:
         """True when the table file exists (it may still have zero rows)."""
         return (self.path / f"{name}{ARROW_SUFFIX}").exists()
 
-    def table(self, name: str, columns: Iterable[str] | None = None) -> pa.Table:
+    def table(
+        self, name: str, columns: Iterable[str] | None = None, cache: bool = True
+    ) -> pa.Table:
         """Table ``name`` as pyarrow, with only ``columns`` when given.
 
-        A table the trace lacks reads as empty with the declared schema.
+        A table the trace lacks reads as empty with the declared schema. With
+        ``cache=False``, columns not read before are read for this call only (for a
+        one-off look at columns no pass needs again).
         """
         decl = schema.table(name)
-        cols = tuple(columns) if columns is not None else None
-        if cols is not None:
-            for c in cols:
-                decl.column(c)  # raises KeyError for an unknown column
-        key = (name, cols)
-        if key not in self._cache:
-            self._cache[key] = self._read(decl, cols)
-        return self._cache[key]
+        cols = tuple(columns) if columns is not None else tuple(decl.column_names)
+        fields = [decl.arrow_schema().field(decl.column(c).name) for c in cols]
+        want = pa.schema(fields)
+        missing = [c for c in cols if (name, c) not in self._columns]
+        got = self._load(decl, missing) if missing else {}
+        if cache:
+            self._columns.update(got)
+        arrays = [got[(name, c)] if (name, c) in got else self._columns[(name, c)] for c in cols]
+        return pa.Table.from_arrays(arrays, schema=want)
+
+    def prefetch(self, name: str, columns: Iterable[str]) -> None:
+        """Read the columns of table ``name`` not read yet, in one pass over the file
+        (its buffers decompress in parallel), and keep them."""
+        decl = schema.table(name)
+        missing = [c for c in columns if (name, decl.column(c).name) not in self._columns]
+        if missing:
+            self._columns.update(self._load(decl, missing))
+
+    def column(self, name: str, column: str) -> pa.Array:
+        """One column of table ``name`` as a single Arrow array (decoded, cached)."""
+        if (name, column) not in self._columns:
+            decl = schema.table(name)
+            self._columns.update(self._load(decl, [decl.column(column).name]))
+        return self._columns[(name, column)]
 
     def df(self, name: str, columns: Iterable[str] | None = None) -> Any:
         """Table ``name`` as a pandas DataFrame (dictionary columns become categoricals)."""
         return self.table(name, columns).to_pandas()
 
     def num_rows(self, name: str) -> int:
-        f = self.path / f"{name}{ARROW_SUFFIX}"
-        if not f.exists():
-            return 0
-        with pa.memory_map(str(f)) as src:
-            reader = pa.ipc.open_file(src)
-            batches = range(reader.num_record_batches)
-            return sum(reader.get_record_batch(i).num_rows for i in batches)
+        if name not in self._rows:
+            f = self.path / f"{name}{ARROW_SUFFIX}"
+            if not f.exists():
+                self._rows[name] = 0
+            else:
+                self._rows[name] = _file_rows(f)
+        return self._rows[name]
 
-    def _read(self, decl: schema.Table, cols: tuple[str, ...] | None) -> pa.Table:
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per trace and ``key``; later calls return the same value.
+
+        For values derived from the (immutable) tables that several passes need.
+        """
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
+        """Read and decode ``cols`` of ``decl`` (one pass over the file)."""
         f = self.path / f"{decl.name}{ARROW_SUFFIX}"
-        want = decl.arrow_schema()
-        if cols is not None:
-            want = pa.schema([want.field(c) for c in cols])
+        out: dict[tuple[str, str], pa.Array] = {}
         if not f.exists():
-            return want.empty_table()
+            for c in cols:
+                out[(decl.name, c)] = pa.nulls(0, decl.column(c).type)
+            return out
         try:
             with pa.memory_map(str(f)) as src:
-                file_schema = pa.ipc.open_file(src).schema
-                idx = [file_schema.get_field_index(c) for c in want.names]
-                present = [i for i in idx if i >= 0]
-                opts = pa.ipc.IpcReadOptions(included_fields=present)
+                names = pa.ipc.open_file(src).schema.names
+                plan = _read_plan(decl, cols, names)
+                if (
+                    any(c.encoding == schema.MINUS_START for c, _ in plan.values())
+                    and (decl.name, "start_ns") not in self._columns
+                    and "start_ns" not in cols
+                ):
+                    cols = [*cols, "start_ns"]
+                    plan = _read_plan(decl, cols, names)
+                fields = sorted({names.index(d) for _, d in plan.values() if d is not None})
+                opts = pa.ipc.IpcReadOptions(included_fields=fields)
                 tbl = pa.ipc.open_file(src, options=opts).read_all()
         except (pa.ArrowInvalid, OSError) as e:
             raise TraceError(
                 f"{f}: not a readable Arrow IPC file ({e}); re-create the trace"
             ) from e
-        return _conform(tbl, want, f)
+        self._rows[decl.name] = tbl.num_rows
+        # start_ns first: minus_start_ns columns add it.
+        for c in sorted(cols, key=lambda x: x != "start_ns"):
+            col, disk = plan[c]
+            if disk is None:
+                arr = null_array(tbl.num_rows, col.type)
+            else:
+                arr = _combine(tbl.column(disk))
+                if disk != col.name:
+                    key = (decl.name, "start_ns")
+                    start = out[key] if key in out else self._columns.get(key)
+                    arr = decode(col, arr, start)
+                if arr.type != col.type:
+                    raise TraceError(
+                        f"{f}: column {col.name!r} is {arr.type}, the schema says "
+                        f"{col.type}; re-create the trace with this version of tbdtrace"
+                    )
+            out[(decl.name, c)] = arr
+        return out
+
+
+def null_array(n: int, typ: pa.DataType) -> pa.Array:
+    """An all-null array of ``n`` rows whose buffers are untouched zero pages (calloc), so
+    an absent column of a big table costs no resident memory until it is read."""
+    width = {pa.int32(): 4, pa.int64(): 8, pa.uint64(): 8, pa.float64(): 8}
+    idx = pa.int32() if pa.types.is_dictionary(typ) else typ
+    if n == 0 or idx not in width:
+        return pa.nulls(n, typ)
+    validity = pa.py_buffer(np.zeros((n + 7) // 8, dtype=np.uint8))
+    values = pa.py_buffer(np.zeros(n * width[idx], dtype=np.uint8))
+    arr = pa.Array.from_buffers(idx, n, [validity, values], null_count=n)
+    if pa.types.is_dictionary(typ):
+        return pa.DictionaryArray.from_arrays(arr, pa.array([], typ.value_type))
+    return arr
+
+
+def _file_rows(f: Path) -> int:
+    """Rows of a table file: from the schema metadata the writer puts there, else by
+    reading the batches' first field."""
+    try:
+        with pa.memory_map(str(f)) as src:
+            reader = pa.ipc.open_file(src)
+            meta = reader.schema.metadata or {}
+            if ROWS_KEY in meta:
+                return int(meta[ROWS_KEY])
+            opts = pa.ipc.IpcReadOptions(included_fields=[0])
+            reader = pa.ipc.open_file(src, options=opts)
+            return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+    except (pa.ArrowInvalid, OSError, ValueError) as e:
+        raise TraceError(f"{f}: not a readable Arrow IPC file ({e}); re-create the trace") from e
+
+
+def _read_plan(
+    decl: schema.Table, cols: list[str], names: list[str]
+) -> dict[str, tuple[schema.Column, str | None]]:
+    """Per column: (declaration, field to read: encoded, plain, or None when absent)."""
+    plan: dict[str, tuple[schema.Column, str | None]] = {}
+    for c in cols:
+        col = decl.column(c)
+        if col.encoding and col.disk_name in names:
+            plan[c] = (col, col.disk_name)
+        elif col.name in names:
+            plan[c] = (col, col.name)
+        else:
+            plan[c] = (col, None)
+    return plan
+
+
+def _combine(col: pa.ChunkedArray) -> pa.Array:
+    if col.num_chunks == 1:
+        return col.chunk(0)
+    if pa.types.is_dictionary(col.type):
+        col = col.unify_dictionaries()
+    return col.combine_chunks() if col.num_chunks else pa.nulls(0, col.type)
+
+
+def encode(col: schema.Column, arr: pa.Array, start: pa.Array | None) -> pa.Array:
+    """The stored form of ``arr`` (column ``col``): see the schema's storage notes."""
+    mask = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
+    if col.encoding == schema.DELTA:
+        x = arr
+        if mask is not None:
+            x = pc.fill_null(pc.fill_null_forward(arr), 0)
+        v = np.asarray(x.to_numpy(), dtype=np.int64)
+        out = np.empty_like(v)
+        if v.size:
+            out[0] = v[0]
+            np.subtract(v[1:], v[:-1], out=out[1:])  # wraps on overflow; decode wraps back
+    elif col.encoding == schema.MINUS_START:
+        assert start is not None
+        v = np.asarray(pc.fill_null(arr, 0).to_numpy(), dtype=np.int64)
+        out = v - np.asarray(start.to_numpy(), dtype=np.int64)
+        if mask is not None:
+            out[mask] = 0
+    else:
+        raise ValueError(f"unknown encoding {col.encoding!r}")
+    return pa.array(out, type=pa.int64(), mask=mask)
+
+
+def decode(col: schema.Column, stored: pa.Array, start: pa.Array | None) -> pa.Array:
+    """Inverse of :func:`encode`."""
+    mask = stored.is_null().to_numpy(zero_copy_only=False) if stored.null_count else None
+    d = stored if mask is None else pc.fill_null(stored, 0)
+    # Decode in place when the values buffer is a private, writable copy (a decompressed
+    # read): a 10M-row column then costs no second allocation.
+    buf = d.buffers()[1]
+    if buf is not None and buf.is_mutable and d.type == pa.int64():
+        v = np.frombuffer(buf, dtype=np.int64, count=len(d), offset=d.offset * 8)
+        out = v
+    else:
+        v = np.asarray(d.to_numpy(), dtype=np.int64)
+        out = np.empty_like(v)
+    if col.encoding == schema.DELTA:
+        np.cumsum(v, dtype=np.int64, out=out)
+    elif col.encoding == schema.MINUS_START:
+        if start is None:
+            raise TraceError(
+                f"column {col.name!r} is stored relative to start_ns, which "
+                "the file lacks; re-create the trace"
+            )
+        np.add(v, np.asarray(start.to_numpy(), dtype=np.int64), out=out)
+    else:
+        raise TraceError(
+            f"column {col.name!r}: unknown encoding {col.encoding!r}; upgrade tbdtrace"
+        )
+    if mask is None and out is v:
+        return d  # d's buffer now holds the decoded values
+    return pa.array(out, type=pa.int64(), mask=mask)
 
 
 def _conform(tbl: pa.Table, want: pa.Schema, where: Path) -> pa.Table:
@@ -125,7 +301,7 @@ def open(path: str | os.PathLike[str]) -> Trace:  # noqa: A001 - the documented 
     if not isinstance(meta, dict):
         raise TraceError(f"{meta_file}: expected a JSON object; re-create the trace")
     version = meta.get("schema_version")
-    if version != schema.SCHEMA_VERSION:
+    if version not in schema.READABLE_VERSIONS:
         raise TraceError(
             f"{meta_file}: schema version {version!r}, this tbdtrace reads "
             f"{schema.SCHEMA_VERSION}; re-import or re-capture the trace"
@@ -208,8 +384,10 @@ def write(
             want = schema.table(name).arrow_schema()
             if tbl.schema != want:
                 tbl = _conform(tbl, want, tmp / name)
-            write_table(tmp / f"{name}{ARROW_SUFFIX}", tbl)
-        full_meta = {k: None for k in ("source", "backend", "host", "framework", "workload")}
+            write_table(tmp / f"{name}{ARROW_SUFFIX}", stored(schema.table(name), tbl))
+        full_meta: dict[str, Any] = {
+            k: None for k in ("source", "backend", "host", "framework", "workload")
+        }
         full_meta.update({"clock": "CLOCK_REALTIME", "clock_offset_ns": 0})
         full_meta.update(meta)
         full_meta["schema_version"] = schema.SCHEMA_VERSION
@@ -219,6 +397,36 @@ def write(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
+    """``tbl`` as it is kept on disk: in time order, encoded columns under their field
+    names (see the schema's storage notes)."""
+    tc = decl.time_column
+    if tc is not None and tbl.num_rows > 1:
+        t = np.asarray(pc.fill_null(tbl.column(tc), 0).to_numpy(), dtype=np.int64)
+        if not (t[1:] >= t[:-1]).all():
+            tbl = tbl.take(pc.sort_indices(tbl, [(tc, "ascending")]))  # stable
+    tbl = tbl.combine_chunks()
+    start = (
+        tbl.column("start_ns").chunk(0) if "start_ns" in tbl.column_names and tbl.num_rows else None
+    )
+    arrays, fields = [], []
+    for col, field in zip(decl.columns, tbl.schema, strict=True):
+        arr = tbl.column(col.name)
+        if col.encoding is not None and tbl.num_rows:
+            arrays.append(encode(col, arr.chunk(0), start))
+            fields.append(pa.field(col.disk_name, pa.int64(), nullable=field.nullable))
+        else:
+            arrays.append(arr)
+            fields.append(
+                pa.field(
+                    col.disk_name if col.encoding else col.name, field.type, nullable=field.nullable
+                )
+            )
+    return pa.Table.from_arrays(
+        arrays, schema=pa.schema(fields, metadata={ROWS_KEY: str(tbl.num_rows).encode()})
+    )
 
 
 def write_table(file: Path, tbl: pa.Table) -> None:

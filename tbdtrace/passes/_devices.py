@@ -16,8 +16,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-LANES_SOURCE = ("CUDA C++ Programming Guide, Arithmetic Instructions (32-bit floating-point "
-                "add, multiply, multiply-add per clock per SM)")
+LANES_SOURCE = (
+    "CUDA C++ Programming Guide, Arithmetic Instructions (32-bit floating-point "
+    "add, multiply, multiply-add per clock per SM)"
+)
 
 
 def _csv(name: str) -> list[dict[str, str]]:
@@ -46,15 +48,19 @@ def lookup(name: str) -> Spec | None:
     """Datasheet figures for a device name (first matching row of gpu_specs.csv)."""
     for r in _csv("gpu_specs.csv"):
         if re.search(r["pattern"], name, re.IGNORECASE):
-            return Spec(int(r["boost_clock_mhz"]), float(r["memory_bandwidth_gb_per_s"]),
-                        r["source"])
+            return Spec(
+                int(r["boost_clock_mhz"]), float(r["memory_bandwidth_gb_per_s"]), r["source"]
+            )
     return None
 
 
 def gpu_fp32_peak(dev: dict[str, Any]) -> tuple[float | None, str]:
     """(peak FP32 FLOP/s, source or reason) = SMs x lanes/SM x 2 (FMA) x clock."""
-    sms, major, minor = dev.get("sm_count"), dev.get("compute_capability_major"), \
-        dev.get("compute_capability_minor")
+    sms, major, minor = (
+        dev.get("sm_count"),
+        dev.get("compute_capability_major"),
+        dev.get("compute_capability_minor"),
+    )
     if not sms:
         return None, "SM count not recorded in the trace"
     if major is None or minor is None:
@@ -72,8 +78,10 @@ def gpu_fp32_peak(dev: dict[str, Any]) -> tuple[float | None, str]:
         clock_hz = spec.boost_clock_mhz * 1e6
         csrc = f"boost clock {spec.boost_clock_mhz} MHz looked up ({spec.source})"
     peak = float(sms) * lanes * 2 * clock_hz
-    return peak, (f"{sms} SMs (trace) x {lanes} FP32 lanes/SM (cc {major}.{minor}, "
-                  f"{LANES_SOURCE}) x 2 x {csrc}")
+    return peak, (
+        f"{sms} SMs (trace) x {lanes} FP32 lanes/SM (cc {major}.{minor}, "
+        f"{LANES_SOURCE}) x 2 x {csrc}"
+    )
 
 
 def dram_bandwidth(dev: dict[str, Any]) -> tuple[float | None, str]:
@@ -82,8 +90,9 @@ def dram_bandwidth(dev: dict[str, Any]) -> tuple[float | None, str]:
         return float(dev["memory_bandwidth_bytes_per_s"]), "trace (devices)"
     clk, bus = dev.get("memory_clock_khz"), dev.get("memory_bus_width_bits")
     if clk and bus:
-        return 2.0 * float(clk) * 1e3 * float(bus) / 8, \
-            "2 x memory clock x bus width / 8 (trace devices; double data rate)"
+        return 2.0 * float(clk) * 1e3 * float(
+            bus
+        ) / 8, "2 x memory clock x bus width / 8 (trace devices; double data rate)"
     spec = lookup(str(dev.get("name") or ""))
     if spec is not None:
         return spec.memory_bandwidth_gb_per_s * 1e9, f"looked up ({spec.source})"

@@ -14,12 +14,16 @@ from tbdtrace import intervals
 I64 = npt.NDArray[np.int64]
 
 
-def covered_before(ms: I64, me: I64, t: npt.ArrayLike) -> I64:
-    """Length of the sorted, disjoint intervals [ms, me) lying before each time ``t``."""
+def covered_before(ms: I64, me: I64, t: npt.ArrayLike, cum: I64 | None = None) -> I64:
+    """Length of the sorted, disjoint intervals [ms, me) lying before each time ``t``.
+
+    ``cum`` (optional) is :func:`cumulative` of the intervals, for callers that query one
+    set many times."""
     tt = np.asarray(t, dtype=np.int64)
     if ms.size == 0:
         return np.zeros(tt.shape, dtype=np.int64)
-    cum = np.concatenate([[0], np.cumsum(me - ms)])
+    if cum is None:
+        cum = cumulative(ms, me)
     i = np.searchsorted(ms, tt, side="right") - 1  # last interval starting at or before t
     ok = i >= 0
     ic = np.clip(i, 0, None)
@@ -27,14 +31,32 @@ def covered_before(ms: I64, me: I64, t: npt.ArrayLike) -> I64:
     return np.where(ok, cum[ic] + part, 0).astype(np.int64)
 
 
+def cumulative(ms: I64, me: I64) -> I64:
+    """Lengths of the intervals before each one: [0, l0, l0 + l1, ...]."""
+    cum = np.empty(ms.size + 1, dtype=np.int64)
+    cum[0] = 0
+    np.cumsum(me - ms, out=cum[1:])
+    return cum
+
+
 def covered_in_windows(
     starts: npt.ArrayLike, ends: npt.ArrayLike, w_start: npt.ArrayLike, w_end: npt.ArrayLike
 ) -> I64:
     """Per window [w_start, w_end): length of the union of [starts, ends) inside it (ns)."""
     ms, me = intervals.merge(starts, ends)
+    return covered_in_merged(ms, me, w_start, w_end)
+
+
+def covered_in_merged(
+    ms: I64, me: I64, w_start: npt.ArrayLike, w_end: npt.ArrayLike, cum: I64 | None = None
+) -> I64:
+    """As :func:`covered_in_windows` for intervals already merged (sorted, disjoint);
+    ``cum`` as in :func:`covered_before`."""
     ws = np.asarray(w_start, dtype=np.int64)
     we = np.maximum(np.asarray(w_end, dtype=np.int64), ws)
-    return covered_before(ms, me, we) - covered_before(ms, me, ws)
+    if cum is None and ms.size:
+        cum = cumulative(ms, me)
+    return covered_before(ms, me, we, cum) - covered_before(ms, me, ws, cum)
 
 
 def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:

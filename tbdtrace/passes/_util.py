@@ -9,10 +9,19 @@ import pyarrow.compute as pc
 
 
 def int_column(tbl: pa.Table, name: str, fill: int = -1) -> npt.NDArray[np.int64]:
-    """An integer column as int64 numpy, nulls replaced by ``fill``."""
+    """An integer column as int64 numpy, nulls replaced by ``fill``.
+
+    Zero-copy for a single-chunk int64 column without nulls (the result may then be
+    read-only); an all-null column becomes a constant array without reading values.
+    """
     col = tbl.column(name)
+    n = len(col)
+    if col.null_count == n:
+        return np.full(n, fill, dtype=np.int64)
     if col.null_count:
         col = pc.fill_null(col, fill)
+    if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1:
+        col = col.chunk(0)
     return np.asarray(col.to_numpy(), dtype=np.int64)
 
 
@@ -21,8 +30,11 @@ def dict_codes(tbl: pa.Table, name: str) -> tuple[npt.NDArray[np.int64], list[st
     col = tbl.column(name)
     if col.num_chunks == 0:
         return np.zeros(0, dtype=np.int64), []
-    arr = pa.chunked_array(col.chunks, col.type).unify_dictionaries().combine_chunks() \
-        if col.num_chunks > 1 else col.chunk(0)
+    arr = (
+        pa.chunked_array(col.chunks, col.type).unify_dictionaries().combine_chunks()
+        if col.num_chunks > 1
+        else col.chunk(0)
+    )
     if not pa.types.is_dictionary(arr.type):
         arr = pc.dictionary_encode(arr)
     labels: list[str | None] = arr.dictionary.to_pylist()

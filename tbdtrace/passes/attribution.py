@@ -25,8 +25,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tbdtrace import intervals
+from tbdtrace.passes import _frame
 from tbdtrace.passes._intervals_ext import innermost
-from tbdtrace.passes._util import dict_codes, int_column, row_codes
+from tbdtrace.passes._util import int_column, row_codes
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -43,8 +45,6 @@ class Attribution:
     module_labels: list[str]
     marker: I64
     marker_labels: list[str]
-    launch_start_ns: I64  # runtime call start (-1 when no runtime call matched)
-    launch_end_ns: I64  # runtime call end (-1 when no runtime call matched)
 
 
 def runtime_match(k: pa.Table, rt: pa.Table) -> I64:
@@ -52,6 +52,39 @@ def runtime_match(k: pa.Table, rt: pa.Table) -> I64:
     kc, rc = int_column(k, "correlation_id", _NULL), int_column(rt, "correlation_id", _NULL)
     kr, rr = int_column(k, "rank"), int_column(rt, "rank")
     return _join(kr, kc, rr, rc)
+
+
+def join_sorted(a: I64, b: I64) -> I64:
+    """For each id of ``a``, the index of the first equal id in ``b``, -1 if none (ids
+    equal to _NULL never match). Linear when ``b`` is already sorted, as correlation ids
+    in launch order are; else one stable sort."""
+    out = np.full(a.size, -1, dtype=np.int64)
+    if a.size == 0 or b.size == 0:
+        return out
+    if (
+        b.size > 1
+        and (b[1:] > b[:-1]).all()
+        and b[0] != _NULL
+        and int(b[-1]) - int(b[0]) < 4 * b.size + 1024
+    ):
+        # Unique, increasing and dense (CUPTI numbers calls consecutively): a lookup table
+        # indexed by id is cheaper than a search per id.
+        lut = np.full(int(b[-1]) - int(b[0]) + 1, -1, dtype=np.int64)
+        lut[b - b[0]] = np.arange(b.size)
+        i = a - b[0]
+        ok = (i >= 0) & (i < lut.size) & (a != _NULL)
+        out[ok] = lut[i[ok]]
+        return out
+    if intervals.is_sorted(b):
+        order, sk = None, b
+    else:
+        order = np.argsort(b, kind="stable")
+        sk = b[order]
+    pos = np.searchsorted(sk, a, side="left")
+    np.minimum(pos, sk.size - 1, out=pos)
+    ok = (sk[pos] == a) & (a != _NULL)
+    out[ok] = pos[ok] if order is None else order[pos[ok]]
+    return out
 
 
 def _join(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
@@ -62,8 +95,11 @@ def _join(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
     a_ok, b_ok = a_lo != _NULL, b_lo != _NULL
     lo_all = np.concatenate([a_lo[a_ok], b_lo[b_ok]])
     hi_all = np.concatenate([a_hi, b_hi])
-    if (lo_all.size == 0 or (lo_all.min() >= 0 and lo_all.max() < 1 << 42)) and \
-            hi_all.min() >= -1 and hi_all.max() < (1 << 20) - 1:
+    if (
+        (lo_all.size == 0 or (lo_all.min() >= 0 and lo_all.max() < 1 << 42))
+        and hi_all.min() >= -1
+        and hi_all.max() < (1 << 20) - 1
+    ):
         # Both ids fit one int64 key: a single sort and search.
         ak = ((a_hi + 1) << 42) | np.where(a_ok, a_lo, 0)
         bk = np.where(b_ok, ((b_hi + 1) << 42) | np.where(b_ok, b_lo, 0), -1)
@@ -94,84 +130,163 @@ def _join(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
     return out
 
 
-def on_threads(r: pa.Table, q_pid: I64, q_tid: I64, q_t: I64, keep: np.ndarray) -> I64:
-    """Innermost row of ``r`` (rows where ``keep``) on each query's thread containing q_t."""
+def on_threads(
+    r: tuple[I64, I64, I64, I64], q_pid: I64, q_tid: I64, q_t: I64, keep: np.ndarray
+) -> I64:
+    """Innermost range of ``r`` = (pid, tid, start_ns, end_ns) arrays (rows where
+    ``keep``) on each query's thread (q_pid, q_tid) containing the time q_t; -1 if none."""
     out = np.full(q_t.size, -1, dtype=np.int64)
     rows = np.flatnonzero(keep)
     if rows.size == 0 or q_t.size == 0:
         return out
-    rp, rt_ = int_column(r, "pid")[rows], int_column(r, "tid")[rows]
-    rs, re_ = int_column(r, "start_ns")[rows], int_column(r, "end_ns")[rows]
-    inv, _ = row_codes(np.concatenate([rp, q_pid]), np.concatenate([rt_, q_tid]))
-    rcode, qcode = inv[: rows.size], inv[rows.size:]
-    r_order, q_order = np.argsort(rcode, kind="stable"), np.argsort(qcode, kind="stable")
-    r_sorted, q_sorted = rcode[r_order], qcode[q_order]
-    for c in np.unique(qcode):
-        rsel = r_order[np.searchsorted(r_sorted, c):np.searchsorted(r_sorted, c, "right")]
+    rp, rt_, rs, re_ = (a[rows] for a in r)
+    rkey, qkey = _thread_keys(rp, rt_, q_pid, q_tid)
+    # Group the queries by thread with a hash (dictionary_encode) and a counting sort:
+    # linear in the number of queries, which can be every kernel of the trace.
+    enc = pc.dictionary_encode(pa.array(qkey))
+    qcode = enc.indices.to_numpy()
+    threads = enc.dictionary.to_numpy()
+    q_order = pc.array_sort_indices(enc.indices).to_numpy()
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(qcode, minlength=threads.size))])
+    r_order = np.argsort(rkey, kind="stable")
+    r_sorted = rkey[r_order]
+    for c, th in enumerate(threads.tolist()):
+        rsel = r_order[np.searchsorted(r_sorted, th) : np.searchsorted(r_sorted, th, "right")]
         if rsel.size == 0:
             continue
-        qsel = q_order[np.searchsorted(q_sorted, c):np.searchsorted(q_sorted, c, "right")]
+        qsel = q_order[bounds[c] : bounds[c + 1]]
         hit = innermost(rs[rsel], re_[rsel], q_t[qsel])
         good = hit >= 0
         out[qsel[good]] = rows[rsel[hit[good]]]
     return out
 
 
-def attribute(trace: Trace, k: pa.Table) -> Attribution:
-    """Attribute the kernel rows ``k`` (columns start_ns, correlation_id, external_id,
-    rank, pid, tid) to ops, modules and markers of ``trace``."""
-    rt = trace.table("runtime", ["start_ns", "end_ns", "pid", "tid", "rank", "correlation_id"])
-    m = runtime_match(k, rt)
+def _thread_keys(rp: I64, rt_: I64, qp: I64, qt: I64) -> tuple[I64, I64]:
+    """One int64 per (pid, tid) of the ranges and the queries, equal exactly when both are.
+
+    pid and tid pack into one int64 when they fit (always, for OS ids); otherwise dense
+    codes of the pairs are used."""
+    p_all, t_all = np.concatenate([rp, qp]), np.concatenate([rt_, qt])
+    if (
+        p_all.size
+        and p_all.min() >= -1
+        and p_all.max() < (1 << 30)
+        and t_all.min() >= -1
+        and t_all.max() < (1 << 32) - 1
+    ):
+        key = ((p_all + 1) << 32) | (t_all + 1)
+    else:
+        key, _ = row_codes(p_all, t_all)
+    return key[: rp.size], key[rp.size :]
+
+
+def attribute(trace: Trace) -> Attribution:
+    """Attribute every kernel of ``trace`` to ops, modules and markers (computed once
+    per trace)."""
+    return trace.memo(("attribution",), lambda: _attribute(trace))
+
+
+def _attribute(trace: Trace) -> Attribution:
+    n = trace.num_rows("kernels")
+    none = np.full(n, -1, dtype=np.int64)
+    m = _frame.runtime_match(trace, "kernels")
     hit = m >= 0
-    mc = np.clip(m, 0, None)
-    r_pid, r_tid = int_column(rt, "pid"), int_column(rt, "tid")
-    r_s, r_e = int_column(rt, "start_ns"), int_column(rt, "end_ns")
-    q_pid = np.where(hit, r_pid[mc] if rt.num_rows else -1, int_column(k, "pid"))
-    q_tid = np.where(hit, r_tid[mc] if rt.num_rows else -1, int_column(k, "tid"))
-    q_t = np.where(hit, r_s[mc] if rt.num_rows else -1, int_column(k, "start_ns"))
-    launch_s = np.where(hit, r_s[mc] if rt.num_rows else -1, -1)
-    launch_e = np.where(hit, r_e[mc] if rt.num_rows else -1, -1)
-    launched = hit | (int_column(k, "tid") >= 0)
-
-    ops = trace.table("ops", ["start_ns", "end_ns", "pid", "tid", "rank", "external_id",
-                              "name", "category"])
-    o_codes, o_labels = dict_codes(ops, "name")
-    is_module = _label_mask(o_codes, o_labels, lambda s: s.startswith("nn.Module:"))
-    cat = ops.column("category").cast(pa.string())
-    is_py = np.asarray(pc.fill_null(pc.equal(cat, "python_function"), False).to_numpy(
-        zero_copy_only=False), dtype=bool)
+    launched = (
+        hit | (_frame.ints(trace, "kernels", "tid") >= 0)
+        if _frame.has_values(trace, "kernels", "tid")
+        else hit
+    )
+    ops = trace.table("ops", ["rank", "external_id", "name", "category"])
+    o_codes, o_labels = _frame.codes(trace, "ops", "name")
+    if ops.num_rows and trace.column("kernels", "external_id").null_count < n:
+        by_ext = _join(
+            _frame.ints(trace, "kernels", "rank"),
+            _frame.ints(trace, "kernels", "external_id", _NULL),
+            int_column(ops, "rank"),
+            int_column(ops, "external_id", _NULL),
+        )
+    else:
+        by_ext = none
+    m_codes, m_labels = _frame.codes(trace, "markers", "name")
     tq = np.flatnonzero(launched)
-    op_idx = np.full(k.num_rows, -1, dtype=np.int64)
-    op_idx[tq] = on_threads(ops, q_pid[tq], q_tid[tq], q_t[tq], ~is_py & ~is_module)
-    op_idx = _skip_own_op(ops, k, op_idx, hit, q_pid, q_tid, q_t, ~is_py & ~is_module)
-    by_ext = _join(int_column(k, "rank"), int_column(k, "external_id", _NULL),
-                   int_column(ops, "rank"), int_column(ops, "external_id", _NULL))
-    op_idx = np.where(op_idx >= 0, op_idx, by_ext)
-    mod_idx = np.full(k.num_rows, -1, dtype=np.int64)
-    mod_idx[tq] = on_threads(ops, q_pid[tq], q_tid[tq], q_t[tq], is_module)
-
-    mk = trace.table("markers", ["start_ns", "end_ns", "pid", "tid", "name", "kind"])
-    m_codes, m_labels = dict_codes(mk, "name")
-    is_step = _label_mask(m_codes, m_labels, lambda s: s.startswith("ProfilerStep#"))
-    kind = mk.column("kind").cast(pa.string())
-    is_range = np.asarray(pc.fill_null(pc.equal(kind, "range"), False).to_numpy(
-        zero_copy_only=False), dtype=bool)
-    mark_idx = np.full(k.num_rows, -1, dtype=np.int64)
-    mark_idx[tq] = on_threads(mk, q_pid[tq], q_tid[tq], q_t[tq], is_range & ~is_step)
+    if tq.size == 0 or (ops.num_rows == 0 and trace.num_rows("markers") == 0):
+        op_idx, mod_idx, mark_idx = by_ext, none, none
+    else:
+        op_idx, mod_idx, mark_idx = _on_launch_threads(trace, tq, m, hit, by_ext, o_codes, o_labels)
 
     def codes(idx: I64, c: I64) -> I64:
-        return np.where(idx >= 0, c[np.clip(idx, 0, None)] if c.size else -1, -1)
+        if idx is none or not c.size:
+            return none
+        return np.where(idx >= 0, c[np.clip(idx, 0, None)], -1)
 
     return Attribution(
-        op=codes(op_idx, o_codes), op_labels=_labels(o_labels),
-        module=codes(mod_idx, o_codes), module_labels=_labels(o_labels),
-        marker=codes(mark_idx, m_codes), marker_labels=_labels(m_labels),
-        launch_start_ns=launch_s.astype(np.int64), launch_end_ns=launch_e.astype(np.int64),
+        op=codes(op_idx, o_codes),
+        op_labels=_labels(o_labels),
+        module=codes(mod_idx, o_codes),
+        module_labels=_labels(o_labels),
+        marker=codes(mark_idx, m_codes),
+        marker_labels=_labels(m_labels),
     )
 
 
-def _skip_own_op(ops: pa.Table, k: pa.Table, op_idx: I64, hit: np.ndarray, q_pid: I64,
-                 q_tid: I64, q_t: I64, keep: np.ndarray) -> I64:
+def _on_launch_threads(
+    trace: Trace,
+    tq: I64,
+    m: I64,
+    hit: np.ndarray,
+    by_ext: I64,
+    o_codes: I64,
+    o_labels: list[str | None],
+) -> tuple[I64, I64, I64]:
+    """(op, module, marker) row per kernel, searched on the launch thread of kernels
+    ``tq`` (rules 1-4 of the module docstring)."""
+    n = hit.size
+    mc = np.where(hit, m, 0)[tq]
+    h = hit[tq]
+
+    def at_launch(col: str, own: I64) -> I64:
+        r = _frame.ints(trace, "runtime", col)
+        return np.where(h, r[mc] if r.size else -1, own[tq])
+
+    q_pid = at_launch("pid", _frame.ints(trace, "kernels", "pid"))
+    q_tid = at_launch("tid", _frame.ints(trace, "kernels", "tid"))
+    q_t = at_launch("start_ns", _frame.ints(trace, "kernels", "start_ns"))
+    o = _ranges(trace, "ops")
+    is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
+    is_py = _frame.label_mask(trace, "ops", "category", lambda x: x == "python_function")
+    keep = ~is_py & ~is_module
+    op_idx = np.full(n, -1, dtype=np.int64)
+    op_idx[tq] = on_threads(o, q_pid, q_tid, q_t, keep)
+    op_idx[tq] = _skip_own_op(trace, o, tq, op_idx[tq], h, q_pid, q_tid, q_t, keep)
+    op_idx = np.where(op_idx >= 0, op_idx, by_ext)
+    mod_idx = np.full(n, -1, dtype=np.int64)
+    mod_idx[tq] = on_threads(o, q_pid, q_tid, q_t, is_module)
+    mk = _ranges(trace, "markers")
+    is_step = _frame.label_mask(trace, "markers", "name", lambda x: x.startswith("ProfilerStep#"))
+    is_range = _frame.label_mask(trace, "markers", "kind", lambda x: x == "range")
+    mark_idx = np.full(n, -1, dtype=np.int64)
+    mark_idx[tq] = on_threads(mk, q_pid, q_tid, q_t, is_range & ~is_step)
+    return op_idx, mod_idx, mark_idx
+
+
+def _ranges(trace: Trace, table: str) -> tuple[I64, I64, I64, I64]:
+    return tuple(
+        _frame.ints(trace, table, c)  # type: ignore[return-value]
+        for c in ("pid", "tid", "start_ns", "end_ns")
+    )
+
+
+def _skip_own_op(
+    trace: Trace,
+    o: tuple[I64, I64, I64, I64],
+    tq: I64,
+    op_idx: I64,
+    hit: np.ndarray,
+    q_pid: I64,
+    q_tid: I64,
+    q_t: I64,
+    keep: np.ndarray,
+) -> I64:
     """CPU-backend kernels are leaf ops that the ops table may hold too: the op found at
     the kernel's own start can be the kernel itself (same thread, start and end). Its
     launcher is then the enclosing op, found again without those rows."""
@@ -179,15 +294,18 @@ def _skip_own_op(ops: pa.Table, k: pa.Table, op_idx: I64, hit: np.ndarray, q_pid
     if not own.any():
         return op_idx
     oc = np.clip(op_idx, 0, None)
-    same = own & (int_column(ops, "start_ns")[oc] == int_column(k, "start_ns")) & \
-        (int_column(ops, "end_ns")[oc] == int_column(k, "end_ns"))
+    ks, ke = (
+        _frame.ints(trace, "kernels", "start_ns")[tq],
+        _frame.ints(trace, "kernels", "end_ns")[tq],
+    )
+    same = own & (o[2][oc] == ks) & (o[3][oc] == ke)
     if not same.any():
         return op_idx
     keep2 = keep.copy()
     keep2[op_idx[same]] = False
     q = np.flatnonzero(same)
     out = op_idx.copy()
-    out[q] = on_threads(ops, q_pid[q], q_tid[q], q_t[q], keep2)
+    out[q] = on_threads(o, q_pid[q], q_tid[q], q_t[q], keep2)
     return out
 
 
@@ -195,7 +313,6 @@ def _labels(labels: list[str | None]) -> list[str]:
     return [x if x is not None else "<unknown>" for x in labels]
 
 
-def _label_mask(codes: I64, labels: list[str | None],
-                pred: Callable[[str], bool]) -> np.ndarray:
+def _label_mask(codes: I64, labels: list[str | None], pred: Callable[[str], bool]) -> np.ndarray:
     lut = np.array([x is not None and pred(x) for x in labels], dtype=np.bool_)
     return lut[codes] if codes.size else np.zeros(0, dtype=bool)

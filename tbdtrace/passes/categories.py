@@ -18,19 +18,35 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace.passes import _frame, kernels
+from tbdtrace.passes._util import dict_codes
 from tbdtrace.trace import Trace
 
 CATEGORIES = (
-    "gemm", "conv", "elementwise", "reduction", "normalization", "pooling",
-    "softmax_attention", "rnn", "embedding", "communication", "memcpy", "memset", "other",
+    "gemm",
+    "conv",
+    "elementwise",
+    "reduction",
+    "normalization",
+    "pooling",
+    "softmax_attention",
+    "rnn",
+    "embedding",
+    "communication",
+    "memcpy",
+    "memset",
+    "other",
 )
 CAT_INDEX = {c: i for i, c in enumerate(CATEGORIES)}
 
-SCHEMA = pa.schema([
-    ("category", pa.string()), ("count", pa.int64()), ("total_ns", pa.int64()),
-    ("share", pa.float64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("category", pa.string()),
+        ("count", pa.int64()),
+        ("total_ns", pa.int64()),
+        ("share", pa.float64()),
+    ]
+)
 
 
 @lru_cache(maxsize=1)
@@ -60,8 +76,7 @@ def classify(name: str | None) -> str:
 def kernel_categories(tbl: pa.Table) -> npt.NDArray[np.int64]:
     """Per kernel row of ``tbl`` (needs ``name``), its index into :data:`CATEGORIES`."""
     codes, labels = dict_codes(tbl, "name")
-    lut = np.array([CAT_INDEX[classify(lbl)] for lbl in labels], dtype=np.int64)
-    return lut[codes] if codes.size else np.zeros(0, dtype=np.int64)
+    return _lut(labels)[codes] if codes.size else np.zeros(0, dtype=np.int64)
 
 
 def run(trace: Trace, config: Any = None) -> pa.Table:
@@ -71,36 +86,44 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     ``memcpy`` and ``memset``. Columns: category; count (rows); total_ns (sum of
     durations, ns); share = total_ns / sum over all categories (ratio 0..1).
     """
-    k = trace.table("kernels", ["start_ns", "end_ns", "name"])
-    dur = int_column(k, "end_ns") - int_column(k, "start_ns")
-    cats = kernel_categories(k)
-    count = np.bincount(cats, minlength=len(CATEGORIES)).astype(np.int64)
-    total = np.bincount(cats, weights=dur, minlength=len(CATEGORIES)).astype(np.int64)
+    # From the per-name table (shared with the kernels pass): no pass over the rows.
+    per_name = kernels.run(trace)
+    lut = _lut(per_name.column("name").to_pylist())
+    count = np.zeros(len(CATEGORIES), dtype=np.int64)
+    total = np.zeros(len(CATEGORIES), dtype=np.int64)
+    np.add.at(count, lut, per_name.column("count").to_numpy())
+    np.add.at(total, lut, per_name.column("total_ns").to_numpy())
     for table, cat in (("memcpy", "memcpy"), ("memset", "memset")):
-        t = trace.table(table, ["start_ns", "end_ns"])
-        d = int_column(t, "end_ns") - int_column(t, "start_ns")
+        d = _frame.durations(trace, table)
         count[CAT_INDEX[cat]] += d.size
         total[CAT_INDEX[cat]] += int(d.sum())
     return _table(count, total)
+
+
+def _lut(labels: list[str | None]) -> npt.NDArray[np.int64]:
+    return np.array([CAT_INDEX[classify(lbl)] for lbl in labels], dtype=np.int64)
 
 
 def _table(count: npt.NDArray[np.int64], total: npt.NDArray[np.int64]) -> pa.Table:
     grand = int(total.sum())
     keep = [i for i in range(len(CATEGORIES)) if count[i] > 0]
     keep.sort(key=lambda i: (-int(total[i]), i))
-    return pa.table({
-        "category": [CATEGORIES[i] for i in keep],
-        "count": [int(count[i]) for i in keep],
-        "total_ns": [int(total[i]) for i in keep],
-        "share": [int(total[i]) / grand if grand else 0.0 for i in keep],
-    }, schema=SCHEMA)
+    return pa.table(
+        {
+            "category": [CATEGORIES[i] for i in keep],
+            "count": [int(count[i]) for i in keep],
+            "total_ns": [int(total[i]) for i in keep],
+            "share": [int(total[i]) / grand if grand else 0.0 for i in keep],
+        },
+        schema=SCHEMA,
+    )
 
 
 def other_share(trace: Trace) -> float | None:
     """Share of kernel time (kernels table only) the classifier leaves in ``other``."""
-    k = trace.table("kernels", ["start_ns", "end_ns", "name"])
-    dur = int_column(k, "end_ns") - int_column(k, "start_ns")
+    codes, labels = _frame.codes(trace, "kernels", "name")
+    dur = _frame.durations(trace, "kernels")
     if not dur.size or not dur.sum():
         return None
-    cats = kernel_categories(k)
-    return float(dur[cats == CAT_INDEX["other"]].sum() / dur.sum())
+    other = _lut(labels) == CAT_INDEX["other"]
+    return float(dur[other[codes]].sum() / dur.sum())

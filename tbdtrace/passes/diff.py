@@ -12,17 +12,31 @@ import pyarrow as pa
 from tbdtrace.passes import categories, kernels, steps, summary, utilization
 from tbdtrace.trace import Trace
 
-KERNEL_SCHEMA = pa.schema([
-    ("name", pa.string()), ("category", pa.string()), ("a_count", pa.int64()),
-    ("b_count", pa.int64()), ("a_total_ns", pa.int64()), ("b_total_ns", pa.int64()),
-    ("delta_ns", pa.int64()), ("ratio", pa.float64()), ("a_share", pa.float64()),
-    ("b_share", pa.float64()),
-])
-CATEGORY_SCHEMA = pa.schema([
-    ("category", pa.string()), ("a_total_ns", pa.int64()), ("b_total_ns", pa.int64()),
-    ("delta_ns", pa.int64()), ("ratio", pa.float64()), ("a_share", pa.float64()),
-    ("b_share", pa.float64()),
-])
+KERNEL_SCHEMA = pa.schema(
+    [
+        ("name", pa.string()),
+        ("category", pa.string()),
+        ("a_count", pa.int64()),
+        ("b_count", pa.int64()),
+        ("a_total_ns", pa.int64()),
+        ("b_total_ns", pa.int64()),
+        ("delta_ns", pa.int64()),
+        ("ratio", pa.float64()),
+        ("a_share", pa.float64()),
+        ("b_share", pa.float64()),
+    ]
+)
+CATEGORY_SCHEMA = pa.schema(
+    [
+        ("category", pa.string()),
+        ("a_total_ns", pa.int64()),
+        ("b_total_ns", pa.int64()),
+        ("delta_ns", pa.int64()),
+        ("ratio", pa.float64()),
+        ("a_share", pa.float64()),
+        ("b_share", pa.float64()),
+    ]
+)
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -41,11 +55,20 @@ def run(a: Trace, b: Trace, config: Any = None) -> pa.Table:
     for n in set(ia) | set(ib):
         ra, rb = ia.get(n, {}), ib.get(n, {})
         ta, tb = ra.get("total_ns", 0), rb.get("total_ns", 0)
-        rows.append({"name": n, "category": categories.classify(n),
-                     "a_count": ra.get("count", 0), "b_count": rb.get("count", 0),
-                     "a_total_ns": ta, "b_total_ns": tb, "delta_ns": tb - ta,
-                     "ratio": _ratio(ta, tb), "a_share": ra.get("share", 0.0),
-                     "b_share": rb.get("share", 0.0)})
+        rows.append(
+            {
+                "name": n,
+                "category": categories.classify(n),
+                "a_count": ra.get("count", 0),
+                "b_count": rb.get("count", 0),
+                "a_total_ns": ta,
+                "b_total_ns": tb,
+                "delta_ns": tb - ta,
+                "ratio": _ratio(ta, tb),
+                "a_share": ra.get("share", 0.0),
+                "b_share": rb.get("share", 0.0),
+            }
+        )
     rows.sort(key=lambda r: (-abs(r["delta_ns"]), r["name"]))
     return pa.Table.from_pylist(rows, schema=KERNEL_SCHEMA)
 
@@ -59,9 +82,17 @@ def by_category(a: Trace, b: Trace) -> pa.Table:
         if c not in ca and c not in cb:
             continue
         ta, tb = ca.get(c, {}).get("total_ns", 0), cb.get(c, {}).get("total_ns", 0)
-        rows.append({"category": c, "a_total_ns": ta, "b_total_ns": tb, "delta_ns": tb - ta,
-                     "ratio": _ratio(ta, tb), "a_share": ca.get(c, {}).get("share", 0.0),
-                     "b_share": cb.get(c, {}).get("share", 0.0)})
+        rows.append(
+            {
+                "category": c,
+                "a_total_ns": ta,
+                "b_total_ns": tb,
+                "delta_ns": tb - ta,
+                "ratio": _ratio(ta, tb),
+                "a_share": ca.get(c, {}).get("share", 0.0),
+                "b_share": cb.get(c, {}).get("share", 0.0),
+            }
+        )
     return pa.Table.from_pylist(rows, schema=CATEGORY_SCHEMA)
 
 
@@ -73,12 +104,15 @@ def headline(tr: Trace) -> dict[str, Any]:
     win = sum(util.column("window_ns").to_pylist())
     comp = sum(util.column("compute_busy_ns").to_pylist())
     return {
-        "framework": tr.meta.get("framework"), "workload": tr.meta.get("workload"),
+        "framework": tr.meta.get("framework"),
+        "workload": tr.meta.get("workload"),
         "source": tr.meta.get("source"),
-        "measured_steps": st["measured_count"], "step_median_ns": st["step_median_ns"],
+        "measured_steps": st["measured_count"],
+        "step_median_ns": st["step_median_ns"],
         "throughput_per_s": st["throughput_per_s"],
         "throughput_median_per_s": st["throughput_median_per_s"],
-        "kernel_count": sm["kernel_count"], "kernel_time_ns": sm["kernel_time_ns"],
+        "kernel_count": sm["kernel_count"],
+        "kernel_time_ns": sm["kernel_time_ns"],
         "utilization": sm["gpu_utilization"],
         "compute_utilization_measured": comp / win if win else None,
     }
@@ -91,9 +125,17 @@ def compare(a: Trace, b: Trace, top: int | None = 20) -> dict[str, Any]:
     for key in ha:
         va, vb = ha[key], hb[key]
         num = isinstance(va, int | float) and isinstance(vb, int | float)
-        head[key] = {"a": va, "b": vb, "delta": vb - va if num else None,
-                     "ratio": _ratio(va, vb) if num else None}
+        head[key] = {
+            "a": va,
+            "b": vb,
+            "delta": vb - va if num else None,
+            "ratio": _ratio(va, vb) if num else None,
+        }
     k = run(a, b)
-    return {"a": str(a.path), "b": str(b.path), "headline": head,
-            "categories": by_category(a, b).to_pylist(),
-            "kernels": (k if top is None else k.slice(0, top)).to_pylist()}
+    return {
+        "a": str(a.path),
+        "b": str(b.path),
+        "headline": head,
+        "categories": by_category(a, b).to_pylist(),
+        "kernels": (k if top is None else k.slice(0, top)).to_pylist(),
+    }

@@ -25,8 +25,14 @@ import numpy as np
 
 from tbdtrace.passes._util import int_column
 
-MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
-              "aten::linear")
+MATMUL_OPS = (
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::matmul",
+    "aten::linear",
+)
 
 
 def shape_flops(name: str, shapes_json: str | None) -> int | None:
@@ -106,8 +112,12 @@ def op_flops(ops: Any) -> tuple[np.ndarray, np.ndarray]:
     has = f >= 0
     leaf = np.zeros(f.size, dtype=bool)
     idx = np.flatnonzero(has)
-    leaf[idx] = leaf_mask(int_column(ops, "pid")[idx], int_column(ops, "tid")[idx],
-                          int_column(ops, "start_ns")[idx], int_column(ops, "end_ns")[idx])
+    leaf[idx] = leaf_mask(
+        int_column(ops, "pid")[idx],
+        int_column(ops, "tid")[idx],
+        int_column(ops, "start_ns")[idx],
+        int_column(ops, "end_ns")[idx],
+    )
     return np.where(leaf, f, 0), leaf
 
 
@@ -119,8 +129,12 @@ def analytic_flops(ops: Any) -> tuple[np.ndarray, np.ndarray]:
     fam = np.array([n in MATMUL_OPS for n in names], dtype=bool)
     idx = np.flatnonzero(fam)
     leaf = np.zeros(len(names), dtype=bool)
-    leaf[idx] = leaf_mask(int_column(ops, "pid")[idx], int_column(ops, "tid")[idx],
-                          int_column(ops, "start_ns")[idx], int_column(ops, "end_ns")[idx])
+    leaf[idx] = leaf_mask(
+        int_column(ops, "pid")[idx],
+        int_column(ops, "tid")[idx],
+        int_column(ops, "start_ns")[idx],
+        int_column(ops, "end_ns")[idx],
+    )
     dtypes = ops.column("input_dtypes").cast("string").to_pylist()
     counted = np.zeros(len(names), dtype=bool)
     for i in np.flatnonzero(leaf):  # one per matmul-family op, not per kernel

@@ -18,20 +18,30 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace import intervals
+from tbdtrace.passes import _frame
 from tbdtrace.passes import flops as flops_mod
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes._devices import device_props, gpu_fp32_peak
-from tbdtrace.passes._intervals_ext import covered_in_windows
-from tbdtrace.passes._util import decode_device_key, device_keys, int_column
+from tbdtrace.passes._intervals_ext import covered_in_merged
+from tbdtrace.passes._util import decode_device_key, int_column
 from tbdtrace.trace import Trace
 
-SCHEMA = pa.schema([
-    ("rank", pa.int32()), ("devices", pa.string()), ("window_ns", pa.int64()),
-    ("busy_ns", pa.int64()), ("flops", pa.int64()), ("flops_source", pa.string()),
-    ("achieved_flops_per_s_wall", pa.float64()), ("achieved_flops_per_s_busy", pa.float64()),
-    ("peak_flops_per_s", pa.float64()), ("peak_source", pa.string()),
-    ("efficiency_wall", pa.float64()), ("efficiency_busy", pa.float64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("rank", pa.int32()),
+        ("devices", pa.string()),
+        ("window_ns", pa.int64()),
+        ("busy_ns", pa.int64()),
+        ("flops", pa.int64()),
+        ("flops_source", pa.string()),
+        ("achieved_flops_per_s_wall", pa.float64()),
+        ("achieved_flops_per_s_busy", pa.float64()),
+        ("peak_flops_per_s", pa.float64()),
+        ("peak_source", pa.string()),
+        ("efficiency_wall", pa.float64()),
+        ("efficiency_busy", pa.float64()),
+    ]
+)
 
 # SIMD FP32 lanes by the widest vector extension in /proc/cpuinfo flags.
 _SIMD = (("avx512f", 16), ("avx2", 8), ("avx", 8), ("asimd", 4), ("neon", 4), ("sse2", 4))
@@ -50,49 +60,84 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     none); achieved_flops_per_s_wall/_busy (FLOP/s); peak_flops_per_s (FLOP/s, null when
     unknown); peak_source (every factor's source, or the reason); efficiency_wall/_busy
     (ratio 0..1)."""
-    k = trace.table("kernels", ["start_ns", "end_ns", "device_id", "device_type", "rank",
-                                "flops"])
-    if k.num_rows == 0:
+    keys = _frame.device_keys_of(trace, ("kernels",))
+    if not keys:
         return SCHEMA.empty_table()
-    ops = trace.table("ops", ["start_ns", "end_ns", "pid", "tid", "rank", "name",
-                              "input_shapes", "input_dtypes", "flops"])
+    ops = trace.table(
+        "ops",
+        [
+            "start_ns",
+            "end_ns",
+            "pid",
+            "tid",
+            "rank",
+            "name",
+            "input_shapes",
+            "input_dtypes",
+            "flops",
+        ],
+    )
     win = steps_pass.windows(trace, config)
-    kkeys, krank = device_keys(k), int_column(k, "rank")
-    ks, ke = int_column(k, "start_ns"), int_column(k, "end_ns")
     props = device_props(trace)
+    by_rank: dict[int, list[int]] = {}
+    for key in keys:
+        rank = decode_device_key(key)[0]
+        by_rank.setdefault(-1 if rank is None else rank, []).append(key)
     rows = []
-    for r in np.unique(krank).tolist():
-        sel = krank == r
+    for r, rkeys in sorted(by_rank.items()):
         wsel = int_column(win, "rank") == r
         if wsel.any():
-            ms, me = intervals.merge(int_column(win, "start_ns")[wsel],
-                                     int_column(win, "end_ns")[wsel])
+            ms, me = intervals.merge(
+                int_column(win, "start_ns")[wsel], int_column(win, "end_ns")[wsel]
+            )
         else:
-            ms, me = np.array([ks[sel].min()]), np.array([ke[sel].max()])
+            ks = [_frame.spans(trace, "kernels", d) for d in rkeys]
+            ms = np.array([min(int(s.min()) for s, _ in ks)])
+            me = np.array([max(int(e.max()) for _, e in ks)])
         window = int((me - ms).sum())
-        busy = sum(int(covered_in_windows(ks[sel & (kkeys == d)], ke[sel & (kkeys == d)],
-                                          ms, me).sum()) for d in np.unique(kkeys[sel]))
-        flops, fsrc = _flops(k, sel, ops, r, ms, me)
-        peak, psrc, names = _peak(trace, props, np.unique(kkeys[sel]).tolist())
+        busy = 0
+        for d in rkeys:
+            kms, kme, cum = _frame.merged_with_cum(trace, d, "kernels")
+            busy += int(covered_in_merged(kms, kme, ms, me, cum).sum())
+        flops, fsrc = _flops(trace, rkeys, ops, r, ms, me)
+        peak, psrc, names = _peak(trace, props, rkeys)
         wall = flops * 1e9 / window if flops is not None and window else None
         bz = flops * 1e9 / busy if flops is not None and busy else None
-        rows.append({
-            "rank": None if r < 0 else r, "devices": names, "window_ns": window,
-            "busy_ns": busy, "flops": flops, "flops_source": fsrc,
-            "achieved_flops_per_s_wall": wall, "achieved_flops_per_s_busy": bz,
-            "peak_flops_per_s": peak, "peak_source": psrc,
-            "efficiency_wall": wall / peak if wall is not None and peak else None,
-            "efficiency_busy": bz / peak if bz is not None and peak else None,
-        })
+        rows.append(
+            {
+                "rank": None if r < 0 else r,
+                "devices": names,
+                "window_ns": window,
+                "busy_ns": busy,
+                "flops": flops,
+                "flops_source": fsrc,
+                "achieved_flops_per_s_wall": wall,
+                "achieved_flops_per_s_busy": bz,
+                "peak_flops_per_s": peak,
+                "peak_source": psrc,
+                "efficiency_wall": wall / peak if wall is not None and peak else None,
+                "efficiency_busy": bz / peak if bz is not None and peak else None,
+            }
+        )
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
-def _flops(k: pa.Table, sel: np.ndarray, ops: pa.Table, rank: int, ms: np.ndarray,
-           me: np.ndarray) -> tuple[int | None, str]:
-    kf = int_column(k, "flops", -1)
-    kin = sel & in_windows(int_column(k, "start_ns"), ms, me)
-    if (kf[kin] >= 0).any():
-        return int(kf[kin & (kf >= 0)].sum()), "per-kernel counts (kernels.flops)"
+def _flops(
+    trace: Trace, keys: list[int], ops: pa.Table, rank: int, ms: np.ndarray, me: np.ndarray
+) -> tuple[int | None, str]:
+    if trace.column("kernels", "flops").null_count < trace.num_rows("kernels"):
+        kf = _frame.ints(trace, "kernels", "flops")
+        ks = _frame.ints(trace, "kernels", "start_ns")
+        total, any_counted = 0, False
+        for d in keys:
+            rows = _frame.rows_of(trace, "kernels", d)
+            f = kf[rows]
+            kin = in_windows(ks[rows], ms, me) & (f >= 0)
+            if kin.any():
+                any_counted = True
+                total += int(f[kin].sum())
+        if any_counted:
+            return total, "per-kernel counts (kernels.flops)"
     osel = (int_column(ops, "rank") == rank) & in_windows(int_column(ops, "start_ns"), ms, me)
     sub = ops.filter(pa.array(osel))
     f, counted = flops_mod.op_flops(sub)
@@ -100,14 +145,19 @@ def _flops(k: pa.Table, sel: np.ndarray, ops: pa.Table, rank: int, ms: np.ndarra
         return int(f.sum()), "profiler op counts (ops.flops, leaf ops)"
     f, counted = flops_mod.analytic_flops(sub)
     if counted.any():
-        return int(f.sum()), ("analytic: FP32 matmul-family shape formulas (ops.input_shapes); "
-                              "convolutions and other ops not counted")
-    return None, ("no FLOP source: no kernels.flops, no ops.flops, no matmul shapes "
-                  "(record shapes or FLOPs at capture)")
+        return int(f.sum()), (
+            "analytic: FP32 matmul-family shape formulas (ops.input_shapes); "
+            "convolutions and other ops not counted"
+        )
+    return None, (
+        "no FLOP source: no kernels.flops, no ops.flops, no matmul shapes "
+        "(record shapes or FLOPs at capture)"
+    )
 
 
-def _peak(trace: Trace, props: dict[int, dict[str, Any]],
-          keys: list[int]) -> tuple[float | None, str, str]:
+def _peak(
+    trace: Trace, props: dict[int, dict[str, Any]], keys: list[int]
+) -> tuple[float | None, str, str]:
     total, srcs, names = 0.0, [], []
     for key in keys:
         _, dtype, dev = decode_device_key(key)
@@ -126,8 +176,11 @@ def _peak(trace: Trace, props: dict[int, dict[str, Any]],
         total += p
         srcs.append(src)
     uniq = list(dict.fromkeys(srcs))
-    return total, "; ".join(uniq) + (f" (sum over {len(keys)} devices)" if len(keys) > 1
-                                     else ""), ", ".join(dict.fromkeys(names))
+    return (
+        total,
+        "; ".join(uniq) + (f" (sum over {len(keys)} devices)" if len(keys) > 1 else ""),
+        ", ".join(dict.fromkeys(names)),
+    )
 
 
 def cpu_fp32_peak(meta: dict[str, Any]) -> tuple[float | None, str]:
@@ -137,16 +190,19 @@ def cpu_fp32_peak(meta: dict[str, Any]) -> tuple[float | None, str]:
     (2 with the ``fma`` or ``asimd`` flag, an assumption: current x86 and Arm server
     cores have two FMA pipes; else 1) x 2 x clock (MHz as /proc/cpuinfo gives it).
     """
-    cpu = ((meta.get("extra") or {}).get("cpu") or meta.get("cpu") or {})
-    cores, mhz = cpu.get("cores") or cpu.get("physical_cores"), cpu.get("mhz") or \
-        cpu.get("max_mhz")
+    cpu = (meta.get("extra") or {}).get("cpu") or meta.get("cpu") or {}
+    cores, mhz = cpu.get("cores") or cpu.get("physical_cores"), cpu.get("mhz") or cpu.get("max_mhz")
     flags = cpu.get("flags") or []
     flags = set(flags.split() if isinstance(flags, str) else flags)
     if not cores or not mhz or not flags:
-        return None, ("CPU peak unknown: the trace has no CPU description (cores, flags, "
-                      "clock from /proc/cpuinfo) in meta.extra.cpu")
+        return None, (
+            "CPU peak unknown: the trace has no CPU description (cores, flags, "
+            "clock from /proc/cpuinfo) in meta.extra.cpu"
+        )
     lanes = next((n for f, n in _SIMD if f in flags), 1)
     fma = 2 if ("fma" in flags or "asimd" in flags) else 1
     peak = float(cores) * lanes * fma * 2 * float(mhz) * 1e6
-    return peak, (f"{cores} cores x {lanes} FP32 SIMD lanes x {fma} FMA units (assumed) x 2 "
-                  f"x {mhz} MHz (meta.extra.cpu, from /proc/cpuinfo at capture)")
+    return peak, (
+        f"{cores} cores x {lanes} FP32 SIMD lanes x {fma} FMA units (assumed) x 2 "
+        f"x {mhz} MHz (meta.extra.cpu, from /proc/cpuinfo at capture)"
+    )

@@ -11,17 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from tbdtrace.passes import categories, kernels
-from tbdtrace.passes._util import dict_codes, int_column, row_codes
+from tbdtrace.passes import _frame, categories, kernels
+from tbdtrace.passes._util import row_codes
 from tbdtrace.passes.attribution import attribute
 from tbdtrace.trace import Trace
 
 BY = ("kernel", "op", "category")
-_KCOLS = ["start_ns", "end_ns", "name", "correlation_id", "external_id", "rank", "pid", "tid",
-          "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
 
 
 @dataclass(frozen=True)
@@ -46,48 +44,43 @@ def run(trace: Trace, config: HotspotsConfig | None = None) -> pa.Table:
     if cfg.by == "category":
         tbl = categories.run(trace)
     else:
-        k = trace.table("kernels", _KCOLS)
-        tbl = by_kernel(trace, k) if cfg.by == "kernel" else by_op(trace, k)
+        tbl = by_kernel(trace) if cfg.by == "kernel" else by_op(trace)
     return tbl if cfg.top is None else tbl.slice(0, cfg.top)
 
 
 def kernels_and_ops(trace: Trace, top: int | None = 20) -> tuple[pa.Table, pa.Table]:
-    """by=kernel and by=op tables from one attribution pass (what the report shows)."""
-    k = trace.table("kernels", _KCOLS)
-    frame = _frame(trace, k)
-    kt, ot = by_kernel(trace, k, frame), by_op(trace, k, frame)
+    """by=kernel and by=op tables (what the report shows)."""
+    kt, ot = by_kernel(trace), by_op(trace)
     return (kt, ot) if top is None else (kt.slice(0, top), ot.slice(0, top))
 
 
-def _frame(trace: Trace, k: pa.Table) -> tuple[pd.DataFrame, Any]:
-    att = attribute(trace, k)
-    codes, labels = dict_codes(k, "name")
-    df = pd.DataFrame({
-        "name": codes, "dur": int_column(k, "end_ns") - int_column(k, "start_ns"),
-        "op": att.op, "module": att.module, "marker": att.marker,
-    })
-    return df, (labels, att)
-
-
-def by_kernel(trace: Trace, k: pa.Table, frame: Any = None) -> pa.Table:
-    base = kernels.by_name(k)
+def by_kernel(trace: Trace) -> pa.Table:
+    base = kernels.run(trace)
     if base.num_rows == 0:
         return base.append_column("category", pa.array([], pa.string()))
-    df, (labels, att) = frame or _frame(trace, k)
-    df = df.copy()
-    df["launch"] = _launch_codes(k)
+    att = attribute(trace)
+    name, labels = _frame.codes(trace, "kernels", "name")
+    dur = _frame.durations(trace, "kernels")
     names = [x if x is not None else "<unknown>" for x in labels]
-    total = df.groupby("name")["dur"].sum()
+    total = np.bincount(name, weights=dur, minlength=len(labels))
+    launch, launch_label = _launch_codes(trace)
     extra: dict[str, dict[str, Any]] = {}
-    for col, labs in (("op", att.op_labels), ("module", att.module_labels),
-                      ("marker", att.marker_labels), ("launch", _LAUNCH_LABELS)):
-        best = _dominant(df, col, total)
-        extra[col] = {names[n]: (labs[c], s) for n, (c, s) in best.items()}
+    for col, codes, labs in (
+        ("op", att.op, att.op_labels.__getitem__),
+        ("module", att.module, att.module_labels.__getitem__),
+        ("marker", att.marker, att.marker_labels.__getitem__),
+        ("launch", launch, launch_label),
+    ):
+        best = _dominant(name, codes, dur, total)
+        extra[col] = {names[n]: (labs(c), sh) for n, (c, sh) in best.items()}
     row_names = base.column("name").to_pylist()
-    out = base.append_column("category", pa.array(
-        [categories.classify(n) for n in row_names], pa.string()))
-    out = out.append_column("launch", pa.array(
-        [extra["launch"].get(n, (None, None))[0] for n in row_names], pa.string()))
+    out = base.append_column(
+        "category", pa.array([categories.classify(n) for n in row_names], pa.string())
+    )
+    out = out.append_column(
+        "launch",
+        pa.array([extra["launch"].get(n, (None, None))[0] for n in row_names], pa.string()),
+    )
     for col in ("op", "module", "marker"):
         got = [extra[col].get(n, (None, None)) for n in row_names]
         out = out.append_column(col, pa.array([g[0] for g in got], pa.string()))
@@ -96,54 +89,129 @@ def by_kernel(trace: Trace, k: pa.Table, frame: Any = None) -> pa.Table:
     return out
 
 
-_LAUNCH_LABELS: list[str] = []
+def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
+    """Per kernel row, a launch-configuration code (-1 without grid/block) and a function
+    from code to its "grid=(x,y,z) block=(x,y,z)" label.
+
+    The six sizes pack exactly into one int64 code when their ranges allow (always, for
+    real launches), so no grouping pass is needed; else rows are coded with a hash
+    (``row_codes``)."""
+
+    def compute() -> tuple[np.ndarray, Any]:
+        n = trace.num_rows("kernels")
+        # Read for this only: the packed code replaces the six columns.
+        t = trace.table("kernels", _LAUNCH_COLS, cache=False)
+        arrs = [t.column(c).combine_chunks() for c in _LAUNCH_COLS]
+        del t
+        if n == 0 or any(a.null_count == n for a in arrs):
+            return np.full(n, -1, dtype=np.int64), _label_of([], [])
+        cols = [
+            np.asarray(pc.fill_null(a, -1).to_numpy() if a.null_count else a.to_numpy())
+            for a in arrs
+        ]  # int32, zero-copy without nulls
+        known = cols[0] >= 0
+        for c in cols[1:]:
+            known &= c >= 0
+        bits = [max(int(c.max()), 0).bit_length() for c in cols]
+        if sum(bits) > 62:
+            inv, first = row_codes(*(c.astype(np.int64) for c in cols))
+            rows = [[int(c[i]) for c in cols] for i in first]
+            return np.where(known, inv, -1), lambda code: _fmt(rows[code])
+        packed = np.zeros(n, dtype=np.int64)
+        tmp = np.empty(n, dtype=np.int64)
+        shift = 0
+        for c, b in zip(cols, bits, strict=True):
+            np.left_shift(c, shift, out=tmp, dtype=np.int64)
+            packed |= tmp
+            shift += b
+        packed[~known] = -1
+        return packed, _label_of(bits, [])
+
+    return trace.memo(("launch_codes",), compute)
 
 
-def _launch_codes(k: pa.Table) -> np.ndarray:
-    """Per row, a code into _LAUNCH_LABELS (rebuilt per call) or -1 without grid/block."""
-    cols = [int_column(k, c) for c in _KCOLS[8:]]
-    inv, first = row_codes(*cols)
-    _LAUNCH_LABELS.clear()
-    _LAUNCH_LABELS.extend(
-        "grid=({},{},{}) block=({},{},{})".format(*(int(c[i]) for c in cols)) for i in first)
-    known = np.all([c >= 0 for c in cols], axis=0) if cols[0].size else np.zeros(0, bool)
-    return np.where(known, inv, -1)
+def _label_of(bits: list[int], _: list[Any]) -> Any:
+    def label(code: int) -> str:
+        vals, shift = [], 0
+        for b in bits:
+            vals.append((code >> shift) & ((1 << b) - 1))
+            shift += b
+        return _fmt(vals)
+
+    return label
 
 
-def _dominant(df: pd.DataFrame, col: str, total: pd.Series) -> dict[int, tuple[int, float]]:
-    """Per kernel name code: (code of ``col`` holding most time, that time / name total)."""
-    d = df[df[col] >= 0]
-    if d.empty:
+def _fmt(v: list[int]) -> str:
+    return "grid=({},{},{}) block=({},{},{})".format(*v)
+
+
+_LAUNCH_COLS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+
+
+def _dominant(
+    name: np.ndarray, codes: np.ndarray, dur: np.ndarray, total: np.ndarray
+) -> dict[int, tuple[int, float]]:
+    """Per kernel name code: (the code of ``codes`` holding most of that name's time, that
+    time / the name's total). Ties go to the smaller code; rows with code -1 are skipped."""
+    has = codes >= 0
+    if not has.any():
         return {}
-    g = d.groupby(["name", col], sort=False)["dur"].sum().reset_index()
-    g = g.sort_values(["name", "dur", col], ascending=[True, False, True])
-    first = g.drop_duplicates("name")
-    return {int(n): (int(c), float(t) / float(total[n]) if total[n] else 0.0)
-            for n, c, t in zip(first["name"], first[col], first["dur"], strict=True)}
+    t = pa.table({"n": name, "c": codes, "d": dur})
+    if not has.all():
+        t = t.filter(pa.array(has))
+    g = t.group_by(["n", "c"]).aggregate([("d", "sum")])
+    n, c, d = (g.column(x).to_numpy() for x in ("n", "c", "d_sum"))
+    order = np.lexsort((c, -d, n))
+    n, c, d = n[order], c[order], d[order]
+    first = np.flatnonzero(np.concatenate([[True], n[1:] != n[:-1]]))
+    return {
+        int(n[i]): (int(c[i]), float(d[i]) / float(total[n[i]]) if total[n[i]] else 0.0)
+        for i in first
+    }
 
 
-def by_op(trace: Trace, k: pa.Table, frame: Any = None) -> pa.Table:
-    schema = pa.schema([("op", pa.string()), ("kernel_count", pa.int64()),
-                        ("distinct_kernels", pa.int64()), ("total_ns", pa.int64()),
-                        ("mean_ns", pa.float64()), ("share", pa.float64()),
-                        ("top_kernel", pa.string())])
-    if k.num_rows == 0:
+def by_op(trace: Trace) -> pa.Table:
+    schema = pa.schema(
+        [
+            ("op", pa.string()),
+            ("kernel_count", pa.int64()),
+            ("distinct_kernels", pa.int64()),
+            ("total_ns", pa.int64()),
+            ("mean_ns", pa.float64()),
+            ("share", pa.float64()),
+            ("top_kernel", pa.string()),
+        ]
+    )
+    if trace.num_rows("kernels") == 0:
         return schema.empty_table()
-    df, (labels, att) = frame or _frame(trace, k)
-    g = df.groupby("op")
-    agg = g.agg(kernel_count=("dur", "size"), distinct_kernels=("name", "nunique"),
-                total_ns=("dur", "sum")).reset_index()
-    top = df.groupby(["op", "name"])["dur"].sum().reset_index().sort_values(
-        ["op", "dur", "name"], ascending=[True, False, True]).drop_duplicates("op")
-    top_name = dict(zip(top["op"], top["name"], strict=True))
-    grand = float(df["dur"].sum())
-    agg = agg.sort_values(["total_ns", "op"], ascending=[False, True])
-    ops = [att.op_labels[o] if o >= 0 else "<unattributed>" for o in agg["op"]]
-    return pa.table({
-        "op": ops, "kernel_count": agg["kernel_count"].to_numpy(np.int64),
-        "distinct_kernels": agg["distinct_kernels"].to_numpy(np.int64),
-        "total_ns": agg["total_ns"].to_numpy(np.int64),
-        "mean_ns": agg["total_ns"].to_numpy(np.float64) / agg["kernel_count"].to_numpy(),
-        "share": agg["total_ns"].to_numpy(np.float64) / grand if grand else 0.0,
-        "top_kernel": [labels[top_name[o]] or "<unknown>" for o in agg["op"]],
-    }, schema=schema)
+    att = attribute(trace)
+    name, labels = _frame.codes(trace, "kernels", "name")
+    dur = _frame.durations(trace, "kernels")
+    # One hash aggregation over (op, name); everything else is over its few rows.
+    g = (
+        pa.table({"op": att.op, "name": name, "d": dur})
+        .group_by(["op", "name"])
+        .aggregate([("d", "sum"), ("d", "count")])
+    )
+    op, nm, d, cnt = (g.column(x).to_numpy() for x in ("op", "name", "d_sum", "d_count"))
+    order = np.lexsort((nm, -d, op))  # per op: largest time first, ties by name code
+    op, nm, d, cnt = op[order], nm[order], d[order], cnt[order]
+    first = np.flatnonzero(np.concatenate([[True], op[1:] != op[:-1]]))
+    counts = np.add.reduceat(cnt, first)
+    totals = np.add.reduceat(d, first)
+    distinct = np.diff(np.append(first, op.size))
+    ops_u = op[first]
+    rank = np.lexsort((ops_u, -totals))
+    grand = float(dur.sum())
+    return pa.table(
+        {
+            "op": [att.op_labels[o] if o >= 0 else "<unattributed>" for o in ops_u[rank]],
+            "kernel_count": counts[rank].astype(np.int64),
+            "distinct_kernels": distinct[rank].astype(np.int64),
+            "total_ns": totals[rank].astype(np.int64),
+            "mean_ns": totals[rank] / counts[rank],
+            "share": totals[rank] / grand if grand else np.zeros(rank.size),
+            "top_kernel": [labels[i] or "<unknown>" for i in nm[first][rank]],
+        },
+        schema=schema,
+    )

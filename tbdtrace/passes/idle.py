@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import intervals
-from tbdtrace.passes._intervals_ext import covered_in_windows
-from tbdtrace.passes._util import decode_device_key, device_keys, dict_codes, int_column
-from tbdtrace.passes.attribution import runtime_match
+from tbdtrace.passes import _frame
+from tbdtrace.passes._intervals_ext import covered_in_merged
+from tbdtrace.passes._util import decode_device_key, int_column
 from tbdtrace.trace import Trace
 
 
@@ -38,16 +38,25 @@ class IdleConfig:
     short_gap_ns: int = 10_000
 
 
-_EV = ["start_ns", "end_ns", "device_id", "device_type", "rank", "correlation_id"]
 _STATS = ("mean", "p50", "p90", "p99", "max")
-SCHEMA = pa.schema([
-    ("rank", pa.int32()), ("device_type", pa.string()), ("device_id", pa.int32()),
-    ("span_ns", pa.int64()), ("busy_ns", pa.int64()), ("idle_ns", pa.int64()),
-    ("host_bound_ns", pa.int64()), ("short_gap_ns", pa.int64()), ("sync_wait_ns", pa.int64()),
-    ("gap_count", pa.int64()), ("launch_count", pa.int64()),
-    *[(f"launch_latency_{s}_ns", pa.float64()) for s in _STATS],
-    ("short_kernel_count", pa.int64()), ("short_kernel_ns", pa.int64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("rank", pa.int32()),
+        ("device_type", pa.string()),
+        ("device_id", pa.int32()),
+        ("span_ns", pa.int64()),
+        ("busy_ns", pa.int64()),
+        ("idle_ns", pa.int64()),
+        ("host_bound_ns", pa.int64()),
+        ("short_gap_ns", pa.int64()),
+        ("sync_wait_ns", pa.int64()),
+        ("gap_count", pa.int64()),
+        ("launch_count", pa.int64()),
+        *[(f"launch_latency_{s}_ns", pa.float64()) for s in _STATS],
+        ("short_kernel_count", pa.int64()),
+        ("short_kernel_ns", pa.int64()),
+    ]
+)
 
 
 def run(trace: Trace, config: IdleConfig | None = None) -> pa.Table:
@@ -57,81 +66,176 @@ def run(trace: Trace, config: IdleConfig | None = None) -> pa.Table:
     null without launches); short_kernel_count, short_kernel_ns (kernels shorter than
     their launch call, and their summed duration)."""
     cfg = config or IdleConfig()
-    rt = trace.table("runtime", ["start_ns", "end_ns", "rank", "correlation_id", "name"])
-    r_s, r_e = int_column(rt, "start_ns"), int_column(rt, "end_ns")
-    parts = []
-    for i, name in enumerate(("kernels", "memcpy", "memset")):
-        t = trace.table(name, _EV)
-        m = runtime_match(t, rt)
-        mc = np.clip(m, 0, None)
-        launch = np.where(m >= 0, r_s[mc] if rt.num_rows else -1, -1)
-        launch_end = np.where(m >= 0, r_e[mc] if rt.num_rows else -1, -1)
-        parts.append((device_keys(t), int_column(t, "start_ns"), int_column(t, "end_ns"),
-                      launch, launch_end, np.full(t.num_rows, i)))
-    key, s, e, ls, le, kind = (np.concatenate(x) for x in zip(*parts, strict=True))
-    sync = _sync_intervals(trace, rt)
+    sync = _sync_intervals(trace)
     rows: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
-    for k in np.unique(key):
-        sel = key == k
-        rank, dtype, dev = decode_device_key(int(k))
-        r = _device(s[sel], e[sel], ls[sel], le[sel], kind[sel] == 0,
-                    sync.get(-1 if rank is None else rank, (np.zeros(0, np.int64),) * 2), cfg)
+    for k in _frame.device_keys_of(trace):
+        rank, dtype, dev = decode_device_key(k)
+        r = _device(
+            trace, k, sync.get(-1 if rank is None else rank, (np.zeros(0, np.int64),) * 2), cfg
+        )
         r.update(rank=rank, device_type=dtype, device_id=dev)
         for c in rows:
             rows[c].append(r[c])
     return pa.table(rows, schema=SCHEMA)
 
 
-def _sync_intervals(trace: Trace, rt: pa.Table) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def _sync_intervals(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     sy = trace.table("sync", ["start_ns", "end_ns", "rank"])
-    codes, labels = dict_codes(rt, "name")
-    is_sync = np.array(["Synchronize" in (x or "") for x in labels], dtype=bool)
-    rsel = is_sync[codes] if codes.size else np.zeros(0, dtype=bool)
-    rank = np.concatenate([int_column(sy, "rank"), int_column(rt, "rank")[rsel]])
-    s = np.concatenate([int_column(sy, "start_ns"), int_column(rt, "start_ns")[rsel]])
-    e = np.concatenate([int_column(sy, "end_ns"), int_column(rt, "end_ns")[rsel]])
+    rsel = _frame.label_mask(trace, "runtime", "name", lambda x: "Synchronize" in x)
+    rt_rank = _frame.ints(trace, "runtime", "rank")
+    rank = np.concatenate([int_column(sy, "rank"), rt_rank[rsel]])
+    s = np.concatenate(
+        [int_column(sy, "start_ns"), _frame.ints(trace, "runtime", "start_ns")[rsel]]
+    )
+    e = np.concatenate([int_column(sy, "end_ns"), _frame.ints(trace, "runtime", "end_ns")[rsel]])
     return {int(r): intervals.merge(s[rank == r], e[rank == r]) for r in np.unique(rank)}
 
 
-def _device(s: np.ndarray, e: np.ndarray, ls: np.ndarray, le: np.ndarray,
-            is_kernel: np.ndarray, sync: tuple[np.ndarray, np.ndarray],
-            cfg: IdleConfig) -> dict[str, Any]:
-    ms, me = intervals.merge(s, e)
-    span = int(e.max() - s.min()) if s.size else 0
+def _kernel_gap_launches(trace: Trace, key: int) -> np.ndarray:
+    """:func:`_gap_launches` for a device that ran only kernels: the merge already knows
+    the kernel opening each busy interval, so only ties on its start need a look."""
+    s, _ = _frame.spans(trace, "kernels", key)
+    first = _frame.merged_kernels_first(trace, key)[2][1:]
+    if not intervals.is_sorted(s):
+        return _gap_launches(trace, "kernels", key, _frame.merged(trace, key, "kernels")[0][1:])
+    rows = _frame.rows_of(trace, "kernels", key)
+    ls = _frame.launch_times(trace, "kernels")[rows]
+    out = ls[first]
+    # Later rows starting at the same ns come right after the first (stable order).
+    nxt = np.minimum(first + 1, s.size - 1)
+    tie = (s[nxt] == s[first]) & (nxt > first)
+    if tie.any():
+        t = np.flatnonzero(tie)
+        out[t] = _run_max(ls, first[t], np.searchsorted(s, s[first[t]], side="right"))
+    return out
+
+
+def _run_max(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max(v[lo[i]:hi[i]]) for each i (every run non-empty), in one reduceat."""
+    out = np.empty(lo.size, dtype=v.dtype)
+    tail = hi >= v.size  # not a valid reduceat index: the run reaching the end (one)
+    for i in np.flatnonzero(tail):
+        out[i] = v[lo[i] :].max()
+    mid = ~tail
+    if mid.any():
+        bounds = np.empty(2 * int(mid.sum()), dtype=np.int64)
+        bounds[0::2], bounds[1::2] = lo[mid], hi[mid]
+        out[mid] = np.maximum.reduceat(v, bounds)[0::2]
+    return out
+
+
+def _gap_launches(trace: Trace, table: str, key: int, gb: np.ndarray) -> np.ndarray:
+    """Per gap end ``gb``: the latest launch-call start among the rows of ``table`` on
+    device ``key`` that start exactly at ``gb``; -1 where none has a launch call."""
+    out = np.full(gb.size, -1, dtype=np.int64)
+    rows = _frame.rows_of(trace, table, key)
+    if rows is None or not gb.size:
+        return out
+    s, _ = _frame.spans(trace, table, key)
+    ls = _frame.launch_times(trace, table)[rows]
+    if not intervals.is_sorted(s):
+        order = np.argsort(s, kind="stable")
+        s, ls = s[order], ls[order]
+    lo = np.searchsorted(s, gb, side="left")
+    at = lo < s.size
+    at[at] = s[lo[at]] == gb[at]
+    out[at] = ls[lo[at]]
+    # Several rows starting at the same ns (rare): the latest launch among them.
+    nxt = lo + 1
+    tie = at & (nxt < s.size)
+    tie[tie] = s[nxt[tie]] == gb[tie]
+    if tie.any():
+        t = np.flatnonzero(tie)
+        out[t] = _run_max(ls, lo[t], np.searchsorted(s, gb[t], side="right"))
+    return out
+
+
+def _device(
+    trace: Trace, key: int, sync: tuple[np.ndarray, np.ndarray], cfg: IdleConfig
+) -> dict[str, Any]:
+    ms, me = _frame.merged(trace, key, "all")
+    first_last = _frame.device_span(trace, key)
+    span = first_last[1] - first_last[0] if first_last else 0
     busy = int((me - ms).sum())
     ga, gb = me[:-1], ms[1:]  # gaps between merged busy intervals
-    # The work ending each gap: an event starting exactly at gb; prefer one with a launch.
-    order = np.lexsort((-ls, s))
-    pos = np.searchsorted(s[order], gb, side="left")
-    nxt = order[np.clip(pos, 0, max(s.size - 1, 0))] if s.size else pos
-    launch = ls[nxt] if gb.size else np.zeros(0, np.int64)
+    # The work ending each gap starts at gb; among several, the one with the latest launch.
+    if (
+        _frame.rows_of(trace, "memcpy", key) is None
+        and _frame.rows_of(trace, "memset", key) is None
+    ):
+        launch = _kernel_gap_launches(trace, key)
+    else:
+        launch = np.max([_gap_launches(trace, t, key, gb) for t in _frame.EVENT_TABLES], axis=0)
     known = launch >= 0
-    cut = np.where(known, np.clip(launch, ga, gb),
-                   np.where(gb - ga < cfg.short_gap_ns, ga, gb))
-    sync_a = covered_in_windows(sync[0], sync[1], ga, cut)
-    sync_b = covered_in_windows(sync[0], sync[1], cut, gb)
-    host = int((cut - ga).sum() - sync_a.sum())
-    short = int((gb - cut).sum() - sync_b.sum())
+    cut = np.where(known, np.clip(launch, ga, gb), np.where(gb - ga < cfg.short_gap_ns, ga, gb))
+    sync_a = _covered_total(sync[0], sync[1], ga, cut)
+    sync_b = _covered_total(sync[0], sync[1], cut, gb)
+    host = int((cut - ga).sum()) - sync_a
+    short = int((gb - cut).sum()) - sync_b
     out: dict[str, Any] = {
-        "span_ns": span, "busy_ns": busy, "idle_ns": span - busy, "host_bound_ns": host,
-        "short_gap_ns": short, "sync_wait_ns": int(sync_a.sum() + sync_b.sum()),
+        "span_ns": span,
+        "busy_ns": busy,
+        "idle_ns": span - busy,
+        "host_bound_ns": host,
+        "short_gap_ns": short,
+        "sync_wait_ns": sync_a + sync_b,
         "gap_count": int(ga.size),
     }
-    launched = is_kernel & (ls >= 0)
-    lat = (s - ls)[launched].astype(np.float64)
-    out["launch_count"] = int(launched.sum())
-    vals = (lat.mean(), *np.percentile(lat, [50, 90, 99]), lat.max()) if lat.size else \
-        (None,) * len(_STATS)
-    for st, v in zip(_STATS, vals, strict=True):
-        out[f"launch_latency_{st}_ns"] = None if v is None else float(v)
-    short_k = launched & ((e - s) < (le - ls))
+    out.update(_launch_stats(trace, key))
+    return out
+
+
+def _covered_total(ms: np.ndarray, me: np.ndarray, ws: np.ndarray, we: np.ndarray) -> int:
+    """Length of the merged intervals (ms, me) inside the sorted, disjoint windows [ws, we).
+
+    |M ∩ W| is symmetric: the per-window search runs over whichever set is smaller, so
+    millions of gaps against a few sync waits cost one cumulative sum, not a search each.
+    """
+    if ms.size == 0 or ws.size == 0:
+        return 0
+    if ms.size < ws.size:
+        return int(covered_in_merged(ws, np.maximum(we, ws), ms, me).sum())
+    return int(covered_in_merged(ms, me, ws, we).sum())
+
+
+def _launch_stats(trace: Trace, key: int) -> dict[str, Any]:
+    """Launch latency and kernels shorter than their launch call, on device ``key``."""
+    rows = _frame.rows_of(trace, "kernels", key)
+    out: dict[str, Any] = {"launch_count": 0, "short_kernel_count": 0, "short_kernel_ns": 0}
+    out.update({f"launch_latency_{st}_ns": None for st in _STATS})
+    if rows is None:
+        return out
+    s, e = _frame.spans(trace, "kernels", key)
+    ls = _frame.launch_times(trace, "kernels")[rows]
+    launched = ls >= 0
+    if not launched.any():
+        return out
+    all_launched = bool(launched.all())
+    lat = (s - ls) if all_launched else (s - ls)[launched]
+    out["launch_count"] = int(lat.size)
+    pct = np.percentile(lat, [50, 90, 99])
+    for st, v in zip(_STATS, (lat.mean(), *pct, lat.max()), strict=True):
+        out[f"launch_latency_{st}_ns"] = float(v)
+    dur = _frame.durations(trace, "kernels")[rows]
+    le = _frame.launch_times(trace, "kernels", "end_ns")[rows]
+    short_k = launched & (dur < (le - ls))
     out["short_kernel_count"] = int(short_k.sum())
-    out["short_kernel_ns"] = int((e - s)[short_k].sum())
+    out["short_kernel_ns"] = int(dur[short_k].sum())
     return out
 
 
 def summarize(tbl: pa.Table) -> dict[str, Any]:
     """Totals over devices of the ns columns and the gap/short-kernel counts."""
-    cols = ("span_ns", "busy_ns", "idle_ns", "host_bound_ns", "short_gap_ns", "sync_wait_ns",
-            "gap_count", "launch_count", "short_kernel_count", "short_kernel_ns")
+    cols = (
+        "span_ns",
+        "busy_ns",
+        "idle_ns",
+        "host_bound_ns",
+        "short_gap_ns",
+        "sync_wait_ns",
+        "gap_count",
+        "launch_count",
+        "short_kernel_count",
+        "short_kernel_ns",
+    )
     return {c: int(pc.sum(tbl.column(c)).as_py() or 0) for c in cols}

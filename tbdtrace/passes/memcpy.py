@@ -23,13 +23,21 @@ from tbdtrace.passes._util import (
 )
 from tbdtrace.trace import Trace
 
-SCHEMA = pa.schema([
-    ("rank", pa.int32()), ("device_type", pa.string()), ("device_id", pa.int32()),
-    ("copy_kind", pa.string()), ("count", pa.int64()), ("bytes", pa.int64()),
-    ("total_ns", pa.int64()), ("bandwidth_bytes_per_s", pa.float64()),
-    ("peak_bytes_per_s", pa.float64()), ("peak_fraction", pa.float64()),
-    ("peak_source", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("rank", pa.int32()),
+        ("device_type", pa.string()),
+        ("device_id", pa.int32()),
+        ("copy_kind", pa.string()),
+        ("count", pa.int64()),
+        ("bytes", pa.int64()),
+        ("total_ns", pa.int64()),
+        ("bandwidth_bytes_per_s", pa.float64()),
+        ("peak_bytes_per_s", pa.float64()),
+        ("peak_fraction", pa.float64()),
+        ("peak_source", pa.string()),
+    ]
+)
 
 
 def run(trace: Trace, config: Any = None) -> pa.Table:
@@ -40,8 +48,9 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     zero time); peak_bytes_per_s (null when unknown); peak_fraction = achieved / peak;
     peak_source (where the peak came from, or why there is none).
     """
-    t = trace.table("memcpy", ["start_ns", "end_ns", "device_id", "device_type", "rank",
-                               "bytes", "copy_kind"])
+    t = trace.table(
+        "memcpy", ["start_ns", "end_ns", "device_id", "device_type", "rank", "bytes", "copy_kind"]
+    )
     if t.num_rows == 0:
         return SCHEMA.empty_table()
     keys = device_keys(t)
@@ -60,13 +69,30 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
         kind = kl[code] or "unknown"
         bw = tot_b[i] * 1e9 / tot_ns[i] if tot_ns[i] else None
         peak, src = _peak(kind, props.get(key))
-        rows.append({"rank": rank, "device_type": dtype, "device_id": dev, "copy_kind": kind,
-                     "count": int(count[i]), "bytes": int(tot_b[i]), "total_ns": int(tot_ns[i]),
-                     "bandwidth_bytes_per_s": bw, "peak_bytes_per_s": peak,
-                     "peak_fraction": bw / peak if bw is not None and peak else None,
-                     "peak_source": src})
-    rows.sort(key=lambda r: (_n(r["rank"]), r["device_type"] or "", _n(r["device_id"]),
-                             -r["bytes"], r["copy_kind"]))
+        rows.append(
+            {
+                "rank": rank,
+                "device_type": dtype,
+                "device_id": dev,
+                "copy_kind": kind,
+                "count": int(count[i]),
+                "bytes": int(tot_b[i]),
+                "total_ns": int(tot_ns[i]),
+                "bandwidth_bytes_per_s": bw,
+                "peak_bytes_per_s": peak,
+                "peak_fraction": bw / peak if bw is not None and peak else None,
+                "peak_source": src,
+            }
+        )
+    rows.sort(
+        key=lambda r: (
+            _n(r["rank"]),
+            r["device_type"] or "",
+            _n(r["device_id"]),
+            -r["bytes"],
+            r["copy_kind"],
+        )
+    )
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
@@ -91,8 +117,6 @@ def summarize(tbl: pa.Table) -> dict[str, Any]:
     for d in out.values():
         d["bandwidth_bytes_per_s"] = d["bytes"] * 1e9 / d["total_ns"] if d["total_ns"] else None
     return out
-
-
 
 
 def _n(v: int | None) -> int:

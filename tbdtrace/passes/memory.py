@@ -28,8 +28,18 @@ from tbdtrace.trace import Trace
 
 CATEGORY_COLUMNS = tuple(f"{c}_bytes" for c in MEMORY_CATEGORIES)
 _OTHER = MEMORY_CATEGORIES.index("other")
-_COLS = ["ts_ns", "action", "level", "bytes", "address", "device_id", "device_type", "rank",
-         "pid", "category"]
+_COLS = [
+    "ts_ns",
+    "action",
+    "level",
+    "bytes",
+    "address",
+    "device_id",
+    "device_type",
+    "rank",
+    "pid",
+    "category",
+]
 
 
 @dataclass(frozen=True)
@@ -39,8 +49,11 @@ class MemoryConfig:
 
 def _block_categories(mem: pa.Table, blocks: Blocks) -> npt.NDArray[np.int64]:
     codes, labels = dict_codes(mem, "category")
-    lut = np.array([MEMORY_CATEGORIES.index(lbl) if lbl in MEMORY_CATEGORIES else _OTHER
-                    for lbl in labels] or [_OTHER], dtype=np.int64)
+    lut = np.array(
+        [MEMORY_CATEGORIES.index(lbl) if lbl in MEMORY_CATEGORIES else _OTHER for lbl in labels]
+        or [_OTHER],
+        dtype=np.int64,
+    )
     row_cat = lut[codes] if codes.size else np.zeros(0, dtype=np.int64)
     rows = np.where(blocks.alloc_row >= 0, blocks.alloc_row, blocks.free_row)
     return row_cat[rows] if rows.size else np.zeros(0, dtype=np.int64)
@@ -72,11 +85,15 @@ def _timeline(mem: pa.Table, blocks: Blocks) -> pa.Table:
     sign = np.concatenate([np.ones(known.sum(), np.int64), -np.ones(freed.sum(), np.int64)])
     ts = np.concatenate([blocks.alloc_ts_ns[known], blocks.free_ts_ns[freed]])
     # Tie order: original row order; a free closed by a later alloc (lost free) goes first.
-    free_rows = np.where(blocks.free_row[freed] >= 0, 2 * blocks.free_row[freed] + 1,
-                         2 * blocks.alloc_row[freed] - 1)
+    free_rows = np.where(
+        blocks.free_row[freed] >= 0, 2 * blocks.free_row[freed] + 1, 2 * blocks.alloc_row[freed] - 1
+    )
     seq = np.concatenate([2 * blocks.alloc_row[known] + 1, free_rows])
-    level_of_group = np.array([MEMORY_LEVELS.index(k[0]) if k[0] in MEMORY_LEVELS else 0
-                               for k in blocks.group_keys] or [0], dtype=np.int64)
+    level_of_group = np.array(
+        [MEMORY_LEVELS.index(k[0]) if k[0] in MEMORY_LEVELS else 0 for k in blocks.group_keys]
+        or [0],
+        dtype=np.int64,
+    )
     lvl = level_of_group[blocks.group[b_all]] if b_all.size else np.zeros(0, np.int64)
     order = np.lexsort((seq, ts, lvl))
     b_all, sign, ts, lvl = b_all[order], sign[order], ts[order], lvl[order]
@@ -119,13 +136,20 @@ def _take(values: list[Any], idx: npt.NDArray[np.int64], typ: pa.DataType) -> pa
 def _peak(tl: pa.Table) -> dict[str, Any]:
     """Peak of total_bytes (first moment it is reached) and the breakdown then."""
     if tl.num_rows == 0:
-        return {"peak_bytes": 0, "peak_ts_ns": None,
-                "breakdown_at_peak": {c: 0 for c in MEMORY_CATEGORIES}}
+        return {
+            "peak_bytes": 0,
+            "peak_ts_ns": None,
+            "breakdown_at_peak": {c: 0 for c in MEMORY_CATEGORIES},
+        }
     total = tl.column("total_bytes").to_numpy()
     i = int(np.argmax(total))
-    return {"peak_bytes": int(total[i]), "peak_ts_ns": int(tl.column("ts_ns")[i].as_py()),
-            "breakdown_at_peak": {c: int(tl.column(f"{c}_bytes")[i].as_py())
-                                  for c in MEMORY_CATEGORIES}}
+    return {
+        "peak_bytes": int(total[i]),
+        "peak_ts_ns": int(tl.column("ts_ns")[i].as_py()),
+        "breakdown_at_peak": {
+            c: int(tl.column(f"{c}_bytes")[i].as_py()) for c in MEMORY_CATEGORIES
+        },
+    }
 
 
 def _level(tl: pa.Table, level: str) -> pa.Table:
@@ -137,30 +161,44 @@ def per_step(tl: pa.Table, steps: pa.Table) -> list[dict[str, Any]]:
     peak (including what was live when it began) with the breakdown at that moment."""
     out = []
     ts = tl.column("ts_ns").to_numpy() if tl.num_rows else np.zeros(0, np.int64)
-    live = np.stack([tl.column(c).to_numpy() for c in CATEGORY_COLUMNS], axis=1) \
-        if tl.num_rows else np.zeros((0, len(CATEGORY_COLUMNS)), np.int64)
+    live = (
+        np.stack([tl.column(c).to_numpy() for c in CATEGORY_COLUMNS], axis=1)
+        if tl.num_rows
+        else np.zeros((0, len(CATEGORY_COLUMNS)), np.int64)
+    )
     zero = np.zeros(len(CATEGORY_COLUMNS), np.int64)
-    for step, s, e in zip(int_column(steps, "step"), int_column(steps, "start_ns"),
-                          int_column(steps, "end_ns"), strict=True):
+    for step, s, e in zip(
+        int_column(steps, "step"),
+        int_column(steps, "start_ns"),
+        int_column(steps, "end_ns"),
+        strict=True,
+    ):
         lo = int(np.searchsorted(ts, s, side="left"))
         hi = int(np.searchsorted(ts, e, side="right"))
         first = live[lo - 1] if lo else zero
         cand = np.vstack([first[None, :], live[lo:hi]])
         k = int(np.argmax(cand.sum(axis=1)))
         at = cand[k]
-        out.append({
-            "step": int(step), "start_ns": int(s), "end_ns": int(e),
-            "start_bytes": int(first.sum()),
-            "end_bytes": int((live[hi - 1] if hi else zero).sum()),
-            "peak_bytes": int(at.sum()),
-            "peak_ts_ns": int(s) if k == 0 else int(ts[lo + k - 1]),
-            "breakdown_at_peak": {c: int(v) for c, v in zip(MEMORY_CATEGORIES, at, strict=True)},
-        })
+        out.append(
+            {
+                "step": int(step),
+                "start_ns": int(s),
+                "end_ns": int(e),
+                "start_bytes": int(first.sum()),
+                "end_bytes": int((live[hi - 1] if hi else zero).sum()),
+                "peak_bytes": int(at.sum()),
+                "peak_ts_ns": int(s) if k == 0 else int(ts[lo + k - 1]),
+                "breakdown_at_peak": {
+                    c: int(v) for c, v in zip(MEMORY_CATEGORIES, at, strict=True)
+                },
+            }
+        )
     return out
 
 
-def summarize(trace: Trace, config: MemoryConfig | None = None,
-              tl: pa.Table | None = None) -> dict[str, Any]:
+def summarize(
+    trace: Trace, config: MemoryConfig | None = None, tl: pa.Table | None = None
+) -> dict[str, Any]:
     """The report's ``memory`` document.
 
     Keys: level (the one the headline numbers are for), peak_bytes, peak_ts_ns,
@@ -181,22 +219,25 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
     tl = _timeline(mem, blocks) if tl is None else tl
     seen = set(pa.compute.unique(tl.column("level")).to_pylist())
     present = [lv for lv in MEMORY_LEVELS if lv in seen]
-    level = config.level or ("allocated" if "allocated" in present else
-                             (present[0] if present else "allocated"))
+    level = config.level or (
+        "allocated" if "allocated" in present else (present[0] if present else "allocated")
+    )
     main = _level(tl, level)
     doc: dict[str, Any] = {"level": level, **_peak(main)}
     doc["levels"] = {lv: _peak(_level(tl, lv)) for lv in present}
     doc["devices"] = _devices(tl)
     doc["steps"] = per_step(main, trace.table("steps", ["step", "start_ns", "end_ns"]))
     doc["event_count"] = mem.num_rows
-    doc["first_ts_ns"] = int(pa.compute.min(mem.column("ts_ns")).as_py()) if mem.num_rows \
-        else None
+    doc["first_ts_ns"] = int(pa.compute.min(mem.column("ts_ns")).as_py()) if mem.num_rows else None
     doc["unmatched_frees"] = blocks.unmatched_frees
-    for key, col in (("allocator_peak_bytes", "total_allocated_bytes"),
-                     ("allocator_reserved_peak_bytes", "total_reserved_bytes")):
+    for key, col in (
+        ("allocator_peak_bytes", "total_allocated_bytes"),
+        ("allocator_reserved_peak_bytes", "total_reserved_bytes"),
+    ):
         reported = mem.column(col)
-        doc[key] = (int(pa.compute.max(reported).as_py())
-                    if reported.null_count < len(reported) else None)
+        doc[key] = (
+            int(pa.compute.max(reported).as_py()) if reported.null_count < len(reported) else None
+        )
     extra = trace.meta.get("extra") or {}
     doc["model_bytes"] = extra.get("memory_model") if isinstance(extra, dict) else None
     return doc
@@ -205,16 +246,26 @@ def summarize(trace: Trace, config: MemoryConfig | None = None,
 def _devices(tl: pa.Table) -> list[dict[str, Any]]:
     if tl.num_rows == 0:
         return []
-    df = tl.select(["level", "device_type", "device_id", "rank", "pid", "ts_ns",
-                    "device_total_bytes"]).to_pandas()
+    df = tl.select(
+        ["level", "device_type", "device_id", "rank", "pid", "ts_ns", "device_total_bytes"]
+    ).to_pandas()
     out = []
-    for key, g in df.groupby(["level", "device_type", "device_id", "rank", "pid"],
-                             dropna=False, sort=True):
+    for key, g in df.groupby(
+        ["level", "device_type", "device_id", "rank", "pid"], dropna=False, sort=True
+    ):
         i = int(np.argmax(g["device_total_bytes"].to_numpy()))
         lv, dt, did, rk, pid = (None if _isnull(v) else v for v in key)
-        out.append({"level": lv, "device_type": dt, "device_id": _int(did), "rank": _int(rk),
-                    "pid": _int(pid), "peak_bytes": int(g["device_total_bytes"].iloc[i]),
-                    "peak_ts_ns": int(g["ts_ns"].iloc[i])})
+        out.append(
+            {
+                "level": lv,
+                "device_type": dt,
+                "device_id": _int(did),
+                "rank": _int(rk),
+                "pid": _int(pid),
+                "peak_bytes": int(g["device_total_bytes"].iloc[i]),
+                "peak_ts_ns": int(g["ts_ns"].iloc[i]),
+            }
+        )
     return out
 
 

@@ -32,8 +32,9 @@ def query(trace: Trace, sql: str) -> pa.Table:
         return pa.table({}) if rel is None else _arrow(rel)
     except duckdb.Error as e:
         msg = " ".join(str(e).split())
-        raise TraceError(f"{trace.path}: SQL error: {msg}; tables: "
-                         f"{', '.join(t.name for t in schema.TABLES)}") from e
+        raise TraceError(
+            f"{trace.path}: SQL error: {msg}; tables: {', '.join(t.name for t in schema.TABLES)}"
+        ) from e
     finally:
         con.close()
 

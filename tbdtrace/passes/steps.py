@@ -25,11 +25,19 @@ class StepsConfig:
     warmup_steps: int = 0
 
 
-SCHEMA = pa.schema([
-    ("rank", pa.int32()), ("step", pa.int64()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
-    ("duration_ns", pa.int64()), ("samples", pa.int64()), ("throughput_per_s", pa.float64()),
-    ("warmup", pa.bool_()), ("source", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("rank", pa.int32()),
+        ("step", pa.int64()),
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("duration_ns", pa.int64()),
+        ("samples", pa.int64()),
+        ("throughput_per_s", pa.float64()),
+        ("warmup", pa.bool_()),
+        ("source", pa.string()),
+    ]
+)
 
 
 def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
@@ -40,8 +48,7 @@ def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
     step); warmup (the effective flag after the config default); source.
     """
     cfg = config or StepsConfig()
-    t = trace.table("steps", ["step", "start_ns", "end_ns", "rank", "samples", "warmup",
-                              "source"])
+    t = trace.table("steps", ["step", "start_ns", "end_ns", "rank", "samples", "warmup", "source"])
     if t.num_rows == 0:
         return SCHEMA.empty_table()
     rank = int_column(t, "rank")
@@ -57,12 +64,20 @@ def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
     with np.errstate(divide="ignore", invalid="ignore"):
         tput = np.where(has & (dur > 0), s_f * 1e9 / np.where(dur > 0, dur, 1), np.nan)
     warm = _warmup(t, rank, cfg.warmup_steps)
-    return pa.table({
-        "rank": t.column("rank"), "step": step, "start_ns": start, "end_ns": end,
-        "duration_ns": dur, "samples": samples,
-        "throughput_per_s": pa.array(tput, mask=np.isnan(tput)),
-        "warmup": warm, "source": t.column("source").cast(pa.string()),
-    }, schema=SCHEMA)
+    return pa.table(
+        {
+            "rank": t.column("rank"),
+            "step": step,
+            "start_ns": start,
+            "end_ns": end,
+            "duration_ns": dur,
+            "samples": samples,
+            "throughput_per_s": pa.array(tput, mask=np.isnan(tput)),
+            "warmup": warm,
+            "source": t.column("source").cast(pa.string()),
+        },
+        schema=SCHEMA,
+    )
 
 
 def _warmup(t: pa.Table, rank: np.ndarray, k: int) -> np.ndarray:
@@ -113,6 +128,7 @@ def summarize(steps: pa.Table) -> dict[str, Any]:
         "samples": int(samples[has].sum()) if has.any() else None,
         "throughput_median_per_s": float(np.median(tpv)) if tpv.size else None,
         "throughput_mean_per_s": float(tpv.mean()) if tpv.size else None,
-        "throughput_per_s": (int(samples[has].sum()) * 1e9 / with_s_ns
-                             if has.any() and with_s_ns else None),
+        "throughput_per_s": (
+            int(samples[has].sum()) * 1e9 / with_s_ns if has.any() and with_s_ns else None
+        ),
     }

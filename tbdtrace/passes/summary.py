@@ -15,16 +15,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace import intervals
-from tbdtrace.passes._util import decode_device_key, device_keys, int_column
+from tbdtrace.passes import _frame
+from tbdtrace.passes._util import decode_device_key
 from tbdtrace.trace import Trace
-
-_COLS = ["start_ns", "end_ns", "device_id", "device_type", "rank"]
-
-
-def _events(trace: Trace, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    tbl = trace.table(name, _COLS)
-    return device_keys(tbl), int_column(tbl, "start_ns"), int_column(tbl, "end_ns")
 
 
 def run(trace: Trace, config: Any = None) -> pa.Table:
@@ -34,49 +27,71 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     memcpy_bytes, memset_count, span_ns, busy_ns, compute_busy_ns (ns), utilization,
     compute_utilization (ratio 0..1; null when the span is 0).
     """
-    kk, ks, ke = _events(trace, "kernels")
-    ck, cs, ce = _events(trace, "memcpy")
-    mk, ms, me = _events(trace, "memset")
-    cbytes = int_column(trace.table("memcpy", ["bytes"]), "bytes", 0)
-    rows: dict[str, list[Any]] = {c: [] for c in (
-        "rank", "device_type", "device_id", "kernel_count", "kernel_time_ns", "memcpy_count",
-        "memcpy_bytes", "memset_count", "span_ns", "busy_ns", "compute_busy_ns",
-        "utilization", "compute_utilization")}
-    for key in np.unique(np.concatenate([kk, ck, mk])):
-        ksel, csel, msel = kk == key, ck == key, mk == key
-        s_all = np.concatenate([ks[ksel], cs[csel], ms[msel]])
-        e_all = np.concatenate([ke[ksel], ce[csel], me[msel]])
-        span = intervals.span(s_all, e_all)
-        busy = intervals.union_length(s_all, e_all)
-        compute = intervals.union_length(ks[ksel], ke[ksel])
+    return trace.memo(("summary", config), lambda: _run(trace))
+
+
+def _run(trace: Trace) -> pa.Table:
+    rows: dict[str, list[Any]] = {c: [] for c in _SCHEMA.names}
+    cbytes = _frame.ints(trace, "memcpy", "bytes", 0)
+    for key in _frame.device_keys_of(trace):
+        ks, _ = _frame.spans(trace, "kernels", key)
+        cs, _ = _frame.spans(trace, "memcpy", key)
+        ms, _ = _frame.spans(trace, "memset", key)
+        crow = _frame.rows_of(trace, "memcpy", key)
+        krow = _frame.rows_of(trace, "kernels", key)
+        first_last = _frame.device_span(trace, key)
+        span = first_last[1] - first_last[0] if first_last else 0
+        busy = _length(_frame.merged(trace, key, "all"))
+        compute = _length(_frame.merged(trace, key, "kernels"))
         rank, dtype, dev = decode_device_key(int(key))
-        rows["rank"].append(rank)
-        rows["device_type"].append(dtype)
-        rows["device_id"].append(dev)
-        rows["kernel_count"].append(int(ksel.sum()))
-        rows["kernel_time_ns"].append(int((ke[ksel] - ks[ksel]).sum()))
-        rows["memcpy_count"].append(int(csel.sum()))
-        rows["memcpy_bytes"].append(int(cbytes[csel].sum()))
-        rows["memset_count"].append(int(msel.sum()))
-        rows["span_ns"].append(span)
-        rows["busy_ns"].append(busy)
-        rows["compute_busy_ns"].append(compute)
-        rows["utilization"].append(busy / span if span else None)
-        rows["compute_utilization"].append(compute / span if span else None)
+        vals = {
+            "rank": rank,
+            "device_type": dtype,
+            "device_id": dev,
+            "kernel_count": int(ks.size),
+            "kernel_time_ns": int(_frame.durations(trace, "kernels")[krow].sum())
+            if krow is not None
+            else 0,
+            "memcpy_count": int(cs.size),
+            "memcpy_bytes": int(cbytes[crow].sum()) if crow is not None else 0,
+            "memset_count": int(ms.size),
+            "span_ns": span,
+            "busy_ns": busy,
+            "compute_busy_ns": compute,
+            "utilization": busy / span if span else None,
+            "compute_utilization": compute / span if span else None,
+        }
+        for c, v in vals.items():
+            rows[c].append(v)
     return pa.table(rows, schema=_SCHEMA)
 
 
-_SCHEMA = pa.schema([
-    ("rank", pa.int32()), ("device_type", pa.string()), ("device_id", pa.int32()),
-    ("kernel_count", pa.int64()), ("kernel_time_ns", pa.int64()), ("memcpy_count", pa.int64()),
-    ("memcpy_bytes", pa.int64()), ("memset_count", pa.int64()), ("span_ns", pa.int64()),
-    ("busy_ns", pa.int64()), ("compute_busy_ns", pa.int64()), ("utilization", pa.float64()),
-    ("compute_utilization", pa.float64()),
-])
+def _length(m: tuple[np.ndarray, np.ndarray]) -> int:
+    return int((m[1] - m[0]).sum())
+
+
+_SCHEMA = pa.schema(
+    [
+        ("rank", pa.int32()),
+        ("device_type", pa.string()),
+        ("device_id", pa.int32()),
+        ("kernel_count", pa.int64()),
+        ("kernel_time_ns", pa.int64()),
+        ("memcpy_count", pa.int64()),
+        ("memcpy_bytes", pa.int64()),
+        ("memset_count", pa.int64()),
+        ("span_ns", pa.int64()),
+        ("busy_ns", pa.int64()),
+        ("compute_busy_ns", pa.int64()),
+        ("utilization", pa.float64()),
+        ("compute_utilization", pa.float64()),
+    ]
+)
 
 
 def summarize(devices: pa.Table) -> dict[str, Any]:
     """The trace-wide summary from the per-device table of :func:`run`."""
+
     def total(c: str) -> int:
         return int(sum(devices.column(c).to_pylist()))
 

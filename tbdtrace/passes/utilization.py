@@ -13,43 +13,33 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import intervals
+from tbdtrace.passes import _frame
 from tbdtrace.passes import steps as steps_pass
-from tbdtrace.passes._intervals_ext import covered_in_windows
-from tbdtrace.passes._util import decode_device_key, device_keys, int_column
+from tbdtrace.passes._intervals_ext import covered_in_merged
+from tbdtrace.passes._util import decode_device_key, int_column
 from tbdtrace.trace import Trace
 
-_COLS = ["start_ns", "end_ns", "device_id", "device_type", "rank"]
-
-SCHEMA = pa.schema([
-    ("rank", pa.int32()), ("device_type", pa.string()), ("device_id", pa.int32()),
-    ("step", pa.int64()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
-    ("window_ns", pa.int64()), ("compute_busy_ns", pa.int64()), ("memory_busy_ns", pa.int64()),
-    ("busy_ns", pa.int64()), ("compute_utilization", pa.float64()),
-    ("memory_utilization", pa.float64()), ("utilization", pa.float64()),
-])
-
-
-def device_events(trace: Trace) -> dict[int, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """device key -> {"kernels"|"memops": (starts, ends)} (ns)."""
-    out: dict[int, dict[str, Any]] = {}
-    for name, group in (("kernels", "kernels"), ("memcpy", "memops"), ("memset", "memops")):
-        t = trace.table(name, _COLS)
-        keys, s, e = device_keys(t), int_column(t, "start_ns"), int_column(t, "end_ns")
-        order = np.argsort(keys, kind="stable")
-        keys, s, e = keys[order], s[order], e[order]
-        uniq, first = np.unique(keys, return_index=True)
-        bounds = np.append(first, keys.size)
-        for i, k in enumerate(uniq.tolist()):
-            d = out.setdefault(k, {"kernels": [], "memops": []})
-            d[group].append((s[bounds[i]:bounds[i + 1]], e[bounds[i]:bounds[i + 1]]))
-    return {k: {g: (np.concatenate([a for a, _ in v] or [np.zeros(0, np.int64)]),
-                    np.concatenate([b for _, b in v] or [np.zeros(0, np.int64)]))
-                for g, v in d.items()} for k, d in out.items()}
+SCHEMA = pa.schema(
+    [
+        ("rank", pa.int32()),
+        ("device_type", pa.string()),
+        ("device_id", pa.int32()),
+        ("step", pa.int64()),
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("window_ns", pa.int64()),
+        ("compute_busy_ns", pa.int64()),
+        ("memory_busy_ns", pa.int64()),
+        ("busy_ns", pa.int64()),
+        ("compute_utilization", pa.float64()),
+        ("memory_utilization", pa.float64()),
+        ("utilization", pa.float64()),
+    ]
+)
 
 
 def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
@@ -65,27 +55,32 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     w_rank = int_column(win, "rank")
     w_step, w_s, w_e = (int_column(win, c) for c in ("step", "start_ns", "end_ns"))
     rows: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
-    for key, ev in sorted(device_events(trace).items()):
+    for key in _frame.device_keys_of(trace):
         rank, dtype, dev = decode_device_key(key)
         sel = w_rank == (-1 if rank is None else rank)
-        ks, ke = ev["kernels"]
-        ms, me = ev["memops"]
+        kern, mem, allm = (
+            _frame.merged_with_cum(trace, key, w) for w in ("kernels", "memops", "all")
+        )
         if sel.any():
             ws, we, st = w_s[sel], w_e[sel], [int(x) for x in w_step[sel]]
         else:
-            all_s, all_e = np.concatenate([ks, ms]), np.concatenate([ke, me])
-            ws, we, st = np.array([all_s.min()]), np.array([all_e.max()]), []
-        comp = covered_in_windows(ks, ke, ws, we)
-        mem = covered_in_windows(ms, me, ws, we)
-        busy = covered_in_windows(np.concatenate([ks, ms]), np.concatenate([ke, me]), ws, we)
+            first, last = _frame.device_span(trace, key) or (0, 0)
+            ws, we, st = np.array([first]), np.array([last]), []
+        comp, memb, busy = (covered_in_merged(m[0], m[1], ws, we, m[2]) for m in (kern, mem, allm))
         length = np.maximum(we - ws, 0)
-        per_step = [(s, int(ws[i]), int(we[i]), int(length[i]), int(comp[i]), int(mem[i]),
-                     int(busy[i])) for i, s in enumerate(st)]
+        per_step = [
+            (s, int(ws[i]), int(we[i]), int(length[i]), int(comp[i]), int(memb[i]), int(busy[i]))
+            for i, s in enumerate(st)
+        ]
         # Steps may overlap (several pids per rank); the total uses the union of windows.
-        total_len = _union(ws, we)
-        total = (None, int(ws.min()), int(we.max()), total_len,
-                 _in_union(ks, ke, ws, we), _in_union(ms, me, ws, we),
-                 _in_union(np.concatenate([ks, ms]), np.concatenate([ke, me]), ws, we))
+        uws, uwe = intervals.merge(ws, we)
+        total = (
+            None,
+            int(ws.min()),
+            int(we.max()),
+            int((uwe - uws).sum()),
+            *(int(covered_in_merged(m[0], m[1], uws, uwe, m[2]).sum()) for m in (kern, mem, allm)),
+        )
         for r in [*per_step, total]:
             _append(rows, rank, dtype, dev, r)
     return pa.table(rows, schema=SCHEMA)
@@ -93,22 +88,23 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
 
 def _append(rows: dict[str, list[Any]], rank: Any, dtype: Any, dev: Any, r: tuple) -> None:
     step, s, e, length, comp, mem, busy = r
-    vals = {"rank": rank, "device_type": dtype, "device_id": dev, "step": step,
-            "start_ns": s, "end_ns": e, "window_ns": length, "compute_busy_ns": comp,
-            "memory_busy_ns": mem, "busy_ns": busy,
-            "compute_utilization": comp / length if length else None,
-            "memory_utilization": mem / length if length else None,
-            "utilization": busy / length if length else None}
+    vals = {
+        "rank": rank,
+        "device_type": dtype,
+        "device_id": dev,
+        "step": step,
+        "start_ns": s,
+        "end_ns": e,
+        "window_ns": length,
+        "compute_busy_ns": comp,
+        "memory_busy_ns": mem,
+        "busy_ns": busy,
+        "compute_utilization": comp / length if length else None,
+        "memory_utilization": mem / length if length else None,
+        "utilization": busy / length if length else None,
+    }
     for k, v in vals.items():
         rows[k].append(v)
-
-
-def _union(ws: npt.NDArray[np.int64], we: npt.NDArray[np.int64]) -> int:
-    return intervals.union_length(ws, we)
-
-
-def _in_union(s: np.ndarray, e: np.ndarray, ws: np.ndarray, we: np.ndarray) -> int:
-    return intervals.overlap_length(s, e, ws, we)
 
 
 def cpu(trace: Trace, config: steps_pass.StepsConfig | None = None) -> dict[str, Any]:
@@ -121,8 +117,12 @@ def cpu(trace: Trace, config: steps_pass.StepsConfig | None = None) -> dict[str,
     """
     hs = trace.table("host_samples", ["ts_ns", "metric", "index", "value"])
     if hs.num_rows:
-        hs = hs.filter(pc.and_(pc.equal(hs.column("metric").cast(pa.string()), "cpu_util"),
-                               pc.equal(hs.column("index"), -1)))
+        hs = hs.filter(
+            pc.and_(
+                pc.equal(hs.column("metric").cast(pa.string()), "cpu_util"),
+                pc.equal(hs.column("index"), -1),
+            )
+        )
     order = np.argsort(int_column(hs, "ts_ns"), kind="stable")
     ts = int_column(hs, "ts_ns")[order]
     val = np.asarray(hs.column("value").to_numpy(), dtype=np.float64)[order]
@@ -141,11 +141,17 @@ def cpu(trace: Trace, config: steps_pass.StepsConfig | None = None) -> dict[str,
         tot_w += float(w.sum())
         tot_wv += float((w * v).sum())
         if i < win.num_rows:
-            per_step.append({"rank": win.column("rank")[i].as_py(),
-                             "step": int(win.column("step")[i].as_py()),
-                             "samples": int((w > 0).sum()),
-                             "mean": float((w * v).sum() / w.sum()) if w.sum() else None})
+            per_step.append(
+                {
+                    "rank": win.column("rank")[i].as_py(),
+                    "step": int(win.column("step")[i].as_py()),
+                    "samples": int((w > 0).sum()),
+                    "mean": float((w * v).sum() / w.sum()) if w.sum() else None,
+                }
+            )
     covering = int(sum(p["samples"] for p in per_step)) if per_step else int(ts.size)
-    return {"samples": covering,
-            "mean": tot_wv / tot_w if tot_w else None,
-            "per_step": per_step if ts.size else []}
+    return {
+        "samples": covering,
+        "mean": tot_wv / tot_w if tot_w else None,
+        "per_step": per_step if ts.size else [],
+    }

@@ -55,13 +55,24 @@ def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
     from tbdtrace.report import sections  # noqa: F401 - registers the sections
 
     opts = opts or ReportOptions()
-    doc: dict[str, Any] = {"trace": {
-        "path": str(trace.path),
-        "source": trace.meta.get("source"),
-        "backend": trace.meta.get("backend"),
-        "framework": trace.meta.get("framework"),
-        "workload": trace.meta.get("workload"),
-    }}
+    doc: dict[str, Any] = {
+        "trace": {
+            "path": str(trace.path),
+            "source": trace.meta.get("source"),
+            "backend": trace.meta.get("backend"),
+            "framework": trace.meta.get("framework"),
+            "workload": trace.meta.get("workload"),
+        }
+    }
+    for table, cols in PREFETCH:
+        trace.prefetch(table, cols)
     for s in SECTIONS:
         doc[s.key] = s.compute(trace, opts)
     return doc
+
+
+# Columns most sections read, fetched together so their decompression runs in parallel.
+PREFETCH = (
+    ("kernels", ("start_ns", "end_ns", "name")),
+    ("runtime", ("start_ns", "end_ns", "name")),
+)

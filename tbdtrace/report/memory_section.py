@@ -27,16 +27,22 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     t.add_row("[bold]total[/bold]", fmt_bytes(peak), "100.0%" if peak else "-")
     con.print(t)
     if peak and data["breakdown_at_peak"]["other"] == peak:
-        con.print("No allocation in this trace carries a category, so all count as other "
-                  "(PyTorch traces get categories from tbdtrace.memory or --backend torch).")
+        con.print(
+            "No allocation in this trace carries a category, so all count as other "
+            "(PyTorch traces get categories from tbdtrace.memory or --backend torch)."
+        )
     start = _first_ts(data)
     for lv, p in data["levels"].items():
-        at = "-" if p["peak_ts_ns"] is None or start is None else \
-            f"+{fmt_ns(p['peak_ts_ns'] - start)}"
+        at = (
+            "-"
+            if p["peak_ts_ns"] is None or start is None
+            else f"+{fmt_ns(p['peak_ts_ns'] - start)}"
+        )
         con.print(f"peak {lv}: {fmt_bytes(p['peak_bytes'])} at {at}")
     if data["unmatched_frees"]:
-        con.print(f"{data['unmatched_frees']:,} frees of blocks allocated before capture "
-                  "were ignored")
+        con.print(
+            f"{data['unmatched_frees']:,} frees of blocks allocated before capture were ignored"
+        )
     steps = data["steps"] if opts.top is None else data["steps"][: opts.top]
     if not steps:
         return
@@ -45,9 +51,14 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
         s.add_column(c, justify="right", no_wrap=True)
     for st in steps:
         b = st["breakdown_at_peak"]
-        s.add_row(str(st["step"]), fmt_bytes(st["start_bytes"]), fmt_bytes(st["peak_bytes"]),
-                  fmt_bytes(st["end_bytes"]), fmt_bytes(b["activations"]),
-                  fmt_bytes(b["other"]))
+        s.add_row(
+            str(st["step"]),
+            fmt_bytes(st["start_bytes"]),
+            fmt_bytes(st["peak_bytes"]),
+            fmt_bytes(st["end_bytes"]),
+            fmt_bytes(b["activations"]),
+            fmt_bytes(b["other"]),
+        )
     con.print(s)
 
 

@@ -39,11 +39,13 @@ def _render_steps(con: Console, data: dict[str, Any], opts: ReportOptions) -> No
     s = data["summary"]
     if not s["step_count"]:
         return
-    con.print(f"Steps: {s['step_count']} ({s['warmup_count']} warm-up), measured "
-              f"{fmt_ns(s['measured_ns'])}, median step {fmt_ns(s['step_median_ns'])}; "
-              f"throughput median {_rate(s['throughput_median_per_s'], 'samples/s')}, mean "
-              f"{_rate(s['throughput_mean_per_s'], 'samples/s')}, total/time "
-              f"{_rate(s['throughput_per_s'], 'samples/s')}")
+    con.print(
+        f"Steps: {s['step_count']} ({s['warmup_count']} warm-up), measured "
+        f"{fmt_ns(s['measured_ns'])}, median step {fmt_ns(s['step_median_ns'])}; "
+        f"throughput median {_rate(s['throughput_median_per_s'], 'samples/s')}, mean "
+        f"{_rate(s['throughput_mean_per_s'], 'samples/s')}, total/time "
+        f"{_rate(s['throughput_per_s'], 'samples/s')}"
+    )
 
 
 @section("steps", _render_steps)
@@ -56,15 +58,23 @@ def steps_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
 def _render_util(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     rows = [r for r in data["devices"] if r["step"] is None]
     if rows:
-        t = _table("Utilization (measured window)", ("Device", "Window", "Compute", "Memory ops",
-                                                     "Busy"))
+        t = _table(
+            "Utilization (measured window)", ("Device", "Window", "Compute", "Memory ops", "Busy")
+        )
         for r in rows:
-            t.add_row(_dev(r), fmt_ns(r["window_ns"]), fmt_pct(r["compute_utilization"]),
-                      fmt_pct(r["memory_utilization"]), fmt_pct(r["utilization"]))
+            t.add_row(
+                _dev(r),
+                fmt_ns(r["window_ns"]),
+                fmt_pct(r["compute_utilization"]),
+                fmt_pct(r["memory_utilization"]),
+                fmt_pct(r["utilization"]),
+            )
         con.print(t)
     if data["cpu"]["mean"] is not None:
-        con.print(f"CPU utilization (all cores, {data['cpu']['samples']} samples): "
-                  f"{fmt_pct(data['cpu']['mean'])}")
+        con.print(
+            f"CPU utilization (all cores, {data['cpu']['samples']} samples): "
+            f"{fmt_pct(data['cpu']['mean'])}"
+        )
 
 
 @section("utilization", _render_util)
@@ -75,11 +85,13 @@ def utilization_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
 def _render_categories(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
     if not data:
         return
-    t = _table("Device time by category", ("Category", "Time %", "Total", "Count"),
-               left=("Category",))
+    t = _table(
+        "Device time by category", ("Category", "Time %", "Total", "Count"), left=("Category",)
+    )
     for r in data:
-        t.add_row(r["category"], f"{100 * r['share']:.1f}", fmt_ns(r["total_ns"]),
-                  f"{r['count']:,}")
+        t.add_row(
+            r["category"], f"{100 * r['share']:.1f}", fmt_ns(r["total_ns"]), f"{r['count']:,}"
+        )
     con.print(t)
 
 
@@ -97,11 +109,20 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
     ops = data["ops"] if opts.top is None else data["ops"][: opts.top]
     if not ops:
         return
-    t = _table("Kernel time by launching op", ("Time %", "Total", "Kernels", "Distinct",
-                                               "Op", "Top kernel"), left=("Op", "Top kernel"))
+    t = _table(
+        "Kernel time by launching op",
+        ("Time %", "Total", "Kernels", "Distinct", "Op", "Top kernel"),
+        left=("Op", "Top kernel"),
+    )
     for r in ops:
-        t.add_row(f"{100 * r['share']:.1f}", fmt_ns(r["total_ns"]), f"{r['kernel_count']:,}",
-                  str(r["distinct_kernels"]), _clip(r["op"], 40), _clip(r["top_kernel"], 60))
+        t.add_row(
+            f"{100 * r['share']:.1f}",
+            fmt_ns(r["total_ns"]),
+            f"{r['kernel_count']:,}",
+            str(r["distinct_kernels"]),
+            _clip(r["op"], 40),
+            _clip(r["top_kernel"], 60),
+        )
     con.print(t)
 
 
@@ -114,13 +135,30 @@ def hotspots_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
 def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     if not data["devices"]:
         return
-    t = _table("Idle time", ("Device", "Idle", "Host-bound", "Short gaps", "Sync wait",
-                             "Launch p50", "Launch p99", "Kernels < launch"))
+    t = _table(
+        "Idle time",
+        (
+            "Device",
+            "Idle",
+            "Host-bound",
+            "Short gaps",
+            "Sync wait",
+            "Launch p50",
+            "Launch p99",
+            "Kernels < launch",
+        ),
+    )
     for r in data["devices"]:
-        t.add_row(_dev(r), fmt_ns(r["idle_ns"]), fmt_ns(r["host_bound_ns"]),
-                  fmt_ns(r["short_gap_ns"]), fmt_ns(r["sync_wait_ns"]),
-                  fmt_ns(r["launch_latency_p50_ns"]), fmt_ns(r["launch_latency_p99_ns"]),
-                  f"{r['short_kernel_count']:,}")
+        t.add_row(
+            _dev(r),
+            fmt_ns(r["idle_ns"]),
+            fmt_ns(r["host_bound_ns"]),
+            fmt_ns(r["short_gap_ns"]),
+            fmt_ns(r["sync_wait_ns"]),
+            fmt_ns(r["launch_latency_p50_ns"]),
+            fmt_ns(r["launch_latency_p99_ns"]),
+            f"{r['short_kernel_count']:,}",
+        )
     con.print(t)
 
 
@@ -133,12 +171,19 @@ def idle_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
 def _render_memcpy(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
     if not data:
         return
-    t = _table("Memory copies", ("Device", "Kind", "Count", "Bytes", "Time", "Bandwidth",
-                                 "Of peak"))
+    t = _table(
+        "Memory copies", ("Device", "Kind", "Count", "Bytes", "Time", "Bandwidth", "Of peak")
+    )
     for r in data:
-        t.add_row(_dev(r), r["copy_kind"], f"{r['count']:,}", fmt_bytes(r["bytes"]),
-                  fmt_ns(r["total_ns"]), _rate(r["bandwidth_bytes_per_s"], "B/s"),
-                  fmt_pct(r["peak_fraction"]))
+        t.add_row(
+            _dev(r),
+            r["copy_kind"],
+            f"{r['count']:,}",
+            fmt_bytes(r["bytes"]),
+            fmt_ns(r["total_ns"]),
+            _rate(r["bandwidth_bytes_per_s"], "B/s"),
+            fmt_pct(r["peak_fraction"]),
+        )
     con.print(t)
 
 
@@ -153,15 +198,19 @@ def _render_fp32(con: Console, data: list[dict[str, Any]], opts: ReportOptions) 
         if r["flops"] is None:
             con.print(f"FP32 {who}({r['devices']}): {r['flops_source']}")
             continue
-        achieved = (f"FP32 {who}({r['devices']}): "
-                    f"{_rate(r['achieved_flops_per_s_wall'], 'FLOP/s')} over wall, "
-                    f"{_rate(r['achieved_flops_per_s_busy'], 'FLOP/s')} over busy")
+        achieved = (
+            f"FP32 {who}({r['devices']}): "
+            f"{_rate(r['achieved_flops_per_s_wall'], 'FLOP/s')} over wall, "
+            f"{_rate(r['achieved_flops_per_s_busy'], 'FLOP/s')} over busy"
+        )
         if r["peak_flops_per_s"] is None:
             con.print(f"{achieved}; no peak: {r['peak_source']} [FLOPs: {r['flops_source']}]")
             continue
-        con.print(f"{achieved} = {fmt_pct(r['efficiency_wall'])} / "
-                  f"{fmt_pct(r['efficiency_busy'])} of peak "
-                  f"{_rate(r['peak_flops_per_s'], 'FLOP/s')} [FLOPs: {r['flops_source']}]")
+        con.print(
+            f"{achieved} = {fmt_pct(r['efficiency_wall'])} / "
+            f"{fmt_pct(r['efficiency_busy'])} of peak "
+            f"{_rate(r['peak_flops_per_s'], 'FLOP/s')} [FLOPs: {r['flops_source']}]"
+        )
 
 
 @section("fp32", _render_fp32)

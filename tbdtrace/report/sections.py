@@ -12,8 +12,16 @@ from tbdtrace.report.build import ReportOptions, section, table_records
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
 from tbdtrace.trace import Trace
 
-_DEVICE_KEYS = ("device_id", "kernel_count", "kernel_time_ns", "span_ns", "busy_ns",
-                "compute_busy_ns", "utilization", "compute_utilization")
+_DEVICE_KEYS = (
+    "device_id",
+    "kernel_count",
+    "kernel_time_ns",
+    "span_ns",
+    "busy_ns",
+    "compute_busy_ns",
+    "utilization",
+    "compute_utilization",
+)
 
 
 def _render_summary(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
@@ -46,8 +54,12 @@ def _render_devices(con: Console, data: list[dict[str, Any]], opts: ReportOption
         t.add_row(
             "-" if d.get("rank") is None else str(d["rank"]),
             f"{d.get('device_type') or '?'}:{d['device_id']}",
-            f"{d['kernel_count']:,}", fmt_ns(d["kernel_time_ns"]), fmt_ns(d["span_ns"]),
-            fmt_ns(d["busy_ns"]), fmt_pct(d["utilization"]), fmt_pct(d["compute_utilization"]),
+            f"{d['kernel_count']:,}",
+            fmt_ns(d["kernel_time_ns"]),
+            fmt_ns(d["span_ns"]),
+            fmt_ns(d["busy_ns"]),
+            fmt_pct(d["utilization"]),
+            fmt_pct(d["compute_utilization"]),
         )
     con.print(t)
 
@@ -71,9 +83,15 @@ def _render_kernels(con: Console, data: list[dict[str, Any]], opts: ReportOption
     room = max(40, con.width - 100)
     for k in shown:
         t.add_row(
-            f"{100 * k['share']:.1f}", fmt_ns(k["total_ns"]), f"{k['count']:,}",
-            fmt_ns(k["mean_ns"]), fmt_ns(k["median_ns"]), fmt_ns(k["min_ns"]),
-            fmt_ns(k["max_ns"]), fmt_ns(k["std_ns"]), _clip(k["name"], room),
+            f"{100 * k['share']:.1f}",
+            fmt_ns(k["total_ns"]),
+            f"{k['count']:,}",
+            fmt_ns(k["mean_ns"]),
+            fmt_ns(k["median_ns"]),
+            fmt_ns(k["min_ns"]),
+            fmt_ns(k["max_ns"]),
+            fmt_ns(k["std_ns"]),
+            _clip(k["name"], room),
         )
     con.print(t)
 

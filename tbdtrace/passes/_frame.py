@@ -1,0 +1,241 @@
+"""Arrays several passes need, computed once per opened trace (``Trace.memo``).
+
+A report runs a dozen passes over the same rows. At 10M kernels, converting a column,
+splitting rows by device, matching kernels to their runtime calls or merging busy
+intervals each costs a good fraction of a second and tens of MB, so each is done once
+here and shared. Every function is a pure function of the trace; the arrays returned are
+shared between passes and must not be modified (they are marked read-only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tbdtrace import intervals
+from tbdtrace.passes._util import device_keys, dict_codes, int_column
+from tbdtrace.trace import Trace
+
+I64 = npt.NDArray[np.int64]
+Rows = slice | I64  # all rows (slice(None)) or row indices in file order
+EVENT_TABLES = ("kernels", "memcpy", "memset")
+_DEVICE_COLS = ["device_id", "device_type", "rank"]
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def ints(trace: Trace, table: str, column: str, fill: int = -1, keep: bool = True) -> I64:
+    """Column ``column`` of ``table`` as int64, nulls as ``fill``.
+
+    ``keep=False`` for a column read once to derive something that is itself kept (ids
+    for a join, launch sizes): neither the column nor this array stays in memory."""
+    if not keep and ("ints", table, column, fill) not in trace._memo:
+        return _ro(int_column(trace.table(table, [column], cache=False), column, fill))
+    return trace.memo(
+        ("ints", table, column, fill),
+        lambda: _ro(int_column(trace.table(table, [column]), column, fill)),
+    )
+
+
+def has_values(trace: Trace, table: str, column: str) -> bool:
+    """True when some row of the column is not null."""
+    return trace.column(table, column).null_count < trace.num_rows(table)
+
+
+def codes(trace: Trace, table: str, column: str) -> tuple[I64, list[str | None]]:
+    """A dictionary string column as (codes, labels); see ``_util.dict_codes``."""
+
+    def compute() -> tuple[I64, list[str | None]]:
+        c, labels = dict_codes(trace.table(table, [column]), column)
+        return _ro(c), labels
+
+    return trace.memo(("codes", table, column), compute)
+
+
+def durations(trace: Trace, table: str) -> I64:
+    """end_ns - start_ns of every row."""
+    return trace.memo(
+        ("dur", table), lambda: _ro(ints(trace, table, "end_ns") - ints(trace, table, "start_ns"))
+    )
+
+
+def device_rows(trace: Trace, table: str) -> list[tuple[int, Rows]]:
+    """(device key, that device's rows in file order) per device of ``table``, by key.
+
+    Keys as ``_util.device_keys``. A table on one device (the common case) yields
+    ``slice(None)``, so its columns are used without a copy.
+    """
+
+    def compute() -> list[tuple[int, Rows]]:
+        # Not kept in the trace's cache: once split by device these columns are not needed.
+        t = trace.table(table, _DEVICE_COLS, cache=False)
+        if t.num_rows == 0:
+            return []
+        if all(_constant(t.column(c)) for c in _DEVICE_COLS):
+            return [(int(device_keys(t.slice(0, 1))[0]), slice(None))]
+        keys = device_keys(t)
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        cut = np.flatnonzero(sk[1:] != sk[:-1]) + 1
+        bounds = [0, *cut.tolist(), sk.size]
+        return [(int(sk[a]), _ro(order[a:b])) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+    return trace.memo(("device_rows", table), compute)
+
+
+def _constant(col: pa.ChunkedArray | pa.Array) -> bool:
+    """True when every row holds the same value (or every row is null)."""
+    if col.null_count == len(col):
+        return True
+    if col.null_count:
+        return False
+    if pa.types.is_dictionary(col.type):
+        if isinstance(col, pa.ChunkedArray):
+            if col.num_chunks != 1:
+                return False
+            col = col.chunk(0)
+        col = col.indices
+    mm = pc.min_max(col)
+    return bool(mm["min"].as_py() == mm["max"].as_py())
+
+
+def device_keys_of(trace: Trace, tables: tuple[str, ...] = EVENT_TABLES) -> list[int]:
+    """Sorted device keys that have rows in any of ``tables``."""
+    return sorted({k for t in tables for k, _ in device_rows(trace, t)})
+
+
+def rows_of(trace: Trace, table: str, key: int) -> Rows | None:
+    """Rows of ``table`` on device ``key``; None when it has none."""
+    return dict(device_rows(trace, table)).get(key)
+
+
+def spans(trace: Trace, table: str, key: int) -> tuple[I64, I64]:
+    """(start_ns, end_ns) of the rows of ``table`` on device ``key`` (file order)."""
+
+    def compute() -> tuple[I64, I64]:
+        rows = rows_of(trace, table, key)
+        s, e = ints(trace, table, "start_ns"), ints(trace, table, "end_ns")
+        if rows is None:
+            return _ro(np.zeros(0, np.int64)), _ro(np.zeros(0, np.int64))
+        if isinstance(rows, slice):
+            return s, e
+        return _ro(s[rows]), _ro(e[rows])
+
+    return trace.memo(("spans", table, key), compute)
+
+
+def device_span(trace: Trace, key: int) -> tuple[int, int] | None:
+    """(first start, last end) over the kernel, memcpy and memset rows of device ``key``."""
+
+    def compute() -> tuple[int, int] | None:
+        parts = [spans(trace, t, key) for t in EVENT_TABLES]
+        parts = [(s, e) for s, e in parts if s.size]
+        if not parts:
+            return None
+        return int(min(s.min() for s, _ in parts)), int(max(e.max() for _, e in parts))
+
+    return trace.memo(("device_span", key), compute)
+
+
+def merged(trace: Trace, key: int, what: str) -> tuple[I64, I64]:
+    """Merged busy intervals of device ``key``: ``what`` = kernels, memops (memcpy and
+    memset) or all (the three)."""
+
+    def compute() -> tuple[I64, I64]:
+        if what == "kernels":
+            ms, me, _ = merged_kernels_first(trace, key)
+        elif what == "memops":
+            ms, me = intervals.merge_merged(
+                intervals.merge(*spans(trace, "memcpy", key)),
+                intervals.merge(*spans(trace, "memset", key)),
+            )
+        elif what == "all":
+            ms, me = intervals.merge_merged(
+                merged(trace, key, "kernels"), merged(trace, key, "memops")
+            )
+        else:
+            raise ValueError(f"what must be kernels, memops or all, not {what!r}")
+        return _ro(ms), _ro(me)
+
+    return trace.memo(("merged", key, what), compute)
+
+
+def merged_with_cum(trace: Trace, key: int, what: str) -> tuple[I64, I64, I64]:
+    """``merged(trace, key, what)`` and its ``_intervals_ext.cumulative`` lengths, the
+    three arguments of ``covered_in_merged`` for repeated window queries."""
+    from tbdtrace.passes._intervals_ext import cumulative
+
+    def compute() -> tuple[I64, I64, I64]:
+        ms, me = merged(trace, key, what)
+        if what == "all" and ms is merged(trace, key, "kernels")[0]:
+            return merged_with_cum(trace, key, "kernels")  # no memops: the same set
+        return ms, me, _ro(cumulative(ms, me))
+
+    return trace.memo(("merged_cum", key, what), compute)
+
+
+def merged_kernels_first(trace: Trace, key: int) -> tuple[I64, I64, I64]:
+    """``merged(trace, key, "kernels")`` plus, per merged interval, the kernel row (within
+    the device's rows) that opens it (``intervals.merge_first``)."""
+
+    def compute() -> tuple[I64, I64, I64]:
+        ms, me, first = intervals.merge_first(*spans(trace, "kernels", key))
+        return _ro(ms), _ro(me), _ro(first)
+
+    return trace.memo(("merged_first", key), compute)
+
+
+def runtime_match(trace: Trace, table: str) -> I64:
+    """Per row of ``table``, the index of its runtime call by (rank, correlation_id), -1."""
+    from tbdtrace.passes.attribution import _NULL, _join, join_sorted
+
+    def compute() -> I64:
+        n = trace.num_rows(table)
+        if n == 0 or trace.num_rows("runtime") == 0:
+            return _ro(np.full(n, -1, dtype=np.int64))
+        kc = ints(trace, table, "correlation_id", _NULL, keep=False)
+        rc = ints(trace, "runtime", "correlation_id", _NULL, keep=False)
+        kr = trace.table(table, ["rank"], cache=False).column(0)
+        rr = trace.table("runtime", ["rank"], cache=False).column(0)
+        if _constant(kr) and _constant(rr) and kr[0].as_py() == rr[0].as_py():
+            return _ro(join_sorted(kc, rc))  # one rank: ids alone decide
+        return _ro(
+            _join(
+                ints(trace, table, "rank", keep=False),
+                kc,
+                ints(trace, "runtime", "rank", keep=False),
+                rc,
+            )
+        )
+
+    return trace.memo(("runtime_match", table), compute)
+
+
+def launch_times(trace: Trace, table: str, column: str = "start_ns") -> I64:
+    """``column`` (start_ns or end_ns) of each row's runtime call; -1 where none matched."""
+
+    def compute() -> I64:
+        m = runtime_match(trace, table)
+        hit = m >= 0
+        if not hit.any():
+            return _ro(np.full(m.size, -1, dtype=np.int64))
+        r = ints(trace, "runtime", column)
+        if hit.all():
+            return _ro(r[m])
+        return _ro(np.where(hit, r[np.where(hit, m, 0)], -1))
+
+    return trace.memo(("launch_times", table, column), compute)
+
+
+def label_mask(trace: Trace, table: str, column: str, pred: Any) -> npt.NDArray[np.bool_]:
+    """Per row, ``pred(label)`` of a dictionary column (evaluated once per label)."""
+    c, labels = codes(trace, table, column)
+    lut = np.array([x is not None and bool(pred(x)) for x in labels], dtype=np.bool_)
+    return lut[c] if c.size else np.zeros(0, dtype=np.bool_)
