@@ -136,7 +136,8 @@ TRAILER = '"traceName": "t\\u00e9st", "baseTimeNanoseconds": 1700000000000000000
 
 def doc_text(events: list[str] = EVENTS, header: str = HEADER, trailer: str = TRAILER) -> str:
     body = ",\n  ".join(events)
-    return "{" + header + ', "traceEvents": [\n  ' + body + "\n], " + trailer + "}"
+    head = header + ", " if header else ""
+    return "{" + head + '"traceEvents": [\n  ' + body + "\n], " + trailer + "}"
 
 
 def write(tmp: Path, name: str, data: bytes | str) -> Path:
@@ -169,6 +170,19 @@ def test_base_time_after_the_events_is_added(tmp_path: Path) -> None:
     tables, _ = kineto.import_files([write(tmp_path, "t.json", doc_text())], parser="native")
     base = 1700000000000000000
     assert tables["kernels"]["start_ns"].to_pylist()[:2] == [base + 1500, base + 123457]
+
+
+def test_each_file_keeps_its_own_time_base_and_rank(tmp_path: Path) -> None:
+    a = write(tmp_path, "a.json", doc_text())
+    b = write(tmp_path, "b.json", doc_text(EVENTS[:12], "", '"baseTimeNanoseconds": 5000'))
+    c = write(tmp_path, "c.json", doc_text(EVENTS[:3], HEADER, '"baseTimeNanoseconds": "x"'))
+    got, want = both([a, b, c])
+    assert_same(got, want)
+    starts = got[0]["kernels"]["start_ns"].to_pylist()
+    b_ts = [1.5, 123.4567, -2.25, 2.5e-3]  # file b's first kernels, base 5000 ns
+    assert starts[-8:-4] == [5000 + _ns(repr(t)) for t in b_ts]
+    assert starts[-3:] == [_ns(repr(t)) for t in b_ts[:3]]  # file c: base "x" reads as 0
+    assert got[0]["kernels"]["rank"].to_pylist()[-8:] == [1] * 5 + [3] * 3
 
 
 def _ns(text: str) -> int:
