@@ -2,8 +2,8 @@
 // bitmaps, grouped into the staging tables the parser fills, and a string dictionary.
 //
 // Staging tables are the parser's output, one per kind of event row it recognises; Python
-// (tbdtrace/importers/kineto_native.py) turns them into schema tables (adds the file's
-// time base and rank, splits host ranges into ops/markers/steps, maps names to enums).
+// (tbdtrace/importers/kineto_tables.py) turns them into schema tables (adds the file's
+// time base and rank, finds steps among the annotations, maps names to enums).
 // Each staging column that shares its name with a column of the schema table(s) it feeds
 // has that column's type; tests/native/test_kineto_layout.py checks this against
 // tbdtrace/schema.py.
@@ -34,16 +34,19 @@ enum class KType : uint8_t { I32 = 1, I64 = 2, U64 = 3, STR = 4 };
   X(correlation_id, I64) X(external_id, I64) X(name, STR) X(category, STR) X(cbid, I32)
 #define KT_SYNC(X) X(start_ns, I64) X(end_ns, I64) X(device_id, I32) X(stream_id, I64) \
   X(context_id, I64) X(correlation_id, I64) X(pid, I32) X(tid, I64) X(sync_kind, STR)
-#define KT_HOST(X) X(start_ns, I64) X(end_ns, I64) X(pid, I32) X(tid, I64) \
+#define KT_OPS(X) X(start_ns, I64) X(end_ns, I64) X(pid, I32) X(tid, I64) \
   X(external_id, I64) X(name, STR) X(category, STR) X(sequence_number, I64) \
-  X(input_shapes, STR) X(input_dtypes, STR) X(flops, I64) X(device_id, I32)
+  X(input_shapes, STR) X(input_dtypes, STR) X(flops, I64)
+// Annotation ranges, and op-category ranges named ProfilerStep#...: the markers table.
+#define KT_MARKERS(X) X(start_ns, I64) X(end_ns, I64) X(pid, I32) X(tid, I64) \
+  X(external_id, I64) X(name, STR) X(category, STR) X(device_id, I32)
 #define KT_MEMORY(X) X(ts_ns, I64) X(bytes, I64) X(address, U64) X(device_id, I32) \
   X(c10_device_type, I64) X(pid, I32) X(tid, I64) X(total_allocated_bytes, I64) \
   X(total_reserved_bytes, I64)
 // Staging tables: (name, enum, columns). Route ids (Python's category map) are the enum.
 #define KT_TABLES(T) T(kernels, KERNELS, KT_KERNELS) T(memcpy, MEMCPY, KT_COPY) \
   T(memset, MEMSET, KT_COPY) T(runtime, RUNTIME, KT_RUNTIME) T(sync, SYNC, KT_SYNC) \
-  T(host, HOST, KT_HOST) T(memory, MEMORY, KT_MEMORY)
+  T(ops, OPS, KT_OPS) T(markers, MARKERS, KT_MARKERS) T(memory, MEMORY, KT_MEMORY)
 // clang-format on
 
 #define KT_ENUM_ENTRY(col, type) col,
@@ -52,7 +55,8 @@ namespace kernels { enum : int { KT_KERNELS(KT_ENUM_ENTRY) kCount }; }
 namespace copy { enum : int { KT_COPY(KT_ENUM_ENTRY) kCount }; }
 namespace runtime { enum : int { KT_RUNTIME(KT_ENUM_ENTRY) kCount }; }
 namespace sync { enum : int { KT_SYNC(KT_ENUM_ENTRY) kCount }; }
-namespace host { enum : int { KT_HOST(KT_ENUM_ENTRY) kCount }; }
+namespace ops { enum : int { KT_OPS(KT_ENUM_ENTRY) kCount }; }
+namespace markers { enum : int { KT_MARKERS(KT_ENUM_ENTRY) kCount }; }
 namespace memory { enum : int { KT_MEMORY(KT_ENUM_ENTRY) kCount }; }
 }  // namespace kcol
 #undef KT_ENUM_ENTRY

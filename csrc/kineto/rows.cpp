@@ -59,6 +59,11 @@ void Parser::dispatch() {
   if (e.cat.kind == Str::kBad) decline("a category that is a list or object");
   int route = e.cat.kind == Str::kString ? route_of(e.cat) : kNoRoute;
   if (route == kNoRoute) return;
+  // An op range named ProfilerStep#... is a marker (and a step): Python checks the name
+  // in full (^ProfilerStep#(\d+)$) and declines the file if one here does not match.
+  if (route == OPS && e.name.kind == Str::kString && e.name.n >= 13 &&
+      std::memcmp(e.name.s, "ProfilerStep#", 13) == 0)
+    route = MARKERS;
   KTable& t = tables_[route];
   auto i64 = [&](size_t r, int col, const IntVal& v) {
     int64_t x = val(v, ok);
@@ -138,8 +143,8 @@ void Parser::dispatch() {
       t.set_i32(k::sync_kind, r, text ? str_code(kind) : 0, text);
       return;
     }
-    case HOST: {
-      namespace k = kcol::host;
+    case OPS: {
+      namespace k = kcol::ops;
       size_t r = t.begin_row();
       t.set_i64(k::start_ns, r, start, true);
       t.set_i64(k::end_ns, r, end, true);
@@ -154,7 +159,19 @@ void Parser::dispatch() {
       t.set_i32(k::input_dtypes, r, types ? dict_.intern(types_.data(), types_.size()) : 0,
                 types);
       i64(r, k::flops, arg(kFlops));
-      i32(r, k::device_id, arg_or(kDevice, e.pid));  // markers on the GPU: args.get("device", pid)
+      return;
+    }
+    case MARKERS: {
+      namespace k = kcol::markers;
+      size_t r = t.begin_row();
+      t.set_i64(k::start_ns, r, start, true);
+      t.set_i64(k::end_ns, r, end, true);
+      i32(r, k::pid, e.pid);
+      i64(r, k::tid, e.tid);
+      t.set_i64(k::external_id, r, ext, ext_ok);
+      code(r, k::name, name_code());
+      code(r, k::category, str_code(e.cat));
+      i32(r, k::device_id, arg_or(kDevice, e.pid));  // GPU annotations: args.get("device", pid)
       return;
     }
     default: return;

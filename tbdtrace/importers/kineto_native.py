@@ -6,7 +6,7 @@ event's fields to typed staging columns and interns strings into one dictionary.
 memory is set by the rows, not the file: the parser holds one piece plus one event of
 JSON. This module then turns the staging columns into the tables of
 :mod:`tbdtrace.importers.kineto` without a Python object per row: each file's time base
-and rank are applied to its rows, host ranges are split into ops, markers and steps, and
+and rank are applied to its rows, steps are found among the markers, and
 names are mapped to enums once per distinct string. The result equals the Python path's
 (``tests/importers/test_kineto_native.py`` checks it on every fixture).
 
@@ -44,14 +44,23 @@ PIECE_BYTES = 1 << 20  # most decompressed bytes handed to the parser at a time
 PREFETCH_PIECES = 2  # pieces decompressed ahead of the parser
 
 # Category -> staging table of "X" events (the Route enum of csrc/kineto/columns.h).
-_ROUTE_IDS = {"kernels": 0, "memcpy": 1, "memset": 2, "runtime": 3, "sync": 4, "host": 5}
+_ROUTE_IDS = {
+    "kernels": 0,
+    "memcpy": 1,
+    "memset": 2,
+    "runtime": 3,
+    "sync": 4,
+    "ops": 5,
+    "markers": 6,
+}
 ROUTES = sorted(
     [(c, _ROUTE_IDS["kernels"]) for c in kineto.KERNEL_CATS]
     + [(c, _ROUTE_IDS["memcpy"]) for c in kineto.MEMCPY_CATS]
     + [(c, _ROUTE_IDS["memset"]) for c in kineto.MEMSET_CATS]
     + [(c, _ROUTE_IDS["runtime"]) for c in kineto.RUNTIME_CATS | kineto.DRIVER_CATS]
     + [(c, _ROUTE_IDS["sync"]) for c in kineto.SYNC_CATS]
-    + [(c, _ROUTE_IDS["host"]) for c in kineto.OP_CATS | kineto.ANNOTATION_CATS]
+    + [(c, _ROUTE_IDS["ops"]) for c in kineto.OP_CATS]
+    + [(c, _ROUTE_IDS["markers"]) for c in kineto.ANNOTATION_CATS]
 )
 
 
@@ -86,7 +95,7 @@ def import_files(files: list[Path]) -> tuple[dict[str, dict[str, pa.Array]], dic
     staging = Staging(parser.take(), segments)
     try:
         tables = assemble(staging)
-    except OverflowError as e:
+    except (OverflowError, ValueError) as e:  # what the Python path does differently
         raise Declined(str(e)) from e
     devices = imp.t["devices"]
     if len(devices):

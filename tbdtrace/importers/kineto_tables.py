@@ -1,12 +1,13 @@
 """The native Kineto parser's staging columns -> tbdtrace tables, without per-row objects.
 
-Staging tables (``csrc/kineto/columns.h``): kernels, memcpy, memset, runtime, sync, host
-(cpu_op / python_function / user annotations, split here into ops, markers and steps) and
-memory. Their string columns are int32 codes into one dictionary of every string the
-parser interned; here each becomes a dictionary array in order of first appearance (what
-``dictionary_encode`` gives the Python path). Rules that look at a string (memcpy and
-memset name patterns, ProfilerStep#N, sync kinds, the runtime/driver split) run once per
-distinct string and reach the rows through numpy indexing.
+Staging tables (``csrc/kineto/columns.h``): kernels, memcpy, memset, runtime, sync, ops
+(cpu_op / python_function ranges), markers (annotations, and op ranges named
+ProfilerStep#..., which also give the steps) and memory. Their string columns are int32
+codes into one dictionary of every string the parser interned; here each becomes a
+dictionary array in order of first appearance (what ``dictionary_encode`` gives the Python
+path). Rules that look at a string (memcpy and memset name patterns, ProfilerStep#N, sync
+kinds, the runtime/driver split) run once per distinct string and reach the rows through
+numpy indexing. ops and markers keep the parser's buffers (no copy).
 """
 
 from __future__ import annotations
@@ -152,11 +153,12 @@ def assemble(s: Staging) -> dict[str, dict[str, pa.Array]]:
         ("runtime", _runtime),
         ("sync", _sync),
         ("memory", _memory),
+        ("ops", _ops),
     ):
         if s.rows(table):
             built[table] = build(s)
-    if s.rows("host"):
-        built.update(_host(s))
+    if s.rows("markers"):
+        built.update(_markers(s))
     out = {}
     for table in ORDER:
         cols = built.get(table)
@@ -290,70 +292,56 @@ def _memory(s: Staging) -> dict[str, pa.Array]:
     }
 
 
-def _host(s: Staging) -> dict[str, dict[str, pa.Array]]:
-    """cpu_op / python_function / annotation ranges -> ops, markers and steps
+def _ops(s: Staging) -> dict[str, pa.Array]:
+    t = "ops"
+    cols = {c: s.col(t, c) for c in ("pid", "tid", "external_id", "sequence_number", "flops")}
+    strs = {c: s.strs(t, c) for c in ("name", "category", "input_shapes", "input_dtypes")}
+    return {
+        "start_ns": s.times(t, "start_ns"),
+        "end_ns": s.times(t, "end_ns"),
+        "rank": s.ranks(t),
+        **cols,
+        **strs,
+    }
+
+
+def _markers(s: Staging) -> dict[str, dict[str, pa.Array]]:
+    """Annotation ranges and ProfilerStep#N ranges -> markers, and steps
     (KinetoImporter._host_range)."""
-    t = "host"
+    t = "markers"
     name_ids, names = s.distinct(t, "name")
     cat_ids, cats = s.distinct(t, "category")
     steps = [kineto._STEP_RE.match(n) for n in names]
-    step_num = [int(m.group(1)) if m else None for m in steps]
     is_step = np.array([m is not None for m in steps], bool)[name_ids]
-    on_gpu = np.array([c == "gpu_user_annotation" for c in cats], bool)[cat_ids]
     annot = np.array([c in kineto.ANNOTATION_CATS for c in cats], bool)[cat_ids]
-    is_marker = annot | is_step
-    step_mask = is_step & ~on_gpu
-    keep = {
-        "ops": bool_array(~is_marker),
-        "markers": bool_array(is_marker),
-        "steps": bool_array(step_mask),
+    if not (annot | is_step).all():
+        # The parser routed an op named "ProfilerStep#..." here by its prefix; the Python
+        # path keeps it an op when the rest of the name is not a step number.
+        raise ValueError("an op named ProfilerStep# without a step number")
+    on_gpu = np.array([c == "gpu_user_annotation" for c in cats], bool)[cat_ids]
+    n = len(on_gpu)
+    dev = pc.if_else(bool_array(on_gpu), s.col(t, "device_id"), pa.nulls(n, pa.int32()))
+    markers = {
+        "start_ns": s.times(t, "start_ns"),
+        "end_ns": s.times(t, "end_ns"),
+        "pid": s.col(t, "pid"),
+        "tid": s.col(t, "tid"),
+        "rank": s.ranks(t),
+        "device_id": dev,
+        "name": s.strs(t, "name"),
+        "domain": s.strs(t, "category"),
+        "kind": constant(n, "range"),
+        "marker_id": s.col(t, "external_id"),
     }
-    out: dict[str, dict[str, pa.Array]] = {"ops": {}, "markers": {}, "steps": {}}
-
-    def split(col: str, arr: pa.Array, targets: dict[str, str]) -> None:
-        """Rows of one column to each table that takes it; the staging column is then
-        dropped, so the peak holds one column twice, not the whole table."""
-        for table, name in targets.items():
-            out[table][name] = arr.filter(keep[table])
-        s.cols[t].pop(col, None)
-
-    every = {"ops": "", "markers": "", "steps": ""}
-    for col in ("start_ns", "end_ns"):
-        split(col, s.times(t, col), {k: col for k in every})
-    split("pid", s.col(t, "pid"), {k: "pid" for k in every})
-    split("rank", s.ranks(t), {k: "rank" for k in every})
-    split("tid", s.col(t, "tid"), {"ops": "tid", "markers": "tid"})
-    split("external_id", s.col(t, "external_id"), {"ops": "external_id", "markers": "marker_id"})
-    for col in ("sequence_number", "flops"):
-        split(col, s.col(t, col), {"ops": col})
-    gpu = bool_array(on_gpu)
-    dev = pc.if_else(gpu, s.col(t, "device_id"), pa.nulls(len(on_gpu), pa.int32()))
-    split("device_id", dev, {"markers": "device_id"})
-    for col, targets in (
-        ("name", {"ops": "name", "markers": "name"}),
-        ("category", {"ops": "category", "markers": "domain"}),
-        ("input_shapes", {"ops": "input_shapes"}),
-        ("input_dtypes", {"ops": "input_dtypes"}),
-    ):
-        codes = s.col(t, col)
-        for table, name in targets.items():
-            sub = codes.filter(keep[table])
-            bits, data = sub.buffers()
-            values = np.frombuffer(data, np.int32, count=len(sub))
-            valid = np.frombuffer(bits, np.uint8) if sub.null_count else None
-            out[table][name] = dictionary(values, valid, sub.null_count, s.strings)
-        del codes
-        s.cols[t].pop(col)
-    ops, markers = out["ops"], out["markers"]
-    markers["kind"] = constant(int(is_marker.sum()), "range")
-
+    step_mask = is_step & ~on_gpu
+    keep = bool_array(step_mask)
+    step_cols = {c: markers[c].filter(keep) for c in ("start_ns", "end_ns", "pid", "rank")}
     lo, hi = _I64_MIN, _I64_MAX
-    nums = [x if x is not None and lo <= x <= hi else None for x in step_num]
+    nums = [int(m.group(1)) if m else None for m in steps]
+    nums = [x if x is not None and lo <= x <= hi else None for x in nums]
     step_vals = np.array([x if x is not None else 0 for x in nums], np.int64)
     step_null = np.array([x is None for x in nums], bool)
     per_row = step_vals[name_ids][step_mask]
-    null_rows = step_null[name_ids][step_mask]
-    step_cols = out["steps"]
-    step_cols["step"] = int_array(per_row, pa.int64(), null_rows)
+    step_cols["step"] = int_array(per_row, pa.int64(), step_null[name_ids][step_mask])
     step_cols["source"] = constant(len(per_row), "profiler_step")
-    return {"ops": ops, "markers": markers, "steps": step_cols}
+    return {"markers": markers, "steps": step_cols}

@@ -249,6 +249,15 @@ def test_declined_file_is_read_by_the_python_path(tmp_path: Path) -> None:
     assert_same(kineto.import_files([p]), kineto.import_files([p], parser="python"))
 
 
+def test_op_named_like_a_step_without_a_number_stays_an_op(tmp_path: Path) -> None:
+    events = [*EVENTS[:3], '{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#x", "ts": 5}']
+    p = write(tmp_path, "t.json", doc_text(events))
+    with pytest.raises(kineto_native.Declined):
+        kineto.import_files([p], parser="native")
+    tables, _ = kineto.import_files([p])
+    assert tables["ops"]["name"].to_pylist() == ["ProfilerStep#x"] and "markers" not in tables
+
+
 def test_integers_beyond_the_column_type_are_null(tmp_path: Path) -> None:
     tables, _ = kineto.import_files([write(tmp_path, "t.json", doc_text())], parser="native")
     k = tables["kernels"]
