@@ -23,6 +23,9 @@
 
 namespace tbdtrace::kineto {
 
+// The 8-byte digit and key tricks below read little-endian words.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian targets only");
+
 struct NeedMore {};
 struct ParseError {
   const char* msg;
