@@ -96,6 +96,11 @@ struct Num {
   int64_t exp = 0;  // clamped to +-1e9
 };
 
+inline bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+// Consumes the literal text `s` (true, null, NaN, ...) or fails.
+void literal(Cur& c, const char* s);
+bool digits_all_zero(const char* b, const char* e);
+
 // Lexes a number or NaN/Infinity/-Infinity at c.p.
 void lex_number(Cur& c, Num& n);
 
