@@ -51,9 +51,42 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+# Commands that analyze traces in this process: they get the allocator settings below.
+ANALYSIS_COMMANDS = ("report", "hotspots", "diff", "sql", "info", "import")
+
+
+def keep_freed_memory() -> None:
+    """Make this process reuse the memory it frees instead of handing it back.
+
+    An analysis allocates and frees many column-sized arrays (80 MB per 10M rows). By
+    default glibc maps each one fresh and unmaps it on free, and Arrow's allocator purges
+    freed pages, so every new array is zero-filled again by the kernel: on a 10M-kernel
+    report that page zeroing cost more system time than the analysis itself took user
+    time (bench/README.md). Here large blocks come from glibc's heap and stay there
+    (M_MMAP_MAX 0, M_TRIM_THRESHOLD at its maximum), and Arrow allocates through glibc
+    too. Only the CLI does this, for analysis commands; a library user's process is left
+    alone. Without glibc (no mallopt) it does nothing.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_max = -1, -4  # malloc.h
+    if mallopt(m_mmap_max, 0) and mallopt(m_trim_threshold, 2**31 - 1):
+        import pyarrow as pa
+
+        pa.set_memory_pool(pa.system_memory_pool())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     first = next((a for a in argv if not a.startswith("-")), None)
+    if first in ANALYSIS_COMMANDS:
+        keep_freed_memory()
     known = {c.rstrip("_") for c in COMMANDS}
     parser = build_parser(first if first in known else None)
     args = parser.parse_args(argv)

@@ -13,7 +13,8 @@ Conventions:
 * strings are dictionary-encoded (``dictionary<int32, string>``);
 * a missing value is an Arrow null, never a sentinel.
 
-Storage: event tables are written in time order (``start_ns``, else ``ts_ns``; stable),
+Storage: event tables are written in time order (``start_ns`` then ``end_ns`` descending,
+so a range precedes the ranges it contains; else ``ts_ns``; stable),
 and some int64 columns are stored encoded (``Column.encoding``): ``delta`` keeps the
 difference from the previous row (the first row holds its value), ``minus_start_ns`` keeps
 ``end_ns - start_ns``. The file's field is then named ``<column>.<encoding>``; readers
@@ -419,10 +420,12 @@ def render_markdown() -> str:
         "int64 nanoseconds since the Unix epoch on the trace clock; strings are",
         "dictionary-encoded; missing values are nulls.",
         "",
-        "Storage: rows of tables with a `start_ns` (else `ts_ns`) column are written in that",
-        "column's order (stable). Columns with an encoding in the `stored as` column are",
-        "kept in the file under the field name `<column>.<encoding>`: `delta` holds the",
-        "difference from the previous row (the first row holds the value; nulls hold 0),",
+        "Storage: rows of tables with a `start_ns` column are written by `start_ns`, then",
+        "`end_ns` descending (an enclosing range before the ranges it contains); rows of",
+        "tables with a `ts_ns` column by `ts_ns`; both stable. A column with an encoding in",
+        "the `stored as` column is kept under the field name `<column>.<encoding>`:",
+        "`delta` holds the difference from the previous row (the first row holds the",
+        "value; nulls hold 0),",
         "`minus_start_ns` holds `end_ns - start_ns`. `tbdtrace.open` decodes them, so every",
         "API and `tbdtrace sql` see plain columns; a reader of the raw Arrow files decodes",
         "with a cumulative sum (int64, wrapping) and an add. Version 1 files, which have no",

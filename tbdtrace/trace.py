@@ -399,13 +399,26 @@ def write(
     return out
 
 
+def _ordered(s: np.ndarray, e: np.ndarray) -> bool:
+    """True when rows are by start ascending, then end descending."""
+    ds = s[1:] - s[:-1]
+    return bool((ds >= 0).all() and ((ds > 0) | (e[1:] <= e[:-1])).all())
+
+
 def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
     """``tbl`` as it is kept on disk: in time order, encoded columns under their field
     names (see the schema's storage notes)."""
     tc = decl.time_column
     if tc is not None and tbl.num_rows > 1:
         t = np.asarray(pc.fill_null(tbl.column(tc), 0).to_numpy(), dtype=np.int64)
-        if not (t[1:] >= t[:-1]).all():
+        if tc == "start_ns":
+            # Ranges: by start, then the longer first, so enclosing ranges precede the
+            # ranges they contain (what interval searches over nested ranges want).
+            e = np.asarray(pc.fill_null(tbl.column("end_ns"), 0).to_numpy(), dtype=np.int64)
+            if not _ordered(t, e):
+                keys = [("start_ns", "ascending"), ("end_ns", "descending")]
+                tbl = tbl.take(pc.sort_indices(tbl, keys))  # stable
+        elif not (t[1:] >= t[:-1]).all():
             tbl = tbl.take(pc.sort_indices(tbl, [(tc, "ascending")]))  # stable
     tbl = tbl.combine_chunks()
     start = (

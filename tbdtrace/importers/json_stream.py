@@ -73,9 +73,10 @@ class _Reader:
         try:
             raw = self.f.read(CHUNK_CHARS)
         except (OSError, EOFError) as e:
-            raise TraceError(f"{self.path}: gzip data is truncated or corrupt ({e}); "
-                             "re-export the trace") from e
-        self.buf = self.buf[self.pos:] + self.dec.decode(raw, final=not raw)
+            raise TraceError(
+                f"{self.path}: gzip data is truncated or corrupt ({e}); re-export the trace"
+            ) from e
+        self.buf = self.buf[self.pos :] + self.dec.decode(raw, final=not raw)
         self.pos = 0
         self.eof = not raw
         return True
@@ -157,11 +158,11 @@ def header(path: str | Path) -> dict[str, Any]:
         while True:
             i = r.buf.find(_KEY, r.pos)
             if i >= 0:
-                pre.append(r.buf[r.pos:i])
+                pre.append(r.buf[r.pos : i])
                 r.pos = i + len(_KEY)
                 break
             keep = max(0, len(r.buf) - len(_KEY))
-            pre.append(r.buf[r.pos:keep])
+            pre.append(r.buf[r.pos : keep])
             r.pos = keep
             if not r.more():
                 return {}
@@ -174,7 +175,7 @@ def header(path: str | Path) -> dict[str, Any]:
         r.pos += 1  # ']'
         rest: list[str] = []
         while True:
-            rest.append(r.buf[r.pos:])
+            rest.append(r.buf[r.pos :])
             r.pos = len(r.buf)
             if not r.more():
                 break

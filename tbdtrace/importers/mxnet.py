@@ -35,7 +35,8 @@ _ASYNC_API = "MXNET_C_API"
 def sniff(head: bytes) -> bool:
     """Chrome-trace JSON with MXNet's categories or process names."""
     return b'"traceEvents"' in head and (
-        b'"MXNET_C_API"' in head or b'"Device Storage"' in head
+        b'"MXNET_C_API"' in head
+        or b'"Device Storage"' in head
         or (b'"cat": "operator"' in head and b'"cpu/0"' in head)
     )
 
@@ -54,9 +55,11 @@ class _Importer:
         events = doc.get("traceEvents") if isinstance(doc, dict) else None
         if not isinstance(events, list):
             raise TraceError(f"{path}: no traceEvents list; this is not an MXNet profile")
-        procs = {e.get("pid"): str((e.get("args") or {}).get("name", "")) for e in events
-                 if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") ==
-                 "process_name"}
+        procs = {
+            e.get("pid"): str((e.get("args") or {}).get("name", ""))
+            for e in events
+            if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"
+        }
         open_: dict[tuple[Any, ...], list[int]] = defaultdict(list)
         unmatched = 0
         for e in events:
@@ -81,27 +84,58 @@ class _Importer:
                     self._marker(name, start, end, e, rank, _ASYNC_API)
             elif ph == "X":
                 start = us_to_ns(e["ts"])
-                self._marker(name, start, start + us_to_ns(e.get("dur", 0)), e, rank,
-                             str(cat) if cat is not None else None)
+                self._marker(
+                    name,
+                    start,
+                    start + us_to_ns(e.get("dur", 0)),
+                    e,
+                    rank,
+                    str(cat) if cat is not None else None,
+                )
         unmatched += sum(len(v) for v in open_.values())
-        return {"file": str(path), "processes": sorted(set(procs.values())),
-                "unmatched_begin_end": unmatched}
+        return {
+            "file": str(path),
+            "processes": sorted(set(procs.values())),
+            "unmatched_begin_end": unmatched,
+        }
 
-    def _op(self, name: str, start: int, end: int, proc: str, e: dict[str, Any],
-            rank: int | None) -> None:
+    def _op(
+        self, name: str, start: int, end: int, proc: str, e: dict[str, Any], rank: int | None
+    ) -> None:
         tid = _ids(e.get("tid"))
-        self.t["ops"].append(start_ns=start, end_ns=end, tid=tid, rank=rank, name=name,
-                             category="operator")
+        self.t["ops"].append(
+            start_ns=start, end_ns=end, tid=tid, rank=rank, name=name, category="operator"
+        )
         if proc.startswith("cpu/"):
             dev = proc.split("/", 1)[1]
-            self.t["kernels"].append(start_ns=start, end_ns=end, tid=tid, rank=rank,
-                                     name=name, device_type="cpu",
-                                     device_id=int(dev) if dev.isdigit() else 0)
+            self.t["kernels"].append(
+                start_ns=start,
+                end_ns=end,
+                tid=tid,
+                rank=rank,
+                name=name,
+                device_type="cpu",
+                device_id=int(dev) if dev.isdigit() else 0,
+            )
 
-    def _marker(self, name: str, start: int, end: int, e: dict[str, Any], rank: int | None,
-                domain: str | None) -> None:
-        self.t["markers"].append(start_ns=start, end_ns=end, tid=_ids(e.get("tid")),
-                                 rank=rank, name=name, domain=domain, kind="range")
+    def _marker(
+        self,
+        name: str,
+        start: int,
+        end: int,
+        e: dict[str, Any],
+        rank: int | None,
+        domain: str | None,
+    ) -> None:
+        self.t["markers"].append(
+            start_ns=start,
+            end_ns=end,
+            tid=_ids(e.get("tid")),
+            rank=rank,
+            name=name,
+            domain=domain,
+            kind="range",
+        )
 
 
 def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, Any]]:

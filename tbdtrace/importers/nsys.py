@@ -22,10 +22,28 @@ from typing import Any
 from tbdtrace.errors import TraceError
 from tbdtrace.importers.columns import TableBuilder
 
-MEMCPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
-                8: "DtoD", 9: "HtoH", 10: "PtoP"}
-MEMORY_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array",
-                5: "managed", 6: "device_static", 7: "managed"}
+MEMCPY_KINDS = {
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+}
+MEMORY_KINDS = {
+    0: "unknown",
+    1: "pageable",
+    2: "pinned",
+    3: "device",
+    4: "array",
+    5: "managed",
+    6: "device_static",
+    7: "managed",
+}
 NVTX_MARK, NVTX_PUSHPOP, NVTX_STARTEND = 34, 59, 60
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -74,9 +92,14 @@ class _Reader:
 
     def common(self, r: dict[str, Any]) -> dict[str, Any]:
         return dict(
-            start_ns=r["start"], end_ns=r["end"], device_id=r.get("deviceId"),
-            device_type="cuda", stream_id=r.get("streamId"), context_id=r.get("contextId"),
-            correlation_id=r.get("correlationId"), pid=pid_of(r.get("globalPid")),
+            start_ns=r["start"],
+            end_ns=r["end"],
+            device_id=r.get("deviceId"),
+            device_type="cuda",
+            stream_id=r.get("streamId"),
+            context_id=r.get("contextId"),
+            correlation_id=r.get("correlationId"),
+            pid=pid_of(r.get("globalPid")),
             rank=self.rank,
         )
 
@@ -84,9 +107,15 @@ class _Reader:
         for r in self.each("CUPTI_ACTIVITY_KIND_KERNEL"):
             name = r.get("demangledName", r.get("shortName"))
             b.append(
-                **self.common(r), name=self.s(name), mangled_name=self.s(r.get("mangledName")),
-                grid_x=r.get("gridX"), grid_y=r.get("gridY"), grid_z=r.get("gridZ"),
-                block_x=r.get("blockX"), block_y=r.get("blockY"), block_z=r.get("blockZ"),
+                **self.common(r),
+                name=self.s(name),
+                mangled_name=self.s(r.get("mangledName")),
+                grid_x=r.get("gridX"),
+                grid_y=r.get("gridY"),
+                grid_z=r.get("gridZ"),
+                block_x=r.get("blockX"),
+                block_y=r.get("blockY"),
+                block_z=r.get("blockZ"),
                 registers_per_thread=r.get("registersPerThread"),
                 static_shared_bytes=r.get("staticSharedMemory"),
                 dynamic_shared_bytes=r.get("dynamicSharedMemory"),
@@ -96,17 +125,21 @@ class _Reader:
     def memcpy(self, b: TableBuilder) -> None:
         for r in self.each("CUPTI_ACTIVITY_KIND_MEMCPY"):
             b.append(
-                **self.common(r), bytes=r["bytes"],
+                **self.common(r),
+                bytes=r["bytes"],
                 copy_kind=MEMCPY_KINDS.get(r.get("copyKind") or 0),
                 src_kind=MEMORY_KINDS.get(r.get("srcKind") or 0, "unknown"),
                 dst_kind=MEMORY_KINDS.get(r.get("dstKind") or 0, "unknown"),
-                src_device_id=r.get("srcDeviceId"), dst_device_id=r.get("dstDeviceId"),
+                src_device_id=r.get("srcDeviceId"),
+                dst_device_id=r.get("dstDeviceId"),
             )
 
     def memset(self, b: TableBuilder) -> None:
         for r in self.each("CUPTI_ACTIVITY_KIND_MEMSET"):
             b.append(
-                **self.common(r), bytes=r["bytes"], value=r.get("value"),
+                **self.common(r),
+                bytes=r["bytes"],
+                value=r.get("value"),
                 memory_kind=MEMORY_KINDS.get(r.get("memKind") or 0, "unknown"),
             )
 
@@ -114,9 +147,14 @@ class _Reader:
         for r in self.each("CUPTI_ACTIVITY_KIND_RUNTIME"):
             gt = r.get("globalTid")
             b.append(
-                start_ns=r["start"], end_ns=r["end"], pid=pid_of(gt), tid=tid_of(gt),
-                rank=self.rank, correlation_id=r.get("correlationId"),
-                name=self.s(r.get("nameId")), api="runtime",
+                start_ns=r["start"],
+                end_ns=r["end"],
+                pid=pid_of(gt),
+                tid=tid_of(gt),
+                rank=self.rank,
+                correlation_id=r.get("correlationId"),
+                name=self.s(r.get("nameId")),
+                api="runtime",
             )
 
     def nvtx(self, markers: TableBuilder) -> None:
@@ -131,10 +169,15 @@ class _Reader:
             end = r.get("end")
             mark = et == NVTX_MARK or end is None
             markers.append(
-                start_ns=r["start"], end_ns=r["start"] if mark else end, pid=pid_of(gt),
-                tid=tid_of(gt), rank=self.rank, name=text if text is not None else "",
+                start_ns=r["start"],
+                end_ns=r["start"] if mark else end,
+                pid=pid_of(gt),
+                tid=tid_of(gt),
+                rank=self.rank,
+                name=text if text is not None else "",
                 domain=str(r["domainId"]) if r.get("domainId") is not None else None,
-                kind="mark" if mark else "range", marker_id=r.get("rangeId"),
+                kind="mark" if mark else "range",
+                marker_id=r.get("rangeId"),
             )
 
     def devices(self, b: TableBuilder) -> list[dict[str, Any]]:
@@ -148,8 +191,11 @@ class _Reader:
             clock = r.get("clockRate")
             bw = r.get("memoryBandwidth")
             b.append(
-                device_id=r.get("id", i), device_type="cuda", rank=self.rank,
-                name=str(r.get("name", "unknown")), sm_count=r.get("smCount"),
+                device_id=r.get("id", i),
+                device_type="cuda",
+                rank=self.rank,
+                name=str(r.get("name", "unknown")),
+                sm_count=r.get("smCount"),
                 compute_capability_major=r.get("computeMajor"),
                 compute_capability_minor=r.get("computeMinor"),
                 core_clock_khz=int(clock) // 1000 if clock is not None else None,
@@ -160,8 +206,13 @@ class _Reader:
         return out
 
 
-_CUPTI_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                 "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS")
+_CUPTI_TABLES = (
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "NVTX_EVENTS",
+)
 
 
 def _open(path: Path) -> sqlite3.Connection:
@@ -186,8 +237,9 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
     (ns on the nsys session clock).
     """
     files = [Path(p) for p in paths]
-    t = {n: TableBuilder(n) for n in ("kernels", "memcpy", "memset", "runtime", "markers",
-                                       "devices")}
+    t = {
+        n: TableBuilder(n) for n in ("kernels", "memcpy", "memset", "runtime", "markers", "devices")
+    }
     devices: list[dict[str, Any]] = []
     for i, p in enumerate(files):
         db = _open(p)
@@ -200,13 +252,16 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
             rd.nvtx(t["markers"])
             devices += rd.devices(t["devices"])
         except (sqlite3.DatabaseError, KeyError) as e:
-            raise TraceError(f"{p}: unexpected Nsight Systems table layout ({e}); "
-                             "report the nsys version that wrote it") from e
+            raise TraceError(
+                f"{p}: unexpected Nsight Systems table layout ({e}); "
+                "report the nsys version that wrote it"
+            ) from e
         finally:
             db.close()
     tables = {n: b.columns() for n, b in t.items() if len(b)}
-    starts = [min(b.column_values("start_ns")) for b in t.values()
-              if len(b) and "start_ns" in b.names]
+    starts = [
+        min(b.column_values("start_ns")) for b in t.values() if len(b) and "start_ns" in b.names
+    ]
     meta = {
         "source": "nsys",
         "source_files": [str(p) for p in files],

@@ -68,8 +68,9 @@ def _xplane_pb2(path: Path) -> Any:
         return sys.modules[_PB2]
     spec = importlib.util.find_spec("tensorflow")
     if spec is None or not spec.submodule_search_locations:
-        raise TraceError(f"{path}: reading .xplane.pb needs tensorflow installed; "
-                         "pip install tensorflow-cpu")
+        raise TraceError(
+            f"{path}: reading .xplane.pb needs tensorflow installed; pip install tensorflow-cpu"
+        )
     f = Path(list(spec.submodule_search_locations)[0], "tsl/profiler/protobuf/xplane_pb2.py")
     mspec = importlib.util.spec_from_file_location(_PB2, f)
     if mspec is None or mspec.loader is None or not f.exists():
@@ -85,8 +86,9 @@ def _xspace(path: Path) -> Any:
     try:
         xs.ParseFromString(path.read_bytes())
     except Exception as e:  # noqa: BLE001 (protobuf raises DecodeError and others)
-        raise TraceError(f"{path}: not a readable XSpace protobuf ({e}); "
-                         "re-capture the profile") from e
+        raise TraceError(
+            f"{path}: not a readable XSpace protobuf ({e}); re-capture the profile"
+        ) from e
     return xs
 
 
@@ -103,20 +105,46 @@ class _Tables:
     def __init__(self) -> None:
         self.t = {n: TableBuilder(n) for n in ("ops", "kernels", "markers", "steps")}
 
-    def add(self, name: str, start: int, end: int, pid: int | None, tid: int,
-            rank: int | None, step: int | None, line: str) -> None:
+    def add(
+        self,
+        name: str,
+        start: int,
+        end: int,
+        pid: int | None,
+        tid: int,
+        rank: int | None,
+        step: int | None,
+        line: str,
+    ) -> None:
         if is_op(name):
-            self.t["ops"].append(start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank,
-                                 name=name, category="tf_op")
-            self.t["kernels"].append(start_ns=start, end_ns=end, device_id=0,
-                                     device_type="cpu", pid=pid, tid=tid, rank=rank,
-                                     name=name)
+            self.t["ops"].append(
+                start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank, name=name, category="tf_op"
+            )
+            self.t["kernels"].append(
+                start_ns=start,
+                end_ns=end,
+                device_id=0,
+                device_type="cpu",
+                pid=pid,
+                tid=tid,
+                rank=rank,
+                name=name,
+            )
             return
-        self.t["markers"].append(start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank,
-                                 name=name, domain="tf_traceme", kind="range")
+        self.t["markers"].append(
+            start_ns=start,
+            end_ns=end,
+            pid=pid,
+            tid=tid,
+            rank=rank,
+            name=name,
+            domain="tf_traceme",
+            kind="range",
+        )
         if step is not None:
-            self.t["steps"].append(step=step, start_ns=start, end_ns=end, pid=pid,
-                                   rank=rank, source="tf_trace")
+            self.t["steps"].append(
+                step=step, start_ns=start, end_ns=end, pid=pid, rank=rank, source="tf_trace"
+            )
 
 
 def _add_xplane(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
@@ -124,8 +152,10 @@ def _add_xplane(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
     base = _start_time(xs)
     host = [p for p in xs.planes if p.name == HOST_PLANE]
     if not host:
-        raise TraceError(f"{path}: XSpace without a {HOST_PLANE} plane; "
-                         "re-capture with tf.profiler.experimental.start/stop")
+        raise TraceError(
+            f"{path}: XSpace without a {HOST_PLANE} plane; "
+            "re-capture with tf.profiler.experimental.start/stop"
+        )
     n = 0
     for plane in host:
         step_ids = {k for k, v in plane.stat_metadata.items() if v.name == "step_num"}
@@ -134,13 +164,27 @@ def _add_xplane(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
             for ev in line.events:
                 md = plane.event_metadata[ev.metadata_id]
                 start = t0 + ev.offset_ps // 1000
-                step = next((int(s.int64_value) for s in ev.stats
-                             if s.metadata_id in step_ids), None)
-                out.add(md.name, start, start + ev.duration_ps // 1000, None, line.id,
-                        rank, step, line.name)
+                step = next(
+                    (int(s.int64_value) for s in ev.stats if s.metadata_id in step_ids), None
+                )
+                out.add(
+                    md.name,
+                    start,
+                    start + ev.duration_ps // 1000,
+                    None,
+                    line.id,
+                    rank,
+                    step,
+                    line.name,
+                )
                 n += 1
-    return {"file": str(path), "format": "xplane", "profile_start_time_ns": base,
-            "events": n, "hostnames": list(xs.hostnames)}
+    return {
+        "file": str(path),
+        "format": "xplane",
+        "profile_start_time_ns": base,
+        "events": n,
+        "hostnames": list(xs.hostnames),
+    }
 
 
 def _add_trace_viewer(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
@@ -150,10 +194,15 @@ def _add_trace_viewer(path: Path, out: _Tables, rank: int | None) -> dict[str, A
     try:
         doc = json.loads(raw.decode("utf-8", errors="replace"), parse_float=str)
     except json.JSONDecodeError as err:
-        raise TraceError(f"{path}: invalid JSON at line {err.lineno} ({err.msg}); "
-                         "re-export the trace viewer data") from err
-    procs = {e.get("pid"): str(e.get("args", {}).get("name", "")) for e in doc["traceEvents"]
-             if e.get("ph") == "M" and e.get("name") == "process_name"}
+        raise TraceError(
+            f"{path}: invalid JSON at line {err.lineno} ({err.msg}); "
+            "re-export the trace viewer data"
+        ) from err
+    procs = {
+        e.get("pid"): str(e.get("args", {}).get("name", ""))
+        for e in doc["traceEvents"]
+        if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
     n = 0
     for e in doc["traceEvents"]:
         if e.get("ph") != "X" or not procs.get(e.get("pid"), "").endswith(HOST_PLANE):
@@ -163,11 +212,23 @@ def _add_trace_viewer(path: Path, out: _Tables, rank: int | None) -> dict[str, A
         args = e.get("args") or {}
         step = args.get("step_num")
         # The viewer shows the op type as the name and the full "op:Type" as long_name.
-        out.add(str(args.get("long_name", e["name"])), start, start + dur, None,
-                int(e.get("tid", 0)), rank, int(step) if step is not None else None, "")
+        out.add(
+            str(args.get("long_name", e["name"])),
+            start,
+            start + dur,
+            None,
+            int(e.get("tid", 0)),
+            rank,
+            int(step) if step is not None else None,
+            "",
+        )
         n += 1
-    return {"file": str(path), "format": "trace_viewer", "events": n,
-            "note": "times relative to the profile start"}
+    return {
+        "file": str(path),
+        "format": "trace_viewer",
+        "events": n,
+        "note": "times relative to the profile start",
+    }
 
 
 def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, Any]]:

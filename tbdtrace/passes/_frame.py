@@ -53,6 +53,10 @@ def codes(trace: Trace, table: str, column: str) -> tuple[I64, list[str | None]]
     """A dictionary string column as (codes, labels); see ``_util.dict_codes``."""
 
     def compute() -> tuple[I64, list[str | None]]:
+        arr = trace.column(table, column)
+        if pa.types.is_dictionary(arr.type) and arr.null_count == 0:
+            # The dictionary's own int32 indices, without a copy.
+            return arr.indices.to_numpy(), arr.dictionary.to_pylist()
         c, labels = dict_codes(trace.table(table, [column]), column)
         return _ro(c), labels
 
@@ -218,8 +222,9 @@ def runtime_match(trace: Trace, table: str) -> I64:
     return trace.memo(("runtime_match", table), compute)
 
 
-def launch_times(trace: Trace, table: str, column: str = "start_ns") -> I64:
-    """``column`` (start_ns or end_ns) of each row's runtime call; -1 where none matched."""
+def launch_times(trace: Trace, table: str, column: str = "start_ns", keep: bool = True) -> I64:
+    """``column`` (start_ns or end_ns) of each row's runtime call; -1 where none matched.
+    ``keep=False``: not kept for later calls (a one-off use)."""
 
     def compute() -> I64:
         m = runtime_match(trace, table)
@@ -231,11 +236,22 @@ def launch_times(trace: Trace, table: str, column: str = "start_ns") -> I64:
             return _ro(r[m])
         return _ro(np.where(hit, r[np.where(hit, m, 0)], -1))
 
+    if not keep and ("launch_times", table, column) not in trace._memo:
+        return compute()
     return trace.memo(("launch_times", table, column), compute)
 
 
 def label_mask(trace: Trace, table: str, column: str, pred: Any) -> npt.NDArray[np.bool_]:
     """Per row, ``pred(label)`` of a dictionary column (evaluated once per label)."""
+    arr = trace.column(table, column)
+    if pa.types.is_dictionary(arr.type):
+        # Codes of the matching labels looked up in the indices: no code array is made.
+        labels = arr.dictionary.to_pylist()
+        hit = [i for i, x in enumerate(labels) if x is not None and pred(x)]
+        if not hit:
+            return np.zeros(len(arr), dtype=np.bool_)
+        mask = pc.is_in(arr.indices, value_set=pa.array(hit, arr.indices.type))
+        return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
     c, labels = codes(trace, table, column)
     lut = np.array([x is not None and bool(pred(x)) for x in labels], dtype=np.bool_)
     return lut[c] if c.size else np.zeros(0, dtype=np.bool_)

@@ -62,20 +62,79 @@ def covered_in_merged(
 def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
     """For each time ``t``, the index of the latest-starting range with start <= t <= end.
 
-    ``starts``/``ends`` describe ranges on one thread (any order); -1 where no range
-    contains the time. Vectorized: a sparse table of running maxima of ``ends`` lets every
-    query walk back from the last range starting at or before it in log2(n) steps.
+    ``starts``/``ends`` describe ranges on one thread (any order; cheapest when sorted by
+    start, then end descending, as traces store them); -1 where no range contains the
+    time. Ties on start go to the shorter (inner) range. Vectorized: from the last range
+    starting at or before t, each query walks the chain of previous ranges with a
+    greater-or-equal end (``previous_ge``) until one reaches t. Every range skipped by a
+    step ends before the range stepped from, so it cannot contain t either; the walk is as
+    long as the nesting is deep. Queries still walking after ``_MAX_STEPS`` finish in a
+    sparse-table search (:func:`_innermost_table`).
     """
     n = starts.size
     t_in = np.asarray(t, dtype=np.int64)
     if n == 0 or t_in.size == 0:
         return np.full(t_in.shape, -1, dtype=np.int64)
-    # Sorted queries make every table lookup below walk memory in order (cache-friendly).
-    q_order = np.argsort(t_in, kind="stable")
-    tt = t_in[q_order]
-    # Ties on start: the longer range first, so the shorter (inner) one is found first.
-    order = np.lexsort((-ends, starts))
-    s, e = starts[order], ends[order]
+    if _by_start_then_longer(starts, ends):
+        order, s, e = None, starts, ends
+    else:
+        order = np.lexsort((-ends, starts))
+        s, e = starts[order], ends[order]
+    pg = previous_ge(e)
+    j = np.searchsorted(s, t_in, side="right") - 1
+    idx = np.flatnonzero(j >= 0)
+    idx = idx[e[j[idx]] < t_in[idx]]
+    for _ in range(_MAX_STEPS):
+        if not idx.size:
+            break
+        j[idx] = pg[j[idx]]
+        idx = idx[j[idx] >= 0]
+        idx = idx[e[j[idx]] < t_in[idx]]
+    if idx.size:
+        j[idx] = _innermost_table(s, e, t_in[idx])
+    if order is not None:
+        j = np.where(j >= 0, order[np.clip(j, 0, None)], -1)
+    return j
+
+
+_MAX_STEPS = 64  # chain steps before the sparse-table search takes over
+
+
+def _by_start_then_longer(s: I64, e: I64) -> bool:
+    ds = s[1:] - s[:-1]
+    return bool((ds >= 0).all() and ((ds > 0) | (e[1:] <= e[:-1])).all())
+
+
+def previous_ge(e: I64) -> I64:
+    """For each i, the nearest j < i with e[j] >= e[i]; -1 when there is none.
+
+    Pointer jumping: every candidate j keeps the invariant that all values strictly
+    between j and i are below e[i]; a candidate below e[i] is replaced by its own
+    candidate. Rounds shrink the unresolved set geometrically on real traces."""
+    n = e.size
+    nxt = np.arange(-1, n - 1, dtype=np.int64)
+    if n < 2:
+        return nxt
+    # Above every earlier value (top-level ranges, one after another): none. Settling
+    # these first leaves only short chains (nested ranges) to jump.
+    top = np.empty(n, dtype=bool)
+    top[0] = True
+    np.greater(e[1:], np.maximum.accumulate(e[:-1]), out=top[1:])
+    nxt[top] = -1
+    idx = np.flatnonzero(~top)
+    while idx.size:
+        k = nxt[idx]
+        bad = e[k] < e[idx]
+        idx, k = idx[bad], k[bad]
+        nxt[idx] = nxt[k]
+        idx = idx[nxt[idx] >= 0]
+    return nxt
+
+
+def _innermost_table(s: I64, e: I64, tt: I64) -> I64:
+    """:func:`innermost` for ranges already sorted by (start, -end), by a sparse table of
+    running maxima of ``e``: each query walks back in log2(n) steps."""
+    n = s.size
     levels = [e]
     k = 1
     while (1 << k) <= n:
@@ -85,7 +144,6 @@ def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
         cur[half:] = np.maximum(prev[half:], prev[:-half])
         levels.append(cur)
         k += 1
-    # j = last index with s[j] <= t; then find the largest j' <= j with e[j'] >= t.
     j = np.searchsorted(s, tt, side="right") - 1
     alive = j >= 0
     # levels[k][i] = max(e[i - 2^k + 1 .. i]); skip blocks whose maximum end is before t.
@@ -96,7 +154,4 @@ def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
         j = np.where(skip, j - (1 << k), j)
         alive &= j >= 0
     jc = np.clip(j, 0, None)
-    found = alive & (e[jc] >= tt)
-    out = np.empty(t_in.size, dtype=np.int64)
-    out[q_order] = np.where(found, order[jc], -1)
-    return out
+    return np.where(alive & (e[jc] >= tt), jc, -1)

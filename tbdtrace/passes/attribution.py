@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from tbdtrace import intervals
 from tbdtrace.passes import _frame
 from tbdtrace.passes._intervals_ext import innermost
-from tbdtrace.passes._util import int_column, row_codes
+from tbdtrace.passes._util import int_column
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -130,54 +130,56 @@ def _join(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
     return out
 
 
-def on_threads(
-    r: tuple[I64, I64, I64, I64], q_pid: I64, q_tid: I64, q_t: I64, keep: np.ndarray
-) -> I64:
-    """Innermost range of ``r`` = (pid, tid, start_ns, end_ns) arrays (rows where
-    ``keep``) on each query's thread (q_pid, q_tid) containing the time q_t; -1 if none."""
-    out = np.full(q_t.size, -1, dtype=np.int64)
-    rows = np.flatnonzero(keep)
-    if rows.size == 0 or q_t.size == 0:
-        return out
-    rp, rt_, rs, re_ = (a[rows] for a in r)
-    rkey, qkey = _thread_keys(rp, rt_, q_pid, q_tid)
-    # Group the queries by thread with a hash (dictionary_encode) and a counting sort:
-    # linear in the number of queries, which can be every kernel of the trace.
-    enc = pc.dictionary_encode(pa.array(qkey))
-    qcode = enc.indices.to_numpy()
-    threads = enc.dictionary.to_numpy()
-    q_order = pc.array_sort_indices(enc.indices).to_numpy()
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(qcode, minlength=threads.size))])
-    r_order = np.argsort(rkey, kind="stable")
-    r_sorted = rkey[r_order]
-    for c, th in enumerate(threads.tolist()):
-        rsel = r_order[np.searchsorted(r_sorted, th) : np.searchsorted(r_sorted, th, "right")]
-        if rsel.size == 0:
-            continue
-        qsel = q_order[bounds[c] : bounds[c + 1]]
-        hit = innermost(rs[rsel], re_[rsel], q_t[qsel])
-        good = hit >= 0
-        out[qsel[good]] = rows[rsel[hit[good]]]
-    return out
+Groups = dict[tuple[int, int], I64]  # (pid, tid) -> row indices, ascending
 
 
-def _thread_keys(rp: I64, rt_: I64, qp: I64, qt: I64) -> tuple[I64, I64]:
-    """One int64 per (pid, tid) of the ranges and the queries, equal exactly when both are.
+def thread_groups(pid: I64, tid: I64) -> Groups:
+    """Rows grouped by thread (pid, tid), each group's indices in ascending order.
 
-    pid and tid pack into one int64 when they fit (always, for OS ids); otherwise dense
-    codes of the pairs are used."""
-    p_all, t_all = np.concatenate([rp, qp]), np.concatenate([rt_, qt])
-    if (
-        p_all.size
-        and p_all.min() >= -1
-        and p_all.max() < (1 << 30)
-        and t_all.min() >= -1
-        and t_all.max() < (1 << 32) - 1
-    ):
-        key = ((p_all + 1) << 32) | (t_all + 1)
+    Linear: pid and tid pack exactly into one int64 (always, for OS ids), hashed by
+    Arrow's dictionary_encode and grouped by a counting sort; other ids go through
+    np.unique."""
+    if pid.size == 0:
+        return {}
+    if pid.min() >= -1 and pid.max() < (1 << 30) and tid.min() >= -1 and tid.max() < (1 << 32) - 1:
+        enc = pc.dictionary_encode(pa.array(((pid + 1) << 32) | (tid + 1)))
+        keys = [((k >> 32) - 1, (k & 0xFFFFFFFF) - 1) for k in enc.dictionary.to_pylist()]
+        code = enc.indices
     else:
-        key, _ = row_codes(p_all, t_all)
-    return key[: rp.size], key[rp.size :]
+        uniq, inv = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
+        keys = [(int(a), int(b)) for a, b in uniq]
+        code = pa.array(inv.reshape(-1).astype(np.int32))
+    order = pc.array_sort_indices(code).to_numpy()  # stable counting sort
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(code.to_numpy(), minlength=len(keys)))])
+    return {k: order[bounds[c] : bounds[c + 1]] for c, k in enumerate(keys)}
+
+
+def range_groups(trace: Trace, table: str) -> Groups:
+    """:func:`thread_groups` of a range table (ops, markers), once per trace."""
+    return trace.memo(
+        ("thread_groups", table),
+        lambda: thread_groups(_frame.ints(trace, table, "pid"), _frame.ints(trace, table, "tid")),
+    )
+
+
+def on_threads(trace: Trace, table: str, keep: np.ndarray, queries: Groups, q_t: I64) -> I64:
+    """Per query, the innermost row of ``table`` (rows where ``keep``) on the query's
+    thread containing its time ``q_t``; -1 if none. ``queries`` groups the queries by
+    thread (:func:`thread_groups`)."""
+    out = np.full(q_t.size, -1, dtype=np.int64)
+    ranges = range_groups(trace, table)
+    s, e = _frame.ints(trace, table, "start_ns"), _frame.ints(trace, table, "end_ns")
+    for th, qsel in queries.items():
+        rows = ranges.get(th)
+        if rows is None:
+            continue
+        rows = rows[keep[rows]]
+        if rows.size == 0:
+            continue
+        hit = innermost(s[rows], e[rows], q_t[qsel])
+        good = hit >= 0
+        out[qsel[good]] = rows[hit[good]]
+    return out
 
 
 def attribute(trace: Trace) -> Attribution:
@@ -188,7 +190,8 @@ def attribute(trace: Trace) -> Attribution:
 
 def _attribute(trace: Trace) -> Attribution:
     n = trace.num_rows("kernels")
-    none = np.full(n, -1, dtype=np.int64)
+    # "Not attributed" for every kernel: a read-only view of one value, no memory.
+    none = np.broadcast_to(np.int64(-1), (n,))
     m = _frame.runtime_match(trace, "kernels")
     hit = m >= 0
     launched = (
@@ -251,41 +254,26 @@ def _on_launch_threads(
     q_pid = at_launch("pid", _frame.ints(trace, "kernels", "pid"))
     q_tid = at_launch("tid", _frame.ints(trace, "kernels", "tid"))
     q_t = at_launch("start_ns", _frame.ints(trace, "kernels", "start_ns"))
-    o = _ranges(trace, "ops")
+    queries = thread_groups(q_pid, q_tid)
+    del q_pid, q_tid
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
     is_py = _frame.label_mask(trace, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module
     op_idx = np.full(n, -1, dtype=np.int64)
-    op_idx[tq] = on_threads(o, q_pid, q_tid, q_t, keep)
-    op_idx[tq] = _skip_own_op(trace, o, tq, op_idx[tq], h, q_pid, q_tid, q_t, keep)
+    found = on_threads(trace, "ops", keep, queries, q_t)
+    op_idx[tq] = _skip_own_op(trace, tq, found, h, queries, q_t, keep)
     op_idx = np.where(op_idx >= 0, op_idx, by_ext)
     mod_idx = np.full(n, -1, dtype=np.int64)
-    mod_idx[tq] = on_threads(o, q_pid, q_tid, q_t, is_module)
-    mk = _ranges(trace, "markers")
+    mod_idx[tq] = on_threads(trace, "ops", is_module, queries, q_t)
     is_step = _frame.label_mask(trace, "markers", "name", lambda x: x.startswith("ProfilerStep#"))
     is_range = _frame.label_mask(trace, "markers", "kind", lambda x: x == "range")
     mark_idx = np.full(n, -1, dtype=np.int64)
-    mark_idx[tq] = on_threads(mk, q_pid, q_tid, q_t, is_range & ~is_step)
+    mark_idx[tq] = on_threads(trace, "markers", is_range & ~is_step, queries, q_t)
     return op_idx, mod_idx, mark_idx
 
 
-def _ranges(trace: Trace, table: str) -> tuple[I64, I64, I64, I64]:
-    return tuple(
-        _frame.ints(trace, table, c)  # type: ignore[return-value]
-        for c in ("pid", "tid", "start_ns", "end_ns")
-    )
-
-
 def _skip_own_op(
-    trace: Trace,
-    o: tuple[I64, I64, I64, I64],
-    tq: I64,
-    op_idx: I64,
-    hit: np.ndarray,
-    q_pid: I64,
-    q_tid: I64,
-    q_t: I64,
-    keep: np.ndarray,
+    trace: Trace, tq: I64, op_idx: I64, hit: np.ndarray, queries: Groups, q_t: I64, keep: np.ndarray
 ) -> I64:
     """CPU-backend kernels are leaf ops that the ops table may hold too: the op found at
     the kernel's own start can be the kernel itself (same thread, start and end). Its
@@ -294,18 +282,18 @@ def _skip_own_op(
     if not own.any():
         return op_idx
     oc = np.clip(op_idx, 0, None)
-    ks, ke = (
-        _frame.ints(trace, "kernels", "start_ns")[tq],
-        _frame.ints(trace, "kernels", "end_ns")[tq],
-    )
-    same = own & (o[2][oc] == ks) & (o[3][oc] == ke)
+    o_s, o_e = _frame.ints(trace, "ops", "start_ns"), _frame.ints(trace, "ops", "end_ns")
+    ks = _frame.ints(trace, "kernels", "start_ns")[tq]
+    ke = _frame.ints(trace, "kernels", "end_ns")[tq]
+    same = own & (o_s[oc] == ks) & (o_e[oc] == ke)
     if not same.any():
         return op_idx
     keep2 = keep.copy()
     keep2[op_idx[same]] = False
-    q = np.flatnonzero(same)
+    sub = {th: q[same[q]] for th, q in queries.items()}
+    again = on_threads(trace, "ops", keep2, {th: q for th, q in sub.items() if q.size}, q_t)
     out = op_idx.copy()
-    out[q] = on_threads(o, q_pid[q], q_tid[q], q_t[q], keep2)
+    out[same] = again[same]
     return out
 
 

@@ -22,8 +22,9 @@ import math
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from tbdtrace.passes._util import int_column
+from tbdtrace.passes._util import dict_codes, int_column
 
 MATMUL_OPS = (
     "aten::mm",
@@ -123,24 +124,28 @@ def op_flops(ops: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def analytic_flops(ops: Any) -> tuple[np.ndarray, np.ndarray]:
     """(flops per ops row from shapes, counted mask) for the matmul-family ops."""
-    names = ops.column("name").cast("string").to_pylist()
-    shapes = ops.column("input_shapes").cast("string").to_pylist()
-    f = np.zeros(len(names), dtype=np.int64)
-    fam = np.array([n in MATMUL_OPS for n in names], dtype=bool)
-    idx = np.flatnonzero(fam)
-    leaf = np.zeros(len(names), dtype=bool)
-    leaf[idx] = leaf_mask(
+    n = ops.num_rows
+    f = np.zeros(n, dtype=np.int64)
+    counted = np.zeros(n, dtype=bool)
+    codes, labels = dict_codes(ops, "name")
+    lut = np.array([x in MATMUL_OPS for x in labels], dtype=bool)
+    idx = np.flatnonzero(lut[codes]) if codes.size else codes
+    if idx.size == 0:
+        return f, counted
+    leaf = leaf_mask(
         int_column(ops, "pid")[idx],
         int_column(ops, "tid")[idx],
         int_column(ops, "start_ns")[idx],
         int_column(ops, "end_ns")[idx],
     )
-    dtypes = ops.column("input_dtypes").cast("string").to_pylist()
-    counted = np.zeros(len(names), dtype=bool)
-    for i in np.flatnonzero(leaf):  # one per matmul-family op, not per kernel
-        if not is_fp32(dtypes[i]):
+    idx = idx[leaf]  # one per matmul-family op, not per kernel
+    take = pa.array(idx)
+    shapes = ops.column("input_shapes").take(take).cast(pa.string()).to_pylist()
+    dtypes = ops.column("input_dtypes").take(take).cast(pa.string()).to_pylist()
+    for k, i in enumerate(idx.tolist()):
+        if not is_fp32(dtypes[k]):
             continue
-        v = shape_flops(names[i], shapes[i])
+        v = shape_flops(labels[codes[i]] or "", shapes[k])
         if v is not None:
             f[i], counted[i] = v, True
     return f, counted

@@ -81,9 +81,10 @@ def run(trace: Trace, config: IdleConfig | None = None) -> pa.Table:
 
 def _sync_intervals(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     sy = trace.table("sync", ["start_ns", "end_ns", "rank"])
-    rsel = _frame.label_mask(trace, "runtime", "name", lambda x: "Synchronize" in x)
-    rt_rank = _frame.ints(trace, "runtime", "rank")
-    rank = np.concatenate([int_column(sy, "rank"), rt_rank[rsel]])
+    rsel = np.flatnonzero(_frame.label_mask(trace, "runtime", "name", lambda x: "Synchronize" in x))
+    # Only the sync calls' ranks are needed: taken from the column, not kept.
+    rt_rank = trace.table("runtime", ["rank"], cache=False).column(0).take(pa.array(rsel))
+    rank = np.concatenate([int_column(sy, "rank"), int_column(pa.table({"r": rt_rank}), "r")])
     s = np.concatenate(
         [int_column(sy, "start_ns"), _frame.ints(trace, "runtime", "start_ns")[rsel]]
     )
@@ -217,7 +218,7 @@ def _launch_stats(trace: Trace, key: int) -> dict[str, Any]:
     for st, v in zip(_STATS, (lat.mean(), *pct, lat.max()), strict=True):
         out[f"launch_latency_{st}_ns"] = float(v)
     dur = _frame.durations(trace, "kernels")[rows]
-    le = _frame.launch_times(trace, "kernels", "end_ns")[rows]
+    le = _frame.launch_times(trace, "kernels", "end_ns", keep=False)[rows]
     short_k = launched & (dur < (le - ls))
     out["short_kernel_count"] = int(short_k.sum())
     out["short_kernel_ns"] = int(dur[short_k].sum())

@@ -139,7 +139,7 @@ def test_every_compression_round_trips(tmp_path, monkeypatch, compression):
     got = tbdtrace.open(tmp_path / "t").table("kernels", ["start_ns", "end_ns", "correlation_id"])
     assert got.to_pylist() == [
         {"start_ns": 1, "end_ns": 2, "correlation_id": 1},
+        {"start_ns": 3, "end_ns": 8, "correlation_id": 3},  # the longer range first
         {"start_ns": 3, "end_ns": 4, "correlation_id": 2},
-        {"start_ns": 3, "end_ns": 8, "correlation_id": 3},
         {"start_ns": 9, "end_ns": 10, "correlation_id": 4},
     ]
