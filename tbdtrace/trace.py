@@ -215,6 +215,24 @@ def _combine(col: pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if col.num_chunks else pa.nulls(0, col.type)
 
 
+def _ints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """int64 values with nulls as 0 (numpy only: pc.fill_null imports pandas)."""
+    if arr.null_count == 0:
+        return np.asarray(arr.to_numpy(), dtype=np.int64)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    # The values buffer holds some number at null slots; read it raw, then zero them.
+    buf = arr.buffers()[1]
+    out = (
+        np.frombuffer(buf, dtype=np.int64, count=len(arr), offset=arr.offset * 8).copy()
+        if arr.type in (pa.int64(), pa.uint64())
+        else np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64).astype(np.int64)
+    )
+    out[~valid] = 0
+    return out
+
+
 def encode(col: schema.Column, arr: pa.Array, start: pa.Array | None) -> pa.Array:
     """The stored form of ``arr`` (column ``col``): see the schema's storage notes."""
     mask = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
@@ -229,7 +247,7 @@ def encode(col: schema.Column, arr: pa.Array, start: pa.Array | None) -> pa.Arra
             np.subtract(v[1:], v[:-1], out=out[1:])  # wraps on overflow; decode wraps back
     elif col.encoding == schema.MINUS_START:
         assert start is not None
-        v = np.asarray(pc.fill_null(arr, 0).to_numpy(), dtype=np.int64)
+        v = _ints(arr)
         out = v - np.asarray(start.to_numpy(), dtype=np.int64)
         if mask is not None:
             out[mask] = 0
@@ -241,7 +259,7 @@ def encode(col: schema.Column, arr: pa.Array, start: pa.Array | None) -> pa.Arra
 def decode(col: schema.Column, stored: pa.Array, start: pa.Array | None) -> pa.Array:
     """Inverse of :func:`encode`."""
     mask = stored.is_null().to_numpy(zero_copy_only=False) if stored.null_count else None
-    d = stored if mask is None else pc.fill_null(stored, 0)
+    d = stored if mask is None else pa.array(_ints(stored), type=pa.int64())
     # Decode in place when the values buffer is a private, writable copy (a decompressed
     # read): a 10M-row column then costs no second allocation.
     buf = d.buffers()[1]
@@ -410,11 +428,11 @@ def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
     names (see the schema's storage notes)."""
     tc = decl.time_column
     if tc is not None and tbl.num_rows > 1:
-        t = np.asarray(pc.fill_null(tbl.column(tc), 0).to_numpy(), dtype=np.int64)
+        t = _ints(tbl.column(tc))
         if tc == "start_ns":
             # Ranges: by start, then the longer first, so enclosing ranges precede the
             # ranges they contain (what interval searches over nested ranges want).
-            e = np.asarray(pc.fill_null(tbl.column("end_ns"), 0).to_numpy(), dtype=np.int64)
+            e = _ints(tbl.column("end_ns"))
             if not _ordered(t, e):
                 keys = [("start_ns", "ascending"), ("end_ns", "descending")]
                 tbl = tbl.take(pc.sort_indices(tbl, keys))  # stable
