@@ -69,8 +69,9 @@ def join_sorted(a: I64, b: I64) -> I64:
     ):
         # Unique, increasing and dense (CUPTI numbers calls consecutively): a lookup table
         # indexed by id is cheaper than a search per id.
-        lut = np.full(int(b[-1]) - int(b[0]) + 1, -1, dtype=np.int64)
-        lut[b - b[0]] = np.arange(b.size)
+        small = np.int32 if b.size < 2**31 else np.int64
+        lut = np.full(int(b[-1]) - int(b[0]) + 1, -1, dtype=small)
+        lut[b - b[0]] = np.arange(b.size, dtype=small)
         i = a - b[0]
         ok = (i >= 0) & (i < lut.size) & (a != _NULL)
         out[ok] = lut[i[ok]]

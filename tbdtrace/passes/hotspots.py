@@ -188,12 +188,21 @@ def by_op(trace: Trace) -> pa.Table:
     name, labels = _frame.codes(trace, "kernels", "name")
     dur = _frame.durations(trace, "kernels")
     # One hash aggregation over (op, name); everything else is over its few rows.
-    g = (
-        pa.table({"op": att.op, "name": name, "d": dur})
-        .group_by(["op", "name"])
-        .aggregate([("d", "sum"), ("d", "count")])
-    )
-    op, nm, d, cnt = (g.column(x).to_numpy() for x in ("op", "name", "d_sum", "d_count"))
+    if (att.op >= 0).any():
+        g = (
+            pa.table({"op": att.op, "name": name, "d": dur})
+            .group_by(["op", "name"])
+            .aggregate([("d", "sum"), ("d", "count")])
+        )
+        op, nm, d, cnt = (g.column(x).to_numpy() for x in ("op", "name", "d_sum", "d_count"))
+    else:  # nothing attributed: one row, grouped by name alone
+        g = (
+            pa.table({"name": name, "d": dur})
+            .group_by("name")
+            .aggregate([("d", "sum"), ("d", "count")])
+        )
+        nm, d, cnt = (g.column(x).to_numpy() for x in ("name", "d_sum", "d_count"))
+        op = np.full(nm.size, -1, dtype=np.int64)
     order = np.lexsort((nm, -d, op))  # per op: largest time first, ties by name code
     op, nm, d, cnt = op[order], nm[order], d[order], cnt[order]
     first = np.flatnonzero(np.concatenate([[True], op[1:] != op[:-1]]))
