@@ -22,7 +22,7 @@ import pyarrow as pa
 import tbdtrace.trace as trace_mod
 from tbdtrace.importers import kineto
 
-# label -> IPC compression; zstd (level 1, Arrow's default) is what tbdtrace writes.
+# label -> IPC compression; "zstd" is what tbdtrace writes (level trace.ZSTD_LEVEL).
 CODECS = {
     "zstd": "zstd",
     "zstd19": pa.Codec("zstd", compression_level=19),

@@ -25,8 +25,10 @@ from tbdtrace.errors import TraceError
 
 META_FILE = "meta.json"
 ARROW_SUFFIX = ".arrow"
-# zstd: the best size/decode-speed trade-off for these tables (see bench/README.md).
-COMPRESSION = "zstd"
+# zstd at level 3: on the delta-encoded tables it is both smaller and faster to decode
+# than Arrow's default level 1 (bench/README.md); lz4 and None (uncompressed) also read.
+COMPRESSION: str | None = "zstd"
+ZSTD_LEVEL = 3
 # Rows per record batch: one batch for all but huge tables, so a column reads as one
 # contiguous array (no copy to combine chunks).
 BATCH_ROWS = 1 << 24
@@ -461,7 +463,8 @@ def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
 
 
 def write_table(file: Path, tbl: pa.Table) -> None:
-    opts = pa.ipc.IpcWriteOptions(compression=COMPRESSION)
+    codec = pa.Codec("zstd", ZSTD_LEVEL) if COMPRESSION == "zstd" else COMPRESSION
+    opts = pa.ipc.IpcWriteOptions(compression=codec)
     with pa.OSFile(str(file), "wb") as sink, pa.ipc.new_file(sink, tbl.schema, options=opts) as w:
         w.write_table(tbl, max_chunksize=BATCH_ROWS)
 
