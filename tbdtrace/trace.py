@@ -405,12 +405,7 @@ def write(
             if tbl.schema != want:
                 tbl = _conform(tbl, want, tmp / name)
             write_table(tmp / f"{name}{ARROW_SUFFIX}", stored(schema.table(name), tbl))
-        full_meta: dict[str, Any] = {
-            k: None for k in ("source", "backend", "host", "framework", "workload")
-        }
-        full_meta.update({"clock": "CLOCK_REALTIME", "clock_offset_ns": 0})
-        full_meta.update(meta)
-        full_meta["schema_version"] = schema.SCHEMA_VERSION
+        full_meta = _full_meta(meta)
         (tmp / META_FILE).write_text(json.dumps(full_meta, indent=2, sort_keys=True) + "\n")
         _replace_dir(tmp, out)
     except BaseException:
@@ -460,6 +455,55 @@ def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(
         arrays, schema=pa.schema(fields, metadata={ROWS_KEY: str(tbl.num_rows).encode()})
     )
+
+
+def _full_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """``meta`` with every standard key present and ``schema_version`` set."""
+    full: dict[str, Any] = {k: None for k in ("source", "backend", "host", "framework", "workload")}
+    full.update({"clock": "CLOCK_REALTIME", "clock_offset_ns": 0})
+    full.update(meta)
+    full["schema_version"] = schema.SCHEMA_VERSION
+    return full
+
+
+class MemoryTrace(Trace):
+    """A trace held in memory, e.g. an import analyzed without writing it: the same
+    reads, caches and memo as a trace directory. ``path`` names where it came from."""
+
+    def __init__(self, path: Path, meta: dict[str, Any], tables: dict[str, pa.Table]):
+        super().__init__(path, meta)
+        self._tables = tables
+
+    def has(self, name: str) -> bool:
+        return name in self._tables
+
+    def num_rows(self, name: str) -> int:
+        return self._tables[name].num_rows if name in self._tables else 0
+
+    def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
+        tbl = self._tables.get(decl.name)
+        out: dict[tuple[str, str], pa.Array] = {}
+        for c in cols:
+            col = decl.column(c)
+            if tbl is None:
+                out[(decl.name, c)] = pa.nulls(0, col.type)
+            else:
+                out[(decl.name, c)] = _combine(tbl.column(col.name))
+        return out
+
+
+def from_tables(
+    tables: Mapping[str, pa.Table | Mapping[str, Any]],
+    meta: Mapping[str, Any],
+    path: str | os.PathLike[str] = "<memory>",
+) -> Trace:
+    """A :class:`Trace` over tables in memory (as :func:`write` takes them), unwritten."""
+    conformed = {}
+    for name, data in tables.items():
+        tbl = data if isinstance(data, pa.Table) else to_table(name, data)
+        want = schema.table(name).arrow_schema()
+        conformed[name] = tbl if tbl.schema == want else _conform(tbl, want, Path(str(path)))
+    return MemoryTrace(Path(path), _full_meta(meta), conformed)
 
 
 def write_table(file: Path, tbl: pa.Table) -> None:

@@ -9,17 +9,22 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-import tbdtrace
+from tbdtrace.commands._open import open_or_import
 from tbdtrace.passes import hotspots
 from tbdtrace.report.build import table_records
 from tbdtrace.report.fmt import fmt_ns
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("hotspots", help="top kernels, ops or categories by device time",
-                       description="List the top kernels (with their launch configuration "
-                       "and launching op, module and annotation range), ops or categories.")
-    p.add_argument("trace", metavar="TRACE", help="trace directory")
+    p = sub.add_parser(
+        "hotspots",
+        help="top kernels, ops or categories by device time",
+        description="List the top kernels (with their launch configuration "
+        "and launching op, module and annotation range), ops or categories.",
+    )
+    p.add_argument(
+        "trace", metavar="TRACE", help="trace directory, or a profiler file to import in memory"
+    )
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows to show (default 20)")
     p.add_argument("--by", choices=hotspots.BY, default="kernel")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -30,7 +35,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.top < 1:
         print("tbdtrace hotspots: --top must be >= 1", file=sys.stderr)
         return 2
-    tr = tbdtrace.open(args.trace)
+    tr = open_or_import(args.trace)
     rows = table_records(hotspots.run(tr, hotspots.HotspotsConfig(args.top, args.by)))
     if args.format == "json":
         json.dump(rows, sys.stdout, indent=2)
@@ -42,15 +47,26 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     name_col = {"kernel": "name", "op": "op", "category": "category"}[args.by]
     t = Table(title=f"Hotspots by {args.by} (top {len(rows)})", title_justify="left")
-    extra = {"kernel": ("Instances", "Category", "Grid x block", "Op", "Marker"),
-             "op": ("Kernels", "Distinct", "Top kernel"), "category": ("Count",)}[args.by]
+    extra = {
+        "kernel": ("Instances", "Category", "Grid x block", "Op", "Marker"),
+        "op": ("Kernels", "Distinct", "Top kernel"),
+        "category": ("Count",),
+    }[args.by]
     for c in ("Time %", "Total", *extra, name_col.capitalize()):
-        t.add_column(c, justify="right" if c in ("Time %", "Total", "Instances",
-                                                 "Kernels", "Distinct", "Count") else "left",
-                     no_wrap=True)
+        t.add_column(
+            c,
+            justify="right"
+            if c in ("Time %", "Total", "Instances", "Kernels", "Distinct", "Count")
+            else "left",
+            no_wrap=True,
+        )
     for r in rows:
-        t.add_row(f"{100 * r['share']:.1f}", fmt_ns(r["total_ns"]), *_extra(args.by, r),
-                  _clip(r[name_col], 48 if args.by == "kernel" else 70))
+        t.add_row(
+            f"{100 * r['share']:.1f}",
+            fmt_ns(r["total_ns"]),
+            *_extra(args.by, r),
+            _clip(r[name_col], 48 if args.by == "kernel" else 70),
+        )
     con.print(t)
     return 0
 
@@ -58,8 +74,13 @@ def _run(args: argparse.Namespace) -> int:
 def _extra(by: str, r: dict) -> list[str]:  # type: ignore[type-arg]
     if by == "kernel":
         launch = (r["launch"] or "-").replace("grid=", "").replace(" block=", "x")
-        return [f"{r['count']:,}", r["category"], launch, _clip(r["op"], 24),
-                _clip(r["marker"], 24)]
+        return [
+            f"{r['count']:,}",
+            r["category"],
+            launch,
+            _clip(r["op"], 24),
+            _clip(r["marker"], 24),
+        ]
     if by == "op":
         return [f"{r['kernel_count']:,}", str(r["distinct_kernels"]), _clip(r["top_kernel"], 50)]
     return [f"{r['count']:,}"]

@@ -6,20 +6,34 @@ import argparse
 import json
 import sys
 
-import tbdtrace
+from tbdtrace.commands._open import open_or_import
 from tbdtrace.report import ReportOptions, build
 from tbdtrace.report.text import render
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("report", help="print the analysis report of a trace",
-                       description="Analyze a trace directory and print the report.")
-    p.add_argument("trace", metavar="TRACE", help="trace directory")
+    p = sub.add_parser(
+        "report",
+        help="print the analysis report of a trace",
+        description="Analyze a trace directory and print the report.",
+    )
+    p.add_argument(
+        "trace",
+        metavar="TRACE",
+        help="trace directory, or a profiler file (Kineto JSON, ...) to import "
+        "in memory and report without writing a trace",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--top", type=int, default=20, metavar="N",
-                   help="rows of per-kernel tables in the text report (default 20)")
-    p.add_argument("--top-json", action="store_true",
-                   help="also limit the JSON per-kernel lists to --top rows")
+    p.add_argument(
+        "--top",
+        type=int,
+        default=20,
+        metavar="N",
+        help="rows of per-kernel tables in the text report (default 20)",
+    )
+    p.add_argument(
+        "--top-json", action="store_true", help="also limit the JSON per-kernel lists to --top rows"
+    )
     p.set_defaults(func=_run)
 
 
@@ -27,7 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.top is not None and args.top < 1:
         print("tbdtrace report: --top must be >= 1", file=sys.stderr)
         return 2
-    tr = tbdtrace.open(args.trace)
+    tr = open_or_import(args.trace)
     opts = ReportOptions(top=args.top, top_json=args.top if args.top_json else None)
     doc = build(tr, opts)
     if args.format == "json":
