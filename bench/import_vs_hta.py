@@ -46,8 +46,9 @@ def synthetic(n: int) -> Path:
     return out
 
 
-def bench_file(path: Path) -> tuple[Run, Run, Run]:
-    """(tbdtrace import, tbdtrace report, HTA load + breakdown) on one file."""
+def bench_file(path: Path) -> tuple[Run, Run, Run, Run]:
+    """(tbdtrace import, tbdtrace report, tbdtrace report of the file in one process,
+    HTA load + breakdown) on one file."""
     stem = path.name.split(".")[0]
     trace = OUT / "ours" / stem
     hta_dir = OUT / "hta" / stem
@@ -59,11 +60,12 @@ def bench_file(path: Path) -> tuple[Run, Run, Run]:
         "tbdtrace import", [PY, "-m", "tbdtrace", "import", str(path), "--out", str(trace)]
     )
     rep = measure("tbdtrace report", [PY, "-m", "tbdtrace", "report", str(trace)])
+    one = measure("tbdtrace report FILE", [PY, "-m", "tbdtrace", "report", str(path)])
     hta = measure(
         "HTA load + kernel breakdown",
         [str(HTA_PY), str(ROOT / "bench" / "hta_load.py"), str(hta_dir)],
     )
-    return imp, rep, hta
+    return imp, rep, one, hta
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,18 +89,21 @@ def main(argv: list[str] | None = None) -> int:
         if not f.is_file():
             print(f"{f}: no such file; check the path", file=sys.stderr)
             return 1
-        imp, rep, hta = bench_file(f)
+        imp, rep, one, hta = bench_file(f)
         ours_s = imp.wall_s + rep.wall_s
         ours_rss = max(imp.peak_rss_bytes, rep.peak_rss_bytes)
-        rows.append((f.name, ours_s, ours_rss, hta.wall_s, hta.peak_rss_bytes))
+        rows.append((f.name, ours_s, ours_rss, one, hta.wall_s, hta.peak_rss_bytes))
     print(
-        f"{'file':<44} {'ours s':>8} {'HTA s':>8} {'speedup':>8} "
-        f"{'ours MiB':>9} {'HTA MiB':>9} {'RSS ratio':>9}"
+        f"{'file':<36} {'import+report s':>15} {'HTA s':>8} {'speedup':>8} "
+        f"{'MiB':>6} {'HTA MiB':>8} {'RSS ratio':>9} | {'report FILE s':>13} {'speedup':>8} "
+        f"{'MiB':>6} {'RSS ratio':>9}"
     )
-    for name, s, rss, hs, hrss in rows:
+    for name, s, rss, one, hs, hrss in rows:
         print(
-            f"{name:<44} {s:8.2f} {hs:8.2f} {hs / s:7.2f}x "
-            f"{rss / 2**20:9.0f} {hrss / 2**20:9.0f} {rss / hrss:9.2f}"
+            f"{name:<36} {s:15.2f} {hs:8.2f} {hs / s:7.2f}x "
+            f"{rss / 2**20:6.0f} {hrss / 2**20:8.0f} {rss / hrss:9.2f} | {one.wall_s:13.2f} "
+            f"{hs / one.wall_s:7.2f}x {one.peak_rss_bytes / 2**20:6.0f} "
+            f"{one.peak_rss_bytes / hrss:9.2f}"
         )
     print("goals: speedup >= 10x, RSS ratio <= 0.33")
     return 0
