@@ -5,6 +5,14 @@
 //   TBDTRACE_SPOOL_DIR         directory for <pid>.tbds spool files (required)
 //   TBDTRACE_ACTIVITIES        comma-separated kinds (default: collector defaults)
 //   TBDTRACE_BUFFER_BYTES, TBDTRACE_BUFFER_COUNT, TBDTRACE_FLUSH_INTERVAL_MS
+//
+// The same library is also NVTX's injection library (NVTX_INJECTION64_PATH): NVTX dlopens
+// that path and calls InitializeInjectionNvtx2, which is passed on to the libcupti already
+// in the process. Pointing NVTX at a libcupti file directly would map a second copy when
+// the program's libcupti (torch's wheel) lives at another path: glibc shares a library by
+// SONAME only for names without a slash. The second copy's NVTX hooks feed a CUPTI that
+// nobody enabled, and every NVTX range is lost.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,7 +34,41 @@ uint64_t env_u64(const char* name, uint64_t dflt) {
 
 void stop_at_exit() { tbdtrace::collector_stop(); }
 
+// libcupti's entry point `name`, from the copy this process already has: ours is a
+// DT_NEEDED of this library, and a program's own libcupti.so.13 has the same SONAME, so
+// RTLD_NOLOAD by SONAME finds the one copy that both use.
+void* cupti_entry(const char* name) {
+  void* h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+  if (h == nullptr) return nullptr;
+  void* f = dlsym(h, name);
+  dlclose(h);  // drops the reference RTLD_NOLOAD took; the library stays loaded
+  return f;
+}
+
+using NvtxInit = int (*)(const void*);
+
+int forward_nvtx(const char* name, const void* get_export_table) {
+  auto f = reinterpret_cast<NvtxInit>(cupti_entry(name));
+  if (f == nullptr) {
+    std::fprintf(stderr, "tbdtrace: libcupti has no %s; NVTX ranges are not captured\n", name);
+    return 0;  // NVTX then turns its calls into no-ops
+  }
+  return f(get_export_table);
+}
+
 }  // namespace
+
+// NVTX v3 (and v2, and the payload extension) injection entry points.
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void* t) {
+  return forward_nvtx("InitializeInjectionNvtx2", t);
+}
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx(const void* t) {
+  return forward_nvtx("InitializeInjectionNvtx", t);
+}
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(
+    const void* t) {
+  return forward_nvtx("InitializeInjectionNvtxExtension", t);
+}
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   const char* dir = std::getenv("TBDTRACE_SPOOL_DIR");

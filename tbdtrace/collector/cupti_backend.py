@@ -22,6 +22,8 @@ from tbdtrace.errors import TraceError
 
 NO_DEVICE = "no CUDA driver/device"
 MIB = 1 << 20
+# CUDA_INJECTION64_PATH for commands, and NVTX_INJECTION64_PATH everywhere (csrc/inject.cpp).
+INJECT_LIB = Path(__file__).resolve().parent.parent / "libtbdtrace_inject.so"
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,21 @@ class CuptiConfig:
     buffer_bytes: int = 8 * MIB  # one CUPTI activity buffer
     buffer_count: int = 8  # buffers in the fixed pool: at most buffer_bytes x count in use
     flush_interval_ms: int = 1000  # periodic flush and spill to the spool
+    # capture command: PyTorch tensor allocations from the caching allocator's history,
+    # labelled (tbdtrace.memory.torch_cuda), as the memory table's allocated level
+    torch_memory: bool = True
+
+
+def _route_nvtx() -> None:
+    """Point NVTX at the injection library (which hands it to CUPTI) unless the program or
+    another tool chose an injection. NVTX reads the variable once, at the process's first
+    NVTX call: importing this module before the program's first NVTX range (importing
+    ``tbdtrace.collector`` does) is what lets an in-process capture see NVTX ranges."""
+    if INJECT_LIB.exists():
+        os.environ.setdefault("NVTX_INJECTION64_PATH", str(INJECT_LIB))
+
+
+_route_nvtx()
 
 
 def native() -> Any:
@@ -91,6 +108,7 @@ class Backend:
     def start(self) -> None:
         check_config(self.config)
         acts = resolve_activities(self.config)
+        _route_nvtx()
         self._dir = Path(tempfile.mkdtemp(prefix="tbdtrace-spool-"))
         ok, _status, msg = native().start(
             str(self._dir / f"{os.getpid()}.tbds"),
@@ -116,4 +134,12 @@ class Backend:
         return tables, meta
 
 
-__all__ = ["NO_DEVICE", "Backend", "CuptiConfig", "activity_names", "available", "probe"]
+__all__ = [
+    "INJECT_LIB",
+    "NO_DEVICE",
+    "Backend",
+    "CuptiConfig",
+    "activity_names",
+    "available",
+    "probe",
+]

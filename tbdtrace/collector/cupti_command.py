@@ -3,10 +3,17 @@
 The command runs with ``CUDA_INJECTION64_PATH`` set to ``libtbdtrace_inject.so`` (the
 CUDA driver calls its ``InitializeInjection`` in every process that initializes CUDA,
 children included, since they inherit the environment) and ``NVTX_INJECTION64_PATH`` set
-to libcupti (so NVTX ranges reach CUPTI's MARKER records). Each process writes
+to the same library, which hands NVTX to the libcupti already in the process (so NVTX
+ranges reach CUPTI's MARKER records from the one CUPTI that is enabled). Each process writes
 ``<pid>.tbds`` in a temporary spool directory; when the command ends the spools, the
 harness steps file and the host samples become one trace. The command's exit code is
 returned. SIGINT and SIGTERM are passed on to the command, whose processes then flush.
+
+Python processes of the command also get the capture bootstrap (``sitecustomize/``) on
+their PYTHONPATH: in a process that imports torch it records the caching allocator's
+history and labels the tensors (``tbdtrace.memory.torch_cuda``), written as
+``torchmem-<pid>`` beside the spools and joined to the ``memory`` table as its
+``allocated`` level (``CuptiConfig.torch_memory``; ``capture --no-torch-memory``).
 """
 
 from __future__ import annotations
@@ -21,20 +28,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from tbdtrace import trace
 from tbdtrace.collector import cpuinfo, merge, spool
 from tbdtrace.collector.cupti_backend import (
+    INJECT_LIB,
     CuptiConfig,
     check_config,
-    native,
     probe,
     resolve_activities,
 )
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
-from tbdtrace.collector.torch_child import STEPS_FILE_ENV, read_steps
+from tbdtrace.collector.torch_child import BOOTSTRAP_DIR, STEPS_FILE_ENV, read_steps
 from tbdtrace.errors import TraceError
-
-INJECT_LIB = Path(__file__).resolve().parent.parent / "libtbdtrace_inject.so"
+from tbdtrace.memory.torch_cuda import SPOOL_ENV as TORCH_MEMORY_ENV
 
 
 def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, str]:
@@ -43,7 +51,7 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, 
     env.update(
         {
             "CUDA_INJECTION64_PATH": str(INJECT_LIB),
-            "NVTX_INJECTION64_PATH": native().cupti_library_path(),
+            "NVTX_INJECTION64_PATH": str(INJECT_LIB),
             "TBDTRACE_SPOOL_DIR": str(spool_dir),
             "TBDTRACE_ACTIVITIES": ",".join(resolve_activities(cfg)),
             "TBDTRACE_BUFFER_BYTES": str(cfg.buffer_bytes),
@@ -52,6 +60,11 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, 
             STEPS_FILE_ENV: str(steps_file),
         }
     )
+    if cfg.torch_memory:
+        old = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + old if old else "")
+        env["TBDTRACE_PACKAGE_ROOT"] = str(Path(__file__).resolve().parents[2])
+        env[TORCH_MEMORY_ENV] = str(spool_dir)
     return env
 
 
@@ -78,14 +91,41 @@ def read_spools(spool_dir: Path) -> list[spool.Spool]:
     return [spool.read(p) for p in sorted(spool_dir.glob("*.tbds"))]
 
 
+def join_torch_memory(spool_dir: Path, tables: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Append each ``torchmem-<pid>`` part (allocated level) to ``tables["memory"]``."""
+    parts = sorted(p for p in spool_dir.glob("torchmem-*") if p.is_dir())
+    if not parts:
+        return
+    mems, stats = [], []
+    for p in parts:
+        tr = trace.open(p)
+        mems.append(tr.table("memory"))
+        st = dict((tr.meta.get("extra") or {}).get("torch_cuda_history") or {})
+        st["pid"] = int(p.name.split("-", 1)[1])
+        stats.append(st)
+    cupti_mem = tables.get("memory")
+    if cupti_mem is not None:  # CUPTI's reserved level, as column mappings
+        mems.insert(
+            0, cupti_mem if isinstance(cupti_mem, pa.Table) else trace.to_table("memory", cupti_mem)
+        )
+    tables["memory"] = pa.concat_tables(mems).unify_dictionaries().combine_chunks()
+    extra["torch_cuda_history"] = stats
+
+
 def capture_command(
     command: Sequence[str],
     out: str | os.PathLike[str],
     cfg: CuptiConfig,
     sampler: SamplerConfig,
     reason: str,
+    keep_spools: str | os.PathLike[str] | None = None,
 ) -> tuple[Path, int]:
-    """Run ``command`` under the injection library; returns (trace dir, exit code)."""
+    """Run ``command`` under the injection library; returns (trace dir, exit code).
+
+    ``keep_spools``: a directory to copy the raw spools (``<pid>.tbds``, ``torchmem-<pid>``,
+    the steps file) into before they are merged, for debugging the collector; they are
+    copied even when merging fails.
+    """
     check_config(cfg)
     resolve_activities(cfg)
     if not INJECT_LIB.exists():
@@ -100,6 +140,8 @@ def capture_command(
         hs.start()
         rc = _run(command, child_env(spool_dir, cfg, steps_file))
         samples = hs.stop()
+        if keep_spools is not None:
+            shutil.copytree(spool_dir, keep_spools, dirs_exist_ok=True)
         spools = read_spools(spool_dir)
         tables, meta = merge.merge(spools)
         steps = read_steps(steps_file)
@@ -107,8 +149,10 @@ def capture_command(
             tables["steps"] = steps
         tables["host_samples"] = samples
         extra = dict(meta["extra"])
-        extra.update(backend_choice=reason, exit_code=rc, spools=len(spools),
-                     cpu=cpuinfo.describe())
+        join_torch_memory(spool_dir, tables, extra)
+        extra.update(
+            backend_choice=reason, exit_code=rc, spools=len(spools), cpu=cpuinfo.describe()
+        )
         meta.update(backend="cupti", host=socket.gethostname(), command=list(command), extra=extra)
         path = trace.write(out, tables, meta)
     finally:
@@ -116,4 +160,4 @@ def capture_command(
     return path, rc
 
 
-__all__ = ["INJECT_LIB", "capture_command", "child_env", "read_spools"]
+__all__ = ["INJECT_LIB", "capture_command", "child_env", "join_torch_memory", "read_spools"]

@@ -59,6 +59,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="cupti backend: flush and spill period (default 1000)",
     )
     p.add_argument(
+        "--no-torch-memory",
+        dest="torch_memory",
+        action="store_false",
+        help="cupti backend: do not record PyTorch tensor allocations (the caching "
+        "allocator's history, labelled weights, gradients, ...) beside CUPTI's",
+    )
+    p.add_argument(
+        "--keep-spools",
+        metavar="DIR",
+        default=None,
+        help="cupti backend: also copy the raw per-process spools into DIR",
+    )
+    p.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         metavar="-- COMMAND",
@@ -99,7 +112,10 @@ def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
         buffer_bytes=args.buffer_size,
         buffer_count=args.buffer_count,
         flush_interval_ms=args.flush_interval_ms,
+        torch_memory=args.torch_memory,
     )
-    out, rc = cupti_capture(cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason)
+    out, rc = cupti_capture(
+        cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, args.keep_spools
+    )
     print(f"wrote {out} (backend cupti; command exit code {rc})", file=sys.stderr)
     return rc

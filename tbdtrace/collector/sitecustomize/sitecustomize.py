@@ -1,10 +1,17 @@
-"""Bootstrap for ``tbdtrace capture --backend torch``: runs in the captured child.
+"""Bootstrap for ``tbdtrace capture``: runs in every captured Python child.
 
 ``tbdtrace capture`` puts this directory first on the child's PYTHONPATH, so Python's
 ``site`` module imports this file at start-up, before the user's script, with no change
-to the script. It starts torch.profiler (tbdtrace.collector.torch_child.start_in_child)
-and arranges for the child's part of the trace to be written at exit. The user's own
-``sitecustomize`` (the next one on sys.path) still runs, after ours.
+to the script. The user's own ``sitecustomize`` (the next one on sys.path) still runs,
+after ours.
+
+* ``--backend torch`` (``TBDTRACE_TORCH_SPOOL``): starts torch.profiler
+  (tbdtrace.collector.torch_child.start_in_child); the child's part of the trace is
+  written at exit.
+* ``--backend cupti`` (``TBDTRACE_TORCH_MEMORY_SPOOL``): nothing is imported here. When
+  the program itself imports torch, the caching allocator's history and the memory
+  tracker start (tbdtrace.memory.torch_cuda.start_in_child), so tensor allocations join
+  CUPTI's trace; programs that never import torch are left alone.
 
 Only standard-library code runs here when the capture variables are absent.
 """
@@ -29,15 +36,60 @@ def _chain_user_sitecustomize() -> None:
     spec.loader.exec_module(mod)
 
 
-def _start() -> None:
-    if not os.environ.get("TBDTRACE_TORCH_SPOOL"):
-        return
+def _package_on_path() -> None:
     root = os.environ.get("TBDTRACE_PACKAGE_ROOT")
     if root and root not in sys.path:
         sys.path.append(root)  # appended: the user's own modules keep precedence
-    from tbdtrace.collector import torch_child
 
-    torch_child.start_in_child()
+
+class _AfterImport:
+    """A one-shot meta-path finder: runs ``callback(module)`` once ``name`` has been
+    imported by the program (its loader's ``exec_module`` is wrapped)."""
+
+    def __init__(self, name: str, callback):  # type: ignore[no-untyped-def]
+        self.name, self.callback = name, callback
+
+    def find_spec(self, fullname, path=None, target=None):  # type: ignore[no-untyped-def]
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(fullname)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run, callback = loader.exec_module, self.callback
+
+        def exec_module(module):  # type: ignore[no-untyped-def]
+            run(module)
+            try:
+                callback(module)
+            except Exception as e:  # noqa: BLE001 - capture must never break the program
+                sys.stderr.write(f"tbdtrace: {self.name} memory tracking not started: {e}\n")
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _start_torch_memory(_torch) -> None:  # type: ignore[no-untyped-def]
+    _package_on_path()
+    from tbdtrace.memory import torch_cuda
+
+    torch_cuda.start_in_child()
+
+
+def _start() -> None:
+    if os.environ.get("TBDTRACE_TORCH_SPOOL"):
+        _package_on_path()
+        from tbdtrace.collector import torch_child
+
+        torch_child.start_in_child()
+    elif os.environ.get("TBDTRACE_TORCH_MEMORY_SPOOL"):
+        if "torch" in sys.modules:
+            _start_torch_memory(sys.modules["torch"])
+        else:
+            sys.meta_path.insert(0, _AfterImport("torch", _start_torch_memory))
 
 
 _start()
