@@ -9,8 +9,12 @@ Public API:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tbdtrace.errors import TraceError
-from tbdtrace.trace import Trace, open, write  # noqa: A004 - documented API name
+
+if TYPE_CHECKING:
+    from tbdtrace.trace import Trace, open, write  # noqa: A004 - documented API name
 
 __version__ = "0.1.0"
 
@@ -18,7 +22,13 @@ __all__ = ["Trace", "TraceError", "open", "write", "__version__"]
 
 
 def __getattr__(name: str) -> object:
-    # capture pulls in the native module and framework backends: load it on first use.
+    # Loaded on first use, so `import tbdtrace` (and the command line, before it knows
+    # what it will do) does not pay for pyarrow and numpy: see docs/DECISIONS.md.
+    if name in ("Trace", "open", "write"):
+        from tbdtrace import trace
+
+        return getattr(trace, name)
+    # capture pulls in the native module and framework backends.
     if name in ("capture", "start", "stop"):
         from tbdtrace import collector
 

@@ -1,5 +1,5 @@
 """``python -m tbdtrace``: the same as the ``tbdtrace`` console script."""
 
-from tbdtrace.cli import main
+from tbdtrace.cli import run
 
-raise SystemExit(main())
+run()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from pathlib import Path
 
 from tbdtrace.errors import TraceError
 
@@ -53,20 +55,38 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 # Commands that analyze traces in this process: they get the allocator settings below.
 ANALYSIS_COMMANDS = ("report", "hotspots", "diff", "sql", "info", "import")
+# ... and of those, the ones that run without pandas (tbdtrace/_pandas_gate.py).
+PANDAS_FREE_COMMANDS = ("report", "hotspots", "diff", "info", "import")
 
 
-def keep_freed_memory() -> None:
-    """Make this process reuse the memory it frees instead of handing it back.
+# Inputs at least this large get keep_freed_memory's heap settings (smaller ones are done
+# before page zeroing matters, and the heap's fragmentation would only raise their RSS).
+BIG_FILE_BYTES = 32 << 20  # a profiler file (compressed or not)
+BIG_TRACE_BYTES = 16 << 20  # a trace directory's Arrow files (~4M kernels)
 
-    An analysis allocates and frees many column-sized arrays (80 MB per 10M rows). By
-    default glibc maps each one fresh and unmaps it on free, and Arrow's allocator purges
-    freed pages, so every new array is zero-filled again by the kernel: on a 10M-kernel
-    report that page zeroing cost more system time than the analysis itself took user
-    time (bench/README.md). Here large blocks come from glibc's heap and stay there
-    (M_MMAP_MAX 0, M_TRIM_THRESHOLD at its maximum), and Arrow allocates through glibc
-    too. Only the CLI does this, for analysis commands; a library user's process is left
-    alone. Without glibc (no mallopt) it does nothing.
+
+def keep_freed_memory(big: bool = True) -> None:
+    """Allocator settings for an analysis in this process.
+
+    Arrow allocates through glibc (its default jemalloc pool holds on to more memory).
+    For a ``big`` input, large blocks also come from glibc's heap and stay there
+    (M_MMAP_MAX 0, M_TRIM_THRESHOLD at its maximum): an analysis allocates and frees
+    many column-sized arrays (80 MB per 10M rows), and by default glibc maps each one
+    fresh and unmaps it on free, so every new array is zero-filled again by the kernel:
+    on a 10M-kernel report that page zeroing cost more system time than the analysis
+    itself took user time (bench/README.md). Only the CLI does this, for analysis
+    commands; a library user's process is left alone. Without glibc it sets only the
+    Arrow pool.
     """
+    # Read when pyarrow loads (not loaded yet: the parse of a profiler file starts
+    # before it, see begin_open); an explicit choice in the environment stays.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    if "pyarrow" in sys.modules:
+        import pyarrow as pa
+
+        pa.set_memory_pool(pa.system_memory_pool())
+    if not big:
+        return
     import ctypes
     import ctypes.util
 
@@ -76,17 +96,36 @@ def keep_freed_memory() -> None:
     except (OSError, AttributeError):
         return
     m_trim_threshold, m_mmap_max = -1, -4  # malloc.h
-    if mallopt(m_mmap_max, 0) and mallopt(m_trim_threshold, 2**31 - 1):
-        import pyarrow as pa
+    mallopt(m_mmap_max, 0)
+    mallopt(m_trim_threshold, 2**31 - 1)
 
-        pa.set_memory_pool(pa.system_memory_pool())
+
+def input_is_big(argv: list[str]) -> bool:
+    """Is any existing path among ``argv`` a big input (see BIG_FILE_BYTES)?"""
+    for a in argv:
+        p = Path(a)
+        try:
+            if p.is_file():
+                if p.stat().st_size >= BIG_FILE_BYTES:
+                    return True
+            elif p.is_dir():
+                size = sum(f.stat().st_size for f in p.glob("*.arrow"))
+                if size >= BIG_TRACE_BYTES:
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     first = next((a for a in argv if not a.startswith("-")), None)
     if first in ANALYSIS_COMMANDS:
-        keep_freed_memory()
+        keep_freed_memory(input_is_big([a for a in argv if not a.startswith("-")][1:]))
+    if first in PANDAS_FREE_COMMANDS:
+        from tbdtrace import _pandas_gate
+
+        _pandas_gate.close()
     known = {c.rstrip("_") for c in COMMANDS}
     parser = build_parser(first if first in known else None)
     args = parser.parse_args(argv)
@@ -103,3 +142,21 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def run() -> None:
+    """The program: :func:`main`, then exit. After an analysis command, once its output
+    is flushed, the process ends without tearing the interpreter down (freeing every
+    array and module of a large analysis takes longer than it is worth: ~0.04 s of a
+    0.4 s report); the trace it wrote, if any, is already complete on disk."""
+    argv = sys.argv[1:]
+    rc = main(argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first in PANDAS_FREE_COMMANDS:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:
+            pass
+        os._exit(rc)
+    raise SystemExit(rc)

@@ -95,6 +95,9 @@ class Trace:
 
     def df(self, name: str, columns: Iterable[str] | None = None) -> Any:
         """Table ``name`` as a pandas DataFrame (dictionary columns become categoricals)."""
+        from tbdtrace import _pandas_gate
+
+        _pandas_gate.open_()
         return self.table(name, columns).to_pandas()
 
     def num_rows(self, name: str) -> int:

@@ -81,15 +81,25 @@ def utilization(tr: Trace, window: Window) -> dict[str, Any]:
 def memory(tr: Trace, window: Window) -> dict[str, Any]:
     """Peak live memory and its breakdown at the peak (memory pass: ``summarize``).
 
-    The headline level of the pass (allocated when the trace has it, else reserved), over
-    the whole trace; no memory events -> no cells.
+    The headline level of the pass (allocated when the trace has it, else reserved), at
+    the highest peak of the measured steps (steady-state training: the warm-up's one-time
+    allocations, whose labels a sampled framework may attach late, are not in the row);
+    over the whole trace when no measured step lies in ``window``; no memory events -> no
+    cells.
     """
     mod = optional_pass("memory")
     if mod is None or not tr.num_rows("memory"):
         return {}
     doc = mod.summarize(tr)
-    cells: dict[str, Any] = {"peak_memory_bytes": doc["peak_bytes"]}
-    for cat, n in doc["breakdown_at_peak"].items():
+    peak, breakdown = doc["peak_bytes"], doc["breakdown_at_peak"]
+    if window is not None:
+        lo, hi = window
+        inside = [st for st in doc["steps"] if st["start_ns"] >= lo and st["end_ns"] <= hi]
+        if inside:
+            top = max(inside, key=lambda st: st["peak_bytes"])  # first of equal peaks
+            peak, breakdown = top["peak_bytes"], top["breakdown_at_peak"]
+    cells: dict[str, Any] = {"peak_memory_bytes": peak}
+    for cat, n in breakdown.items():
         cells[f"{cat}_bytes"] = n
     return cells
 

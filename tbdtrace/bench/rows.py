@@ -26,7 +26,7 @@ class RowColumn:
 
 
 _MEM = tuple(
-    RowColumn(f"{c}_bytes", "bytes", f"{c.replace('_', ' ')} at the memory peak")
+    RowColumn(f"{c}_bytes", "bytes", f"{c.replace('_', ' ')} at the measured steps' memory peak")
     for c in schema.MEMORY_CATEGORIES
 )
 
@@ -51,7 +51,9 @@ COLUMNS: tuple[RowColumn, ...] = (
     ),
     RowColumn("utilization_kind", "text", "gpu or cpu: what utilization measures"),
     RowColumn("fp32_efficiency", "ratio", "achieved FP32 FLOP/s over peak (0..1)"),
-    RowColumn("peak_memory_bytes", "bytes", "peak live memory (allocated level)"),
+    RowColumn(
+        "peak_memory_bytes", "bytes", "peak live memory of the measured steps (allocated level)"
+    ),
     *_MEM,
     RowColumn("loss_first", "value", "loss of the first step"),
     RowColumn("loss_last", "value", "loss of the last step"),

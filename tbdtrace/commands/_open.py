@@ -2,18 +2,55 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import tbdtrace
-from tbdtrace import importers
-from tbdtrace.trace import Trace, from_tables
+if TYPE_CHECKING:
+    from tbdtrace.trace import Trace
+
+
+class PendingOpen:
+    """A trace being opened: :meth:`trace` gives it."""
+
+    def __init__(self, arg: str):
+        self.path = Path(arg)
+        self.pending: Any = None
+        if self.path.is_file():
+            from tbdtrace import importers
+
+            self.pending = importers.begin_import([self.path])
+
+    def trace(self) -> Trace:
+        from tbdtrace import trace as trace_io
+
+        if self.pending is not None:
+            tables, meta = self.pending.result()
+            self.pending = None
+            tr = trace_io.from_tables(tables, meta, self.path)
+            _trim_heap()
+            return tr
+        return trace_io.open(self.path)
+
+
+def _trim_heap() -> None:
+    """Hand the parser's freed staging memory back to the system (glibc malloc_trim), so
+    the analysis that follows does not grow the process on top of it."""
+    import ctypes
+    import ctypes.util
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+
+
+def begin_open(arg: str) -> PendingOpen:
+    """Start opening ``arg``: a trace directory, or a profiler file imported in memory
+    (nothing written), whose parse starts on a background thread; the caller can load
+    what it needs meanwhile, then call ``.trace()``."""
+    return PendingOpen(arg)
 
 
 def open_or_import(arg: str) -> Trace:
     """A trace directory opened, or a profiler file imported in memory (nothing written),
     so ``report trace.json.gz`` works as ``import`` then ``report`` in one process."""
-    p = Path(arg)
-    if p.is_file():
-        tables, meta = importers.import_files([p])
-        return from_tables(tables, meta, p)
-    return tbdtrace.open(p)
+    return begin_open(arg).trace()

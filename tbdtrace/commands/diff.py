@@ -7,22 +7,28 @@ import json
 import sys
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 import tbdtrace
 from tbdtrace.passes import diff
 from tbdtrace.report.fmt import fmt_ns
+from tbdtrace.report.textui import Console, Table
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("diff", help="compare two traces",
-                       description="Compare two traces (frameworks, batch sizes, versions): "
-                       "throughput, utilization, per-category and per-kernel deltas (B - A).")
+    p = sub.add_parser(
+        "diff",
+        help="compare two traces",
+        description="Compare two traces (frameworks, batch sizes, versions): "
+        "throughput, utilization, per-category and per-kernel deltas (B - A).",
+    )
     p.add_argument("a", metavar="A", help="baseline trace directory")
     p.add_argument("b", metavar="B", help="trace directory compared with A")
-    p.add_argument("--top", type=int, default=20, metavar="N",
-                   help="kernels listed, largest |delta| first (default 20)")
+    p.add_argument(
+        "--top",
+        type=int,
+        default=20,
+        metavar="N",
+        help="kernels listed, largest |delta| first (default 20)",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_run)
 
@@ -60,22 +66,39 @@ def _render(doc: dict[str, Any]) -> None:
     for c in ("Figure", "A", "B", "B - A", "B / A"):
         t.add_column(c, justify="left" if c == "Figure" else "right", no_wrap=True)
     for k, v in doc["headline"].items():
-        t.add_row(k, _fmt(k, v["a"]), _fmt(k, v["b"]), _fmt(k, v["delta"]),
-                  "-" if v["ratio"] is None else f"{v['ratio']:.3f}")
+        t.add_row(
+            k,
+            _fmt(k, v["a"]),
+            _fmt(k, v["b"]),
+            _fmt(k, v["delta"]),
+            "-" if v["ratio"] is None else f"{v['ratio']:.3f}",
+        )
     con.print(t)
     ct = Table(title="Device time by category", title_justify="left")
     for col in ("Category", "A", "B", "B - A", "A %", "B %"):
         ct.add_column(col, justify="left" if col == "Category" else "right", no_wrap=True)
     for r in doc["categories"]:
-        ct.add_row(r["category"], fmt_ns(r["a_total_ns"]), fmt_ns(r["b_total_ns"]),
-                  fmt_ns(r["delta_ns"]), f"{100 * r['a_share']:.1f}", f"{100 * r['b_share']:.1f}")
+        ct.add_row(
+            r["category"],
+            fmt_ns(r["a_total_ns"]),
+            fmt_ns(r["b_total_ns"]),
+            fmt_ns(r["delta_ns"]),
+            f"{100 * r['a_share']:.1f}",
+            f"{100 * r['b_share']:.1f}",
+        )
     con.print(ct)
     k = Table(title="Kernels, largest change first", title_justify="left")
     for col in ("B - A", "A", "B", "A n", "B n", "Category", "Name"):
-        k.add_column(col, justify="left" if col in ("Category", "Name") else "right",
-                     no_wrap=True)
+        k.add_column(col, justify="left" if col in ("Category", "Name") else "right", no_wrap=True)
     for r in doc["kernels"]:
         name = r["name"] if len(r["name"]) <= 70 else r["name"][:69] + "…"
-        k.add_row(fmt_ns(r["delta_ns"]), fmt_ns(r["a_total_ns"]), fmt_ns(r["b_total_ns"]),
-                  f"{r['a_count']:,}", f"{r['b_count']:,}", r["category"], name)
+        k.add_row(
+            fmt_ns(r["delta_ns"]),
+            fmt_ns(r["a_total_ns"]),
+            fmt_ns(r["b_total_ns"]),
+            f"{r['a_count']:,}",
+            f"{r['b_count']:,}",
+            r["category"],
+            name,
+        )
     con.print(k)

@@ -6,13 +6,11 @@ import argparse
 import json
 import sys
 
-from rich.console import Console
-from rich.table import Table
-
 from tbdtrace.commands._open import open_or_import
 from tbdtrace.passes import hotspots
 from tbdtrace.report.build import table_records
 from tbdtrace.report.fmt import fmt_ns
+from tbdtrace.report.textui import Console, Table
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

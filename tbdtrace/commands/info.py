@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
-from rich.table import Table
-
 import tbdtrace
 from tbdtrace import schema
+from tbdtrace.report.textui import Console, Table
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("info", help="show a trace's metadata and table sizes",
-                       description="Show a trace directory's metadata and row counts.")
+    p = sub.add_parser(
+        "info",
+        help="show a trace's metadata and table sizes",
+        description="Show a trace directory's metadata and row counts.",
+    )
     p.add_argument("trace", metavar="TRACE", help="trace directory")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_run)

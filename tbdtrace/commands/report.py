@@ -6,9 +6,7 @@ import argparse
 import json
 import sys
 
-from tbdtrace.commands._open import open_or_import
-from tbdtrace.report import ReportOptions, build
-from tbdtrace.report.text import render
+from tbdtrace.commands._open import begin_open
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -41,7 +39,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.top is not None and args.top < 1:
         print("tbdtrace report: --top must be >= 1", file=sys.stderr)
         return 2
-    tr = open_or_import(args.trace)
+    pending = begin_open(args.trace)  # a profiler file parses while the modules load
+    from tbdtrace.report import (
+        ReportOptions,
+        build,
+        sections,  # noqa: F401 - every section and pass, loaded now
+    )
+    from tbdtrace.report.text import render
+
+    tr = pending.trace()
     opts = ReportOptions(top=args.top, top_json=args.top if args.top_json else None)
     doc = build(tr, opts)
     if args.format == "json":

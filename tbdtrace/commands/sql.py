@@ -7,21 +7,22 @@ import csv
 import json
 import sys
 
-from rich.console import Console
-from rich.table import Table
-
 import tbdtrace
 from tbdtrace.passes import sql
 from tbdtrace.report.build import table_records
+from tbdtrace.report.textui import Console, Table
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("sql", help="run a SQL query over a trace (DuckDB)",
-                       description="Run a DuckDB SQL query over a trace. Every table "
-                       "(kernels, memcpy, memset, memory, runtime, ops, markers, steps, "
-                       "devices, sync, overhead, host_samples) is registered under its name.")
+    p = sub.add_parser(
+        "sql",
+        help="run a SQL query over a trace (DuckDB)",
+        description="Run a DuckDB SQL query over a trace. Every table "
+        "(kernels, memcpy, memset, memory, runtime, ops, markers, steps, "
+        "devices, sync, overhead, host_samples) is registered under its name.",
+    )
     p.add_argument("trace", metavar="TRACE", help="trace directory")
-    p.add_argument("query", metavar="SQL", help="the query, e.g. \"SELECT count(*) FROM kernels\"")
+    p.add_argument("query", metavar="SQL", help='the query, e.g. "SELECT count(*) FROM kernels"')
     p.add_argument("--format", choices=("text", "csv", "json"), default="text")
     p.set_defaults(func=_run)
 

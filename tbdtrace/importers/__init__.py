@@ -1,8 +1,11 @@
 """Importers: other profilers' files into tbdtrace tables.
 
 ``detect(path)`` names the format of a file from its content; ``import_files(paths)``
-returns ``(tables, meta)`` ready for :func:`tbdtrace.trace.write`. Each format lives in
-its own module and exposes ``sniff(head: bytes) -> bool`` and ``import_files(paths)``.
+returns ``(tables, meta)`` ready for :func:`tbdtrace.trace.write`; ``begin_import(paths)``
+does the same in two halves, the parse of Kineto files starting on a background thread
+at once (before pyarrow is even loaded) and ``.result()`` giving the tables. Each format
+lives in its own module and exposes ``sniff(head: bytes) -> bool`` (its test, kept with the
+others in :mod:`tbdtrace.importers.sniff`) and ``import_files(paths)``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
+from tbdtrace.importers.sniff import SNIFFERS
 
 # Format name -> module; tried in order, the first whose sniff() accepts the file wins.
 # TensorFlow trace-viewer and MXNet JSON are Chrome traces too: their sniffs run before Kineto's.
@@ -42,9 +46,8 @@ def _head(path: Path, n: int = 1 << 16) -> bytes:
 
 def detect(path: Path) -> str:
     head = _head(path)
-    for fmt, modname in FORMATS.items():
-        mod = importlib.import_module(modname)
-        if mod.sniff(head):
+    for fmt, sniff in SNIFFERS.items():
+        if sniff(head):
             return fmt
     raise TraceError(
         f"{path}: unrecognised file format; supported: {', '.join(FORMATS)} "
@@ -55,6 +58,30 @@ def detect(path: Path) -> str:
 def import_files(
     paths: Sequence[str | Path], fmt: str | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    return begin_import(paths, fmt, background=False).result()
+
+
+class PendingImport:
+    """An import under way: :meth:`result` gives ``(tables, meta)``."""
+
+    def __init__(self, files: list[Path], fmt: str, job: Any = None):
+        self.files, self.fmt, self.job = files, fmt, job
+
+    def result(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        mod = importlib.import_module(FORMATS[self.fmt])
+        if self.job is not None:
+            result: tuple[dict[str, Any], dict[str, Any]] = mod.import_files(
+                self.files, job=self.job
+            )
+        else:
+            result = mod.import_files(self.files)
+        return result
+
+
+def begin_import(
+    paths: Sequence[str | Path], fmt: str | None = None, background: bool = True
+) -> PendingImport:
+    """Check the files and name their format; Kineto files start parsing on a thread."""
     files = [Path(p) for p in paths]
     for p in files:
         if not p.is_file():
@@ -69,6 +96,10 @@ def import_files(
         fmt = kinds.pop()
     if fmt not in FORMATS:
         raise TraceError(f"unknown format {fmt!r}; supported: {', '.join(FORMATS)}")
-    mod = importlib.import_module(FORMATS[fmt])
-    result: tuple[dict[str, Any], dict[str, Any]] = mod.import_files(files)
-    return result
+    job = None
+    if fmt == "kineto" and background:
+        from tbdtrace.importers import kineto_feed
+
+        if kineto_feed.available():
+            job = kineto_feed.start(files)
+    return PendingImport(files, fmt, job)

@@ -28,16 +28,18 @@ import pyarrow.compute as pc
 
 from tbdtrace.errors import TraceError
 from tbdtrace.importers import json_stream
+from tbdtrace.importers import sniff as _sniff
 from tbdtrace.importers.columns import TableBuilder
-
-KERNEL_CATS = {"kernel", "Kernel"}
-MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
-MEMSET_CATS = {"gpu_memset", "Memset"}
-RUNTIME_CATS = {"cuda_runtime", "Runtime"}
-DRIVER_CATS = {"cuda_driver"}
-OP_CATS = {"cpu_op", "Operator", "python_function"}
-ANNOTATION_CATS = {"user_annotation", "gpu_user_annotation"}
-SYNC_CATS = {"cuda_sync"}
+from tbdtrace.importers.kineto_feed import (  # noqa: F401 - the categories live there
+    ANNOTATION_CATS,
+    DRIVER_CATS,
+    KERNEL_CATS,
+    MEMCPY_CATS,
+    MEMSET_CATS,
+    OP_CATS,
+    RUNTIME_CATS,
+    SYNC_CATS,
+)
 
 log = logging.getLogger(__name__)
 
@@ -449,7 +451,7 @@ def _compact(v: Any) -> str | None:
 
 
 def import_files(
-    paths: Sequence[str | Path], parser: str = "auto"
+    paths: Sequence[str | Path], parser: str = "auto", job: Any = None
 ) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
     """Read Kineto files; returns (tables as mappings of Arrow columns, meta) for trace.write.
 
@@ -460,6 +462,7 @@ def import_files(
     ``parser``: "auto" reads with the C++ parser (``kineto_native``) and falls back to the
     Python one for a file it declines (damaged JSON to repair or to report, values it does
     not reproduce); "native" raises ``kineto_native.Declined`` instead; "python" skips it.
+    ``job``: the native parse of ``paths`` already started (``kineto_feed.start``).
     """
     files = [Path(p) for p in paths]
     if parser not in ("auto", "native", "python"):
@@ -468,7 +471,7 @@ def import_files(
         from tbdtrace.importers import kineto_native
 
         try:
-            return kineto_native.import_files(files)
+            return kineto_native.import_files(files, job)
         except kineto_native.Declined as e:
             if parser == "native":
                 raise
@@ -513,9 +516,4 @@ def file_meta(
     }
 
 
-def sniff(head: bytes) -> bool:
-    """Chrome-trace JSON as Kineto writes it."""
-    text = head.lstrip()
-    return text[:1] in (b"{", b"[") and (
-        b'"traceEvents"' in head or b'"schemaVersion"' in head or b'"ph"' in head
-    )
+sniff = _sniff.kineto  # the format test (tbdtrace.importers.sniff)

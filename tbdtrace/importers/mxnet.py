@@ -26,19 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
+from tbdtrace.importers import sniff as _sniff
 from tbdtrace.importers.columns import TableBuilder
 from tbdtrace.importers.kineto import read_json, us_to_ns
 
 _ASYNC_API = "MXNET_C_API"
-
-
-def sniff(head: bytes) -> bool:
-    """Chrome-trace JSON with MXNet's categories or process names."""
-    return b'"traceEvents"' in head and (
-        b'"MXNET_C_API"' in head
-        or b'"Device Storage"' in head
-        or (b'"cat": "operator"' in head and b'"cpu/0"' in head)
-    )
 
 
 def _ids(v: Any) -> int | None:
@@ -158,3 +150,6 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
         "extra": {"files": metas},
     }
     return tables, meta
+
+
+sniff = _sniff.mxnet  # the format test (tbdtrace.importers.sniff)

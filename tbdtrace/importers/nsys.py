@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
+from tbdtrace.importers import sniff as _sniff
 from tbdtrace.importers.columns import TableBuilder
 
 MEMCPY_KINDS = {
@@ -45,12 +46,6 @@ MEMORY_KINDS = {
     7: "managed",
 }
 NVTX_MARK, NVTX_PUSHPOP, NVTX_STARTEND = 34, 59, 60
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def sniff(head: bytes) -> bool:
-    """An SQLite database (any; import_files checks for the nsys tables)."""
-    return head.startswith(_SQLITE_MAGIC)
 
 
 def pid_of(global_id: int | None) -> int | None:
@@ -272,3 +267,6 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
         "devices": devices,
     }
     return tables, meta
+
+
+sniff = _sniff.nsys  # the format test (tbdtrace.importers.sniff)

@@ -35,20 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
+from tbdtrace.importers import sniff as _sniff
 from tbdtrace.importers.columns import TableBuilder
 from tbdtrace.importers.kineto import us_to_ns
 
 HOST_PLANE = "/host:CPU"
 _OP_RE = re.compile(r"^[^:\s][^:]*:[A-Za-z_][A-Za-z0-9_]*$")
-_TV_MAGIC = b'"displayTimeUnit":"ns","metadata":{"highres-ticks"'
-
-
-def sniff(head: bytes) -> bool:
-    """An XSpace protobuf (first field: planes, holding a /host: or /device: plane) or
-    TensorFlow trace-viewer JSON."""
-    if _TV_MAGIC in head[:200]:
-        return True
-    return head[:1] == b"\x0a" and (b"/host:CPU" in head or b"Task Environment" in head)
 
 
 def is_op(name: str) -> bool:
@@ -241,7 +233,7 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
         rank = i if len(files) > 1 else None
         with p.open("rb") as f:
             head = f.read(256)
-        if _TV_MAGIC in head or head.lstrip()[:1] == b"{" or head[:2] == b"\x1f\x8b":
+        if _sniff.TV_MAGIC in head or head.lstrip()[:1] == b"{" or head[:2] == b"\x1f\x8b":
             metas.append(_add_trace_viewer(p, out, rank))
         else:
             metas.append(_add_xplane(p, out, rank))
@@ -256,3 +248,6 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
         "extra": {"files": metas},
     }
     return tables, meta
+
+
+sniff = _sniff.tensorflow  # the format test (tbdtrace.importers.sniff)

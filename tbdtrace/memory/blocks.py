@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace.passes._util import dense_codes, dict_codes, int_column
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
@@ -67,19 +67,26 @@ def group_codes(tbl: pa.Table) -> tuple[npt.NDArray[np.int64], list[tuple[object
             labels.append(None)
     if n == 0:
         return np.zeros(0, np.int64), []
-    uniq, first, inv = np.unique(
-        np.stack(parts, axis=1), axis=0, return_index=True, return_inverse=True
-    )
-    order = np.argsort(first, kind="stable")  # renumber by first appearance
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
+    # Each column densely coded by hashing, mixed-radix combined, hashed again: linear,
+    # and dictionary encoding numbers the codes in order of first appearance.
+    key = np.zeros(n, dtype=np.int64)
+    values = []
+    for p in parts:
+        code, vals = dense_codes(p)
+        key = key * len(vals) + code
+        values.append(vals)
+    code, ukeys = dense_codes(key)
     keys = []
-    for u in uniq[order]:
-        key: list[object] = []
-        for v, names in zip(u.tolist(), labels, strict=True):
-            key.append(names[v] if names is not None else (None if v == -1 else int(v)))
-        keys.append(tuple(key))
-    return rank[inv.reshape(-1)].astype(np.int64), keys
+    for k in ukeys.tolist():
+        digits = []
+        for vals in reversed(values):
+            digits.append(int(vals[k % len(vals)]))
+            k //= len(vals)
+        key_row: list[object] = []
+        for v, names in zip(reversed(digits), labels, strict=True):
+            key_row.append(names[v] if names is not None else (None if v == -1 else int(v)))
+        keys.append(tuple(key_row))
+    return code, keys
 
 
 def pair(tbl: pa.Table) -> Blocks:

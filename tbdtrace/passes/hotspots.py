@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.passes import _frame, categories, kernels
-from tbdtrace.passes._util import row_codes
+from tbdtrace.passes._util import group_sum, row_codes
 from tbdtrace.passes.attribution import attribute
 from tbdtrace.trace import Trace
 
@@ -156,11 +156,9 @@ def _dominant(
     has = codes >= 0
     if not has.any():
         return {}
-    t = pa.table({"n": name, "c": codes, "d": dur})
     if not has.all():
-        t = t.filter(pa.array(has))
-    g = t.group_by(["n", "c"]).aggregate([("d", "sum")])
-    n, c, d = (g.column(x).to_numpy() for x in ("n", "c", "d_sum"))
+        name, codes, dur = name[has], codes[has], dur[has]
+    n, c, d, _ = group_sum(name, codes, dur)
     order = np.lexsort((c, -d, n))
     n, c, d = n[order], c[order], d[order]
     first = np.flatnonzero(np.concatenate([[True], n[1:] != n[:-1]]))
@@ -188,21 +186,8 @@ def by_op(trace: Trace) -> pa.Table:
     name, labels = _frame.codes(trace, "kernels", "name")
     dur = _frame.durations(trace, "kernels")
     # One hash aggregation over (op, name); everything else is over its few rows.
-    if (att.op >= 0).any():
-        g = (
-            pa.table({"op": att.op, "name": name, "d": dur})
-            .group_by(["op", "name"])
-            .aggregate([("d", "sum"), ("d", "count")])
-        )
-        op, nm, d, cnt = (g.column(x).to_numpy() for x in ("op", "name", "d_sum", "d_count"))
-    else:  # nothing attributed: one row, grouped by name alone
-        g = (
-            pa.table({"name": name, "d": dur})
-            .group_by("name")
-            .aggregate([("d", "sum"), ("d", "count")])
-        )
-        nm, d, cnt = (g.column(x).to_numpy() for x in ("name", "d_sum", "d_count"))
-        op = np.full(nm.size, -1, dtype=np.int64)
+    # One hash grouping over (op, name) (op -1: unattributed); the rest is over its rows.
+    op, nm, d, cnt = group_sum(att.op, name, dur)
     order = np.lexsort((nm, -d, op))  # per op: largest time first, ties by name code
     op, nm, d, cnt = op[order], nm[order], d[order], cnt[order]
     first = np.flatnonzero(np.concatenate([[True], op[1:] != op[:-1]]))

@@ -129,7 +129,12 @@ def _timeline(mem: pa.Table, blocks: Blocks) -> pa.Table:
 
 
 def _take(values: list[Any], idx: npt.NDArray[np.int64], typ: pa.DataType) -> pa.Array:
-    """``values[idx]`` as an Arrow array of ``typ`` (nulls where the value is None)."""
+    """``values[idx]`` as an Arrow array of ``typ`` (nulls where the value is None);
+    strings stay dictionary-encoded (the few labels, then one index per row)."""
+    if pa.types.is_string(typ):
+        return pa.DictionaryArray.from_arrays(
+            pa.array(np.asarray(idx, dtype=np.int32)), pa.array(values, typ)
+        )
     return pa.array(values, typ).take(pa.array(idx, pa.int64()))
 
 
@@ -244,34 +249,62 @@ def summarize(
 
 
 def _devices(tl: pa.Table) -> list[dict[str, Any]]:
+    """Peak of ``device_total_bytes`` per (level, device_type, device_id, rank, pid), in
+    key order with nulls last; the first moment of the maximum wins."""
     if tl.num_rows == 0:
         return []
-    df = tl.select(
-        ["level", "device_type", "device_id", "rank", "pid", "ts_ns", "device_total_bytes"]
-    ).to_pandas()
+    keys: list[npt.NDArray[np.int64]] = []
+    decode: list[list[str | None] | None] = []
+    for name in _DEVICE_KEY:
+        if pa.types.is_string(tl.schema.field(name).type) or pa.types.is_dictionary(
+            tl.schema.field(name).type
+        ):
+            codes, labels = dict_codes(tl, name)
+            keys.append(codes)
+            decode.append(labels)
+        else:
+            keys.append(int_column(tl, name, _NULL_KEY))
+            decode.append(None)
+    # One int64 key per row: each column's values as small codes, mixed-radix combined
+    # (a 1-D unique is a hash; unique over rows would sort the whole matrix).
+    key = np.zeros(tl.num_rows, dtype=np.int64)
+    values = []
+    for k in keys:
+        vals, code = np.unique(k, return_inverse=True)
+        key = key * len(vals) + code.reshape(-1)
+        values.append(vals)
+    ukey, group = np.unique(key, return_inverse=True)
+    group = group.reshape(-1)
+    uniq = np.empty((len(ukey), len(keys)), dtype=np.int64)
+    rest = ukey.copy()
+    for j in range(len(keys) - 1, -1, -1):
+        uniq[:, j] = values[j][rest % len(values[j])]
+        rest //= len(values[j])
+    total = int_column(tl, "device_total_bytes", 0)
+    ts = int_column(tl, "ts_ns", 0)
+    order = np.lexsort((-total, group))  # stable: the first row of a group holds its max
+    first = order[np.searchsorted(group[order], np.arange(len(uniq)))]
     out = []
-    for key, g in df.groupby(
-        ["level", "device_type", "device_id", "rank", "pid"], dropna=False, sort=True
-    ):
-        i = int(np.argmax(g["device_total_bytes"].to_numpy()))
-        lv, dt, did, rk, pid = (None if _isnull(v) else v for v in key)
+    for g, row in enumerate(first):
+        cells = [
+            (labels[int(k)] if labels is not None else (None if k == _NULL_KEY else int(k)))
+            for k, labels in zip(uniq[g], decode, strict=True)
+        ]
+        lv, dt, did, rk, pid = cells
         out.append(
             {
                 "level": lv,
                 "device_type": dt,
-                "device_id": _int(did),
-                "rank": _int(rk),
-                "pid": _int(pid),
-                "peak_bytes": int(g["device_total_bytes"].iloc[i]),
-                "peak_ts_ns": int(g["ts_ns"].iloc[i]),
+                "device_id": did,
+                "rank": rk,
+                "pid": pid,
+                "peak_bytes": int(total[row]),
+                "peak_ts_ns": int(ts[row]),
             }
         )
+    out.sort(key=lambda d: tuple((d[k] is None, d[k] or 0) for k in _DEVICE_KEY))
     return out
 
 
-def _isnull(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and v != v)
-
-
-def _int(v: Any) -> int | None:
-    return None if v is None else int(v)
+_DEVICE_KEY = ("level", "device_type", "device_id", "rank", "pid")
+_NULL_KEY = np.iinfo(np.int64).min

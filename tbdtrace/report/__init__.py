@@ -2,7 +2,7 @@
 
 ``build(trace)`` returns the JSON document: one top-level key per section. Each section
 is registered in ``SECTIONS`` as (key, compute, render_text): ``compute(trace, opts)``
-returns JSON-ready data, ``render_text(console, data, opts)`` prints it with rich.
+returns JSON-ready data, ``render_text(console, data, opts)`` prints it (tbdtrace.report.textui).
 """
 
 from __future__ import annotations

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from tbdtrace.passes import kernels, summary
 from tbdtrace.report.build import ReportOptions, section, table_records
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
 _DEVICE_KEYS = (

@@ -1,18 +1,16 @@
-"""Text rendering of a report document with rich."""
+"""Text rendering of a report document (tbdtrace.report.textui)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from rich.console import Console
-
 from tbdtrace.report.build import SECTIONS, ReportOptions
+from tbdtrace.report.textui import Console
 
 
 def render(doc: dict[str, Any], opts: ReportOptions, console: Console | None = None) -> None:
     # Pipes and CI logs get a wide fixed width so tables keep their columns.
-    con = console or Console(width=None if sys.stdout.isatty() else 160)
+    con = console or Console()
     tr = doc["trace"]
     bits = [f"{k}={tr[k]}" for k in ("source", "backend", "framework", "workload") if tr.get(k)]
     con.print(f"[bold]tbdtrace report[/bold]: {tr['path']}  ({', '.join(bits)})")

@@ -93,16 +93,20 @@ def test_steps_without_samples_have_durations_but_no_throughput(tmp_path: Path) 
 
 
 def test_memory_peak_and_breakdown_come_from_the_memory_pass(tmp_path: Path) -> None:
-    mem = {  # weights 100 @1, activations 50 @2, gradients 100 @3 (peak 250), free acts @4
-        "ts_ns": [1, 2, 3, 4],
-        "action": ["alloc", "alloc", "alloc", "free"],
-        "level": ["allocated"] * 4,
-        "bytes": [100, 50, 100, 50],
-        "address": [0x1000, 0x2000, 0x3000, 0x2000],
-        "device_id": [0] * 4,
-        "device_type": ["cpu"] * 4,
-        "pid": [7] * 4,
-        "category": ["weights", "activations", "gradients", "activations"],
+    # Warm-up step (0..10 s): weights 100 @1 ns and a one-time 400-byte buffer @2, freed @3
+    # (whole-trace peak 500, in the warm-up). Measured step 1 (10..11 s): activations 50,
+    # gradients 100 (peak 250), activations freed. The row is the measured steps' peak.
+    t = [1, 2, 3, 10 * S + 1, 10 * S + 2, 10 * S + 3]
+    mem = {
+        "ts_ns": t,
+        "action": ["alloc", "alloc", "free", "alloc", "alloc", "free"],
+        "level": ["allocated"] * 6,
+        "bytes": [100, 400, 400, 50, 100, 50],
+        "address": [0x1000, 0x4000, 0x4000, 0x2000, 0x3000, 0x2000],
+        "device_id": [0] * 6,
+        "device_type": ["cpu"] * 6,
+        "pid": [7] * 6,
+        "category": ["weights", "other", "other", "activations", "gradients", "activations"],
     }
     cells, notes = rows.compute(_trace(tmp_path, {"steps": STEPS, "memory": mem}))
     assert notes == []
@@ -113,6 +117,22 @@ def test_memory_peak_and_breakdown_come_from_the_memory_pass(tmp_path: Path) -> 
         100,
     )
     assert cells["optimizer_state_bytes"] == 0 and cells["other_bytes"] == 0
+
+
+def test_memory_without_measured_steps_uses_the_whole_trace(tmp_path: Path) -> None:
+    mem = {
+        "ts_ns": [1, 2, 3],
+        "action": ["alloc", "alloc", "free"],
+        "level": ["allocated"] * 3,
+        "bytes": [100, 400, 400],
+        "address": [1, 2, 2],
+        "device_id": [0] * 3,
+        "device_type": ["cpu"] * 3,
+        "category": ["weights", "other", "other"],
+    }
+    cells, _ = rows.compute(_trace(tmp_path, {"memory": mem}))
+    assert cells["peak_memory_bytes"] == 500
+    assert (cells["weights_bytes"], cells["other_bytes"]) == (100, 400)
 
 
 def test_no_memory_events_leave_memory_cells_empty(tmp_path: Path) -> None:

@@ -7,24 +7,33 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 import tbdtrace
 from tbdtrace.report import ReportOptions, build
 from tbdtrace.report.text import render
+from tbdtrace.report.textui import Console
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _write(tmp_path: Path, categories: list[str | None]) -> Path:
     n = len(categories)
-    return tbdtrace.write(tmp_path / "t", {
-        "memory": {"ts_ns": [10 * (i + 1) for i in range(n)], "action": ["alloc"] * n,
-                   "level": ["allocated"] * n, "bytes": [1024 * (i + 1) for i in range(n)],
-                   "address": list(range(1, n + 1)), "device_type": ["cuda"] * n,
-                   "device_id": [0] * n, "category": categories},
-        "steps": {"step": [0], "start_ns": [0], "end_ns": [100]},
-    }, {"source": "test"})
+    return tbdtrace.write(
+        tmp_path / "t",
+        {
+            "memory": {
+                "ts_ns": [10 * (i + 1) for i in range(n)],
+                "action": ["alloc"] * n,
+                "level": ["allocated"] * n,
+                "bytes": [1024 * (i + 1) for i in range(n)],
+                "address": list(range(1, n + 1)),
+                "device_type": ["cuda"] * n,
+                "device_id": [0] * n,
+                "category": categories,
+            },
+            "steps": {"step": [0], "start_ns": [0], "end_ns": [100]},
+        },
+        {"source": "test"},
+    )
 
 
 def _text(path: Path) -> str:
@@ -51,11 +60,22 @@ def test_text_says_when_nothing_is_classified(tmp_path: Path) -> None:
 
 def test_cli_json_has_memory(tmp_path: Path) -> None:
     path = _write(tmp_path, ["gradients", None])
-    res = subprocess.run([sys.executable, "-m", "tbdtrace", "report", str(path), "--format",
-                          "json"], cwd=ROOT, capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "report", str(path), "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     doc = json.loads(res.stdout)["memory"]
     assert doc["peak_bytes"] == 3072 and doc["peak_ts_ns"] == 20
-    assert doc["breakdown_at_peak"] == {"weights": 0, "gradients": 1024,
-                                        "optimizer_state": 0, "inputs": 0,
-                                        "activations": 0, "workspace": 0, "other": 2048}
+    assert doc["breakdown_at_peak"] == {
+        "weights": 0,
+        "gradients": 1024,
+        "optimizer_state": 0,
+        "inputs": 0,
+        "activations": 0,
+        "workspace": 0,
+        "other": 2048,
+    }
     assert doc["steps"][0]["peak_bytes"] == 3072

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 import tbdtrace
 from tbdtrace.importers import kineto
 from tbdtrace.report import ReportOptions, build
 from tbdtrace.report.text import render
+from tbdtrace.report.textui import Console
 from tests import rawkineto
 from tests.conftest import KINETO_TRACES
 from tests.passes.tiny import US, make
@@ -35,12 +35,15 @@ def test_every_fixture_reports_all_pass_keys(path: Path, tmp_path: Path) -> None
         assert set(c) == {"category", "count", "total_ns", "share"}
     cat_ns = sum(c["total_ns"] for c in doc["categories"])
     want = raw["kernel_time_ns"] + sum(
-        e - s for g in ("memcpy", "memset") for s, e, _, _ in rawkineto.device_events(path)[g])
+        e - s for g in ("memcpy", "memset") for s, e, _, _ in rawkineto.device_events(path)[g]
+    )
     assert cat_ns == want
     for d in doc["idle"]["devices"]:
         assert d["host_bound_ns"] + d["short_gap_ns"] + d["sync_wait_ns"] == d["idle_ns"]
-        assert d["idle_ns"] == raw["devices"][d["device_id"]]["span_ns"] - \
-            raw["devices"][d["device_id"]]["busy_ns"]
+        assert (
+            d["idle_ns"]
+            == raw["devices"][d["device_id"]]["span_ns"] - raw["devices"][d["device_id"]]["busy_ns"]
+        )
     buf = io.StringIO()
     render(doc, ReportOptions(top=5), Console(file=buf, width=160))
     assert "Device time by category" in buf.getvalue() or not doc["categories"]
@@ -48,18 +51,39 @@ def test_every_fixture_reports_all_pass_keys(path: Path, tmp_path: Path) -> None
 
 def test_cpu_backend_shaped_trace(tmp_path: Path) -> None:
     # Leaf CPU ops as kernels on thread 7; the ops table holds them and their parents.
-    tr = make(tmp_path, {
-        "kernels": {"start_ns": [10 * US, 40 * US], "end_ns": [30 * US, 45 * US],
-                    "name": ["aten::addmm", "aten::relu"], "device_type": ["cpu"] * 2,
-                    "device_id": [0, 0], "pid": [1, 1], "tid": [7, 7]},
-        "ops": {"start_ns": [0, 10 * US, 40 * US], "end_ns": [35 * US, 30 * US, 45 * US],
-                "name": ["aten::linear", "aten::addmm", "aten::relu"], "pid": [1] * 3,
-                "tid": [7] * 3, "input_shapes": ["[[8,16],[4,16],[4]]",
-                                                 "[[4],[8,16],[16,4],[],[]]", "[[8,4]]"]},
-        "steps": {"step": [0, 1], "start_ns": [0, 0], "end_ns": [0, 50 * US],
-                  "warmup": [True, False], "samples": [8, 8]},
-    }, meta={"source": "torch", "extra": {"cpu": {"cores": 2, "mhz": 2000, "flags": ["avx2",
-                                                                                     "fma"]}}})
+    tr = make(
+        tmp_path,
+        {
+            "kernels": {
+                "start_ns": [10 * US, 40 * US],
+                "end_ns": [30 * US, 45 * US],
+                "name": ["aten::addmm", "aten::relu"],
+                "device_type": ["cpu"] * 2,
+                "device_id": [0, 0],
+                "pid": [1, 1],
+                "tid": [7, 7],
+            },
+            "ops": {
+                "start_ns": [0, 10 * US, 40 * US],
+                "end_ns": [35 * US, 30 * US, 45 * US],
+                "name": ["aten::linear", "aten::addmm", "aten::relu"],
+                "pid": [1] * 3,
+                "tid": [7] * 3,
+                "input_shapes": ["[[8,16],[4,16],[4]]", "[[4],[8,16],[16,4],[],[]]", "[[8,4]]"],
+            },
+            "steps": {
+                "step": [0, 1],
+                "start_ns": [0, 0],
+                "end_ns": [0, 50 * US],
+                "warmup": [True, False],
+                "samples": [8, 8],
+            },
+        },
+        meta={
+            "source": "torch",
+            "extra": {"cpu": {"cores": 2, "mhz": 2000, "flags": ["avx2", "fma"]}},
+        },
+    )
     doc = build(tr, ReportOptions())
     assert doc["steps"]["summary"]["throughput_per_s"] == pytest.approx(8 / 50e-6)
     assert [c["category"] for c in doc["categories"]] == ["gemm", "elementwise"]
