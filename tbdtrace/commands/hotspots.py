@@ -6,11 +6,10 @@ import argparse
 import json
 import sys
 
-from tbdtrace.commands._open import open_or_import
-from tbdtrace.passes import hotspots
-from tbdtrace.report.build import table_records
-from tbdtrace.report.fmt import fmt_ns
+from tbdtrace.commands._open import begin_open
 from tbdtrace.report.textui import Console, Table
+
+BY = ("kernel", "op", "category")  # tbdtrace.passes.hotspots.BY, without loading the pass
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -24,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "trace", metavar="TRACE", help="trace directory, or a profiler file to import in memory"
     )
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows to show (default 20)")
-    p.add_argument("--by", choices=hotspots.BY, default="kernel")
+    p.add_argument("--by", choices=BY, default="kernel")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_run)
 
@@ -33,7 +32,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.top < 1:
         print("tbdtrace hotspots: --top must be >= 1", file=sys.stderr)
         return 2
-    tr = open_or_import(args.trace)
+    pending = begin_open(args.trace)  # a profiler file parses while the passes load
+    from tbdtrace.passes import hotspots
+    from tbdtrace.report.build import table_records
+    from tbdtrace.report.fmt import fmt_ns
+
+    tr = pending.trace()
     rows = table_records(hotspots.run(tr, hotspots.HotspotsConfig(args.top, args.by)))
     if args.format == "json":
         json.dump(rows, sys.stdout, indent=2)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +34,7 @@ from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 _NULL = -(1 << 62)  # fill for null ids: never equal to a real id
+_BLOCK = 1 << 20  # rows per block in the lookup-table join
 
 
 @dataclass(frozen=True)
@@ -56,25 +58,21 @@ def runtime_match(k: pa.Table, rt: pa.Table) -> I64:
 
 def join_sorted(a: I64, b: I64) -> I64:
     """For each id of ``a``, the index of the first equal id in ``b``, -1 if none (ids
-    equal to _NULL never match). Linear when ``b`` is already sorted, as correlation ids
-    in launch order are; else one stable sort."""
+    equal to _NULL never match). Linear when ``b``'s ids are unique and dense, as CUPTI's
+    and Kineto's correlation ids are (consecutive numbers, in whatever row order); else
+    one stable sort, skipped when ``b`` is already sorted."""
     out = np.full(a.size, -1, dtype=np.int64)
     if a.size == 0 or b.size == 0:
         return out
-    if (
-        b.size > 1
-        and (b[1:] > b[:-1]).all()
-        and b[0] != _NULL
-        and int(b[-1]) - int(b[0]) < 4 * b.size + 1024
-    ):
-        # Unique, increasing and dense (CUPTI numbers calls consecutively): a lookup table
-        # indexed by id is cheaper than a search per id.
-        small = np.int32 if b.size < 2**31 else np.int64
-        lut = np.full(int(b[-1]) - int(b[0]) + 1, -1, dtype=small)
-        lut[b - b[0]] = np.arange(b.size, dtype=small)
-        i = a - b[0]
-        ok = (i >= 0) & (i < lut.size) & (a != _NULL)
-        out[ok] = lut[i[ok]]
+    lut = _dense_lookup(b)
+    if lut is not None:
+        lut_t, base = lut
+        # Read a block at a time, so the temporaries stay small at 10M rows.
+        for s in range(0, a.size, _BLOCK):
+            i = a[s : s + _BLOCK] - base  # a _NULL id is far below 0
+            ok = (i >= 0) & (i < lut_t.size)
+            np.clip(i, 0, lut_t.size - 1, out=i)
+            out[s : s + _BLOCK] = np.where(ok, lut_t[i], -1)
         return out
     if intervals.is_sorted(b):
         order, sk = None, b
@@ -86,6 +84,21 @@ def join_sorted(a: I64, b: I64) -> I64:
     ok = (sk[pos] == a) & (a != _NULL)
     out[ok] = pos[ok] if order is None else order[pos[ok]]
     return out
+
+
+def _dense_lookup(b: I64) -> tuple[np.ndarray, int] | None:
+    """(table id - base -> row of ``b``, base) when ``b``'s ids are unique, not null and
+    span at most ~4 per row; None otherwise (duplicates would need "first" semantics)."""
+    lo, hi = int(b.min()), int(b.max())
+    if lo == _NULL or hi - lo >= 4 * b.size + 1024:
+        return None
+    small: type[np.signedinteger[Any]] = np.int32 if b.size < 2**31 else np.int64
+    lut: npt.NDArray[np.signedinteger[Any]] = np.full(hi - lo + 1, -1, dtype=small)
+    for s in range(0, b.size, _BLOCK):
+        lut[b[s : s + _BLOCK] - lo] = np.arange(s, min(s + _BLOCK, b.size), dtype=small)
+    if np.count_nonzero(lut >= 0) != b.size:  # a repeated id: not unique
+        return None
+    return lut, lo
 
 
 def _join(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:

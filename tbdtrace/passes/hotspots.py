@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tbdtrace.passes import _frame, categories, kernels
-from tbdtrace.passes._util import group_sum, row_codes
+from tbdtrace.passes._util import group_sum, int_values, row_codes
 from tbdtrace.passes.attribution import attribute
 from tbdtrace.trace import Trace
 
@@ -99,19 +98,26 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
 
     def compute() -> tuple[np.ndarray, Any]:
         n = trace.num_rows("kernels")
-        # Read for this only: the packed code replaces the six columns.
-        t = trace.table("kernels", _LAUNCH_COLS, cache=False)
-        arrs = [t.column(c).combine_chunks() for c in _LAUNCH_COLS]
-        del t
-        if n == 0 or any(a.null_count == n for a in arrs):
+        if n == 0:
             return np.full(n, -1, dtype=np.int64), _label_of([], [])
-        cols = [
-            np.asarray(pc.fill_null(a, -1).to_numpy() if a.null_count else a.to_numpy())
-            for a in arrs
-        ]  # int32, zero-copy without nulls
-        known = cols[0] >= 0
-        for c in cols[1:]:
-            known &= c >= 0
+        # Read for this only, one column at a time, each kept in the narrowest unsigned
+        # type its values fit (block sizes in a byte or two): the packed code replaces
+        # the six columns, and no more than one of them is ever held at full width.
+        cols: list[np.ndarray] = []
+        known = np.ones(n, dtype=bool)
+        for name in _LAUNCH_COLS:
+            col = trace.table("kernels", [name], cache=False).column(0)
+            if col.null_count == n:
+                return np.full(n, -1, dtype=np.int64), _label_of([], [])
+            v = int_values(col, -1)
+            del col
+            known &= v >= 0
+            top = max(int(v.max()), 0)
+            narrow = next(
+                t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max
+            )
+            cols.append(np.where(v >= 0, v, 0).astype(narrow))
+            del v
         bits = [max(int(c.max()), 0).bit_length() for c in cols]
         if sum(bits) > 62:
             inv, first = row_codes(*(c.astype(np.int64) for c in cols))
@@ -124,6 +130,7 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
             np.left_shift(c, shift, out=tmp, dtype=np.int64)
             packed |= tmp
             shift += b
+        del tmp
         packed[~known] = -1
         return packed, _label_of(bits, [])
 
@@ -153,12 +160,12 @@ def _dominant(
 ) -> dict[int, tuple[int, float]]:
     """Per kernel name code: (the code of ``codes`` holding most of that name's time, that
     time / the name's total). Ties go to the smaller code; rows with code -1 are skipped."""
-    has = codes >= 0
-    if not has.any():
+    if not (codes >= 0).any():
         return {}
-    if not has.all():
-        name, codes, dur = name[has], codes[has], dur[has]
+    # All rows grouped (no filtered copies of the columns), then the -1 groups dropped.
     n, c, d, _ = group_sum(name, codes, dur)
+    keep = c >= 0
+    n, c, d = n[keep], c[keep], d[keep]
     order = np.lexsort((c, -d, n))
     n, c, d = n[order], c[order], d[order]
     first = np.flatnonzero(np.concatenate([[True], n[1:] != n[:-1]]))

@@ -132,9 +132,10 @@ def _take(values: list[Any], idx: npt.NDArray[np.int64], typ: pa.DataType) -> pa
     """``values[idx]`` as an Arrow array of ``typ`` (nulls where the value is None);
     strings stay dictionary-encoded (the few labels, then one index per row)."""
     if pa.types.is_string(typ):
-        return pa.DictionaryArray.from_arrays(
-            pa.array(np.asarray(idx, dtype=np.int32)), pa.array(values, typ)
-        )
+        uniq = list(dict.fromkeys(values))  # a dictionary's values must be distinct
+        lut = np.array([uniq.index(v) for v in values] or [0], dtype=np.int32)
+        codes = lut[idx] if len(idx) else np.zeros(0, dtype=np.int32)
+        return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(uniq, typ))
     return pa.array(values, typ).take(pa.array(idx, pa.int64()))
 
 

@@ -90,3 +90,40 @@ def test_fixture_other_share_and_sums(path: Path, tmp_path: Path) -> None:
     other = categories.other_share(tr)
     print(f"{path.name}: other = {100 * (other or 0):.2f}% of {kernel_ns} ns kernel time")
     assert other is not None and other < 0.05
+
+
+def _all_fixture_names() -> set[str]:
+    names: set[str] = set(KNOWN)
+    for path in KINETO_TRACES:
+        tables, _ = kineto.import_files([path])
+        for t in ("kernels", "ops", "runtime"):
+            if t in tables and "name" in tables[t]:
+                names.update(n for n in tables[t]["name"].to_pylist() if n)
+    return names
+
+
+def test_rules_answer_as_re_search_on_every_fixture_name() -> None:
+    # The fast matcher (substring tests for plain alternatives) must agree with the
+    # table's regular expressions, searched case-insensitively, on every real name and on
+    # names built to hit its edges (case, non-ASCII, brackets, alternatives in groups).
+    import re
+
+    extra = {
+        "GEMM",
+        "xxMemCpy",
+        "Ünicode_gemm",
+        "ß_conv",
+        "a|b",
+        "(conv)",
+        "[relu]",
+        "convert_kernel",
+        "fbgemm_gpu::x",
+        "",
+        "elementwise_ÄÖ",
+    }
+    names = _all_fixture_names() | extra
+    assert len(names) > 300
+    for rule in categories.rules():
+        full = re.compile(rule.pattern, re.IGNORECASE)
+        for n in names:
+            assert rule.matches(n) == (full.search(n) is not None), (rule.category, n)
