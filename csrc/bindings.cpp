@@ -39,11 +39,11 @@ const char* type_name(CType t) {
   return "?";
 }
 
-// Hands a column's storage to numpy without copying: the vector moves into a capsule.
+// Hands a column's storage to numpy without copying: the array moves into a capsule.
 template <class T>
-py::array to_numpy(std::vector<T>&& v, CType t) {
-  auto* owner = new std::vector<T>(std::move(v));
-  py::capsule cap(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+py::array to_numpy(PodVec<T>&& v, CType t) {
+  auto* owner = new PodVec<T>(std::move(v));
+  py::capsule cap(owner, [](void* p) { delete static_cast<PodVec<T>*>(p); });
   if (t == CType::U64)
     return py::array_t<uint64_t>(owner->size(), reinterpret_cast<uint64_t*>(owner->data()), cap);
   return py::array_t<T>(owner->size(), owner->data(), cap);
@@ -53,6 +53,7 @@ py::dict chunks_to_python(ChunkSet& chunks) {
   py::dict out;
   for (auto& t : chunks.tables) {
     if (t.rows == 0) continue;
+    t.finalize();
     py::dict cols;
     for (size_t i = 0; i < t.cols.size(); ++i) {
       auto& c = t.cols[i];
@@ -60,6 +61,9 @@ py::dict chunks_to_python(ChunkSet& chunks) {
           c.is32() ? to_numpy(std::move(c.v32), c.type) : to_numpy(std::move(c.v64), c.type);
     }
     out[t.def->name] = cols;
+    // The storage went to numpy: the chunk starts again from nothing.
+    t.rows = t.room = 0;
+    t.ptr.assign(t.cols.size(), nullptr);
   }
   return out;
 }

@@ -20,10 +20,22 @@ const std::vector<TableDef>& table_defs() {
 }
 #undef TBD_COL_DEF
 
-void TableChunk::reserve(size_t n) {
-  for (auto& c : cols) {
-    if (c.is32()) c.v32.reserve(n); else c.v64.reserve(n);
+void TableChunk::reserve(size_t n) { make_room(n); }
+
+void TableChunk::make_room(size_t need) {
+  size_t want = room ? 2 * room : 1024;
+  if (want < need) want = need;
+  ptr.resize(cols.size());
+  for (size_t i = 0; i < cols.size(); ++i) {
+    cols[i].set_size(rows);  // realloc keeps the rows written so far
+    cols[i].reserve(want);
+    ptr[i] = cols[i].raw();
   }
+  room = want;
+}
+
+void TableChunk::finalize() {
+  for (auto& c : cols) c.set_size(rows);
 }
 
 void TableChunk::clear() {
@@ -36,6 +48,7 @@ ChunkSet::ChunkSet() {
     TableChunk t;
     t.def = &d;
     for (const auto& c : d.columns) t.cols.push_back(Column{c.type, {}, {}});
+    t.ptr.assign(t.cols.size(), nullptr);
     tables.push_back(std::move(t));
   }
 }

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <limits>
 #include <string>
 #include <vector>
@@ -83,26 +85,87 @@ struct TableDef {
 const std::vector<TableDef>& table_defs();
 
 // One column: 4-byte values for I32/STR, 8-byte values for I64/U64.
+// A growable array of plain values without std::vector's per-element construction, so a
+// table's columns can share one capacity: the decoder checks room once per row and then
+// stores every field unchecked (see TableChunk::make_room).
+template <class T>
+class PodVec {
+ public:
+  PodVec() = default;
+  ~PodVec() { std::free(p_); }
+  PodVec(PodVec&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_) {
+    o.p_ = nullptr;
+    o.n_ = o.cap_ = 0;
+  }
+  PodVec& operator=(PodVec&& o) noexcept {
+    if (this != &o) {
+      std::free(p_);
+      p_ = o.p_; n_ = o.n_; cap_ = o.cap_;
+      o.p_ = nullptr;
+      o.n_ = o.cap_ = 0;
+    }
+    return *this;
+  }
+  PodVec(const PodVec&) = delete;
+  PodVec& operator=(const PodVec&) = delete;
+
+  size_t size() const { return n_; }
+  size_t capacity() const { return cap_; }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+  void clear() { n_ = 0; }
+  void push_back(T v) {
+    if (n_ == cap_) reserve(cap_ ? 2 * cap_ : 1024);
+    p_[n_++] = v;
+  }
+  // Keeps the first size() values.
+  void reserve(size_t cap) {
+    if (cap <= cap_) return;
+    T* q = static_cast<T*>(std::realloc(p_, cap * sizeof(T)));
+    if (q == nullptr) throw std::bad_alloc();
+    p_ = q;
+    cap_ = cap;
+  }
+  // The values [0, n) are set (the decoder stored them unchecked).
+  void set_size(size_t n) { n_ = n; }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0, cap_ = 0;
+};
+
 struct Column {
   CType type;
-  std::vector<int32_t> v32;
-  std::vector<int64_t> v64;
+  PodVec<int32_t> v32;
+  PodVec<int64_t> v64;
   size_t size() const { return is32() ? v32.size() : v64.size(); }
   bool is32() const { return type == CType::I32 || type == CType::STR; }
   const void* data() const { return is32() ? static_cast<const void*>(v32.data()) : v64.data(); }
   size_t nbytes() const { return is32() ? v32.size() * 4 : v64.size() * 8; }
   void clear() { v32.clear(); v64.clear(); }
+  void set_size(size_t n) { if (is32()) v32.set_size(n); else v64.set_size(n); }
+  void reserve(size_t n) { if (is32()) v32.reserve(n); else v64.reserve(n); }
+  void* raw() { return is32() ? static_cast<void*>(v32.data()) : static_cast<void*>(v64.data()); }
 };
 
+// One table's rows being collected. Rows are written by index: make_room() gives every
+// column space for at least `need` rows and refreshes `ptr` (each column's storage),
+// `rows` counts what was written, and finalize() makes each column's size() equal to it
+// (done before a chunk is read: spill, hand-over to Python).
 struct TableChunk {
   const TableDef* def = nullptr;
   std::vector<Column> cols;
+  std::vector<void*> ptr;
   size_t rows = 0;
+  size_t room = 0;
   void reserve(size_t n);
+  void make_room(size_t need);
+  void finalize();
   void clear();
 };
 
-// One chunk per table; appended to by the decoder, drained by the spool writer.
 struct ChunkSet {
   std::vector<TableChunk> tables;  // index = TableId - 1
   ChunkSet();

@@ -172,13 +172,18 @@ bool Decoder::decode(const CUpti_Activity* rec) {
   }
 }
 
-#define P64(col, v) c[col].v64.push_back(v)
-#define P32(col, v) c[col].v32.push_back(v)
+// One room check per row, then unchecked stores at that row (TableChunk::make_room).
+#define ROW_BEGIN(TID)                              \
+  auto& t = out_.t(TID);                            \
+  const size_t row_ = t.rows;                       \
+  if (row_ >= t.room) t.make_room(row_ + 1);        \
+  void* const* c = t.ptr.data()
+#define P64(col, v) static_cast<int64_t*>(c[col])[row_] = static_cast<int64_t>(v)
+#define P32(col, v) static_cast<int32_t*>(c[col])[row_] = static_cast<int32_t>(v)
 
 void Decoder::kernel(const CUpti_ActivityKernel10& r) {
   using namespace kernels;
-  auto& t = out_.t(KERNELS);
-  auto& c = t.cols;
+  ROW_BEGIN(KERNELS);
   KernelName kn = kernel_name(r.name);
   P64(start_ns, i64(r.start)); P64(end_ns, i64(r.end));
   P32(device_id, static_cast<int32_t>(r.deviceId)); P64(stream_id, r.streamId);
@@ -190,26 +195,24 @@ void Decoder::kernel(const CUpti_ActivityKernel10& r) {
   P32(static_shared_bytes, r.staticSharedMemory);
   P32(dynamic_shared_bytes, r.dynamicSharedMemory);
   P64(graph_id, graph_or_null(r.graphId)); P64(graph_node_id, graph_or_null(r.graphNodeId));
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 void Decoder::memcpy(const CUpti_ActivityMemcpy6& r) {
   using namespace memcpy_;
-  auto& t = out_.t(MEMCPY);
-  auto& c = t.cols;
+  ROW_BEGIN(MEMCPY);
   P64(start_ns, i64(r.start)); P64(end_ns, i64(r.end));
   P32(device_id, static_cast<int32_t>(r.deviceId)); P64(stream_id, r.streamId);
   P64(context_id, r.contextId); P64(correlation_id, r.correlationId);
   P64(bytes, i64(r.bytes)); P32(copy_kind, lit(copy_kind_name(r.copyKind)));
   P32(src_kind, lit(memory_kind_name(r.srcKind))); P32(dst_kind, lit(memory_kind_name(r.dstKind)));
   P32(src_device_id, kNull32); P32(dst_device_id, kNull32);
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 void Decoder::memcpy2(const CUpti_ActivityMemcpyPtoP4& r) {
   using namespace memcpy_;
-  auto& t = out_.t(MEMCPY);
-  auto& c = t.cols;
+  ROW_BEGIN(MEMCPY);
   P64(start_ns, i64(r.start)); P64(end_ns, i64(r.end));
   P32(device_id, static_cast<int32_t>(r.deviceId)); P64(stream_id, r.streamId);
   P64(context_id, r.contextId); P64(correlation_id, r.correlationId);
@@ -217,19 +220,18 @@ void Decoder::memcpy2(const CUpti_ActivityMemcpyPtoP4& r) {
   P32(src_kind, lit(memory_kind_name(r.srcKind))); P32(dst_kind, lit(memory_kind_name(r.dstKind)));
   P32(src_device_id, static_cast<int32_t>(r.srcDeviceId));
   P32(dst_device_id, static_cast<int32_t>(r.dstDeviceId));
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 void Decoder::memset(const CUpti_ActivityMemset4& r) {
   using namespace memset_;
-  auto& t = out_.t(MEMSET);
-  auto& c = t.cols;
+  ROW_BEGIN(MEMSET);
   P64(start_ns, i64(r.start)); P64(end_ns, i64(r.end));
   P32(device_id, static_cast<int32_t>(r.deviceId)); P64(stream_id, r.streamId);
   P64(context_id, r.contextId); P64(correlation_id, r.correlationId);
   P64(bytes, i64(r.bytes)); P32(value, static_cast<int32_t>(r.value));
   P32(memory_kind, lit(memory_kind_name(r.memoryKind)));
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 void Decoder::memory(const CUpti_ActivityMemory4& r) {
@@ -240,37 +242,34 @@ void Decoder::memory(const CUpti_ActivityMemory4& r) {
                                  ? "free"
                                  : nullptr;
   if (action == nullptr) { ++stats_.unknown_kind; return; }
-  auto& t = out_.t(MEMORY);
-  auto& c = t.cols;
+  ROW_BEGIN(MEMORY);
   P64(ts_ns, i64(r.timestamp)); P32(memory::action, lit(action));
   P64(bytes, i64(r.bytes)); P64(address, i64(r.address));
   P32(device_id, static_cast<int32_t>(r.deviceId));
   P32(memory_kind, lit(memory_kind_name(r.memoryKind)));
   P64(stream_id, r.streamId); P64(correlation_id, r.correlationId);
   P32(pid, static_cast<int32_t>(r.processId));
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 void Decoder::api(const CUpti_ActivityAPI& r, bool driver) {
   using namespace runtime;
-  auto& t = out_.t(RUNTIME);
-  auto& c = t.cols;
+  ROW_BEGIN(RUNTIME);
   P64(start_ns, i64(r.start)); P64(end_ns, i64(r.end));
   P32(pid, static_cast<int32_t>(r.processId)); P64(tid, r.threadId);
   P64(correlation_id, r.correlationId); P32(name, api_name(r.cbid, driver));
   P32(runtime::api, lit(driver ? "driver" : "runtime")); P32(cbid, static_cast<int32_t>(r.cbid));
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 void Decoder::emit_marker(int64_t start, int64_t end, const OpenRange& o, bool mark,
                           uint32_t id) {
   using namespace markers;
-  auto& t = out_.t(MARKERS);
-  auto& c = t.cols;
+  ROW_BEGIN(MARKERS);
   P64(start_ns, start); P64(end_ns, end); P32(pid, o.pid); P64(tid, o.tid);
   P32(name, o.name); P32(domain, o.domain); P32(kind, lit(mark ? "mark" : "range"));
   P64(marker_id, id);
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 void Decoder::marker(const CUpti_ActivityMarker2& r) {
@@ -301,31 +300,28 @@ void Decoder::close_open_ranges() {
 
 void Decoder::sync(const CUpti_ActivitySynchronization2& r) {
   using namespace sync;
-  auto& t = out_.t(SYNC);
-  auto& c = t.cols;
+  ROW_BEGIN(SYNC);
   P64(start_ns, i64(r.start)); P64(end_ns, i64(r.end));
   // streamId is CUPTI_SYNCHRONIZATION_INVALID_VALUE (all ones) for context syncs.
   P64(stream_id, r.streamId == 0xffffffffu ? kNull64 : r.streamId);
   P64(context_id, r.contextId); P64(correlation_id, r.correlationId);
   P32(sync_kind, lit(sync_kind_name(r.type)));
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 void Decoder::overhead(const CUpti_ActivityOverhead3& r) {
   using namespace overhead;
-  auto& t = out_.t(OVERHEAD);
-  auto& c = t.cols;
+  ROW_BEGIN(OVERHEAD);
   int32_t p; int64_t th;
   object_pid_tid(r.objectKind, r.objectId, p, th);
   P64(start_ns, i64(r.start)); P64(end_ns, i64(r.end)); P32(pid, p); P64(tid, th);
   P32(name, lit(overhead_kind_name(r.overheadKind)));
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 void Decoder::device(const CUpti_ActivityDevice5& r) {
   using namespace devices;
-  auto& t = out_.t(DEVICES);
-  auto& c = t.cols;
+  ROW_BEGIN(DEVICES);
   P32(device_id, static_cast<int32_t>(r.id));
   P32(name, strings_.intern(r.name != nullptr ? r.name : ""));
   P32(sm_count, static_cast<int32_t>(r.numMultiprocessors));
@@ -338,19 +334,19 @@ void Decoder::device(const CUpti_ActivityDevice5& r) {
   P64(shared_memory_per_block_bytes, r.maxSharedMemoryPerBlock);
   P32(registers_per_block, static_cast<int32_t>(r.maxRegistersPerBlock));
   P32(warp_size, static_cast<int32_t>(r.numThreadsPerWarp));
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 void Decoder::context(const CUpti_ActivityContext3& r) {
   using namespace contexts;
-  auto& t = out_.t(CONTEXTS);
-  auto& c = t.cols;
+  ROW_BEGIN(CONTEXTS);
   P64(context_id, r.contextId); P32(device_id, static_cast<int32_t>(r.deviceId));
   P64(null_stream_id, r.nullStreamId);
-  ++t.rows;
+  t.rows = row_ + 1;
 }
 
 #undef P64
 #undef P32
+#undef ROW_BEGIN
 
 }  // namespace tbdtrace

@@ -90,6 +90,7 @@ bool SpoolWriter::spill(ChunkSet& chunks, Strings& strings) {
   }
   for (auto& t : chunks.tables) {
     if (t.rows == 0) continue;
+    t.finalize();
     std::string p;
     for (size_t i = 0; i < t.cols.size(); ++i) {
       const auto& def = t.def->columns[i];
