@@ -53,6 +53,7 @@ bench-venv: $(VENV_BENCH)/.stamp
 native: $(VENV)/.stamp
 	if [ -f setup.py ]; then $(PY) setup.py -q build_ext --inplace; fi
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v '^WARNING: Location' ; test $${PIPESTATUS[0]} -eq 0
+	$(PY) -m compileall -q tbdtrace  # bytecode even where PYTHONDONTWRITEBYTECODE is set
 
 test: native $(VENV_MX)/.stamp
 	$(PY) -m pytest -q tests
