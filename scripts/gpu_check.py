@@ -25,6 +25,10 @@ def check(name: str, cond: Any, detail: Any = None) -> None:
     res["checks"][name] = {"ok": bool(cond), "detail": detail}
 
 
+def check_equal(name: str, got: Any, want: Any) -> None:
+    check(name, got == want, [got, want])
+
+
 def section(fn: Any) -> Any:
     try:
         fn()
@@ -289,25 +293,17 @@ def memory() -> None:
             "param_exact": cap["param_bytes"][0],
         }
         res["memory_known_answers"] = {"got": got, "want": want}
-        check(
-            "memory_weights_rounded_exact",
-            got["weights"] == want["weights"],
-            [got["weights"], want["weights"]],
+        check_equal("memory_weights_rounded_exact", got["weights"], want["weights"])
+        check_equal(
+            "memory_momentum_rounded_exact", got["optimizer_state"], want["optimizer_state"]
         )
-        check(
-            "memory_momentum_rounded_exact",
-            got["optimizer_state"] == want["optimizer_state"],
-            [got["optimizer_state"], want["optimizer_state"]],
+        check_equal(
+            "memory_gradients_max_rounded_exact", got["gradients_max"], want["gradients_max"]
         )
-        check(
-            "memory_gradients_max_rounded_exact",
-            got["gradients_max"] == want["gradients_max"],
-            [got["gradients_max"], want["gradients_max"]],
-        )
-        check(
+        check_equal(
             "memory_allocated_total_matches_torch",
-            got["total_at_end"] == want["memory_allocated_at_end"],
-            [got["total_at_end"], want["memory_allocated_at_end"]],
+            got["total_at_end"],
+            want["memory_allocated_at_end"],
         )
         check(
             "memory_history_on_unix_clock",

@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from tbdtrace.errors import TraceError
 
@@ -85,19 +86,29 @@ def keep_freed_memory(big: bool = True) -> None:
         import pyarrow as pa
 
         pa.set_memory_pool(pa.system_memory_pool())
-    if not big:
+    libc = glibc()
+    if not big or libc is None:
         return
+    m_trim_threshold, m_mmap_max = -1, -4  # malloc.h
+    libc.mallopt(m_mmap_max, 0)
+    libc.mallopt(m_trim_threshold, 2**31 - 1)
+
+
+def glibc() -> Any:
+    """The C library, when it is glibc (has mallopt and malloc_trim); else None."""
     import ctypes
     import ctypes.util
 
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return
-    m_trim_threshold, m_mmap_max = -1, -4  # malloc.h
-    mallopt(m_mmap_max, 0)
-    mallopt(m_trim_threshold, 2**31 - 1)
+    except OSError:
+        return None
+    return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+
+
+def _positionals(argv: list[str]) -> list[str]:
+    """The command name and the paths after it (arguments not starting with -)."""
+    return [a for a in argv if not a.startswith("-")]
 
 
 def input_is_big(argv: list[str]) -> bool:
@@ -119,9 +130,10 @@ def input_is_big(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    first = next((a for a in argv if not a.startswith("-")), None)
+    pos = _positionals(argv)
+    first = pos[0] if pos else None
     if first in ANALYSIS_COMMANDS:
-        keep_freed_memory(input_is_big([a for a in argv if not a.startswith("-")][1:]))
+        keep_freed_memory(input_is_big(pos[1:]))
     if first in PANDAS_FREE_COMMANDS:
         from tbdtrace import _pandas_gate
 
@@ -151,8 +163,8 @@ def run() -> None:
     0.4 s report); the trace it wrote, if any, is already complete on disk."""
     argv = sys.argv[1:]
     rc = main(argv)
-    first = next((a for a in argv if not a.startswith("-")), None)
-    if first in PANDAS_FREE_COMMANDS:
+    pos = _positionals(argv)
+    if pos and pos[0] in PANDAS_FREE_COMMANDS:
         try:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +35,11 @@ class PendingOpen:
 def _trim_heap() -> None:
     """Hand the parser's freed staging memory back to the system (glibc malloc_trim), so
     the analysis that follows does not grow the process on top of it."""
-    import ctypes
-    import ctypes.util
+    from tbdtrace.cli import glibc
 
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    libc = glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def begin_open(arg: str) -> PendingOpen:

@@ -19,14 +19,9 @@ from typing import Any
 from tbdtrace.errors import TraceError
 from tbdtrace.importers.sniff import SNIFFERS
 
-# Format name -> module; tried in order, the first whose sniff() accepts the file wins.
-# TensorFlow trace-viewer and MXNet JSON are Chrome traces too: their sniffs run before Kineto's.
-FORMATS: dict[str, str] = {
-    "tensorflow": "tbdtrace.importers.tensorflow",
-    "mxnet": "tbdtrace.importers.mxnet",
-    "kineto": "tbdtrace.importers.kineto",
-    "nsys": "tbdtrace.importers.nsys",
-}
+# Format name -> module (named after the format); detection tries the formats in the
+# order of sniff.SNIFFERS, the first whose test accepts the file wins.
+FORMATS: dict[str, str] = {fmt: f"tbdtrace.importers.{fmt}" for fmt in SNIFFERS}
 
 
 def _head(path: Path, n: int = 1 << 16) -> bytes:
@@ -69,12 +64,8 @@ class PendingImport:
 
     def result(self) -> tuple[dict[str, Any], dict[str, Any]]:
         mod = importlib.import_module(FORMATS[self.fmt])
-        if self.job is not None:
-            result: tuple[dict[str, Any], dict[str, Any]] = mod.import_files(
-                self.files, job=self.job
-            )
-        else:
-            result = mod.import_files(self.files)
+        kw = {"job": self.job} if self.job is not None else {}
+        result: tuple[dict[str, Any], dict[str, Any]] = mod.import_files(self.files, **kw)
         return result
 
 

@@ -104,6 +104,7 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
         # type its values fit (block sizes in a byte or two): the packed code replaces
         # the six columns, and no more than one of them is ever held at full width.
         cols: list[np.ndarray] = []
+        bits: list[int] = []
         known = np.ones(n, dtype=bool)
         for name in _LAUNCH_COLS:
             col = trace.table("kernels", [name], cache=False).column(0)
@@ -117,8 +118,8 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
                 t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max
             )
             cols.append(np.where(v >= 0, v, 0).astype(narrow))
+            bits.append(top.bit_length())
             del v
-        bits = [max(int(c.max()), 0).bit_length() for c in cols]
         if sum(bits) > 62:
             inv, first = row_codes(*(c.astype(np.int64) for c in cols))
             rows = [[int(c[i]) for c in cols] for i in first]

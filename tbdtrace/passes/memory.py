@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.memory.blocks import INT64_MAX, Blocks, pair
+from tbdtrace.memory.blocks import INT64_MAX, Blocks, group_codes, pair
 from tbdtrace.passes._util import dict_codes, int_column
 from tbdtrace.schema import MEMORY_CATEGORIES, MEMORY_LEVELS
 from tbdtrace.trace import Trace
@@ -254,58 +254,19 @@ def _devices(tl: pa.Table) -> list[dict[str, Any]]:
     key order with nulls last; the first moment of the maximum wins."""
     if tl.num_rows == 0:
         return []
-    keys: list[npt.NDArray[np.int64]] = []
-    decode: list[list[str | None] | None] = []
-    for name in _DEVICE_KEY:
-        if pa.types.is_string(tl.schema.field(name).type) or pa.types.is_dictionary(
-            tl.schema.field(name).type
-        ):
-            codes, labels = dict_codes(tl, name)
-            keys.append(codes)
-            decode.append(labels)
-        else:
-            keys.append(int_column(tl, name, _NULL_KEY))
-            decode.append(None)
-    # One int64 key per row: each column's values as small codes, mixed-radix combined
-    # (a 1-D unique is a hash; unique over rows would sort the whole matrix).
-    key = np.zeros(tl.num_rows, dtype=np.int64)
-    values = []
-    for k in keys:
-        vals, code = np.unique(k, return_inverse=True)
-        key = key * len(vals) + code.reshape(-1)
-        values.append(vals)
-    ukey, group = np.unique(key, return_inverse=True)
-    group = group.reshape(-1)
-    uniq = np.empty((len(ukey), len(keys)), dtype=np.int64)
-    rest = ukey.copy()
-    for j in range(len(keys) - 1, -1, -1):
-        uniq[:, j] = values[j][rest % len(values[j])]
-        rest //= len(values[j])
+    group, keys = group_codes(tl)
     total = int_column(tl, "device_total_bytes", 0)
     ts = int_column(tl, "ts_ns", 0)
     order = np.lexsort((-total, group))  # stable: the first row of a group holds its max
-    first = order[np.searchsorted(group[order], np.arange(len(uniq)))]
-    out = []
-    for g, row in enumerate(first):
-        cells = [
-            (labels[int(k)] if labels is not None else (None if k == _NULL_KEY else int(k)))
-            for k, labels in zip(uniq[g], decode, strict=True)
-        ]
-        lv, dt, did, rk, pid = cells
-        out.append(
-            {
-                "level": lv,
-                "device_type": dt,
-                "device_id": did,
-                "rank": rk,
-                "pid": pid,
-                "peak_bytes": int(total[row]),
-                "peak_ts_ns": int(ts[row]),
-            }
+    first = order[np.searchsorted(group[order], np.arange(len(keys)))]
+    out = [
+        dict(
+            zip(_DEVICE_KEY, key, strict=True), peak_bytes=int(total[row]), peak_ts_ns=int(ts[row])
         )
+        for key, row in zip(keys, first, strict=True)
+    ]
     out.sort(key=lambda d: tuple((d[k] is None, d[k] or 0) for k in _DEVICE_KEY))
     return out
 
 
 _DEVICE_KEY = ("level", "device_type", "device_id", "rank", "pid")
-_NULL_KEY = np.iinfo(np.int64).min
