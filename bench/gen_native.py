@@ -24,7 +24,9 @@ import tbdtrace
 import tbdtrace.trace as trace_mod
 from tbdtrace.importers import kineto
 
-FIXTURE = Path("/work/shared/fixtures/kineto/hta/df_index_resolver.json.gz")
+# The real fixtures are provided beside the checkout (shared/fixtures/), never committed.
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURE = FIXTURES / "kineto" / "hta" / "df_index_resolver.json.gz"
 
 
 def _per_stream_starts(

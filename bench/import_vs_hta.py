@@ -22,7 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import Run, measure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = Path("/work/shared/fixtures/kineto/hta/df_index_resolver.json.gz")
+# The real fixtures are provided beside the checkout (shared/fixtures/), never committed.
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURE = FIXTURES / "kineto" / "hta" / "df_index_resolver.json.gz"
 OUT = ROOT / "out" / "bench"
 PY = str(ROOT / ".venv" / "bin" / "python")
 HTA_PY = ROOT / ".venv-bench" / "bin" / "python"

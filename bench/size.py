@@ -29,7 +29,9 @@ CODECS = {
     "lz4": "lz4",
     "none": None,
 }
-FIXTURE = Path("/work/shared/fixtures/kineto/hta/df_index_resolver.json.gz")
+# The real fixtures are provided beside the checkout (shared/fixtures/), never committed.
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURE = FIXTURES / "kineto" / "hta" / "df_index_resolver.json.gz"
 
 
 def kernel_json_gz_bytes(path: Path) -> tuple[int, int]:

@@ -1,16 +1,64 @@
-"""Shared test fixtures: paths to the bundled real traces."""
+"""Shared test fixtures: where the real third-party traces are.
+
+Real traces made by other projects (PyTorch-profiler traces from HTA, TraceLens and kineto;
+Nsight Systems exports from pipit) are never copied into this repository. They are provided
+beside the checkout, in `shared/fixtures/` (CI has the same layout), or wherever
+`TBDTRACE_FIXTURES` points. Their provenance and licences are in docs/TEST_DATA.md and in the
+READMEs of that folder.
+
+Tests reach them only through this module: `KINETO`/`NSYS` (folders), `KINETO_TRACES` (every
+Kineto file) and `fixture(rel)` (one file, skipping with the reason when it is absent). A test
+module that holds `KINETO`, `NSYS` or `KINETO_TRACES` at module level is skipped as a whole,
+with the reason, when the folder is absent.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).parent / "data"
-KINETO = DATA / "kineto"
-KINETO_TRACES = sorted(p for p in KINETO.glob("*/*.json.gz"))
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data"  # data this project made itself
+FIXTURES = Path(os.environ.get("TBDTRACE_FIXTURES") or ROOT.parent / "shared" / "fixtures")
+KINETO = FIXTURES / "kineto"
+NSYS = FIXTURES / "nsys"
+KINETO_TRACES = sorted(KINETO.glob("*/*.json.gz"))
+MISSING = (
+    f"real-trace fixtures not found at {FIXTURES}: they are provided beside the checkout "
+    "(shared/fixtures/) or where TBDTRACE_FIXTURES points"
+)
+
+
+def fixture(rel: str) -> Path:
+    """The fixture file `rel` (relative to the fixtures folder, e.g. "kineto/hta/x.json.gz");
+    skips the calling test, with the reason, when it is absent."""
+    path = FIXTURES / rel
+    if not path.is_file():
+        pytest.skip(MISSING if not FIXTURES.is_dir() else f"fixture {path} is absent")
+    return path
 
 
 @pytest.fixture(scope="session")
 def kineto_dir() -> Path:
+    if not KINETO.is_dir():
+        pytest.skip(MISSING)
     return KINETO
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if KINETO.is_dir() and NSYS.is_dir():
+        return
+    skip = pytest.mark.skip(reason=MISSING)
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is None:
+            continue
+        held = vars(module)
+        if (
+            (held.get("KINETO") is KINETO and not KINETO.is_dir())
+            or (held.get("KINETO_TRACES") is KINETO_TRACES and not KINETO.is_dir())
+            or (held.get("NSYS") is NSYS and not NSYS.is_dir())
+        ):
+            item.add_marker(skip)

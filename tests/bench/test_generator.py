@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import gen_kineto  # noqa: E402
 
-FIXTURE = (
-    ROOT / "tests" / "data" / "kineto" / "hta" / "benchmark_result_493459_1694039959_trace.json.gz"
-)
+from tests.conftest import KINETO  # noqa: E402
+
+FIXTURE = KINETO / "hta" / "benchmark_result_493459_1694039959_trace.json.gz"
 
 
 def _ns(v: object) -> int:

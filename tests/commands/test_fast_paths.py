@@ -22,9 +22,9 @@ from tbdtrace import _pandas_gate, importers
 from tbdtrace.passes import memory
 from tbdtrace.passes._util import dense_codes, group_sum
 from tbdtrace.trace import from_tables
+from tests.conftest import KINETO
 
 ROOT = Path(__file__).resolve().parents[2]
-KINETO = ROOT / "tests" / "data" / "kineto"
 FIXTURE = KINETO / "hta" / "nccl_data.json.gz"
 
 

@@ -90,9 +90,9 @@ def test_fixture_analytic_flops_match_an_independent_count(tmp_path: Path) -> No
     import tbdtrace
     from tbdtrace.importers import kineto
     from tests import rawkineto
-    from tests.conftest import KINETO
+    from tests.conftest import fixture
 
-    path = KINETO / "hta" / "control.json.gz"
+    path = fixture("kineto/hta/control.json.gz")
     tables, meta = kineto.import_files([path])
     tr = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
     ev = [e for e in rawkineto.load(path)["traceEvents"] if e.get("ph") == "X"]

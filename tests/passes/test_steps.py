@@ -61,9 +61,9 @@ def test_fixture_profiler_steps_match_the_raw_json(tmp_path: Path) -> None:
     import tbdtrace
     from tbdtrace.importers import kineto
     from tests import rawkineto
-    from tests.conftest import KINETO
+    from tests.conftest import fixture
 
-    path = KINETO / "hta" / "sampled_rank-1.json.gz"
+    path = fixture("kineto/hta/sampled_rank-1.json.gz")
     tables, meta = kineto.import_files([path])
     tr = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
     raw = rawkineto.load(path)["traceEvents"]

@@ -77,9 +77,9 @@ def test_fixture_per_step_busy_matches_the_raw_json(tmp_path: Path) -> None:
     import tbdtrace
     from tbdtrace.importers import kineto
     from tests import rawkineto
-    from tests.conftest import KINETO
+    from tests.conftest import fixture
 
-    path = KINETO / "hta" / "sampled_rank-0.json.gz"
+    path = fixture("kineto/hta/sampled_rank-0.json.gz")
     tables, meta = kineto.import_files([path])
     tr = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
     raw = rawkineto.load(path)["traceEvents"]
