@@ -17,6 +17,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+def mxnet_python() -> str:
+    """.venv-mxnet's Python; fails the test with what to run when it is missing."""
+    py = REPO / ".venv-mxnet" / "bin" / "python"
+    assert py.exists(), f"{py} is missing; run `make venv-mxnet`"
+    return str(py)
+
+
 @dataclass(frozen=True)
 class Run:
     returncode: int

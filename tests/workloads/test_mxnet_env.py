@@ -6,14 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.workloads.runner import REPO, run_workload
-
-
-def mxnet_python() -> str:
-    """.venv-mxnet's Python; fails the test with what to run when it is missing."""
-    py = REPO / ".venv-mxnet" / "bin" / "python"
-    assert py.exists(), f"{py} is missing; run `make venv-mxnet`"
-    return str(py)
+from tests.workloads.runner import REPO, mxnet_python, run_workload
 
 
 def _pins() -> dict[str, str]:
