@@ -132,12 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     pos = _positionals(argv)
     first = pos[0] if pos else None
-    if first in ANALYSIS_COMMANDS:
-        keep_freed_memory(input_is_big(pos[1:]))
-    if first in PANDAS_FREE_COMMANDS:
-        from tbdtrace import _pandas_gate
-
-        _pandas_gate.close()
     known = {c.rstrip("_") for c in COMMANDS}
     parser = build_parser(first if first in known else None)
     args = parser.parse_args(argv)
@@ -156,14 +150,27 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def _tune_process(command: str | None, paths: list[str]) -> None:
+    """Process-wide settings for the program's own process only (not for :func:`main`
+    called from Python, where they would outlive the call): the glibc heap settings of
+    analysis commands and the no-pandas rule (docs/DECISIONS.md 15, 17)."""
+    if command in ANALYSIS_COMMANDS:
+        keep_freed_memory(input_is_big(paths))
+    if command in PANDAS_FREE_COMMANDS:
+        from tbdtrace import _pandas_gate
+
+        _pandas_gate.close()
+
+
 def run() -> None:
     """The program: :func:`main`, then exit. After an analysis command, once its output
     is flushed, the process ends without tearing the interpreter down (freeing every
     array and module of a large analysis takes longer than it is worth: ~0.04 s of a
     0.4 s report); the trace it wrote, if any, is already complete on disk."""
     argv = sys.argv[1:]
-    rc = main(argv)
     pos = _positionals(argv)
+    _tune_process(pos[0] if pos else None, pos[1:])
+    rc = main(argv)
     if pos and pos[0] in PANDAS_FREE_COMMANDS:
         try:
             sys.stdout.flush()

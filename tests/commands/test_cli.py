@@ -48,3 +48,19 @@ def test_console_script_matches_module(tmp_path):
     b = subprocess.run([sys.executable, "-m", "tbdtrace", "--version"],
                        capture_output=True, text=True)
     assert a.returncode == b.returncode == 0 and a.stdout == b.stdout
+
+
+def test_main_in_process_leaves_no_process_wide_settings(tmp_path):
+    # `main()` called from Python (tests, notebooks) must not keep pandas out of the caller's
+    # process afterwards; only the program's own process (`run`) refuses it. Run in a fresh
+    # interpreter so that pandas is not already loaded.
+    code = (
+        "import sys\n"
+        "from tbdtrace.cli import main\n"
+        f"main(['report', {str(tmp_path / 'missing')!r}])\n"
+        "import pandas\n"
+        "print('pandas', pandas.__version__)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("pandas ")
