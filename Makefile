@@ -67,13 +67,21 @@ demo: native
 	$(PY) -m tbdtrace capture --out $(DEMO_OUT) -- $(PY) -m workloads.pytorch.resnet50 --size $(DEMO_SIZE) --steps 3 --warmup 1
 	$(PY) -m tbdtrace report $(DEMO_OUT) --top 15
 
-lint: $(VENV)/.stamp
-	$(PY) -m ruff check tbdtrace tests workloads bench
-	$(PY) -m ruff format --check tbdtrace tests workloads bench
+# The style gates (.ci/run runs them before the tests): ruff lint and format, mypy on the
+# package, clang-format on the C++ (pinned in requirements.lock), and stubtest of the
+# extension's .pyi against the built module.
+CXX_SOURCES = $(sort $(wildcard csrc/*.cpp csrc/*.h csrc/kineto/*.cpp csrc/kineto/*.h))
+PY_SOURCES = tbdtrace tests workloads bench scripts
+lint: native
+	$(PY) -m ruff check $(PY_SOURCES)
+	$(PY) -m ruff format --check $(PY_SOURCES)
 	$(PY) -m mypy
+	$(VENV)/bin/clang-format --dry-run -Werror $(CXX_SOURCES)
+	$(PY) -m mypy.stubtest tbdtrace._native --mypy-config-file pyproject.toml --allowlist .stubtest-allowlist
 
 format: $(VENV)/.stamp
-	$(PY) -m ruff format tbdtrace tests workloads bench
+	$(PY) -m ruff format $(PY_SOURCES)
+	$(VENV)/bin/clang-format -i $(CXX_SOURCES)
 
 docs: $(VENV)/.stamp
 	$(PY) -c "import sys, tbdtrace.schema as s; sys.stdout.write(s.render_markdown())" > docs/TRACE_FORMAT.md
