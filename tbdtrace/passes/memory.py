@@ -7,9 +7,12 @@ negative, and a block's free subtracts exactly what its alloc added. A row witho
 category counts as ``other``.
 
 Levels are never mixed: ``reserved`` (what the allocator took from the device, CUPTI) and
-``allocated`` (tensors inside the allocator) each get their own timeline, summed over
-every device and process of that level. The headline numbers use ``allocated`` when the
-trace has it (it carries the categories), else ``reserved``.
+``allocated`` (tensors inside the allocator) each get their own timeline (:func:`timeline`:
+the replay, summed over every device and process of that level). The summary
+(:func:`summarize`) works per device and never sums devices: a device's level is the
+allocator's own totals where the trace has them (PyTorch-profiler imports), aligned with
+the replay, else the replay (see :mod:`._memory_devices`). Its headline numbers use
+``allocated`` when the trace has it (it carries the categories), else ``reserved``.
 """
 
 from __future__ import annotations

@@ -13,14 +13,14 @@ from tbdtrace.trace import Trace
 
 
 def _device_label(d: dict[str, Any] | None) -> str:
-    """``cuda:0`` (``rank 1``, ``pid 7`` when known) of a device key."""
+    """``cuda:0, rank 1, pid 7`` (rank and pid when known) of a device key."""
     if not d:
         return "-"
     dev = d["device_type"] or "?"
     if d["device_id"] is not None and d["device_type"] != "cpu":
         dev += f":{d['device_id']}"
     extra = [f"{k} {d[k]}" for k in ("rank", "pid") if d.get(k) is not None]
-    return dev + (f" ({', '.join(extra)})" if extra else "")
+    return ", ".join([dev, *extra])
 
 
 def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
