@@ -216,10 +216,7 @@ def _kernel_codes(trace: Trace) -> KernelCategories:
     codes, labels = _frame.codes(trace, "kernels", "name")
     cat, decisive = _lut(labels)
     name_src = np.where(cat == OTHER, BY_NONE, BY_NAME).astype(np.int8)
-    if codes.size == 0:
-        return KernelCategories(np.zeros(0, np.int8), np.zeros(0, np.int8), False)
-    used = np.bincount(codes, minlength=len(labels)) > 0
-    op = _op_categories(trace) if (used & ~decisive).any() else None
+    op = _op_path(trace)
     if op is None:
         return KernelCategories(cat[codes], name_src[codes], False)
     use_op = (op >= 0) & ~decisive[codes]
@@ -228,6 +225,25 @@ def _kernel_codes(trace: Trace) -> KernelCategories:
         np.where(use_op, BY_OP, name_src[codes]).astype(np.int8),
         bool(use_op.any()),
     )
+
+
+def _op_path(trace: Trace) -> npt.NDArray[np.int8] | None:
+    """Per kernel row, the op table's category of its launching op (-1 when none); None
+    when no op can decide (every kernel's name decides, no ops, or no launching op in the
+    op table), so callers can stay on per-name tables. Computed once per trace."""
+
+    def compute() -> npt.NDArray[np.int8] | None:
+        if trace.num_rows("ops") == 0 or trace.num_rows("kernels") == 0:
+            return None
+        codes, labels = _frame.codes(trace, "kernels", "name")
+        _, decisive = _lut(labels)
+        if decisive.all():
+            return None
+        if not (np.bincount(codes, minlength=len(labels)) > 0)[~decisive].any():
+            return None  # the names that do not decide label no row
+        return _op_categories(trace)
+
+    return trace.memo(("kernel_categories_op",), compute)
 
 
 def _op_categories(trace: Trace) -> npt.NDArray[np.int8] | None:
@@ -268,8 +284,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     n = len(CATEGORIES)
     count = np.zeros(n, dtype=np.int64)
     total = np.zeros((n, 3), dtype=np.int64)
-    kc = kernel_codes(trace)
-    if not kc.by_op:
+    if _op_path(trace) is None:
         # From the per-name table (shared with the kernels pass): no pass over the rows.
         per_name = kernels.run(trace)
         cat, _ = _lut(per_name.column("name").to_pylist())
@@ -277,6 +292,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
         np.add.at(count, cat, per_name.column("count").to_numpy())
         np.add.at(total, (cat, src), per_name.column("total_ns").to_numpy())
     else:
+        kc = kernel_codes(trace)
         dur = _frame.durations(trace, "kernels")
         count += np.bincount(kc.code, minlength=n)
         key = kc.code.astype(np.int64) * 3 + kc.source
@@ -295,10 +311,10 @@ def name_categories(trace: Trace) -> dict[str, str]:
     """Per kernel name of ``trace``, the category holding most of its time (a name whose
     launching ops differ can have rows of several categories)."""
     codes, labels = _frame.codes(trace, "kernels", "name")
-    kc = kernel_codes(trace)
     names = [x if x is not None else "<unknown>" for x in labels]
-    if not kc.by_op or codes.size == 0:
+    if _op_path(trace) is None:
         return {nm: classify(lbl) for nm, lbl in zip(names, labels, strict=True)}
+    kc = kernel_codes(trace)
     n = len(CATEGORIES)
     dur = _frame.durations(trace, "kernels")
     t = np.bincount(codes.astype(np.int64) * n + kc.code, weights=dur, minlength=len(labels) * n)
