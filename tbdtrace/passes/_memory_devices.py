@@ -73,11 +73,16 @@ def series(mem: pa.Table, keys: list[tuple[object, ...]], ev: Events, totals: bo
     acodes, alabels = dict_codes(mem, "action")
     sign = np.array([1 if x == "alloc" else -1 for x in alabels] or [1], dtype=np.int64)
     signed = sign[acodes] * int_column(mem, "bytes", 0) if mem.num_rows else ts
-    order = np.lexsort((np.arange(ts.size), ts))
+    # Rows by (device, time, row order) and events by device (stable: their time order
+    # kept), each device's part a slice of one sort.
+    order = np.lexsort((np.arange(ts.size), ts, row_grp))
+    row_cut = np.searchsorted(row_grp[order], np.arange(len(keys) + 1))
+    ev_order = np.argsort(ev.group, kind="stable")
+    ev_cut = np.searchsorted(ev.group[ev_order], np.arange(len(keys) + 1))
     out = []
     for g, key in enumerate(keys):
-        rows = order[row_grp[order] == g]
-        m = ev.group == g
+        rows = order[row_cut[g] : row_cut[g + 1]]
+        m = ev_order[ev_cut[g] : ev_cut[g + 1]]
         live = _replay(ev.category[m], ev.delta[m])
         with_total = rows[ta[rows] != _NULL] if totals else rows[:0]
         with_res = rows[tr[rows] != _NULL]

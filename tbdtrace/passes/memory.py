@@ -118,8 +118,10 @@ def _events(mem: pa.Table, blocks: Blocks) -> tuple[Events, npt.NDArray[np.int64
     return ev, lvl[order]
 
 
-def _timeline(mem: pa.Table, blocks: Blocks) -> pa.Table:
-    ev, lvl = _events(mem, blocks)
+def _timeline(
+    mem: pa.Table, blocks: Blocks, events: tuple[Events, npt.NDArray[np.int64]] | None = None
+) -> pa.Table:
+    ev, lvl = events or _events(mem, blocks)
     n = ev.ts.size
     delta = np.zeros((n, len(MEMORY_CATEGORIES)), dtype=np.int64)
     delta[np.arange(n), ev.category] = ev.delta
@@ -255,8 +257,8 @@ def summarize(trace: Trace, config: MemoryConfig | None = None) -> dict[str, Any
     config = config or MemoryConfig()
     mem = trace.table("memory", _COLS + ["total_allocated_bytes", "total_reserved_bytes"])
     blocks = pair(mem)
-    ev, _ = _events(mem, blocks)
-    all_series = series(mem, blocks.group_keys, ev, _use_totals(trace, config))
+    events = _events(mem, blocks)
+    all_series = series(mem, blocks.group_keys, events[0], _use_totals(trace, config))
     present = [lv for lv in MEMORY_LEVELS if any(s.key[0] == lv for s in all_series)]
     level = config.level or (
         "allocated" if "allocated" in present else (present[0] if present else "allocated")
@@ -268,7 +270,7 @@ def summarize(trace: Trace, config: MemoryConfig | None = None) -> dict[str, Any
         doc.update(device=dict(zip(_DEVICE_KEY[1:], head.key[1:], strict=True)))
         doc.update(source=head.source, **_series_peak(head))
         doc["levels"] = _levels(all_series, head)
-    doc["devices"] = _device_rows(all_series, _devices(_timeline(mem, blocks)))
+    doc["devices"] = _device_rows(all_series, _devices(_timeline(mem, blocks, events)))
     doc["steps"] = _steps(head, trace.table("steps", ["step", "start_ns", "end_ns"]))
     doc["event_count"] = mem.num_rows
     doc["first_ts_ns"] = int(pa.compute.min(mem.column("ts_ns")).as_py()) if mem.num_rows else None
