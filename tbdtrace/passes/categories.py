@@ -170,15 +170,19 @@ def op_rules() -> tuple[Rule, ...]:
 @lru_cache(maxsize=65536)
 def classify_name(name: str | None) -> tuple[str, bool]:
     """(category, decisive) of a kernel (or CPU op) name from its own name: the first
-    rule matching its function name (for a generic entry point, the kernel it runs,
-    then the entry point). ``decisive`` is False for ``hint`` rules and ``other``."""
+    rule matching its function name (for a generic entry point, the kernel it runs, then
+    the entry point; a ``name`` row matching either beats a ``hint`` row). ``decisive``
+    is False for ``hint`` rules and ``other``."""
     if not name:
         return "other", False
-    for cand in _kernel_names.candidates(name):
-        for rule in rules():
-            if rule.matches(cand):
-                return rule.category, rule.decisive
-    return "other", False
+    found = [_first_rule(c) for c in _kernel_names.candidates(name)]
+    hit = next((r for r in found if r is not None and r.decisive), None)
+    hit = hit or next((r for r in found if r is not None), None)
+    return (hit.category, hit.decisive) if hit else ("other", False)
+
+
+def _first_rule(name: str) -> Rule | None:
+    return next((rule for rule in rules() if rule.matches(name)), None)
 
 
 def classify(name: str | None) -> str:

@@ -432,6 +432,11 @@ def test_generic_entry_points_read_the_kernel_they_run() -> None:
     assert _kernel_names.candidates(
         "void ck_tile::kentry<256, 1, ck_tile::FmhaFwdKernel<x>>(k)"
     ) == ("ck_tile::FmhaFwdKernel", "ck_tile::kentry")
+    # A name row of the entry point beats a hint row of the kernel it runs.
+    assert categories.classify_name("void cutlass::device_kernel<ns::AddOp<int>>(int)") == (
+        "gemm",
+        True,
+    )
     # Template arguments of other kernels are never read.
     assert _kernel_names.candidates("void mine<cutlass::gemm::X>(int)") == ("mine",)
     assert categories.classify("void mine<cutlass::gemm::X>(int)") == "other"
