@@ -182,6 +182,36 @@ KNOWN = [
     ),
     ("rnn", "RNN_blockPersist_fp_LSTM<float, float, float, 128>"),
     ("elementwise", "triton_poi_fused_add_cos_sin_0"),
+    # More ATen kernels (not in the fixtures).
+    ("elementwise", "void at::native::index_put_with_sort_kernel<float, float>(long*, float*)"),
+    (
+        "reduction",
+        "void at::native::tensor_kernel_scan_innermost_dim<float, std::plus<float> >(float*, "
+        "float const*, unsigned int, unsigned int, unsigned int, float, std::plus<float>)",
+    ),
+    (
+        "reduction",
+        "void at::native::bitonicSortKVInPlace<2, -1, 16, 16, float, long, "
+        "at::native::LTOp<float, true>, unsigned int>(x)",
+    ),
+    (
+        "elementwise",
+        "void at::native::(anonymous namespace)::upsample_bilinear2d_out_frame<float, float>("
+        "int, float, float, bool, at::GenericPackedTensorAccessor<float, 4ul>)",
+    ),
+    ("elementwise", "void at::native::amp_update_scale_cuda_kernel(float*, int*, float const*)"),
+    ("conv", "void at::native::vol2col_kernel<float>(long, float const*, int)"),
+    (
+        "softmax_attention",
+        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+        "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)",
+    ),
+    # cuDNN's runtime-fused attention (cuDNN 9 SDPA backend).
+    (
+        "softmax_attention",
+        "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_"
+        "kernel0_0",
+    ),
     # cuBLAS 12.x nvjet kernels (Hopper/Blackwell), cuBLASLt.
     ("gemm", "nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NNT"),
     ("gemm", "nvjet_hsh_256x128_64x4_1x2_h_bz_coopB_TNN"),
