@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
+from tbdtrace.schema import MEMORY_CATEGORIES
 from tbdtrace.trace import Trace
 
 Window = tuple[int, int] | None
@@ -99,8 +100,9 @@ def memory(tr: Trace, window: Window) -> dict[str, Any]:
             top = max(inside, key=lambda st: st["peak_bytes"])  # first of equal peaks
             peak, breakdown = top["peak_bytes"], top["breakdown_at_peak"]
     cells: dict[str, Any] = {"peak_memory_bytes": peak}
-    for cat, n in breakdown.items():
-        cells[f"{cat}_bytes"] = n
+    for cat, n in (breakdown or {}).items():
+        if cat in MEMORY_CATEGORIES:  # pre_existing: 0 for captures, not a row column
+            cells[f"{cat}_bytes"] = n
     return cells
 
 

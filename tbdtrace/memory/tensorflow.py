@@ -19,8 +19,8 @@ of the new one at the sample time. The peak between two samples is exact in size
 allocator's own peak, which is reset at each sample) and is stamped 1 ns before the
 sample. Gradients are transient inside ``tf.GradientTape``; their size (the trainable
 variables' bytes) goes to ``meta.extra.memory_model`` and they count under ``other``.
-Weights and optimizer state are counted on the first device sampled (where they live
-for a single-device run).
+Weights and optimizer state are counted on the first GPU sampled, else on the CPU (where
+TensorFlow places variables in a single-device run).
 """
 
 from __future__ import annotations
@@ -103,10 +103,12 @@ class Sampler:
             if self.sizer is not None:
                 self.fixed = self.sizer()
             now = time.time_ns()
+            # TensorFlow places variables on the first GPU when there is one.
+            home = next((i for i, d in enumerate(self._devs) if d[1] == "cuda"), 0)
             for i, (name, _, _) in enumerate(self._devs):
                 info = tf.config.experimental.get_memory_info(name)
                 tf.config.experimental.reset_memory_stats(name)
-                fixed = self.fixed if i == 0 else {}
+                fixed = self.fixed if i == home else {}
                 base = sum(fixed.values())
                 self._resize(i, "weights", fixed.get("weights", 0), now)
                 self._resize(i, "optimizer_state", fixed.get("optimizer_state", 0), now)

@@ -51,6 +51,7 @@ def run(a: Trace, b: Trace, config: Any = None) -> pa.Table:
     """
     ka, kb = kernels.run(a).to_pylist(), kernels.run(b).to_pylist()
     ia, ib = {r["name"]: r for r in ka}, {r["name"]: r for r in kb}
+    cats = {**categories.name_categories(a), **categories.name_categories(b)}
     rows = []
     for n in set(ia) | set(ib):
         ra, rb = ia.get(n, {}), ib.get(n, {})
@@ -58,7 +59,7 @@ def run(a: Trace, b: Trace, config: Any = None) -> pa.Table:
         rows.append(
             {
                 "name": n,
-                "category": categories.classify(n),
+                "category": cats.get(n, "other"),
                 "a_count": ra.get("count", 0),
                 "b_count": rb.get("count", 0),
                 "a_total_ns": ta,

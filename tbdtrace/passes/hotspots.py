@@ -73,8 +73,9 @@ def by_kernel(trace: Trace) -> pa.Table:
         best = _dominant(name, codes, dur, total)
         extra[col] = {names[n]: (labs(c), sh) for n, (c, sh) in best.items()}
     row_names = base.column("name").to_pylist()
+    cat = categories.name_categories(trace)
     out = base.append_column(
-        "category", pa.array([categories.classify(n) for n in row_names], pa.string())
+        "category", pa.array([cat.get(n, "other") for n in row_names], pa.string())
     )
     out = out.append_column(
         "launch",

@@ -12,18 +12,38 @@ from tbdtrace.schema import MEMORY_CATEGORIES
 from tbdtrace.trace import Trace
 
 
+def _device_label(d: dict[str, Any] | None) -> str:
+    """``cuda:0, rank 1, pid 7`` (rank and pid when known) of a device key."""
+    if not d:
+        return "-"
+    dev = d["device_type"] or "?"
+    if d["device_id"] is not None and d["device_type"] != "cpu":
+        dev += f":{d['device_id']}"
+    extra = [f"{k} {d[k]}" for k in ("rank", "pid") if d.get(k) is not None]
+    return ", ".join([dev, *extra])
+
+
 def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
-    if not data["event_count"]:
+    if not data["event_count"] or data["peak_bytes"] is None:
         return
-    t = Table(title=f"Memory at peak ({data['level']})", title_justify="left")
+    where = _device_label(data["device"])
+    t = Table(title=f"Memory at peak ({data['level']}, {where})", title_justify="left")
     for c in ("Category", "Bytes", "Share"):
         t.add_column(c, justify="right" if c != "Category" else "left", no_wrap=True)
     peak = data["peak_bytes"]
-    for cat in MEMORY_CATEGORIES:
+    shown = list(MEMORY_CATEGORIES)
+    if data["source"] == "allocator_totals":
+        shown.append("pre_existing")
+    for cat in shown:
         b = data["breakdown_at_peak"][cat]
         t.add_row(cat, fmt_bytes(b), f"{100 * b / peak:.1f}%" if peak else "-")
     t.add_row("[bold]total[/bold]", fmt_bytes(peak), "100.0%" if peak else "-")
     con.print(t)
+    if data["source"] == "allocator_totals":
+        con.print(
+            "Level: the allocator's own totals (Total Allocated); categories from the "
+            "allocations in the trace; pre_existing: allocated before the trace began."
+        )
     if peak and data["breakdown_at_peak"]["other"] == peak:
         con.print(
             "No allocation in this trace carries a category, so all count as other "
@@ -36,7 +56,8 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
             if p["peak_ts_ns"] is None or start is None
             else f"+{fmt_ns(p['peak_ts_ns'] - start)}"
         )
-        con.print(f"peak {lv}: {fmt_bytes(p['peak_bytes'])} at {at}")
+        con.print(f"peak {lv}: {fmt_bytes(p['peak_bytes'])} at {at} on {where}")
+    _render_devices(con, data["devices"])
     if data["unmatched_frees"]:
         con.print(
             f"{data['unmatched_frees']:,} frees of blocks allocated before capture were ignored"
@@ -48,6 +69,8 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     for c in ("Step", "Start", "Peak", "End", "Activations at peak", "Other at peak"):
         s.add_column(c, justify="right", no_wrap=True)
     for st in steps:
+        if st["peak_bytes"] is None:
+            continue
         b = st["breakdown_at_peak"]
         s.add_row(
             str(st["step"]),
@@ -58,6 +81,25 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
             fmt_bytes(b["other"]),
         )
     con.print(s)
+
+
+def _render_devices(con: Console, devices: list[dict[str, Any]]) -> None:
+    """Peak per device and level (device and host memory never added together)."""
+    if len(devices) < 2 and not any(d["allocator_reserved_peak_bytes"] for d in devices):
+        return
+    t = Table(title="Memory peak per device", title_justify="left")
+    for c in ("Device", "Level", "Peak", "Source", "Reserved peak"):
+        t.add_column(c, justify="left" if c in ("Device", "Level", "Source") else "right")
+    for d in devices:
+        res = d["allocator_reserved_peak_bytes"]
+        t.add_row(
+            _device_label(d),
+            d["level"] or "-",
+            fmt_bytes(d["peak_bytes"]),
+            "allocator" if d["source"] == "allocator_totals" else "replay",
+            fmt_bytes(res) if res is not None else "-",
+        )
+    con.print(t)
 
 
 def _first_ts(data: dict[str, Any]) -> int | None:

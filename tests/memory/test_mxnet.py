@@ -162,7 +162,8 @@ def test_report_json_memory_section(traces: Path) -> None:
     mem = json.loads(cp.stdout)["memory"]
     assert mem["peak_bytes"] >= sum(expected("cnn", "adam").values())
     assert isinstance(mem["peak_ts_ns"], int)
-    assert set(mem["breakdown_at_peak"]) == set(tbdtrace.schema.MEMORY_CATEGORIES)
+    assert set(mem["breakdown_at_peak"]) == {*tbdtrace.schema.MEMORY_CATEGORIES, "pre_existing"}
+    assert mem["breakdown_at_peak"]["pre_existing"] == 0  # the replay: MXNet's own rows
     assert sum(mem["breakdown_at_peak"].values()) == mem["peak_bytes"]
 
 

@@ -45,7 +45,7 @@ def _text(path: Path) -> str:
 
 def test_text_shows_breakdown_and_steps(tmp_path: Path) -> None:
     out = _text(_write(tmp_path, ["weights", "activations", "activations"]))
-    assert "Memory at peak (allocated)" in out
+    assert "Memory at peak (allocated, cuda:0)" in out
     lines = {ln.split("│")[1].strip(): ln for ln in out.splitlines() if ln.count("│") >= 3}
     assert "1.00 KiB" in lines["weights"] and "16.7%" in lines["weights"]
     assert "5.00 KiB" in lines["activations"] and "83.3%" in lines["activations"]
@@ -77,5 +77,33 @@ def test_cli_json_has_memory(tmp_path: Path) -> None:
         "activations": 0,
         "workspace": 0,
         "other": 2048,
+        "pre_existing": 0,
     }
     assert doc["steps"][0]["peak_bytes"] == 3072
+
+
+def test_text_shows_the_allocator_peak_per_device(tmp_path: Path) -> None:
+    # A PyTorch-profiler import: each event carries the allocator's total; cuda:0 held
+    # 1,000,000 bytes before the trace, the host 5,000,000.
+    mem = {
+        "ts_ns": [10, 15, 20],
+        "action": ["alloc", "alloc", "free"],
+        "level": ["allocated"] * 3,
+        "bytes": [1000, 10, 1000],
+        "address": [1, 2, 1],
+        "device_type": ["cuda", "cpu", "cuda"],
+        "device_id": [0, None, 0],
+        "total_allocated_bytes": [1_001_000, 5_000_010, 1_000_000],
+        "total_reserved_bytes": [2_097_152, None, 2_097_152],
+    }
+    path = tbdtrace.write(tmp_path / "k", {"memory": mem}, {"source": "kineto"})
+    out = _text(path)
+    assert "Memory at peak (allocated, cuda:0)" in out
+    lines = {ln.split("│")[1].strip(): ln for ln in out.splitlines() if ln.count("│") >= 3}
+    assert "976.56 KiB" in lines["pre_existing"]  # 1,000,000 bytes
+    assert "Memory peak per device" in out
+    dev = [ln for ln in out.splitlines() if ln.count("│") >= 5]
+    cuda = next(ln for ln in dev if "cuda:0" in ln)
+    cpu = next(ln for ln in dev if "│ cpu" in ln)
+    assert "977.54 KiB" in cuda and "allocator" in cuda and "2.00 MiB" in cuda  # 1,001,000
+    assert "4.77 MiB" in cpu  # 5,000,010: the host's, never added into the GPU's headline

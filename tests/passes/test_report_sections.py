@@ -32,7 +32,7 @@ def test_every_fixture_reports_all_pass_keys(path: Path, tmp_path: Path) -> None
         assert k in doc
     raw = rawkineto.expected_report(path)
     for c in doc["categories"]:
-        assert set(c) == {"category", "count", "total_ns", "share"}
+        assert set(c) == {"category", "count", "total_ns", "share", "by_op_ns", "by_name_ns"}
     cat_ns = sum(c["total_ns"] for c in doc["categories"])
     want = raw["kernel_time_ns"] + sum(
         e - s for g in ("memcpy", "memset") for s, e, _, _ in rawkineto.device_events(path)[g]
