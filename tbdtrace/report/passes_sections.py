@@ -199,7 +199,17 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
 @section("idle", _render_idle)
 def idle_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     tbl = idle.run(trace)
-    return {"devices": table_records(tbl), "total": idle.summarize(tbl)}
+    rank = [-1 if r is None else r for r in tbl.column("rank").to_pylist()]
+    ranks = [
+        {"rank": None if r < 0 else r, **idle.summarize(tbl.filter([x == r for x in rank]))}
+        for r in sorted(set(rank))
+    ]
+    # Totals over a rank's devices; never summed across ranks ("total": the one rank's).
+    return {
+        "devices": table_records(tbl),
+        "ranks": ranks,
+        "total": idle.summarize(tbl) if len(ranks) <= 1 else None,
+    }
 
 
 def _render_memcpy(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
