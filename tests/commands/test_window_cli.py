@@ -196,3 +196,36 @@ def test_phase_split_of_a_real_capture(captured: Path) -> None:
     assert (doc["window"]["ranks"][0]["start_ns"], doc["window"]["ranks"][0]["end_ns"]) == (t1, t2)
     text = _tbd("report", str(captured)).stdout
     assert "Window: measured steps [steps 1-2 (2)" in text and "1 warm-up excluded" in text
+
+
+def test_diff_compares_the_same_window_per_rank(two_ranks: Path) -> None:
+    doc = json.loads(
+        _tbd("diff", str(two_ranks), str(two_ranks), "--steps", "552", "--format", "json").stdout
+    )
+    assert doc["window"]["a"]["label"] == "step 552" == doc["window"]["b"]["label"]
+    head = doc["headline"]
+    assert head["ranks"]["a"] == 2 and head["measured_steps"]["a"] == 1
+    # Two ranks: the median over ranks of each rank's kernels in its step 552.
+    counts = []
+    for path in RANKS.values():
+        raw = rawkineto.load(path)
+        st = next(
+            e
+            for e in raw["traceEvents"]
+            if e.get("name") == "ProfilerStep#552" and e.get("cat") != "gpu_user_annotation"
+        )
+        lo = rawkineto.ns(st["ts"])
+        hi = lo + rawkineto.ns(st["dur"])
+        ev = rawkineto.device_events(path)
+        launch = {x["args"]["correlation"]: s for s, _, _, x in ev["runtime"]}
+        counts.append(
+            sum(
+                1
+                for s, _, _, x in ev["kernels"]
+                if lo <= launch.get(x["args"].get("correlation"), s) < hi
+            )
+        )
+    assert head["kernel_count"]["a"] == sum(counts) / 2
+    assert head["kernel_count"]["delta"] == 0
+    text = _tbd("diff", str(two_ranks), str(two_ranks), "--window", "all").stdout
+    assert "Window: whole trace" in text and "Headline (whole trace)" in text
