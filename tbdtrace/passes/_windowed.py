@@ -76,6 +76,8 @@ class WindowedTrace(Trace):
             end = np.asarray(e.to_numpy(), dtype=np.int64)
             # [s, e) overlaps [lo, hi); a mark (e == s) when lo <= s < hi.
             keep = (s < rhi) & ((end > rlo) | ((end == s) & (s >= rlo)))
+        elif name == "host_samples":
+            keep = _samples_covering(w.row_times(self.base, name), rlo, rhi)
         else:
             t = w.row_times(self.base, name)
             keep = (t >= rlo) & (t < rhi)
@@ -116,3 +118,18 @@ class WindowedTrace(Trace):
                 arr = pa.array(np.zeros(len(arr), dtype=bool))
             out[(decl.name, c)] = arr
         return out
+
+
+def _samples_covering(
+    t: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Host samples inside [lo, hi), plus the last one before it and the first one after:
+    a sample holds the mean since the previous sample, so those two bound the sampled time
+    that covers the window's edges."""
+    if not t.size:
+        return np.zeros(0, dtype=bool)
+    a, b = int(lo.min()), int(hi.max())
+    before, after = t[t < a], t[t >= b]
+    first = int(before.max()) if before.size else a
+    last = int(after.min()) if after.size else b
+    return (t >= first) & (t <= last)

@@ -17,9 +17,10 @@ Which rows a window holds (:func:`row_times`, :func:`view`): an event belongs to
 window of its rank when its *placement time* is inside [start, end). Device work
 (kernels, memcpy, memset) is placed at the start of the runtime call that launched it
 (its own start when no call is known), so work issued in a step belongs to that step even
-when the device runs it later; other events at their start (``ts_ns`` for memory events
-and host samples). Host ranges (ops, markers) are kept when they overlap the window: they
-give kernels their launching op and annotation. Rows are kept whole, never clipped.
+when the device runs it later; other events at their start (``ts_ns`` for memory
+events); host samples from the last one before the window to the first one after it.
+Host ranges (ops, markers) are kept when they overlap the window: they give kernels
+their launching op and annotation. Rows are kept whole, never clipped.
 
 API for passes: :func:`resolve` (spec -> :class:`Window`), :func:`rank_bounds` (the
 measured window of each rank, as passes that compute rates need it), :func:`view` (a

@@ -332,3 +332,35 @@ def test_zero_duration_rows_occupy_no_time(tmp_path: Path) -> None:
     assert r["host_bound_ns"] + r["queued_ns"] + r["sync_wait_ns"] == r["idle_ns"]
     assert r["launch_count"] == 5  # zero-duration kernels were launched all the same
     assert summary.run(tr).to_pylist()[0]["span_ns"] == 50
+
+
+def test_cpu_utilization_of_a_window_keeps_the_samples_at_its_edges(tmp_path: Path) -> None:
+    # cpu_util samples every 10 us; sample i is the mean over [ts(i-1), ts(i)].
+    ts = list(range(0, 101, 10))
+    vals = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    tr = make(
+        tmp_path,
+        {
+            "host_samples": {
+                "ts_ns": [t * US for t in ts],
+                "metric": ["cpu_util"] * len(ts),
+                "index": [-1] * len(ts),
+                "value": vals,
+            },
+            "steps": {
+                "step": [0, 1],
+                "start_ns": [5 * US, 35 * US],
+                "end_ns": [35 * US, 72 * US],
+                "warmup": [True, False],
+            },
+        },
+    )
+    from tbdtrace.passes import utilization
+
+    view = window.view(tr, window.resolve(tr))
+    got = utilization.cpu(view)["mean"]
+    # Measured step [35, 72): overlap of each sample interval (ts[i-1], ts[i]] with it.
+    lo, hi = 35, 72
+    w = [max(0, min(ts[i], hi) - max(ts[i - 1], lo)) for i in range(1, len(ts))]
+    want = sum(wi * v for wi, v in zip(w, vals[1:], strict=True)) / sum(w)
+    assert got == pytest.approx(want)
