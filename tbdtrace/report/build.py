@@ -21,6 +21,7 @@ class ReportOptions:
     window: Any = None
     # What the windowed sections cover, for text titles (set from the document's window).
     covers: str = ""
+    ranks: int = 1  # ranks in the report, for titles of tables that pool them
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ SECTIONS: list[Section] = []
 # Sections that cover the whole trace whatever the window: the memory peak is the
 # process's, and allocations made before a window would be missing from it.
 WHOLE_TRACE = ("memory",)
+# Sections whose tables add up the rows of every rank (per-name and per-category sums).
+POOLED = ("kernels", "categories", "hotspots")
 
 
 def section(
@@ -84,6 +87,8 @@ def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
     doc["window"] = {
         **win.to_json(),
         "sections": {s.key: "whole trace" if s.whole_trace else win.label() for s in SECTIONS},
+        # Sections whose rows add up every rank's (the others are per rank or per device).
+        "pooled_ranks": [k for k in POOLED if any(s.key == k for s in SECTIONS)],
     }
     for s in SECTIONS:
         doc[s.key] = s.compute(trace if s.whole_trace else view, opts)
@@ -97,6 +102,10 @@ PREFETCH = (
 )
 
 
-def titled(title: str, opts: ReportOptions) -> str:
-    """``title`` with what the table covers, e.g. "Top kernels (measured steps)"."""
-    return f"{title} ({opts.covers})" if opts.covers else title
+def titled(title: str, opts: ReportOptions, pooled: bool = False) -> str:
+    """``title`` with what the table covers, e.g. "Top kernels (measured steps)";
+    ``pooled``: the table adds up the rows of every rank, which it then says."""
+    parts = [opts.covers] if opts.covers else []
+    if pooled and opts.ranks > 1:
+        parts.append(f"{opts.ranks} ranks pooled")
+    return f"{title} ({', '.join(parts)})" if parts else title

@@ -116,7 +116,7 @@ def _render_categories(con: Console, data: list[dict[str, Any]], opts: ReportOpt
     if not data:
         return
     t = _table(
-        titled("Device time by category", opts),
+        titled("Device time by category", opts, pooled=True),
         ("Category", "Time %", "Total", "Count"),
         left=("Category",),
     )
@@ -142,7 +142,7 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
     if not ops:
         return
     t = _table(
-        titled("Kernel time by launching op", opts),
+        titled("Kernel time by launching op", opts, pooled=True),
         ("Time %", "Total", "Kernels", "Distinct", "Op", "Top kernel"),
         left=("Op", "Top kernel"),
     )

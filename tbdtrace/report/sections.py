@@ -120,7 +120,7 @@ def _render_kernels(con: Console, data: list[dict[str, Any]], opts: ReportOption
         return
     shown = data if opts.top is None else data[: opts.top]
     title = "Top kernels" + (f", {len(shown)} of {len(data)}" if len(shown) < len(data) else "")
-    t = Table(title=titled(title, opts), title_justify="left")
+    t = Table(title=titled(title, opts, pooled=True), title_justify="left")
     for c in ("Time %", "Total", "Instances", "Avg", "Med", "Min", "Max", "StdDev"):
         t.add_column(c, justify="right", no_wrap=True)
     t.add_column("Name", no_wrap=True)

@@ -20,7 +20,7 @@ def render(doc: dict[str, Any], opts: ReportOptions, console: Console | None = N
         from tbdtrace.report.window_section import window_line
 
         con.print(window_line(win))
-        opts = replace(opts, covers=win["label"])
+        opts = replace(opts, covers=win["label"], ranks=max(1, len(win["ranks"])))
     for s in SECTIONS:
         if s.render_text is not None and s.key in doc:
             out: Any = con

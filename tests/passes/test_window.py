@@ -237,6 +237,7 @@ def test_report_json_and_text_state_the_window(trace) -> None:
     ]
     assert w["sections"]["kernels"] == "measured steps"
     assert w["sections"]["phases"] == "whole trace"
+    assert w["pooled_ranks"] == ["kernels", "categories", "hotspots"]
     # Never summed across ranks: per-rank rows plus min/median/max.
     s = doc["summary"]
     assert s["kernel_count"] is None and s["span_ns"] is None
@@ -253,7 +254,8 @@ def test_report_json_and_text_state_the_window(trace) -> None:
     text = buf.getvalue()
     assert "Window: measured steps [rank 0: steps 1-2 (2)" in text.splitlines()[1]
     assert "Summary per rank (2 ranks) (measured steps)" in text
-    assert "Top kernels (measured steps)" in text and "Phases (whole trace)" in text
+    assert "Top kernels (measured steps, 2 ranks pooled)" in text
+    assert "Phases (whole trace)" in text
     assert "median" in text
 
 
