@@ -6,7 +6,8 @@ its placement time (the start of its launching runtime call, else its own start)
 phases of a rank partition its kernels. The open ends are closed by the rank's own
 activity: ``init`` starts at the rank's first event and ``after`` ends at its last event
 end (over kernels, memcpy, memset, runtime calls, ops and markers). A rank without steps
-gets one row, phase ``all``.
+takes the phases of the steps that have no rank (one process's harness steps), else gets
+one row, phase ``all``.
 """
 
 from __future__ import annotations
@@ -50,18 +51,22 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     phases = window.phase_bounds(trace)
     steps = window._step_table(trace)
     rows: list[dict[str, Any]] = []
-    for r in sorted(set(first) | set(phases)):
+    ranks = set(first) | set(phases)
+    if window.NO_RANK in phases and window.NO_RANK not in first and len(ranks) > 1:
+        ranks.discard(window.NO_RANK)  # unranked steps only lend their phases
+    for r in sorted(ranks):
         sel = k_rank == r
         kt, kd = k_time[sel], k_dur[sel]
         f, e = first.get(r), last.get(r)
-        bounds = phases.get(r, {"all": (window.LO, window.HI)})
+        # A rank without steps takes the phases of the steps without a rank, if any.
+        bounds = phases.get(r) or phases.get(window.NO_RANK) or {"all": (window.LO, window.HI)}
+        st = steps.get(r, steps.get(window.NO_RANK, {})).get("start_ns", np.zeros(0, np.int64))
         for name, (lo, hi) in bounds.items():
             s = f if lo == window.LO else lo
             t = e if hi == window.HI else hi
             if s is not None and t is not None and s > t:  # no activity on that side
                 s, t = (t, t) if lo == window.LO else (s, s)
             inside = (kt >= lo) & (kt < hi)
-            st = steps.get(r, {}).get("start_ns", np.zeros(0, np.int64))
             rows.append(
                 {
                     "rank": None if r == window.NO_RANK else r,

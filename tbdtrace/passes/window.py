@@ -10,8 +10,10 @@ splits into four phases at three times (docs/METRICS.md, "Window and phases"):
 
 A window is one interval per rank: a phase, ``steps`` (first step start to last step
 end), the steps numbered A..B (``--steps A:B``, inclusive), or ``all`` (no bound). A rank
-without steps keeps its whole trace for ``measured`` and ``steps``; a trace without
-steps cannot be cut into ``warmup``, ``init`` or ``after`` (TraceError).
+without steps takes the window of the steps that have no rank (a harness steps file of
+one process), if any; else it keeps its whole trace for ``measured`` and ``steps`` and
+nothing for the others. A trace without steps cannot be cut into ``warmup``, ``init`` or
+``after`` (TraceError).
 
 Which rows a window holds (:func:`row_times`, :func:`view`): an event belongs to the
 window of its rank when its *placement time* is inside [start, end). Device work
@@ -251,6 +253,12 @@ def resolve(trace: Trace, spec: WindowSpec | None = None) -> Window:
             f"the trace has steps {int(have.min())}..{int(have.max())}"
         )
     default = (LO, HI) if spec.kind in ("measured", "steps") and spec.steps is None else (0, 0)
+    unranked = [rw for rw in ranks if rw.rank is None]
+    if unranked:
+        # Steps without a rank (a harness steps file, one process) bound every rank that
+        # has no steps of its own.
+        u = unranked[0]
+        default = (LO if u.start_ns is None else u.start_ns, HI if u.end_ns is None else u.end_ns)
     if not steps:
         notes.append("the trace has no steps: the window is the whole trace")
     return Window(spec, tuple(ranks), default=default, notes=tuple(notes))

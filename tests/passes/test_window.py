@@ -366,3 +366,36 @@ def test_cpu_utilization_of_a_window_keeps_the_samples_at_its_edges(tmp_path: Pa
     w = [max(0, min(ts[i], hi) - max(ts[i - 1], lo)) for i in range(1, len(ts))]
     want = sum(wi * v for wi, v in zip(w, vals[1:], strict=True)) / sum(w)
     assert got == pytest.approx(want)
+
+
+def test_steps_without_a_rank_bound_the_ranks_without_steps(tmp_path: Path) -> None:
+    # One process's harness steps (rank null) and kernels that carry rank 0.
+    tr = make(
+        tmp_path,
+        {
+            "kernels": {
+                "start_ns": [1, 15, 25, 40],
+                "end_ns": [2, 16, 26, 41],
+                "name": ["i", "w", "m", "a"],
+                "rank": [0] * 4,
+                "device_id": [0] * 4,
+                "device_type": ["cuda"] * 4,
+            },
+            "steps": {
+                "step": [0, 1],
+                "start_ns": [10, 20],
+                "end_ns": [20, 30],
+                "warmup": [True, False],
+            },
+        },
+    )
+    view = window.view(tr, window.resolve(tr))
+    assert [k["name"] for k in kernels.run(view).to_pylist()] == ["m"]
+    rows = {p["phase"]: p for p in phases.run(tr).to_pylist()}
+    assert {p["rank"] for p in phases.run(tr).to_pylist()} == {0}
+    assert [rows[n]["kernel_count"] for n in ("init", "warmup", "measured", "after")] == [
+        1,
+        1,
+        1,
+        1,
+    ]
