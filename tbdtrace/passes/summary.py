@@ -3,8 +3,10 @@
 Definitions (docs/METRICS.md): per device, ``span_ns`` = last end - first start over its
 kernel, memcpy and memset rows; ``busy_ns`` = length of the union of those intervals;
 ``compute_busy_ns`` = length of the union of kernel intervals only; ``utilization`` =
-busy / span; ``compute_utilization`` = compute_busy / span. The summary sums busy and
-span over devices and divides. ``kernel_time_ns`` is the plain sum of kernel durations.
+busy / span; ``compute_utilization`` = compute_busy / span. :func:`by_rank` is the
+report's summary, per rank (never summed across ranks); :func:`summarize` adds up every
+device (one rank's devices, or a caller that wants the pooled totals).
+``kernel_time_ns`` is the plain sum of kernel durations.
 A device is identified by (rank, device_type, device_id).
 """
 
@@ -91,7 +93,8 @@ _SCHEMA = pa.schema(
 
 
 def summarize(devices: pa.Table) -> dict[str, Any]:
-    """The trace-wide summary from the per-device table of :func:`run`."""
+    """Totals over every device of the per-device table of :func:`run` (spans and busy
+    times added up: meaningful for one rank's devices; the report uses :func:`by_rank`)."""
 
     def total(c: str) -> int:
         return int(sum(devices.column(c).to_pylist()))
