@@ -15,6 +15,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace import schema
+from tbdtrace.passes._util import int_column
 from tbdtrace.trace import Trace, _combine
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 # Host ranges: kept when they overlap the window (context for attribution).
 _RANGES = ("ops", "markers")
+_EVENTS = ("kernels", "memcpy", "memset")  # device work: placed by its launch
 
 
 class WindowedTrace(Trace):
@@ -78,6 +80,8 @@ class WindowedTrace(Trace):
             keep = (s < rhi) & ((end > rlo) | ((end == s) & (s >= rlo)))
         elif name == "host_samples":
             keep = _samples_covering(w.row_times(self.base, name), rlo, rhi)
+        elif name in _EVENTS:
+            keep = self._events(name, rlo, rhi)
         else:
             t = w.row_times(self.base, name)
             keep = (t >= rlo) & (t < rhi)
@@ -86,6 +90,25 @@ class WindowedTrace(Trace):
         if keep.all():
             return None
         return np.flatnonzero(keep).astype(np.int64)
+
+    def _events(
+        self, name: str, rlo: npt.NDArray[np.int64], rhi: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.bool_]:
+        """Device work by placement time. A launch call has its kernel's rank, so when
+        every row starts in its window and every runtime call is kept, every placement is
+        inside too, and the join to the runtime calls is skipped (the common case of a
+        trace whose steps span it). The join is not kept on the base trace."""
+        from tbdtrace.passes import window as w
+
+        own = int_column(self.base.table(name, ["start_ns"]), "start_ns")
+        keep = (own >= rlo) & (own < rhi)
+        if keep.all() and self.kept_rows("runtime") is None:
+            return keep
+        had = set(self.base._memo)
+        t = w.row_times(self.base, name)
+        for k in set(self.base._memo) - had:
+            del self.base._memo[k]
+        return (t >= rlo) & (t < rhi)
 
     def _selected_steps(self) -> npt.NDArray[np.bool_]:
         """Steps the window selects by what they are (a warm-up step that starts where
