@@ -49,7 +49,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     k_time = window.row_times(trace, "kernels") if trace.num_rows("kernels") else k_rank
     k_dur = _frame.durations(trace, "kernels")
     phases = window.phase_bounds(trace)
-    steps = window._step_table(trace)
+    steps = window.step_rows(trace)
     rows: list[dict[str, Any]] = []
     ranks = set(first) | set(phases)
     if window.NO_RANK in phases and window.NO_RANK not in first and len(ranks) > 1:

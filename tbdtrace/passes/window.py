@@ -148,9 +148,7 @@ class Window:
         s = self.spec.steps
         return {
             "kind": self.spec.kind if s is None else "steps_range",
-            "steps": None
-            if s is None
-            else [None if s[0] == LO else s[0], None if s[1] == HI else s[1]],
+            "steps": None if s is None else [_open(s[0], LO), _open(s[1], HI)],
             "label": self.label(),
             "rule": self.rule,
             "ranks": [vars(r).copy() for r in self.ranks],
@@ -183,7 +181,9 @@ def row_times(trace: Trace, table: str) -> npt.NDArray[np.int64]:
     return start
 
 
-def _step_table(trace: Trace) -> dict[int, dict[str, np.ndarray]]:
+def step_rows(trace: Trace) -> dict[int, dict[str, np.ndarray]]:
+    """Per rank key (-1 for null): the steps pass's step, start_ns, end_ns and warmup
+    (the effective flag) as numpy arrays, in (rank, start) order."""
     st = steps_pass.run(trace)
     rank = int_column(st, "rank", NO_RANK)
     cols = {c: int_column(st, c) for c in ("step", "start_ns", "end_ns")}
@@ -197,7 +197,7 @@ def _step_table(trace: Trace) -> dict[int, dict[str, np.ndarray]]:
 def phase_bounds(trace: Trace) -> dict[int, dict[str, tuple[int, int]]]:
     """Per rank key with steps: phase -> (lo, hi), half-open, LO/HI for no bound."""
     out: dict[int, dict[str, tuple[int, int]]] = {}
-    for r, s in _step_table(trace).items():
+    for r, s in step_rows(trace).items():
         t0, t_end = int(s["start_ns"].min()), int(s["end_ns"].max())
         m = ~s["warmup"]
         t1, t2 = (
@@ -222,7 +222,7 @@ def rank_bounds(trace: Trace, spec: WindowSpec | None = None) -> dict[int | None
 def resolve(trace: Trace, spec: WindowSpec | None = None) -> Window:
     """The window ``spec`` (default: the measured steps) on ``trace``, per rank."""
     spec = spec or WindowSpec()
-    steps = _step_table(trace)
+    steps = step_rows(trace)
     if spec.kind == "all" and spec.steps is None:
         return Window(spec, tuple(_rank_window(r, s, "all", LO, HI) for r, s in steps.items()))
     if not steps and (spec.steps is not None or spec.kind in ("warmup", "init", "after")):
