@@ -8,6 +8,7 @@ the captured trace read here, with the placement rule of docs/METRICS.md written
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 
 import tbdtrace.trace
 from tests import rawkineto
-from tests.conftest import KINETO
+from tests.conftest import KINETO, KINETO_TRACES
 
 HTA = KINETO / "hta"
 RANKS = {0: HTA / "sampled_rank-0.json.gz", 1: HTA / "sampled_rank-1.json.gz"}
@@ -229,3 +230,25 @@ def test_diff_compares_the_same_window_per_rank(two_ranks: Path) -> None:
     assert head["kernel_count"]["delta"] == 0
     text = _tbd("diff", str(two_ranks), str(two_ranks), "--window", "all").stdout
     assert "Window: whole trace" in text and "Headline (whole trace)" in text
+
+
+STEPPED = [
+    p
+    for p in KINETO_TRACES
+    if p.name != "memory_timeline.raw.gz" and b"ProfilerStep#" in gzip.decompress(p.read_bytes())
+]
+
+
+@pytest.mark.parametrize("path", STEPPED, ids=lambda p: p.name)
+def test_default_window_on_every_stepped_fixture(path: Path) -> None:
+    """The default report's kernels are those the raw file places in its ProfilerStep
+    window (in-process: ``report FILE`` is the same code, bit for bit)."""
+    from tbdtrace import importers
+    from tbdtrace.report import ReportOptions, build
+
+    tables, meta = importers.begin_import([path]).result()
+    doc = build(tbdtrace.trace.from_tables(tables, meta, path), ReportOptions(top_json=1))
+    want = _raw_measured(path)
+    assert doc["window"]["label"] == "measured steps"
+    assert doc["summary"]["kernel_count"] == want["kernel_count"]
+    assert doc["summary"]["kernel_time_ns"] == want["kernel_time_ns"]
