@@ -23,12 +23,15 @@ def window_line(win: dict[str, Any]) -> str:
             steps = f"step {r['first_step']}"
         else:
             steps = f"steps {r['first_step']}-{r['last_step']} ({r['step_count']})"
-        length = (
-            fmt_ns(r["end_ns"] - r["start_ns"])
-            if r["start_ns"] is not None and r["end_ns"] is not None
-            else "unbounded"
-        )
-        warm = r["warmup_steps_excluded"]
+        if r["start_ns"] is not None and r["end_ns"] is not None:
+            length = fmt_ns(r["end_ns"] - r["start_ns"])
+        elif r["end_ns"] is not None:
+            length = "from the trace's start"
+        elif r["start_ns"] is not None:
+            length = "to the trace's end"
+        else:
+            length = "the whole trace"
+        warm = r["warmup_steps_excluded"] if win["kind"] == "measured" else 0
         parts.append(f"{who}{steps}, {length}" + (f", {warm} warm-up excluded" if warm else ""))
     head = f"Window: {win['label']}"
     if parts and win["label"] != "whole trace":
