@@ -56,7 +56,8 @@ def _run(args: argparse.Namespace) -> int:
         con.print(f"{args.trace}: no kernels in this trace.")
         return 0
     name_col = {"kernel": "name", "op": "op", "category": "category"}[args.by]
-    title = f"Hotspots by {args.by} (top {len(rows)}, {win.label()})"
+    pooled = f", {len(win.ranks)} ranks pooled" if len(win.ranks) > 1 else ""
+    title = f"Hotspots by {args.by} (top {len(rows)}, {win.label()}{pooled})"
     t = Table(title=title, title_justify="left")
     extra = {
         "kernel": ("Instances", "Category", "Grid x block", "Op", "Marker"),
