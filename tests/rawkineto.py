@@ -74,7 +74,9 @@ def expected_report(path: Path) -> dict[str, Any]:
     devices = {}
     for d, g in by_dev.items():
         every = g["kernels"] + g["memcpy"] + g["memset"]
-        span = max(e for _, e in every) - min(s for s, _ in every)
+        # Zero-duration events occupy no time and do not extend the span (METRICS.md).
+        timed = [(s, e) for s, e in every if e > s] or every
+        span = max(e for _, e in timed) - min(s for s, _ in timed)
         devices[d] = {
             "kernel_count": len(g["kernels"]),
             "kernel_time_ns": sum(e - s for s, e in g["kernels"]),
@@ -93,7 +95,13 @@ def expected_report(path: Path) -> dict[str, Any]:
         }
         for n, v in kernels.items()
     }
+    every = [(s, e) for g in ("kernels", "memcpy", "memset") for s, e, _, _ in ev[g]]
+    timed = [(s, e) for s, e in every if e > s] or every
     return {
+        # One file is one rank: its span over all its devices, and the union of their
+        # busy time (time some device of the rank was busy).
+        "rank_span_ns": max(e for _, e in timed) - min(s for s, _ in timed) if timed else 0,
+        "rank_busy_ns": union(every),
         "kernel_count": len(ev["kernels"]),
         "kernel_time_ns": sum(e - s for s, e, _, _ in ev["kernels"]),
         "memcpy_count": len(ev["memcpy"]),

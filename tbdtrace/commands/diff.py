@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 import tbdtrace
-from tbdtrace.passes import diff
+from tbdtrace.commands import _window
+from tbdtrace.passes import diff, window
 from tbdtrace.report.fmt import fmt_ns
 from tbdtrace.report.textui import Console, Table
 
@@ -30,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="kernels listed, largest |delta| first (default 20)",
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
+    _window.add_options(p)
     p.set_defaults(func=_run)
 
 
@@ -37,8 +39,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.top < 1:
         print("tbdtrace diff: --top must be >= 1", file=sys.stderr)
         return 2
+    spec = _window.spec(args, "diff")
+    if spec is None:
+        return 2
     a, b = tbdtrace.open(args.a), tbdtrace.open(args.b)
-    doc = diff.compare(a, b, top=args.top)
+    wa, wb = window.resolve(a, spec), window.resolve(b, spec)
+    doc = diff.compare(window.view(a, wa), window.view(b, wb), top=args.top)
+    doc["window"] = {"a": wa.to_json(), "b": wb.to_json()}
     if args.format == "json":
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -62,7 +69,10 @@ def _fmt(key: str, v: Any) -> str:
 def _render(doc: dict[str, Any]) -> None:
     con = Console(width=None if sys.stdout.isatty() else 160)
     con.print(f"A: {doc['a']}\nB: {doc['b']}")
-    t = Table(title="Headline", title_justify="left")
+    la, lb = doc["window"]["a"]["label"], doc["window"]["b"]["label"]
+    covers = la if la == lb else f"A: {la}, B: {lb}"
+    con.print(f"Window: {covers}. Every table below covers it.")
+    t = Table(title=f"Headline ({covers})", title_justify="left")
     for c in ("Figure", "A", "B", "B - A", "B / A"):
         t.add_column(c, justify="left" if c == "Figure" else "right", no_wrap=True)
     for k, v in doc["headline"].items():
@@ -74,7 +84,7 @@ def _render(doc: dict[str, Any]) -> None:
             "-" if v["ratio"] is None else f"{v['ratio']:.3f}",
         )
     con.print(t)
-    ct = Table(title="Device time by category", title_justify="left")
+    ct = Table(title=f"Device time by category ({covers})", title_justify="left")
     for col in ("Category", "A", "B", "B - A", "A %", "B %"):
         ct.add_column(col, justify="left" if col == "Category" else "right", no_wrap=True)
     for r in doc["categories"]:
@@ -87,7 +97,7 @@ def _render(doc: dict[str, Any]) -> None:
             f"{100 * r['b_share']:.1f}",
         )
     con.print(ct)
-    k = Table(title="Kernels, largest change first", title_justify="left")
+    k = Table(title=f"Kernels, largest change first ({covers})", title_justify="left")
     for col in ("B - A", "A", "B", "A n", "B n", "Category", "Name"):
         k.add_column(col, justify="left" if col in ("Category", "Name") else "right", no_wrap=True)
     for r in doc["kernels"]:

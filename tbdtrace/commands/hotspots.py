@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from tbdtrace.commands import _window
 from tbdtrace.commands._open import begin_open
 from tbdtrace.report.textui import Console, Table
 
@@ -25,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows to show (default 20)")
     p.add_argument("--by", choices=BY, default="kernel")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    _window.add_options(p)
     p.set_defaults(func=_run)
 
 
@@ -32,15 +34,21 @@ def _run(args: argparse.Namespace) -> int:
     if args.top < 1:
         print("tbdtrace hotspots: --top must be >= 1", file=sys.stderr)
         return 2
+    spec = _window.spec(args, "hotspots")
+    if spec is None:
+        return 2
     pending = begin_open(args.trace)  # a profiler file parses while the passes load
-    from tbdtrace.passes import hotspots
+    from tbdtrace.passes import hotspots, window
     from tbdtrace.report.build import table_records
     from tbdtrace.report.fmt import fmt_ns
 
     tr = pending.trace()
-    rows = table_records(hotspots.run(tr, hotspots.HotspotsConfig(args.top, args.by)))
+    win = window.resolve(tr, spec)
+    rows = table_records(
+        hotspots.run(window.view(tr, win), hotspots.HotspotsConfig(args.top, args.by))
+    )
     if args.format == "json":
-        json.dump(rows, sys.stdout, indent=2)
+        json.dump({"window": win.to_json(), "rows": rows}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     con = Console(width=None if sys.stdout.isatty() else 200)
@@ -48,7 +56,9 @@ def _run(args: argparse.Namespace) -> int:
         con.print(f"{args.trace}: no kernels in this trace.")
         return 0
     name_col = {"kernel": "name", "op": "op", "category": "category"}[args.by]
-    t = Table(title=f"Hotspots by {args.by} (top {len(rows)})", title_justify="left")
+    pooled = f", {len(win.ranks)} ranks pooled" if len(win.ranks) > 1 else ""
+    title = f"Hotspots by {args.by} (top {len(rows)}, {win.label()}{pooled})"
+    t = Table(title=title, title_justify="left")
     extra = {
         "kernel": ("Instances", "Category", "Grid x block", "Op", "Marker"),
         "op": ("Kernels", "Distinct", "Top kernel"),

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from tbdtrace.commands import _window
 from tbdtrace.commands._open import begin_open
 
 
@@ -32,12 +33,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--top-json", action="store_true", help="also limit the JSON per-kernel lists to --top rows"
     )
+    _window.add_options(p)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.top is not None and args.top < 1:
         print("tbdtrace report: --top must be >= 1", file=sys.stderr)
+        return 2
+    win = _window.spec(args, "report")
+    if win is None:
         return 2
     pending = begin_open(args.trace)  # a profiler file parses while the modules load
     from tbdtrace.report import (
@@ -48,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     from tbdtrace.report.text import render
 
     tr = pending.trace()
-    opts = ReportOptions(top=args.top, top_json=args.top if args.top_json else None)
+    opts = ReportOptions(top=args.top, top_json=args.top if args.top_json else None, window=win)
     doc = build(tr, opts)
     if args.format == "json":
         json.dump(doc, sys.stdout, indent=2)

@@ -136,9 +136,16 @@ def spans(trace: Trace, table: str, key: int) -> tuple[I64, I64]:
 
 
 def device_span(trace: Trace, key: int) -> tuple[int, int] | None:
-    """(first start, last end) over the kernel, memcpy and memset rows of device ``key``."""
+    """(first start, last end) over the kernel, memcpy and memset rows of device ``key``.
+
+    Zero-duration rows occupy no time and do not extend the span (docs/METRICS.md); a
+    device whose rows all have zero duration spans from their first to their last time.
+    """
 
     def compute() -> tuple[int, int] | None:
+        ms, me = merged(trace, key, "all")
+        if ms.size:
+            return int(ms[0]), int(me[-1])
         parts = [spans(trace, t, key) for t in EVENT_TABLES]
         parts = [(s, e) for s, e in parts if s.size]
         if not parts:

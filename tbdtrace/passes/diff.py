@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from tbdtrace.passes import categories, kernels, steps, summary, utilization
@@ -97,10 +98,24 @@ def by_category(a: Trace, b: Trace) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=CATEGORY_SCHEMA)
 
 
+def _per_rank(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The one rank's figures; with several ranks the median over ranks of each (never
+    their sum); empty without ranks."""
+    if len(rows) <= 1:
+        return rows[0] if rows else {}
+    out: dict[str, Any] = {}
+    for k in rows[0]:
+        v = [r[k] for r in rows if isinstance(r.get(k), int | float)]
+        out[k] = float(np.median(v)) if v else None
+    return out
+
+
 def headline(tr: Trace) -> dict[str, Any]:
-    """The figures compared at the top of a diff."""
-    st = steps.summarize(steps.run(tr))
-    sm = summary.summarize(summary.run(tr))
+    """The figures compared at the top of a diff: per rank for a one-rank trace, else the
+    median over ranks (``ranks`` says how many)."""
+    st_ranks = steps.by_rank(steps.run(tr))
+    sm_ranks = summary.by_rank(tr)
+    st, sm = _per_rank(st_ranks), _per_rank(sm_ranks)
     util = utilization.run(tr).filter(pa.compute.is_null(pa.compute.field("step")))
     win = sum(util.column("window_ns").to_pylist())
     comp = sum(util.column("compute_busy_ns").to_pylist())
@@ -108,13 +123,14 @@ def headline(tr: Trace) -> dict[str, Any]:
         "framework": tr.meta.get("framework"),
         "workload": tr.meta.get("workload"),
         "source": tr.meta.get("source"),
-        "measured_steps": st["measured_count"],
-        "step_median_ns": st["step_median_ns"],
-        "throughput_per_s": st["throughput_per_s"],
-        "throughput_median_per_s": st["throughput_median_per_s"],
-        "kernel_count": sm["kernel_count"],
-        "kernel_time_ns": sm["kernel_time_ns"],
-        "utilization": sm["gpu_utilization"],
+        "ranks": max(len(st_ranks), len(sm_ranks)),
+        "measured_steps": st.get("measured_count", 0),
+        "step_median_ns": st.get("step_median_ns"),
+        "throughput_per_s": st.get("throughput_per_s"),
+        "throughput_median_per_s": st.get("throughput_median_per_s"),
+        "kernel_count": sm.get("kernel_count", 0),
+        "kernel_time_ns": sm.get("kernel_time_ns", 0),
+        "utilization": sm.get("gpu_utilization"),
         "compute_utilization_measured": comp / win if win else None,
     }
 

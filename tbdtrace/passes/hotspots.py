@@ -63,14 +63,18 @@ def by_kernel(trace: Trace) -> pa.Table:
     names = [x if x is not None else "<unknown>" for x in labels]
     total = np.bincount(name, weights=dur, minlength=len(labels))
     launch, launch_label = _launch_codes(trace)
+    # The launch configuration is the most common one by instances (each row weighs 1);
+    # op, module and marker are the ones holding most of the kernel's time.
+    ones = np.ones(dur.size, dtype=np.int64)
+    count = np.bincount(name, minlength=len(labels))
     extra: dict[str, dict[str, Any]] = {}
-    for col, codes, labs in (
-        ("op", att.op, att.op_labels.__getitem__),
-        ("module", att.module, att.module_labels.__getitem__),
-        ("marker", att.marker, att.marker_labels.__getitem__),
-        ("launch", launch, launch_label),
+    for col, codes, labs, weight, tot in (
+        ("op", att.op, att.op_labels.__getitem__, dur, total),
+        ("module", att.module, att.module_labels.__getitem__, dur, total),
+        ("marker", att.marker, att.marker_labels.__getitem__, dur, total),
+        ("launch", launch, launch_label, ones, count),
     ):
-        best = _dominant(name, codes, dur, total)
+        best = _dominant(name, codes, weight, tot)
         extra[col] = {names[n]: (labs(c), sh) for n, (c, sh) in best.items()}
     row_names = base.column("name").to_pylist()
     cat = categories.name_categories(trace)
@@ -160,8 +164,9 @@ _LAUNCH_COLS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 def _dominant(
     name: np.ndarray, codes: np.ndarray, dur: np.ndarray, total: np.ndarray
 ) -> dict[int, tuple[int, float]]:
-    """Per kernel name code: (the code of ``codes`` holding most of that name's time, that
-    time / the name's total). Ties go to the smaller code; rows with code -1 are skipped."""
+    """Per kernel name code: (the code of ``codes`` holding most of that name's weight
+    ``dur`` (time, or 1 per instance), that weight / the name's ``total``). Ties go to the
+    smaller code; rows with code -1 are skipped."""
     if not (codes >= 0).any():
         return {}
     # All rows grouped (no filtered copies of the columns), then the -1 groups dropped.

@@ -7,11 +7,15 @@ intervals (kernels, memcpy, memset) is split (docs/METRICS.md, "Idle"):
   the ``sync`` table, and runtime calls named ``*Synchronize*``, of the same rank);
 * ``host_bound_ns``: the rest of [a, L), where L is the start of the runtime call that
   launched the work ending the gap: nothing was queued, the device waited on the host;
-* ``short_gap_ns``: the rest of [L, b): the next work was already issued (launch latency,
-  stream dependencies). When the next work has no runtime call, a gap shorter than
-  ``IdleConfig.short_gap_ns`` counts as a short gap and a longer one as host-bound.
+* ``queued_ns``: the rest of [L, b): the next work was already issued, the device idled
+  with work queued (launch latency, stream dependencies). When the next work has no
+  runtime call, a gap shorter than ``IdleConfig.queued_threshold_ns`` counts as queued and
+  a longer one as host-bound. ``queued_gap_max_ns``: the longest queued part of one gap.
 
-The three sum to ``idle_ns`` = span - busy. Launch latency = kernel start - start of its
+The three sum to ``idle_ns`` = span - busy. Zero-duration rows (kernels, copies or sets
+with end == start) occupy no time: they neither extend the span nor split a gap, and the
+span runs from the first busy start to the last busy end; they still count in
+``launch_count`` and the launch latency. Launch latency = kernel start - start of its
 runtime call; a kernel is "shorter than its launch" when its duration is below the
 duration of that runtime call.
 """
@@ -34,8 +38,8 @@ from tbdtrace.trace import Trace
 
 @dataclass(frozen=True)
 class IdleConfig:
-    # Gap below which idle time counts as a short gap when no launch call is known (ns).
-    short_gap_ns: int = 10_000
+    # Gap below which idle time counts as work queued when no launch call is known (ns).
+    queued_threshold_ns: int = 10_000
 
 
 _STATS = ("mean", "p50", "p90", "p99", "max")
@@ -48,9 +52,10 @@ SCHEMA = pa.schema(
         ("busy_ns", pa.int64()),
         ("idle_ns", pa.int64()),
         ("host_bound_ns", pa.int64()),
-        ("short_gap_ns", pa.int64()),
+        ("queued_ns", pa.int64()),
         ("sync_wait_ns", pa.int64()),
         ("gap_count", pa.int64()),
+        ("queued_gap_max_ns", pa.int64()),
         ("launch_count", pa.int64()),
         *[(f"launch_latency_{s}_ns", pa.float64()) for s in _STATS],
         ("short_kernel_count", pa.int64()),
@@ -61,7 +66,8 @@ SCHEMA = pa.schema(
 
 def run(trace: Trace, config: IdleConfig | None = None) -> pa.Table:
     """One row per device. Columns: rank, device_type, device_id; span_ns, busy_ns,
-    idle_ns, host_bound_ns, short_gap_ns, sync_wait_ns (ns); gap_count; launch_count
+    idle_ns, host_bound_ns, queued_ns, sync_wait_ns (ns); gap_count; queued_gap_max_ns
+    (ns, the longest queued part of one gap; 0 without gaps); launch_count
     (kernels with a matched runtime call); launch_latency_{mean,p50,p90,p99,max}_ns (ns,
     null without launches); short_kernel_count, short_kernel_ns (kernels shorter than
     their launch call, and their summed duration)."""
@@ -95,9 +101,9 @@ def _sync_intervals(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
 def _kernel_gap_launches(trace: Trace, key: int) -> np.ndarray:
     """:func:`_gap_launches` for a device that ran only kernels: the merge already knows
     the kernel opening each busy interval, so only ties on its start need a look."""
-    s, _ = _frame.spans(trace, "kernels", key)
+    s, e = _frame.spans(trace, "kernels", key)
     first = _frame.merged_kernels_first(trace, key)[2][1:]
-    if not intervals.is_sorted(s):
+    if not intervals.is_sorted(s) or (e == s).any():
         return _gap_launches(trace, "kernels", key, _frame.merged(trace, key, "kernels")[0][1:])
     rows = _frame.rows_of(trace, "kernels", key)
     ls = _frame.launch_times(trace, "kernels")[rows]
@@ -132,8 +138,11 @@ def _gap_launches(trace: Trace, table: str, key: int, gb: np.ndarray) -> np.ndar
     rows = _frame.rows_of(trace, table, key)
     if rows is None or not gb.size:
         return out
-    s, _ = _frame.spans(trace, table, key)
+    s, e = _frame.spans(trace, table, key)
     ls = _frame.launch_times(trace, table)[rows]
+    if (e == s).any():  # zero-duration rows end no gap
+        pos = e > s
+        s, ls = s[pos], ls[pos]
     if not intervals.is_sorted(s):
         order = np.argsort(s, kind="stable")
         s, ls = s[order], ls[order]
@@ -155,7 +164,7 @@ def _device(
     trace: Trace, key: int, sync: tuple[np.ndarray, np.ndarray], cfg: IdleConfig
 ) -> dict[str, Any]:
     ms, me = _frame.merged(trace, key, "all")
-    first_last = _frame.device_span(trace, key)
+    first_last = _frame.device_span(trace, key)  # zero-duration rows excluded
     span = first_last[1] - first_last[0] if first_last else 0
     busy = int((me - ms).sum())
     ga, gb = me[:-1], ms[1:]  # gaps between merged busy intervals
@@ -168,22 +177,36 @@ def _device(
     else:
         launch = np.max([_gap_launches(trace, t, key, gb) for t in _frame.EVENT_TABLES], axis=0)
     known = launch >= 0
-    cut = np.where(known, np.clip(launch, ga, gb), np.where(gb - ga < cfg.short_gap_ns, ga, gb))
+    cut = np.where(
+        known, np.clip(launch, ga, gb), np.where(gb - ga < cfg.queued_threshold_ns, ga, gb)
+    )
     sync_a = _covered_total(sync[0], sync[1], ga, cut)
     sync_b = _covered_total(sync[0], sync[1], cut, gb)
     host = int((cut - ga).sum()) - sync_a
-    short = int((gb - cut).sum()) - sync_b
+    queued = int((gb - cut).sum()) - sync_b
+    longest = int(_queued_per_gap(sync, cut, gb).max()) if ga.size else 0
     out: dict[str, Any] = {
         "span_ns": span,
         "busy_ns": busy,
         "idle_ns": span - busy,
         "host_bound_ns": host,
-        "short_gap_ns": short,
+        "queued_ns": queued,
         "sync_wait_ns": sync_a + sync_b,
         "gap_count": int(ga.size),
+        "queued_gap_max_ns": longest,
     }
     out.update(_launch_stats(trace, key))
     return out
+
+
+def _queued_per_gap(
+    sync: tuple[np.ndarray, np.ndarray], cut: np.ndarray, gb: np.ndarray
+) -> np.ndarray:
+    """Per gap, the queued part [cut, gb) less its synchronization wait."""
+    part = gb - cut
+    if sync[0].size and part.size:
+        part = part - covered_in_merged(sync[0], sync[1], cut, np.maximum(gb, cut))
+    return part
 
 
 def _covered_total(ms: np.ndarray, me: np.ndarray, ws: np.ndarray, we: np.ndarray) -> int:
@@ -232,7 +255,7 @@ def summarize(tbl: pa.Table) -> dict[str, Any]:
         "busy_ns",
         "idle_ns",
         "host_bound_ns",
-        "short_gap_ns",
+        "queued_ns",
         "sync_wait_ns",
         "gap_count",
         "launch_count",

@@ -108,7 +108,7 @@ def _partition_stats(
         seg.partition([lo, hi] if hi != lo else lo)
         medians[i] = (seg[lo] + seg[hi]) / 2.0
         if n > 1:
-            std[i] = np.sqrt(((seg - means[i]) ** 2).sum() / (n - 1))
+            std[i] = _std_exact(seg, int(totals[i]))
     return {
         "code": present,
         "count": c.astype(np.int64),
@@ -119,6 +119,24 @@ def _partition_stats(
         "max_ns": maxs,
         "std_ns": std,
     }
+
+
+def _std_exact(seg: np.ndarray, total: int) -> float:
+    """Sample standard deviation of the int64 durations ``seg`` from exact integer
+    moments, so the result does not depend on the order of the rows (a trace directory
+    and the same import in memory hold them in different orders; their reports must be
+    bit-identical). Deviations from an integer mean keep the squares in 64 bits; sums of
+    their high and low 32-bit halves are exact. Durations over 2**31 ns from the mean
+    fall back to a sorted float sum."""
+    n = seg.size
+    dev = seg - total // n
+    if int(np.abs(dev).max()) >= 1 << 31:
+        srt = np.sort(seg).astype(np.float64)
+        return float(np.sqrt(((srt - total / n) ** 2).sum() / (n - 1)))
+    sq = (dev * dev).astype(np.uint64)
+    s2 = (int((sq >> np.uint64(32)).sum()) << 32) + int((sq & np.uint64(0xFFFFFFFF)).sum())
+    s1 = int(dev.sum())
+    return float(np.sqrt((n * s2 - s1 * s1) / (n * (n - 1))))
 
 
 def _sorted_stats(codes: np.ndarray, dur: np.ndarray) -> dict[str, np.ndarray]:

@@ -132,3 +132,12 @@ def summarize(steps: pa.Table) -> dict[str, Any]:
             int(samples[has].sum()) * 1e9 / with_s_ns if has.any() and with_s_ns else None
         ),
     }
+
+
+def by_rank(steps: pa.Table) -> list[dict[str, Any]]:
+    """:func:`summarize` of each rank's steps (ranks ascending, null first), with ``rank``."""
+    rank = int_column(steps, "rank")
+    return [
+        {"rank": None if r < 0 else int(r), **summarize(steps.filter(pa.array(rank == r)))}
+        for r in np.unique(rank)
+    ]

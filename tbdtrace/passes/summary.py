@@ -3,8 +3,10 @@
 Definitions (docs/METRICS.md): per device, ``span_ns`` = last end - first start over its
 kernel, memcpy and memset rows; ``busy_ns`` = length of the union of those intervals;
 ``compute_busy_ns`` = length of the union of kernel intervals only; ``utilization`` =
-busy / span; ``compute_utilization`` = compute_busy / span. The summary sums busy and
-span over devices and divides. ``kernel_time_ns`` is the plain sum of kernel durations.
+busy / span; ``compute_utilization`` = compute_busy / span. :func:`by_rank` is the
+report's summary, per rank (never summed across ranks); :func:`summarize` adds up every
+device (one rank's devices, or a caller that wants the pooled totals).
+``kernel_time_ns`` is the plain sum of kernel durations.
 A device is identified by (rank, device_type, device_id).
 """
 
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from tbdtrace import intervals
 from tbdtrace.passes import _frame
 from tbdtrace.passes._util import decode_device_key
 from tbdtrace.trace import Trace
@@ -90,7 +93,8 @@ _SCHEMA = pa.schema(
 
 
 def summarize(devices: pa.Table) -> dict[str, Any]:
-    """The trace-wide summary from the per-device table of :func:`run`."""
+    """Totals over every device of the per-device table of :func:`run` (spans and busy
+    times added up: meaningful for one rank's devices; the report uses :func:`by_rank`)."""
 
     def total(c: str) -> int:
         return int(sum(devices.column(c).to_pylist()))
@@ -106,3 +110,45 @@ def summarize(devices: pa.Table) -> dict[str, Any]:
         "gpu_busy_ns": busy,
         "gpu_utilization": busy / span if span else None,
     }
+
+
+def by_rank(trace: Trace) -> list[dict[str, Any]]:
+    """The summary of each rank (ranks ascending, null first), never summed across ranks.
+
+    Per rank: rank, device_count; kernel_count, kernel_time_ns, memcpy_count,
+    memcpy_bytes, memset_count (sums over the rank's devices); span_ns = last end - first
+    start over its devices; gpu_busy_ns = length of the union of its devices' busy
+    intervals (time some device of the rank was busy); gpu_utilization = busy / span.
+    """
+    devices = run(trace)
+    keys: dict[int, list[int]] = {}
+    for key in _frame.device_keys_of(trace):
+        rank = decode_device_key(int(key))[0]
+        keys.setdefault(-1 if rank is None else rank, []).append(int(key))
+    drank = [-1 if r is None else r for r in devices.column("rank").to_pylist()]
+    out = []
+    for r in sorted(keys):
+        mine = devices.filter(pa.array([x == r for x in drank]))
+        spans = [s for s in (_frame.device_span(trace, k) for k in keys[r]) if s is not None]
+        span = max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0
+        ms = [_frame.merged(trace, k, "all") for k in keys[r]]
+        busy = _length(
+            intervals.merge(np.concatenate([m[0] for m in ms]), np.concatenate([m[1] for m in ms]))
+        )
+        row: dict[str, Any] = {"rank": None if r < 0 else r, "device_count": len(keys[r])}
+        for c in ("kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes", "memset_count"):
+            row[c] = int(sum(mine.column(c).to_pylist()))
+        row.update(span_ns=span, gpu_busy_ns=busy, gpu_utilization=busy / span if span else None)
+        out.append(row)
+    return out
+
+
+def spread(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """{key: {min, median, max}} over ``rows`` (one per rank); None for fewer than two."""
+    if len(rows) < 2:
+        return None
+    out: dict[str, Any] = {}
+    for k in keys:
+        v = [r[k] for r in rows if r.get(k) is not None]
+        out[k] = {"min": min(v), "median": float(np.median(v)), "max": max(v)} if v else None
+    return out

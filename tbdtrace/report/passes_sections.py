@@ -5,8 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import categories, fp32, hotspots, idle, memcpy, steps, utilization
-from tbdtrace.report.build import ReportOptions, section, table_records
+from tbdtrace.passes import (
+    categories,
+    fp32,
+    hotspots,
+    idle,
+    memcpy,
+    steps,
+    summary,
+    utilization,
+)
+from tbdtrace.report.build import ReportOptions, section, table_records, titled
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
@@ -34,11 +43,25 @@ def _dev(r: dict[str, Any]) -> str:
 
 
 def _render_steps(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
-    s = data["summary"]
+    ranks = data.get("ranks") or [data["summary"]]
+    for s in ranks:
+        _steps_line(con, s, opts)
+    spread = data.get("across_ranks")
+    if spread and spread.get("step_median_ns"):
+        m = spread["step_median_ns"]
+        con.print(
+            f"Median step across {len(ranks)} ranks: min {fmt_ns(m['min'])}, median "
+            f"{fmt_ns(m['median'])}, max {fmt_ns(m['max'])}"
+        )
+
+
+def _steps_line(con: Console, s: dict[str, Any], opts: ReportOptions) -> None:
     if not s["step_count"]:
         return
+    who = f"rank {s['rank']} " if s.get("rank") is not None else ""
     con.print(
-        f"Steps: {s['step_count']} ({s['warmup_count']} warm-up), measured "
+        f"Steps {who}({opts.covers or 'whole trace'}): {s['step_count']} "
+        f"({s['warmup_count']} warm-up), measured "
         f"{fmt_ns(s['measured_ns'])}, median step {fmt_ns(s['step_median_ns'])}; "
         f"throughput median {_rate(s['throughput_median_per_s'], 'samples/s')}, mean "
         f"{_rate(s['throughput_mean_per_s'], 'samples/s')}, total/time "
@@ -50,14 +73,23 @@ def _render_steps(con: Console, data: dict[str, Any], opts: ReportOptions) -> No
 def steps_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     tbl = steps.run(trace)
     rows = tbl if opts.top_json is None else tbl.slice(0, opts.top_json)
-    return {"summary": steps.summarize(tbl), "steps": table_records(rows)}
+    ranks = steps.by_rank(tbl)
+    keys = ("step_median_ns", "step_mean_ns", "measured_ns", "throughput_median_per_s")
+    return {
+        # Over every rank's steps only for a single rank: never summed across ranks.
+        "summary": steps.summarize(tbl) if len(ranks) <= 1 else None,
+        "ranks": ranks,
+        "across_ranks": summary.spread(ranks, keys),
+        "steps": table_records(rows),
+    }
 
 
 def _render_util(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     rows = [r for r in data["devices"] if r["step"] is None]
     if rows:
         t = _table(
-            "Utilization (measured window)", ("Device", "Window", "Compute", "Memory ops", "Busy")
+            titled("Utilization over the steps", opts),
+            ("Device", "Window", "Compute", "Memory ops", "Busy"),
         )
         for r in rows:
             t.add_row(
@@ -84,7 +116,9 @@ def _render_categories(con: Console, data: list[dict[str, Any]], opts: ReportOpt
     if not data:
         return
     t = _table(
-        "Device time by category", ("Category", "Time %", "Total", "Count"), left=("Category",)
+        titled("Device time by category", opts, pooled=True),
+        ("Category", "Time %", "Total", "Count"),
+        left=("Category",),
     )
     for r in data:
         t.add_row(
@@ -108,7 +142,7 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
     if not ops:
         return
     t = _table(
-        "Kernel time by launching op",
+        titled("Kernel time by launching op", opts, pooled=True),
         ("Time %", "Total", "Kernels", "Distinct", "Op", "Top kernel"),
         left=("Op", "Top kernel"),
     )
@@ -134,12 +168,13 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
     if not data["devices"]:
         return
     t = _table(
-        "Idle time",
+        titled("Idle time", opts),
         (
             "Device",
             "Idle",
             "Host-bound",
-            "Short gaps",
+            "Work queued",
+            "Longest queued",
             "Sync wait",
             "Launch p50",
             "Launch p99",
@@ -151,7 +186,8 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
             _dev(r),
             fmt_ns(r["idle_ns"]),
             fmt_ns(r["host_bound_ns"]),
-            fmt_ns(r["short_gap_ns"]),
+            fmt_ns(r["queued_ns"]),
+            fmt_ns(r["queued_gap_max_ns"]),
             fmt_ns(r["sync_wait_ns"]),
             fmt_ns(r["launch_latency_p50_ns"]),
             fmt_ns(r["launch_latency_p99_ns"]),
@@ -163,14 +199,25 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
 @section("idle", _render_idle)
 def idle_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     tbl = idle.run(trace)
-    return {"devices": table_records(tbl), "total": idle.summarize(tbl)}
+    rank = [-1 if r is None else r for r in tbl.column("rank").to_pylist()]
+    ranks = [
+        {"rank": None if r < 0 else r, **idle.summarize(tbl.filter([x == r for x in rank]))}
+        for r in sorted(set(rank))
+    ]
+    # Totals over a rank's devices; never summed across ranks ("total": the one rank's).
+    return {
+        "devices": table_records(tbl),
+        "ranks": ranks,
+        "total": idle.summarize(tbl) if len(ranks) <= 1 else None,
+    }
 
 
 def _render_memcpy(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
     if not data:
         return
     t = _table(
-        "Memory copies", ("Device", "Kind", "Count", "Bytes", "Time", "Bandwidth", "Of peak")
+        titled("Memory copies", opts),
+        ("Device", "Kind", "Count", "Bytes", "Time", "Bandwidth", "Of peak"),
     )
     for r in data:
         t.add_row(
@@ -192,7 +239,7 @@ def memcpy_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
 
 def _render_fp32(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
     for r in data:
-        who = "" if r["rank"] is None else f"rank {r['rank']} "
+        who = ("" if r["rank"] is None else f"rank {r['rank']} ") + f"[{opts.covers}] "
         if r["flops"] is None:
             con.print(f"FP32 {who}({r['devices']}): {r['flops_source']}")
             continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tbdtrace.passes import kernels, summary
-from tbdtrace.report.build import ReportOptions, section, table_records
+from tbdtrace.report.build import ReportOptions, section, table_records, titled
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
@@ -22,30 +22,76 @@ _DEVICE_KEYS = (
 )
 
 
+_SUMMARY_ROWS = (
+    ("kernels", "kernel_count"),
+    ("kernel time (sum)", "kernel_time_ns"),
+    ("memcpy", "memcpy_count"),
+    ("memset", "memset_count"),
+    ("span", "span_ns"),
+    ("busy (any device of the rank)", "gpu_busy_ns"),
+    ("utilization", "gpu_utilization"),
+)
+
+
+def _cell(key: str, v: Any, row: dict[str, Any] | None = None) -> str:
+    if v is None:
+        return "-"
+    if key.endswith("_ns"):
+        return fmt_ns(v)
+    if key == "gpu_utilization":
+        return fmt_pct(v)
+    if key == "memcpy_count" and row is not None:
+        return f"{v:,} ({fmt_bytes(row['memcpy_bytes'])})"
+    return f"{v:,.0f}" if isinstance(v, float) else f"{v:,}"
+
+
 def _render_summary(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
-    t = Table(title="Summary", show_header=False, title_justify="left")
-    t.add_column("what")
-    t.add_column("value", justify="right")
-    t.add_row("kernels", f"{data['kernel_count']:,}")
-    t.add_row("kernel time (sum)", fmt_ns(data["kernel_time_ns"]))
-    t.add_row("memcpy", f"{data['memcpy_count']:,} ({fmt_bytes(data['memcpy_bytes'])})")
-    t.add_row("memset", f"{data['memset_count']:,}")
-    t.add_row("span (sum over devices)", fmt_ns(data["span_ns"]))
-    t.add_row("busy (sum over devices)", fmt_ns(data["gpu_busy_ns"]))
-    t.add_row("utilization", fmt_pct(data["gpu_utilization"]))
+    ranks = data.get("ranks") or []
+    if len(ranks) <= 1:
+        t = Table(title=titled("Summary", opts), show_header=False, title_justify="left")
+        t.add_column("what")
+        t.add_column("value", justify="right")
+        for label, key in _SUMMARY_ROWS:
+            t.add_row(label, _cell(key, data[key], data))
+        con.print(t)
+        return
+    t = Table(title=titled(f"Summary per rank ({len(ranks)} ranks)", opts), title_justify="left")
+    t.add_column("Rank", justify="right")
+    for label, _ in _SUMMARY_ROWS:
+        t.add_column(label.split(" (")[0].capitalize(), justify="right", no_wrap=True)
+    for r in ranks:
+        t.add_row(str(r["rank"]), *(_cell(k, r[k], r) for _, k in _SUMMARY_ROWS))
+    for stat in ("min", "median", "max"):
+        t.add_row(
+            stat,
+            *(_cell(k, (data["across_ranks"].get(k) or {}).get(stat)) for _, k in _SUMMARY_ROWS),
+        )
     con.print(t)
+
+
+_SUMMARY_KEYS = tuple(k for _, k in _SUMMARY_ROWS) + ("memcpy_bytes",)
 
 
 @section("summary", _render_summary)
 def summary_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
-    return summary.summarize(summary.run(trace))
+    """Per rank (never summed across ranks); the figures at the top level are the single
+    rank's, null when the trace has several ranks (see ``ranks`` and ``across_ranks``)."""
+    ranks = summary.by_rank(trace)
+    one = ranks[0] if len(ranks) == 1 else {}
+    if not ranks:  # no device activity: nothing counted
+        one = {k: 0 for k in _SUMMARY_KEYS if k != "gpu_utilization"}
+    return {
+        **{k: one.get(k) for k in _SUMMARY_KEYS},
+        "ranks": ranks,
+        "across_ranks": summary.spread(ranks, _SUMMARY_KEYS),
+    }
 
 
 def _render_devices(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
     if not data:
         con.print("No device activity in this trace.")
         return
-    t = Table(title="Devices", title_justify="left")
+    t = Table(title=titled("Devices", opts), title_justify="left")
     for c in ("Rank", "Device", "Kernels", "Kernel time", "Span", "Busy", "Util", "Compute util"):
         t.add_column(c, justify="right", no_wrap=True)
     for d in data:
@@ -73,8 +119,8 @@ def _render_kernels(con: Console, data: list[dict[str, Any]], opts: ReportOption
     if not data:
         return
     shown = data if opts.top is None else data[: opts.top]
-    title = "Top kernels" + (f" ({len(shown)} of {len(data)})" if len(shown) < len(data) else "")
-    t = Table(title=title, title_justify="left")
+    title = "Top kernels" + (f", {len(shown)} of {len(data)}" if len(shown) < len(data) else "")
+    t = Table(title=titled(title, opts, pooled=True), title_justify="left")
     for c in ("Time %", "Total", "Instances", "Avg", "Med", "Min", "Max", "StdDev"):
         t.add_column(c, justify="right", no_wrap=True)
     t.add_column("Name", no_wrap=True)
@@ -107,4 +153,5 @@ def _clip(s: str, n: int) -> str:
 
 
 import tbdtrace.report.passes_sections  # noqa: E402, F401 - registers the time-side passes
+import tbdtrace.report.window_section  # noqa: E402, F401 - registers "phases"
 from tbdtrace.report import memory_section  # noqa: E402, F401 - registers "memory"

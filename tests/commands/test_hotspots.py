@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import tbdtrace
+import tbdtrace.trace
 from tbdtrace.cli import main
 from tbdtrace.importers import kineto
 from tests import rawkineto
@@ -23,8 +23,11 @@ def trace_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_json_top_kernels_match_the_raw_json(trace_dir: Path, capsys) -> None:
-    assert main(["hotspots", str(trace_dir), "--top", "3", "--format", "json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    argv = ["hotspots", str(trace_dir), "--top", "3", "--format", "json", "--window", "all"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["window"]["label"] == "whole trace"
+    rows = doc["rows"]
     want = rawkineto.expected_report(FIXTURE)["kernels"]
     top3 = sorted(want.items(), key=lambda kv: (-kv[1]["total_ns"], kv[0]))[:3]
     assert [(r["name"], r["total_ns"], r["count"]) for r in rows] == \

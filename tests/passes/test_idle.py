@@ -33,9 +33,9 @@ def test_gap_split(tmp_path: Path) -> None:
     # queued of which [70,90) sync -> 20 short + 20 sync.
     assert r["span_ns"] == 110 * US and r["busy_ns"] == 35 * US and r["idle_ns"] == 75 * US
     assert r["host_bound_ns"] == 20 * US
-    assert r["short_gap_ns"] == 35 * US
+    assert r["queued_ns"] == 35 * US
     assert r["sync_wait_ns"] == 20 * US
-    assert r["host_bound_ns"] + r["short_gap_ns"] + r["sync_wait_ns"] == r["idle_ns"]
+    assert r["host_bound_ns"] + r["queued_ns"] + r["sync_wait_ns"] == r["idle_ns"]
     assert r["gap_count"] == 3
 
 
@@ -52,8 +52,8 @@ def test_launch_latency_and_short_kernels(tmp_path: Path) -> None:
 
 def test_without_runtime_the_threshold_decides(tmp_path: Path) -> None:
     tr = make(tmp_path, {"kernels": kernels([(0, 10, "a"), (15, 20, "b"), (100, 110, "c")])})
-    r = idle.run(tr, idle.IdleConfig(short_gap_ns=10 * US)).to_pylist()[0]
-    assert r["short_gap_ns"] == 5 * US and r["host_bound_ns"] == 80 * US
+    r = idle.run(tr, idle.IdleConfig(queued_threshold_ns=10 * US)).to_pylist()[0]
+    assert r["queued_ns"] == 5 * US and r["host_bound_ns"] == 80 * US
     assert r["launch_count"] == 0 and r["launch_latency_p50_ns"] is None
 
 

@@ -1,0 +1,41 @@
+"""``--window`` and ``--steps``: the options that choose the time an analysis covers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+# tbdtrace.passes.window.KINDS, without loading the passes.
+KINDS = ("measured", "steps", "warmup", "init", "after", "all")
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--window",
+        choices=KINDS,
+        default="measured",
+        help="time covered, per rank from its own steps: measured (default: the steps "
+        "minus warm-up; the whole trace without steps), steps (every step), warmup, init "
+        "(before the first step), after (after the last measured step), all (whole trace)",
+    )
+    p.add_argument(
+        "--steps",
+        metavar="A:B",
+        help="cover the steps numbered A to B, inclusive ('A:' and ':B' are open); "
+        "overrides --window",
+    )
+
+
+def spec(args: argparse.Namespace, command: str) -> Any:
+    """The WindowSpec of the parsed options, or None after printing a usage error (the
+    command then exits 2)."""
+    from tbdtrace.passes.window import WindowSpec, parse_steps
+
+    if args.steps is None:
+        return WindowSpec(args.window)
+    try:
+        return WindowSpec(args.window, parse_steps(args.steps))
+    except ValueError as e:
+        print(f"tbdtrace {command}: {e}", file=sys.stderr)
+        return None

@@ -1,0 +1,158 @@
+"""A trace seen through a window: the same tables, holding only the window's rows.
+
+Every pass reads a :class:`WindowedTrace` as it reads a trace directory, so each pass
+covers the window without knowing it. Which rows are kept is decided once per table
+(``tbdtrace.passes.window`` states the rule); columns are read from the underlying
+trace, filtered, and kept here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from tbdtrace import schema
+from tbdtrace.passes._util import int_column
+from tbdtrace.trace import Trace, _combine
+
+if TYPE_CHECKING:
+    from tbdtrace.passes.window import Window
+
+# Host ranges: kept when they overlap the window (context for attribution).
+_RANGES = ("ops", "markers")
+_EVENTS = ("kernels", "memcpy", "memset")  # device work: placed by its launch
+
+
+class WindowedTrace(Trace):
+    """``base`` restricted to ``window``; ``window`` and ``base`` stay reachable."""
+
+    def __init__(self, base: Trace, window: Window):
+        super().__init__(base.path, base.meta)
+        self.base = base
+        self.window = window
+        self._kept: dict[str, npt.NDArray[np.int64] | None] = {}
+
+    def __repr__(self) -> str:
+        return f"WindowedTrace({self.base!r}, {self.window.label()!r})"
+
+    def has(self, name: str) -> bool:
+        return self.base.has(name)
+
+    def num_rows(self, name: str) -> int:
+        kept = self.kept_rows(name)
+        return self.base.num_rows(name) if kept is None else int(kept.size)
+
+    def kept_rows(self, name: str) -> npt.NDArray[np.int64] | None:
+        """Row indices of ``name`` in the base trace that the window keeps (None: all)."""
+        if name not in self._kept:
+            self._kept[name] = self._select(name)
+        return self._kept[name]
+
+    def _select(self, name: str) -> npt.NDArray[np.int64] | None:
+        from tbdtrace.passes import window as w
+
+        decl = schema.table(name)
+        n = self.base.num_rows(name)
+        if decl.time_column is None or n == 0:
+            return None
+        keys, lo, hi = self.window.bounds()
+        rank = w.row_rank_keys(self.base, name)
+        if "rank" not in decl.column_names and keys.size:
+            # Tables without a rank (host samples, profiler overhead): the hull of the
+            # ranks' windows.
+            rlo, rhi = np.full(n, lo.min()), np.full(n, hi.max())
+        else:
+            idx = np.searchsorted(keys, rank)
+            hit = idx < keys.size
+            hit[hit] = keys[idx[hit]] == rank[hit]
+            safe = np.where(hit, idx, 0)
+            dlo, dhi = self.window.default
+            rlo = np.where(hit, lo[safe] if keys.size else dlo, dlo)
+            rhi = np.where(hit, hi[safe] if keys.size else dhi, dhi)
+        if name in _RANGES:
+            s = w.row_times(self.base, name)
+            e = self.base.table(name, ["end_ns"], cache=False).column(0)
+            end = np.asarray(e.to_numpy(), dtype=np.int64)
+            # [s, e) overlaps [lo, hi); a mark (e == s) when lo <= s < hi.
+            keep = (s < rhi) & ((end > rlo) | ((end == s) & (s >= rlo)))
+        elif name == "host_samples":
+            keep = _samples_covering(w.row_times(self.base, name), rlo, rhi)
+        elif name in _EVENTS:
+            keep = self._events(name, rlo, rhi)
+        else:
+            t = w.row_times(self.base, name)
+            keep = (t >= rlo) & (t < rhi)
+        if name == "steps":
+            keep &= self._selected_steps()
+        if keep.all():
+            return None
+        return np.flatnonzero(keep).astype(np.int64)
+
+    def _events(
+        self, name: str, rlo: npt.NDArray[np.int64], rhi: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.bool_]:
+        """Device work by placement time. A launch call has its kernel's rank, so when
+        every row starts in its window and every runtime call is kept, every placement is
+        inside too, and the join to the runtime calls is skipped (the common case of a
+        trace whose steps span it). The join is not kept on the base trace."""
+        from tbdtrace.passes import window as w
+
+        own = int_column(self.base.table(name, ["start_ns"]), "start_ns")
+        keep = (own >= rlo) & (own < rhi)
+        if keep.all() and self.kept_rows("runtime") is None:
+            return keep
+        had = set(self.base._memo)
+        t = w.row_times(self.base, name)
+        for k in set(self.base._memo) - had:
+            del self.base._memo[k]
+        return (t >= rlo) & (t < rhi)
+
+    def _selected_steps(self) -> npt.NDArray[np.bool_]:
+        """Steps the window selects by what they are (a warm-up step that starts where
+        the first measured step starts is not a measured step)."""
+        spec = self.window.spec
+        t = self.base.table("steps", ["step", "warmup"], cache=False)
+        if spec.steps is not None:
+            num = np.asarray(t.column("step").to_numpy(), dtype=np.int64)
+            return (num >= spec.steps[0]) & (num <= spec.steps[1])
+        warm = np.asarray(
+            t.column("warmup").fill_null(False).to_numpy(zero_copy_only=False), dtype=bool
+        )
+        if spec.kind == "measured":
+            return ~warm
+        if spec.kind == "warmup":
+            return warm
+        return np.ones(t.num_rows, dtype=bool)
+
+    def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
+        kept = self.kept_rows(decl.name)
+        tbl = self.base.table(decl.name, cols, cache=False)
+        if kept is not None:
+            tbl = tbl.take(pa.array(kept))
+        out = {}
+        for c in cols:
+            col = tbl.column(c)
+            arr = _combine(col)
+            if decl.name == "steps" and c == "warmup":
+                # Inside a window, the window's steps are the steps measured.
+                arr = pa.array(np.zeros(len(arr), dtype=bool))
+            out[(decl.name, c)] = arr
+        return out
+
+
+def _samples_covering(
+    t: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Host samples inside [lo, hi), plus the last one before it and the first one after:
+    a sample holds the mean since the previous sample, so those two bound the sampled time
+    that covers the window's edges."""
+    if not t.size:
+        return np.zeros(0, dtype=bool)
+    a, b = int(lo.min()), int(hi.max())
+    before, after = t[t < a], t[t >= b]
+    first = int(before.max()) if before.size else a
+    last = int(after.min()) if after.size else b
+    return (t >= first) & (t <= last)
