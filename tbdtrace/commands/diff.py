@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import tbdtrace
+from tbdtrace.commands import _output
 from tbdtrace.passes import diff
 from tbdtrace.report.fmt import fmt_ns
 from tbdtrace.report.textui import Console, Table
@@ -29,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="N",
         help="kernels listed, largest |delta| first (default 20)",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    _output.add_arguments(p)
     p.set_defaults(func=_run)
 
 
@@ -37,12 +38,23 @@ def _run(args: argparse.Namespace) -> int:
     if args.top < 1:
         print("tbdtrace diff: --top must be >= 1", file=sys.stderr)
         return 2
+    usage = _output.check(args, "diff")
+    if usage:
+        print(usage, file=sys.stderr)
+        return 2
     a, b = tbdtrace.open(args.a), tbdtrace.open(args.b)
     doc = diff.compare(a, b, top=args.top)
-    if args.format == "json":
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
+    if args.format == "json" and not args.section:
+        return _output.write_text(json.dumps(doc, indent=2) + "\n", args, "diff")
+    if args.format in ("json", "csv"):
+        # Tables: the headline as one row per figure, beside categories and kernels.
+        flat = {
+            "headline": [{"figure": k, **v} for k, v in doc["headline"].items()],
+            "categories": doc["categories"],
+            "kernels": doc["kernels"],
+            "traces": {"a": doc["a"], "b": doc["b"]},
+        }
+        return _output.emit_tables(flat, args, "diff")
     _render(doc)
     return 0
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from tbdtrace.commands import _output
 from tbdtrace.commands._open import begin_open
 
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="trace directory, or a profiler file (Kineto JSON, ...) to import "
         "in memory and report without writing a trace",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    _output.add_arguments(p, ("text", "json", "csv", "html"))
     p.add_argument(
         "--top",
         type=int,
@@ -39,6 +39,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.top is not None and args.top < 1:
         print("tbdtrace report: --top must be >= 1", file=sys.stderr)
         return 2
+    usage = _output.check(args, "report")
+    if usage:
+        print(usage, file=sys.stderr)
+        return 2
     pending = begin_open(args.trace)  # a profiler file parses while the modules load
     from tbdtrace.report import (
         ReportOptions,
@@ -50,9 +54,19 @@ def _run(args: argparse.Namespace) -> int:
     tr = pending.trace()
     opts = ReportOptions(top=args.top, top_json=args.top if args.top_json else None)
     doc = build(tr, opts)
-    if args.format == "json":
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        render(doc, opts)
+    if args.format in ("json", "csv"):
+        return _output.emit_tables(doc, args, "report")
+    if args.format == "html":
+        from tbdtrace.report import html
+
+        return _output.write_text(html.render(doc), args, "report")
+    if args.output:
+        import io
+
+        from tbdtrace.report.textui import Console
+
+        buf = io.StringIO()
+        render(doc, opts, Console(file=buf, width=200))
+        return _output.write_text(buf.getvalue(), args, "report")
+    render(doc, opts)
     return 0
