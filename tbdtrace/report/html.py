@@ -178,15 +178,15 @@ def _timeline(doc: Doc) -> Any:
 
 PLOTS: tuple[tuple[str, Callable[[Doc], Any]], ...] = (
     ("steps", _steps),
-    ("ranks", _ranks),
-    ("utilization", _util),
     ("categories", _categories),
+    ("utilization", _util),
+    ("step_timeline", _timeline),
+    ("memory", _memory),
     ("kernels", _kernels),
     ("ops", _ops),
+    ("ranks", _ranks),
     ("idle", _idle),
-    ("memory", _memory),
     ("flops", _flops),
-    ("step_timeline", _timeline),
 )
 _WIDE = {"memory", "step_timeline", "utilization"}
 

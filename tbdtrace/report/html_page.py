@@ -4,7 +4,8 @@
 reading the DOM sees a failure of the main script too. ``SCRIPT`` makes tables sortable
 (click a heading; numbers sort by value, text alphabetically) and, once the page is laid
 out, counts the drawn data elements of every plot: ``<figure data-points=N>`` and
-``<body data-plots-drawn="drawn/total" data-report-ready="1">``.
+``<body data-plots-drawn="drawn/total" data-report-ready="1">``, and the milliseconds from
+navigation start to then as ``data-ready-ms``.
 """
 
 CSS = """
@@ -68,6 +69,7 @@ function countPlots(){
         var b=p.getBBox();if(b.width>0||b.height>0){n+=1;}});});
     f.setAttribute('data-points',String(n));if(n>0){ok+=1;}});
   document.body.setAttribute('data-plots-drawn',ok+'/'+figs.length);
+  document.body.setAttribute('data-ready-ms',String(Math.round(performance.now())));
   document.body.setAttribute('data-report-ready','1');
 }
 if(document.readyState==='complete'){countPlots();}else{window.addEventListener('load',countPlots);}

@@ -94,7 +94,7 @@ def step_times(steps: Rows) -> Figure:
     ax.set_xlabel("step")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("step time (ms)")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, 1.1 * max((s["duration_ns"] / 1e6 for s in steps), default=1) or 1)
     tput = [(r["step"], r["throughput_per_s"]) for r in steps if r.get("throughput_per_s")]
     if tput:
         ax2 = ax.twinx()
@@ -121,6 +121,8 @@ def utilization_per_step(rows: Rows, width: float = 12.0) -> Figure:
             per_dev[dev_label(r)].append(r)
     devs = sorted(per_dev)[:8]
     fig, axes = _fig(len(devs), width=width, height=2.4)
+    if len(per_dev) > len(devs):
+        fig.suptitle(f"the first {len(devs)} of {len(per_dev)} devices", fontsize=8)
     for ax, d in zip(axes, devs, strict=True):
         rs = sorted(per_dev[d], key=lambda r: r["step"])
         x = [str(r["step"]) for r in rs]
@@ -163,7 +165,7 @@ def share_bars(
     for yi, t, s in zip(y, total_ns, shares, strict=True):
         ax.text(t / 1e6, yi, f" {100 * s:.1f}%", va="center", fontsize=7)
     ax.set_xlabel("total time (ms)")
-    ax.set_title(title)
+    fig.suptitle(title, fontsize=11)
     ax.margins(x=0.12)
     return fig
 
@@ -190,15 +192,22 @@ def idle_breakdown(devices: Rows) -> Figure:
     return fig
 
 
-def memory_over_time(series: Rows, max_devices: int = 8, width: float = 12.0) -> Figure:
+def memory_over_time(
+    series: Rows, max_devices: int = 8, width: float = 12.0, min_bytes: int = 1 << 20
+) -> Figure:
     """Per device: allocated bytes by category (stacked), the reserved level as a line,
-    the allocated peak marked. Times in ms from the device's first point."""
+    the allocated peak marked. Times in ms from the device's first point. Devices that
+    never hold ``min_bytes`` are left out (said in the figure) unless all are."""
     groups: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in series:
         groups[dev_label(r)][r["level"]].append(r)
-    devs = sorted(
-        groups, key=lambda d: -max(r["total_bytes"] for lv in groups[d].values() for r in lv)
-    )
+    peak = {d: max(r["total_bytes"] for lv in g.values() for r in lv) for d, g in groups.items()}
+    devs = sorted(groups, key=lambda d: -peak[d])
+    small = [d for d in devs if peak[d] < min_bytes]
+    if len(small) < len(devs):
+        devs = [d for d in devs if peak[d] >= min_bytes]
+    else:
+        small = []
     devs = devs[:max_devices]
     fig, axes = _fig(len(devs), width=width, height=2.8)
     for ax, d in zip(axes, devs, strict=True):
@@ -247,6 +256,10 @@ def memory_over_time(series: Rows, max_devices: int = 8, width: float = 12.0) ->
         ax.set_title(f"Memory over time: {d} (allocated by category; reserved level)")
         ax.legend(fontsize=7, loc="upper left", ncols=3)
     axes[-1].set_xlabel("time from the device's first memory event (ms)")
+    if small:
+        fig.suptitle(
+            f"left out, never above {fmt_bytes(min_bytes)}: {', '.join(small)}", fontsize=8
+        )
     return fig
 
 
@@ -348,9 +361,8 @@ def step_timeline(
         handles.values(),
         handles.keys(),
         fontsize=7,
-        ncols=5,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.25 if len(lanes) < 4 else -0.1),
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
     )
     ax.set_yticks(
         range(len(lanes)),

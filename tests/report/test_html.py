@@ -163,7 +163,7 @@ def test_screenshot_for_people(page: tuple[Path, dict[str, Any], Path], chromium
         chromium,
         path.as_uri(),
         "--hide-scrollbars",
-        "--window-size=1280,1100",
+        "--window-size=1280,1400",
         f"--screenshot={SCREENSHOT}",
     )
     assert r.returncode == 0, r.stderr[-2000:]
