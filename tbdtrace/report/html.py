@@ -33,26 +33,43 @@ def figures(doc: Doc) -> tuple[list[tuple[str, Any]], list[str]]:
         try:
             fig = make(doc)
         except (KeyError, TypeError, ValueError, IndexError) as e:
-            notes.append(f"{key}: not drawn, the document's data does not fit ({e!r})")
+            notes.append(f"{key}: not drawn, the document's data does not fit ({e})")
             continue
         if fig is not None:
             out.append((key, fig))
     return out, notes
 
 
+def _records(value: Any, where: str) -> list[dict[str, Any]]:
+    """``value`` when it is a list of records (dicts), [] when absent; TypeError else."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
+        raise TypeError(f"{where} is not a list of records")
+    return value
+
+
+def _section_dict(doc: Doc, key: str) -> dict[str, Any]:
+    value = doc.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{key} is not an object")
+    return value
+
+
 def _steps(doc: Doc) -> Any:
     from tbdtrace.report import plots
 
-    steps = (doc.get("steps") or {}).get("steps") or []
+    steps = _records(_section_dict(doc, "steps").get("steps"), "steps.steps")
     return plots.step_times(steps) if steps else None
 
 
 def _util(doc: Doc) -> Any:
     from tbdtrace.report import plots
 
-    rows = [
-        r for r in (doc.get("utilization") or {}).get("devices") or [] if r.get("step") is not None
-    ]
+    devices = _records(_section_dict(doc, "utilization").get("devices"), "utilization.devices")
+    rows = [r for r in devices if r.get("step") is not None]
     return plots.utilization_per_step(rows) if rows else None
 
 
@@ -74,7 +91,7 @@ def _bars(rows: list[dict[str, Any]], label: str, title: str, tag: str, cat: boo
 
 def _categories(doc: Doc) -> Any:
     return _bars(
-        doc.get("categories") or [],
+        _records(doc.get("categories"), "categories"),
         "category",
         "Device time by category (kernels, copies, sets; whole trace)",
         "cat",
@@ -83,26 +100,26 @@ def _categories(doc: Doc) -> Any:
 
 
 def _kernels(doc: Doc) -> Any:
-    rows = (doc.get("kernels") or [])[:15]
+    rows = _records(doc.get("kernels"), "kernels")[:15]
     return _bars(rows, "name", f"Top {len(rows)} kernels (share of kernel time)", "kern")
 
 
 def _ops(doc: Doc) -> Any:
-    rows = ((doc.get("hotspots") or {}).get("ops") or [])[:15]
+    rows = _records(_section_dict(doc, "hotspots").get("ops"), "hotspots.ops")[:15]
     return _bars(rows, "op", f"Top {len(rows)} launching ops (share of kernel time)", "ops")
 
 
 def _idle(doc: Doc) -> Any:
     from tbdtrace.report import plots
 
-    rows = (doc.get("idle") or {}).get("devices") or []
+    rows = _records(_section_dict(doc, "idle").get("devices"), "idle.devices")
     return plots.idle_breakdown(rows) if rows else None
 
 
 def _memory(doc: Doc) -> Any:
     from tbdtrace.report import plots
 
-    rows = doc.get("memory_timeline") or []
+    rows = _records(doc.get("memory_timeline"), "memory_timeline")
     return plots.memory_over_time(rows) if rows else None
 
 
@@ -133,7 +150,7 @@ def flops_rows(doc: Doc) -> list[dict[str, Any]]:
         )
     if out or src is not None:
         return out
-    for r in doc.get("fp32") or []:
+    for r in _records(doc.get("fp32"), "fp32"):
         if isinstance(r.get("efficiency_busy"), int | float):
             who = "" if r.get("rank") is None else f"rank {r['rank']} "
             out.append(
@@ -157,7 +174,7 @@ def _flops(doc: Doc) -> Any:
 def _ranks(doc: Doc) -> Any:
     from tbdtrace.report import plots
 
-    steps = (doc.get("steps") or {}).get("steps") or []
+    steps = _records(_section_dict(doc, "steps").get("steps"), "steps.steps")
     ranks = {s.get("rank") for s in steps if s.get("rank") is not None}
     return plots.rank_steps(steps) if len(ranks) > 1 else None
 
@@ -165,8 +182,8 @@ def _ranks(doc: Doc) -> Any:
 def _timeline(doc: Doc) -> Any:
     from tbdtrace.report import plots
 
-    st = doc.get("step_timeline") or {}
-    if not st.get("events"):
+    st = _section_dict(doc, "step_timeline")
+    if not _records(st.get("events"), "step_timeline.events"):
         return None
     return plots.step_timeline(
         st["events"],
@@ -211,7 +228,7 @@ def render(doc: Doc) -> str:
     figs, notes = figures(doc)
     parts = [_plot(k, f) for k, f in figs]
     tabs = "".join(_section(k, v) for k, v in doc.items())
-    tr = doc.get("trace") or {}
+    tr = _dict(doc.get("trace"))
     title = f"tbdtrace report: {tr.get('path', '')}"
     bits = ", ".join(
         f"{k}={tr[k]}" for k in ("source", "backend", "framework", "workload") if tr.get(k)
@@ -235,9 +252,9 @@ def _plot(key: str, fig: Any) -> str:
 
 
 def _cards(doc: Doc) -> str:
-    s = doc.get("summary") or {}
-    st = (doc.get("steps") or {}).get("summary") or {}
-    mem = doc.get("memory") or {}
+    s = _dict(doc.get("summary"))
+    st = _dict(_dict(doc.get("steps")).get("summary"))
+    mem = _dict(doc.get("memory"))
     cards = [
         ("kernels", f"{s['kernel_count']:,}" if s.get("kernel_count") is not None else None),
         (
@@ -334,6 +351,10 @@ def _num(col: str, v: float) -> str:
     if isinstance(v, float):
         return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
     return f"{v:,}" if not _ABSOLUTE.search(base) else str(v)
+
+
+def _dict(x: Any) -> dict[str, Any]:
+    return x if isinstance(x, dict) else {}
 
 
 def _e(s: Any) -> str:

@@ -189,3 +189,31 @@ def test_every_fixture_gets_its_plots(src: Path, tmp_path: Path) -> None:
         assert "steps" in keys
     ranks = {s["rank"] for s in doc["steps"]["steps"]}
     assert ("ranks" in keys) == (len(ranks) > 1)
+
+
+def test_any_section_renders_and_known_plots_tolerate_other_shapes() -> None:
+    doc: dict[str, Any] = {
+        "trace": {"path": "x", "source": "test"},
+        "steps": {"steps": "not a list of steps"},  # a shape the plot does not expect
+        "new_section": {"total_ns": 5, "rows": [{"name": "a<b", "share": 0.25}]},
+        "flops": [
+            {"precision": "bf16", "efficiency_busy": 0.4, "coverage": 0.9},
+            {"precision": "fp32", "efficiency_busy": None},  # no number: not drawn
+        ],
+    }
+    figs, notes = html.figures(doc)
+    assert [k for k, _ in figs] == ["flops"]
+    assert [n.split(":")[0] for n in notes] == ["steps", "ranks"]
+    assert "steps.steps is not a list of records" in notes[0]
+    assert html.flops_rows(doc) == [
+        {"label": "bf16", "efficiency": 0.4, "coverage": 0.9, "basis": "efficiency_busy"}
+    ]
+    page = html.render(doc)
+    assert 'id="s-new_section"' in page and "new_section.rows" in page
+    assert "a&lt;b" in page and "25.0%" in page and "5 ns" in page
+    assert 'data-plot="flops"' in page and "not drawn" in page
+    # Without a flops section, FP32 efficiency stands in.
+    fp32 = {"fp32": [{"rank": None, "efficiency_busy": 0.125}]}
+    assert html.flops_rows(fp32) == [
+        {"label": "fp32", "efficiency": 0.125, "coverage": None, "basis": "efficiency_busy"}
+    ]
