@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes import categories
+from tbdtrace.passes import _frame, categories
 from tbdtrace.passes import steps as steps_pass
-from tbdtrace.passes._util import int_column
+from tbdtrace.passes._util import decode_device_key, int_column
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -30,7 +31,6 @@ SCHEMA = pa.schema(
         ("duration_ns", pa.int64()),
     ]
 )
-_COLS = ["start_ns", "end_ns", "device_id", "device_type", "stream_id", "rank"]
 
 
 @dataclass(frozen=True)
@@ -83,19 +83,16 @@ def events(trace: Trace, cfg: StepTimelineConfig) -> tuple[pa.Table, int]:
     win = windows(trace, cfg)
     if win.num_rows == 0:
         return SCHEMA.empty_table(), 0
-    w_rank = int_column(win, "rank")
-    w_start, w_end = int_column(win, "start_ns"), int_column(win, "end_ns")
     parts = []
-    for table in ("kernels", "memcpy", "memset"):
-        t = trace.table(table, _COLS + (["name"] if table == "kernels" else []))
-        if t.num_rows == 0:
-            continue
-        s, e, rank = int_column(t, "start_ns"), int_column(t, "end_ns"), int_column(t, "rank")
-        for r, ws, we in zip(w_rank, w_start, w_end, strict=True):
-            on_rank = rank == r if r != -1 else np.ones(s.size, dtype=bool)
-            idx = np.flatnonzero(on_rank & (s < we) & (e > ws))
-            if idx.size:
-                parts.append(_part(t.take(pa.array(idx)), table, int(ws), int(we)))
+    for r, ws, we in zip(
+        int_column(win, "rank"),
+        int_column(win, "start_ns"),
+        int_column(win, "end_ns"),
+        strict=True,
+    ):
+        for table in ("kernels", "memcpy", "memset"):
+            for key, idx in _overlapping(trace, table, int(r), int(ws), int(we)):
+                parts.append(_part(trace, table, key, idx, int(ws), int(we)))
     if not parts:
         return SCHEMA.empty_table(), 0
     out = pa.concat_tables(parts)
@@ -112,21 +109,45 @@ def events(trace: Trace, cfg: StepTimelineConfig) -> tuple[pa.Table, int]:
     return out.take(pa.array(np.lexsort(keys))), total
 
 
-def _part(t: pa.Table, table: str, ws: int, we: int) -> pa.Table:
-    s = np.maximum(int_column(t, "start_ns"), ws)
-    e = np.minimum(int_column(t, "end_ns"), we)
+def _overlapping(
+    trace: Trace, table: str, rank: int, ws: int, we: int
+) -> list[tuple[int, npt.NDArray[np.int64]]]:
+    """(device key, rows) of ``table`` on ``rank``'s devices (every device for rank -1:
+    no rank) that overlap [ws, we), from the per-device arrays passes share (_frame)."""
+    found = []
+    for key, rows in _frame.device_rows(trace, table):
+        key_rank = decode_device_key(key)[0]
+        if rank != -1 and (-1 if key_rank is None else key_rank) != rank:
+            continue
+        s, e = _frame.spans(trace, table, key)
+        hit = np.flatnonzero((s < we) & (e > ws))
+        if hit.size:
+            found.append((key, hit if isinstance(rows, slice) else rows[hit]))
+    return found
+
+
+def _part(
+    trace: Trace, table: str, key: int, idx: npt.NDArray[np.int64], ws: int, we: int
+) -> pa.Table:
+    n = len(idx)
+    rank, dtype, dev = decode_device_key(key)
+    # The one column no other pass reads: decoded for this call only.
+    stream = trace.table(table, ["stream_id"], cache=False).column(0).take(pa.array(idx))
+    s = np.maximum(_frame.ints(trace, table, "start_ns")[idx], ws)
+    e = np.minimum(_frame.ints(trace, table, "end_ns")[idx], we)
     if table == "kernels":
-        cat = np.array(categories.CATEGORIES)[categories.kernel_categories(t)]
-        cats = pa.array(cat.tolist(), pa.string())
+        codes, labels = _frame.codes(trace, "kernels", "name")
+        lut = np.array([categories.classify(lbl) for lbl in labels] or ["other"])
+        cats = pa.array(lut[codes[idx]].tolist(), pa.string())
     else:
-        cats = pa.array([table] * t.num_rows, pa.string())
+        cats = pa.array([table] * n, pa.string())
     return pa.table(
         {
-            "rank": t.column("rank"),
-            "device_type": t.column("device_type").cast(pa.string()),
-            "device_id": t.column("device_id"),
-            "stream_id": t.column("stream_id").cast(pa.int64()),
-            "kind": pa.array(["kernel" if table == "kernels" else table] * t.num_rows),
+            "rank": pa.array([rank] * n, pa.int32()),
+            "device_type": pa.array([dtype] * n, pa.string()),
+            "device_id": pa.array([dev] * n, pa.int32()),
+            "stream_id": stream.cast(pa.int64()),
+            "kind": pa.array(["kernel" if table == "kernels" else table] * n),
             "category": cats,
             "offset_ns": s - ws,
             "duration_ns": e - s,
