@@ -272,7 +272,7 @@ def flops_efficiency(rows: Rows) -> Figure:
     _data(bars, "flops")
     for i, r in enumerate(rows):
         cov = r.get("coverage")
-        note = f" {vals[i]:.1f}%" + (
+        note = f" {vals[i]:.3g}%" + (
             "" if cov is None else f" (FLOPs counted for {100 * cov:.0f}% of its time)"
         )
         ax.text(vals[i], i, note, va="center", fontsize=7)
