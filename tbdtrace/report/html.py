@@ -140,12 +140,14 @@ def flops_rows(doc: Doc) -> list[dict[str, Any]]:
             continue
         cov = [k for k in r if "coverage" in k and isinstance(r[k], int | float)]
         who = "" if r.get("rank") is None else f"rank {r['rank']} "
+        src_keys = [k for k in r if "source" in k and isinstance(r[k], str)]
         out.append(
             {
                 "label": f"{who}{r['precision']}",
                 "efficiency": r[eff[0]],
                 "coverage": r[cov[0]] if cov else None,
                 "basis": eff[0],
+                "note": r[src_keys[0]] if src_keys else None,
             }
         )
     if out or src is not None:
@@ -159,6 +161,7 @@ def flops_rows(doc: Doc) -> list[dict[str, Any]]:
                     "efficiency": r["efficiency_busy"],
                     "coverage": None,
                     "basis": "efficiency_busy",
+                    "note": r.get("flops_source"),
                 }
             )
     return out

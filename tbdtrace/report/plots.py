@@ -264,7 +264,8 @@ def memory_over_time(
 
 
 def flops_efficiency(rows: Rows) -> Figure:
-    """Efficiency (% of peak) per precision, each bar labelled with its FLOP coverage."""
+    """Efficiency (% of peak) per precision, each bar labelled with its FLOP coverage;
+    rows' ``note`` (where the FLOPs come from, what they leave out) under the axis."""
     fig, (ax,) = _fig(height=max(1.8, 0.4 * len(rows) + 1.2))
     labels = [str(r["label"]) for r in rows]
     vals = [100 * r["efficiency"] for r in rows]
@@ -276,7 +277,10 @@ def flops_efficiency(rows: Rows) -> Figure:
             "" if cov is None else f" (FLOPs counted for {100 * cov:.0f}% of its time)"
         )
         ax.text(vals[i], i, note, va="center", fontsize=7)
-    ax.set_xlabel("achieved FLOP/s as % of peak")
+    notes = list(dict.fromkeys(str(r["note"]) for r in rows if r.get("note")))
+    ax.set_xlabel(
+        "\n".join(["achieved FLOP/s as % of peak", *(_wrap(n, 90) for n in notes)]), fontsize=8
+    )
     ax.set_title(
         "FLOP efficiency per precision"
         + (f" ({rows[0]['basis']})" if rows and rows[0].get("basis") else "")
@@ -390,6 +394,12 @@ def _lane(e: dict[str, Any]) -> tuple[int, str, int, int]:
         return -1 if v is None else int(v)
 
     return num("rank"), str(e.get("device_type") or "?"), num("device_id"), num("stream_id")
+
+
+def _wrap(s: str, n: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(s, n))
 
 
 def _clip(s: str, n: int) -> str:

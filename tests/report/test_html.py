@@ -206,14 +206,26 @@ def test_any_section_renders_and_known_plots_tolerate_other_shapes() -> None:
     assert [n.split(":")[0] for n in notes] == ["steps", "ranks"]
     assert "steps.steps is not a list of records" in notes[0]
     assert html.flops_rows(doc) == [
-        {"label": "bf16", "efficiency": 0.4, "coverage": 0.9, "basis": "efficiency_busy"}
+        {
+            "label": "bf16",
+            "efficiency": 0.4,
+            "coverage": 0.9,
+            "basis": "efficiency_busy",
+            "note": None,
+        }
     ]
     page = html.render(doc)
     assert 'id="s-new_section"' in page and "new_section.rows" in page
     assert "a&lt;b" in page and "25.0%" in page and "5 ns" in page
     assert 'data-plot="flops"' in page and "not drawn" in page
     # Without a flops section, FP32 efficiency stands in.
-    fp32 = {"fp32": [{"rank": None, "efficiency_busy": 0.125}]}
+    fp32 = {"fp32": [{"rank": None, "efficiency_busy": 0.125, "flops_source": "matmuls only"}]}
     assert html.flops_rows(fp32) == [
-        {"label": "fp32", "efficiency": 0.125, "coverage": None, "basis": "efficiency_busy"}
+        {
+            "label": "fp32",
+            "efficiency": 0.125,
+            "coverage": None,
+            "basis": "efficiency_busy",
+            "note": "matmuls only",
+        }
     ]
