@@ -182,6 +182,14 @@ def _ranks(doc: Doc) -> Any:
     return plots.rank_steps(steps) if len(ranks) > 1 else None
 
 
+def _skew(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    sk = _section_dict(doc, "collective_skew")
+    rows = _records(sk.get("instances"), "collective_skew.instances")
+    return plots.collective_skew(rows, sk.get("instance_count") or len(rows)) if rows else None
+
+
 def _timeline(doc: Doc) -> Any:
     from tbdtrace.report import plots
 
@@ -205,6 +213,7 @@ PLOTS: tuple[tuple[str, Callable[[Doc], Any]], ...] = (
     ("kernels", _kernels),
     ("ops", _ops),
     ("ranks", _ranks),
+    ("skew", _skew),
     ("idle", _idle),
     ("flops", _flops),
 )

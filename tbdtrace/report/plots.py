@@ -336,6 +336,35 @@ def rank_steps(steps: Rows) -> Figure:
     return fig
 
 
+def collective_skew(instances: Rows, total: int) -> Figure:
+    """Arrival skew (ms) of each collective instance over time, coloured by the rank that
+    started it last."""
+    fig, (ax,) = _fig()
+    t0 = min(r["first_start_ns"] for r in instances)
+    by_rank: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in instances:
+        by_rank[int(r["last_rank"])].append(r)
+    for i, (rank, rows) in enumerate(sorted(by_rank.items())):
+        pts = ax.scatter(
+            [(r["first_start_ns"] - t0) / 1e6 for r in rows],
+            [r["skew_ns"] / 1e6 for r in rows],
+            s=10,
+            color=_COLORS[i % len(_COLORS)],
+            label=f"rank {rank} last",
+        )
+        _data(pts, f"skew-{rank}")
+    ax.set_xlabel("time from the first collective (ms)")
+    ax.set_ylabel("last start - first start (ms)")
+    ax.set_ylim(bottom=0)
+    shown = f", the {len(instances):,} largest of {total:,}" if len(instances) < total else ""
+    ax.set_title(f"Collective arrival skew across ranks ({total:,} instances{shown})", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.supxlabel(
+        "ranks' clocks as recorded: hosts are only as aligned as their clocks", fontsize=7
+    )
+    return fig
+
+
 def step_timeline(
     events: Rows, windows: Rows, step: Any, event_count: int, width: float = 12.0
 ) -> Figure:

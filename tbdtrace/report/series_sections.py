@@ -1,12 +1,16 @@
 """Report sections that carry series for plots: ``memory_timeline`` (memory over time per
-device and category, thinned) and ``step_timeline`` (one measured step, event by event).
-They have no text rendering; the HTML report draws them and CSV/JSON carry them."""
+device and category, thinned), ``step_timeline`` (one measured step, event by event) and
+``collective_skew`` (how far apart ranks start the same collective). They have no text
+rendering; the HTML report draws them and CSV/JSON carry them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import memory_series, step_timeline
+import numpy as np
+import pyarrow as pa
+
+from tbdtrace.passes import collective_skew, memory_series, step_timeline
 from tbdtrace.report.build import ReportOptions, section, table_records
 from tbdtrace.trace import Trace
 
@@ -31,4 +35,27 @@ def step_timeline_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
         "event_count": total,
         "shown": tbl.num_rows,
         "events": table_records(tbl),
+    }
+
+
+# Instances listed at most (the largest skews); the summary covers all of them.
+SKEW_INSTANCES = 2000
+
+
+@section("collective_skew")
+def collective_skew_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+    """summary (per collective name, :func:`tbdtrace.passes.collective_skew.summarize`),
+    instance_count, instances (rows of its ``run``, the largest skews when more than
+    SKEW_INSTANCES, in time order). Empty with fewer than two ranks."""
+    tbl = collective_skew.run(trace)
+    shown = tbl
+    if tbl.num_rows > SKEW_INSTANCES:
+        keep = np.sort(
+            np.argsort(-tbl.column("skew_ns").to_numpy(), kind="stable")[:SKEW_INSTANCES]
+        )
+        shown = tbl.take(pa.array(keep))
+    return {
+        "summary": collective_skew.summarize(tbl),
+        "instance_count": tbl.num_rows,
+        "instances": table_records(shown),
     }
