@@ -432,4 +432,6 @@ def _wrap(s: str, n: int) -> str:
 
 
 def _clip(s: str, n: int) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"
+    """``s`` cut to ``n`` characters, with ``$`` escaped (matplotlib reads $...$ as math)."""
+    s = s if len(s) <= n else s[: n - 1] + "…"
+    return s.replace("$", r"\$")

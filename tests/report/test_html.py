@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +23,10 @@ from tbdtrace.importers import kineto
 from tbdtrace.report import ReportOptions, build, html
 from tests import rawkineto
 from tests.conftest import KINETO_TRACES, ROOT, fixture
+from tests.report.conftest import browse
 
 LARGEST = "kineto/hta/df_index_resolver.json.gz"
 SCREENSHOT = ROOT / "out" / "report-screenshot.png"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _tbdtrace(*args: str) -> subprocess.CompletedProcess[str]:
@@ -53,41 +42,6 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
     _tbdtrace("report", str(src), "--format", "html", "-o", str(out))
     doc = json.loads(_tbdtrace("report", str(src), "--format", "json").stdout)
     return out, doc, src
-
-
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        if path := shutil.which(name):
-            return path
-    pytest.skip("Chromium is not installed (make test installs the Debian package chromium)")
-
-
-def _browse(exe: str, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run(
-            [
-                exe,
-                *FLAGS,
-                f"--user-data-dir={profile}",
-                "--enable-logging=stderr",
-                "--v=0",
-                *extra,
-                url,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    exe = _chromium()
-    probe = _browse(exe, "data:text/html,<p>tbd-probe</p>", "--dump-dom")
-    if probe.returncode != 0 or "tbd-probe" not in probe.stdout:
-        last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"Chromium cannot run here (exit {probe.returncode}): {last}")
-    return exe
 
 
 def test_page_is_self_contained_and_small(page: tuple[Path, dict[str, Any], Path]) -> None:
@@ -129,7 +83,7 @@ def test_chromium_draws_every_plot_without_errors(
     page: tuple[Path, dict[str, Any], Path], chromium: str
 ) -> None:
     path, doc, src = page
-    r = _browse(chromium, path.as_uri(), "--dump-dom")
+    r = browse(chromium, path.as_uri(), "--dump-dom")
     assert r.returncode == 0, r.stderr[-2000:]
     console = [ln for ln in r.stderr.splitlines() if ":CONSOLE" in ln]
     assert console == []
@@ -161,7 +115,7 @@ def test_chromium_draws_every_plot_without_errors(
 def test_screenshot_for_people(page: tuple[Path, dict[str, Any], Path], chromium: str) -> None:
     path, _, _ = page
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    r = _browse(
+    r = browse(
         chromium,
         path.as_uri(),
         "--hide-scrollbars",
@@ -191,62 +145,3 @@ def test_every_fixture_gets_its_plots(src: Path, tmp_path: Path) -> None:
         assert "steps" in keys
     ranks = {s["rank"] for s in doc["steps"]["steps"]}
     assert ("ranks" in keys) == (len(ranks) > 1)
-
-
-def test_any_section_renders_and_known_plots_tolerate_other_shapes() -> None:
-    doc: dict[str, Any] = {
-        "trace": {"path": "x", "source": "test"},
-        "steps": {"steps": "not a list of steps"},  # a shape the plot does not expect
-        "new_section": {"total_ns": 5, "rows": [{"name": "a<b", "share": 0.25}]},
-        "flops": [
-            {"precision": "bf16", "efficiency_busy": 0.4, "coverage": 0.9},
-            {"precision": "fp32", "efficiency_busy": None},  # no number: not drawn
-        ],
-    }
-    figs, notes = html.figures(doc)
-    assert [k for k, _ in figs] == ["flops"]
-    assert [n.split(":")[0] for n in notes] == ["steps", "ranks"]
-    assert "steps.steps is not a list of records" in notes[0]
-    assert html.flops_rows(doc) == [
-        {
-            "label": "bf16",
-            "efficiency": 0.4,
-            "coverage": 0.9,
-            "basis": "efficiency_busy",
-            "note": None,
-        }
-    ]
-    page = html.render(doc)
-    assert 'id="s-new_section"' in page and "new_section.rows" in page
-    assert "a&lt;b" in page and "25.0%" in page and "5 ns" in page
-    assert 'data-plot="flops"' in page and "not drawn" in page
-    # Without a flops section, FP32 efficiency stands in.
-    fp32 = {"fp32": [{"rank": None, "efficiency_busy": 0.125, "flops_source": "matmuls only"}]}
-    assert html.flops_rows(fp32) == [
-        {
-            "label": "fp32",
-            "efficiency": 0.125,
-            "coverage": None,
-            "basis": "efficiency_busy",
-            "note": "matmuls only",
-        }
-    ]
-
-
-def test_tables_sort_in_the_browser(chromium: str, tmp_path: Path) -> None:
-    """The page's sorter, clicked in Chromium: numbers by value (nulls first), text
-    alphabetically, a second click reverses."""
-    doc = {"t": [{"name": n, "total_ns": v} for n, v in (("b", 30), ("a", 1000), ("c", None))]}
-    page = html.render(doc).replace(
-        "</body>",
-        "<script>var t=document.querySelector('table.sortable'),h=t.tHead.rows[0].cells;"
-        "function col(i){return Array.prototype.map.call(t.tBodies[0].rows,"
-        "function(r){return r.cells[i].textContent;}).join(',');}"
-        "var out=[];h[1].click();out.push(col(0));h[1].click();out.push(col(0));"
-        "h[0].click();out.push(col(0));"
-        "document.body.setAttribute('data-sorted',out.join('|'));</script></body>",
-    )
-    path = tmp_path / "sort.html"
-    path.write_text(page, encoding="utf-8")
-    r = _browse(chromium, path.as_uri(), "--dump-dom")
-    assert 'data-sorted="c,b,a|a,b,c|a,b,c"' in r.stdout
