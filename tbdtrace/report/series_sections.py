@@ -1,7 +1,8 @@
 """Report sections that carry series for plots: ``memory_timeline`` (memory over time per
 device and category, thinned), ``step_timeline`` (one measured step, event by event) and
-``collective_skew`` (how far apart ranks start the same collective). They have no text
-rendering; the HTML report draws them and CSV/JSON carry them."""
+``collective_skew`` (how far apart ranks start the same collective). The HTML report draws
+them and CSV/JSON carry them; only the skew's summary has a text table (the series are
+for plots)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pyarrow as pa
 
 from tbdtrace.passes import collective_skew, memory_series, step_timeline
 from tbdtrace.report.build import ReportOptions, section, table_records
+from tbdtrace.report.fmt import fmt_ns
+from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
 
@@ -42,7 +45,31 @@ def step_timeline_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
 SKEW_INSTANCES = 2000
 
 
-@section("collective_skew")
+def _render_skew(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
+    rows = data["summary"] if opts.top is None else data["summary"][: opts.top]
+    if not rows:
+        return
+    t = Table(title="Collective skew across ranks (last start - first start)", title_justify="left")
+    for c in ("Instances", "Median", "P99", "Max", "Most often last", "Name"):
+        t.add_column(c, justify="left" if c == "Name" else "right", no_wrap=True)
+    for r in rows:
+        name = r["name"] or "-"
+        t.add_row(
+            f"{r['instances']:,}",
+            fmt_ns(r["skew_median_ns"]),
+            fmt_ns(r["skew_p99_ns"]),
+            fmt_ns(r["skew_max_ns"]),
+            f"rank {r['most_often_last_rank']} ({100 * r['last_rank_share']:.0f}%)",
+            name if len(name) <= 60 else name[:59] + "…",
+        )
+    con.print(t)
+    con.print(
+        "Starts are compared on the ranks' clocks as recorded: traces from different hosts "
+        "are only as aligned as the hosts' clocks."
+    )
+
+
+@section("collective_skew", _render_skew)
 def collective_skew_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     """summary (per collective name, :func:`tbdtrace.passes.collective_skew.summarize`),
     instance_count, instances (rows of its ``run``, the largest skews when more than
