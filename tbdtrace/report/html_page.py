@@ -1,7 +1,8 @@
 """The HTML report's own style and scripts, inlined into every page (no network).
 
-``GUARD`` runs first and records uncaught errors on ``<html data-js-errors>``, so a test
-reading the DOM sees a failure of the main script too. ``SCRIPT`` makes tables sortable
+``GUARD`` runs first and records uncaught errors, and resources that fail to load (it
+listens in the capture phase), on ``<html data-js-errors>``, so a test reading the DOM
+sees a failure of the main script or a fetch the page should not make. ``SCRIPT`` makes tables sortable
 (click a heading; numbers sort by value, text alphabetically) and, once the page is laid
 out, counts the drawn data elements of every plot: ``<figure data-points=N>`` and
 ``<body data-plots-drawn="drawn/total" data-report-ready="1">``, and the milliseconds from
@@ -39,8 +40,9 @@ details summary{cursor:pointer;font-size:12px;color:#1f4d7a}
 
 GUARD = """
 (function(){var n=0;window.addEventListener('error',function(e){n+=1;
+var what=e.message||('failed to load '+((e.target&&(e.target.src||e.target.href))||'?'));
 document.documentElement.setAttribute('data-js-errors',String(n));
-document.documentElement.setAttribute('data-js-error-last',String(e.message));});})();
+document.documentElement.setAttribute('data-js-error-last',String(what));},true);})();
 """
 
 SCRIPT = """
