@@ -2,9 +2,9 @@
 
 ``GUARD`` runs first and records uncaught errors, and resources that fail to load (it
 listens in the capture phase), on ``<html data-js-errors>``, so a test reading the DOM
-sees a failure of the main script or a fetch the page should not make. ``SCRIPT`` makes tables sortable
-(click a heading; numbers sort by value, text alphabetically) and, once the page is laid
-out, counts the drawn data elements of every plot: ``<figure data-points=N>`` and
+sees a failure of the main script or a fetch the page should not make. ``SCRIPT`` makes
+tables sortable (click a heading; numbers sort by value, text alphabetically) and, once the
+page is laid out, counts the drawn data elements of every plot: ``<figure data-points=N>`` and
 ``<body data-plots-drawn="drawn/total" data-report-ready="1">``, and the milliseconds from
 navigation start to then as ``data-ready-ms``.
 """
