@@ -125,25 +125,30 @@ def _memory(doc: Doc) -> Any:
 
 def flops_rows(doc: Doc) -> list[dict[str, Any]]:
     """Bars of the FLOP efficiency plot: from a ``flops`` section (rows with a
-    ``precision`` and an ``efficiency*`` figure, ``*coverage*`` when present), else the
-    ``fp32`` section's efficiency over busy time. Rows without a number are left out."""
+    ``precision`` (or ``dtype``) and an ``efficiency*`` figure, ``*coverage*`` and
+    ``*source*`` when present, on the row or on the section), else the ``fp32`` section's
+    efficiency over busy time. Rows without a number are left out."""
     src = doc.get("flops")
     items: list[Any] = src if isinstance(src, list) else []
+    shared: dict[str, Any] = {}
     if isinstance(src, dict):
         items = [x for v in src.values() if isinstance(v, list) for x in v]
+        shared = {k: v for k, v in src.items() if not isinstance(v, list | dict)}
     out = []
-    for r in items:
-        if not isinstance(r, dict) or "precision" not in r:
+    for row in items:
+        if not isinstance(row, dict):
             continue
+        r = {**shared, **row}
+        prec = r.get("precision", r.get("dtype"))
         eff = [k for k in r if k.startswith("efficiency") and isinstance(r[k], int | float)]
-        if not eff:
+        if prec is None or not eff:
             continue
         cov = [k for k in r if "coverage" in k and isinstance(r[k], int | float)]
         who = "" if r.get("rank") is None else f"rank {r['rank']} "
         src_keys = [k for k in r if "source" in k and isinstance(r[k], str)]
         out.append(
             {
-                "label": f"{who}{r['precision']}",
+                "label": f"{who}{prec}",
                 "efficiency": r[eff[0]],
                 "coverage": r[cov[0]] if cov else None,
                 "basis": eff[0],

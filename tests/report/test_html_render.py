@@ -37,6 +37,23 @@ def test_any_section_renders_and_known_plots_tolerate_other_shapes() -> None:
     assert 'id="s-new_section"' in page and "new_section.rows" in page
     assert "a&lt;b" in page and "25.0%" in page and "5 ns" in page
     assert 'data-plot="flops"' in page and "not drawn" in page
+    # Coverage and source on the section apply to its rows; dtype names the precision.
+    sec = {
+        "flops": {
+            "coverage": 0.5,
+            "flops_source": "counted",
+            "rows": [{"dtype": "fp16", "efficiency_wall": 0.2}],
+        }
+    }
+    assert html.flops_rows(sec) == [
+        {
+            "label": "fp16",
+            "efficiency": 0.2,
+            "coverage": 0.5,
+            "basis": "efficiency_wall",
+            "note": "counted",
+        }
+    ]
     # Without a flops section, FP32 efficiency stands in.
     fp32 = {"fp32": [{"rank": None, "efficiency_busy": 0.125, "flops_source": "matmuls only"}]}
     assert html.flops_rows(fp32) == [
