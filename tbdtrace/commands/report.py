@@ -57,6 +57,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.format in ("json", "csv"):
         return _output.emit_tables(doc, args, "report")
     if args.format == "html":
+        try:
+            import matplotlib  # noqa: F401 - the plots' library, a dependency of tbdtrace
+        except ImportError:
+            print(
+                "tbdtrace report: --format html needs matplotlib (pip install "
+                "matplotlib); --format json and csv do not",
+                file=sys.stderr,
+            )
+            return 1
         from tbdtrace.report import html
 
         return _output.write_text(html.render(doc), args, "report")
