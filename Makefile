@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet bench-venv native test demo lint format docs clean
+.PHONY: all venv venv-mxnet bench-venv native chromium test demo lint format docs clean
 
 all: native
 
@@ -55,7 +55,16 @@ native: $(VENV)/.stamp
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v '^WARNING: Location' ; test $${PIPESTATUS[0]} -eq 0
 	$(PY) -m compileall -q tbdtrace  # bytecode even where PYTHONDONTWRITEBYTECODE is set
 
-test: native $(VENV_MX)/.stamp
+# The HTML report's browser test (tests/report/test_html.py) runs headless Chromium
+# (Debian package chromium): installed with apt-get when missing; where that fails, the
+# test is skipped with the reason.
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  echo "make: installing chromium (the HTML report's browser test)"; \
+	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null \
+	  || echo "make: chromium not installed (as root: apt-get install chromium); the browser test will be skipped"; }
+
+test: native $(VENV_MX)/.stamp chromium
 	$(PY) -m pytest -q tests
 
 # The main job: ResNet-50 training on PyTorch under capture (the GPU with the CUPTI

@@ -54,6 +54,19 @@ class Trace:
     def __repr__(self) -> str:
         return f"Trace({str(self.path)!r}, source={self.meta.get('source')!r})"
 
+    def _repr_html_(self) -> str:
+        """What Jupyter shows for a trace: its source and tables (tbdtrace.report.notebook)."""
+        from tbdtrace.report import notebook
+
+        return notebook.trace_html(self)
+
+    def report(self, top_json: int | None = None) -> dict[str, Any]:
+        """The report document (``tbdtrace report --format json``); plot it with
+        ``tbdtrace.report.notebook.plots(doc)``. ``top_json`` limits per-kernel lists."""
+        from tbdtrace.report import ReportOptions, build
+
+        return build(self, ReportOptions(top_json=top_json))
+
     def has(self, name: str) -> bool:
         """True when the table file exists (it may still have zero rows)."""
         return (self.path / f"{name}{ARROW_SUFFIX}").exists()

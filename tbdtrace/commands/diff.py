@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 import tbdtrace
-from tbdtrace.commands import _window
+from tbdtrace.commands import _output, _window
 from tbdtrace.passes import diff, window
 from tbdtrace.report.fmt import fmt_ns
 from tbdtrace.report.textui import Console, Table
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="N",
         help="kernels listed, largest |delta| first (default 20)",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    _output.add_arguments(p)
     _window.add_options(p)
     p.set_defaults(func=_run)
 
@@ -39,6 +39,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.top < 1:
         print("tbdtrace diff: --top must be >= 1", file=sys.stderr)
         return 2
+    usage = _output.check(args, "diff")
+    if usage:
+        print(usage, file=sys.stderr)
+        return 2
     spec = _window.spec(args, "diff")
     if spec is None:
         return 2
@@ -46,10 +50,17 @@ def _run(args: argparse.Namespace) -> int:
     wa, wb = window.resolve(a, spec), window.resolve(b, spec)
     doc = diff.compare(window.view(a, wa), window.view(b, wb), top=args.top)
     doc["window"] = {"a": wa.to_json(), "b": wb.to_json()}
-    if args.format == "json":
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
+    if args.format == "json" and not args.section:
+        return _output.write_text(json.dumps(doc, indent=2) + "\n", args, "diff")
+    if args.format in ("json", "csv"):
+        # Tables: the headline as one row per figure, beside categories and kernels.
+        flat = {
+            "headline": [{"figure": k, **v} for k, v in doc["headline"].items()],
+            "categories": doc["categories"],
+            "kernels": doc["kernels"],
+            "traces": {"a": doc["a"], "b": doc["b"]},
+        }
+        return _output.emit_tables(flat, args, "diff")
     _render(doc)
     return 0
 

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows to show (default 20)")
     p.add_argument("--by", choices=BY, default="kernel")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json", "csv"), default="text")
     _window.add_options(p)
     p.set_defaults(func=_run)
 
@@ -50,6 +50,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.format == "json":
         json.dump({"window": win.to_json(), "rows": rows}, sys.stdout, indent=2)
         sys.stdout.write("\n")
+        return 0
+    if args.format == "csv":
+        from tbdtrace.report import csvout, tabular
+
+        csvout.write(tabular.tables("hotspots", rows)[0], sys.stdout)
         return 0
     con = Console(width=None if sys.stdout.isatty() else 200)
     if not rows:

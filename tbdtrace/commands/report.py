@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from tbdtrace.commands import _window
+from tbdtrace.commands import _output, _window
 from tbdtrace.commands._open import begin_open
 
 
@@ -22,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="trace directory, or a profiler file (Kineto JSON, ...) to import "
         "in memory and report without writing a trace",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    _output.add_arguments(p, ("text", "json", "csv", "html"))
     p.add_argument(
         "--top",
         type=int,
@@ -41,6 +40,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.top is not None and args.top < 1:
         print("tbdtrace report: --top must be >= 1", file=sys.stderr)
         return 2
+    usage = _output.check(args, "report")
+    if usage:
+        print(usage, file=sys.stderr)
+        return 2
     win = _window.spec(args, "report")
     if win is None:
         return 2
@@ -55,9 +58,28 @@ def _run(args: argparse.Namespace) -> int:
     tr = pending.trace()
     opts = ReportOptions(top=args.top, top_json=args.top if args.top_json else None, window=win)
     doc = build(tr, opts)
-    if args.format == "json":
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        render(doc, opts)
+    if args.format in ("json", "csv"):
+        return _output.emit_tables(doc, args, "report")
+    if args.format == "html":
+        try:
+            import matplotlib  # noqa: F401 - the plots' library, a dependency of tbdtrace
+        except ImportError:
+            print(
+                "tbdtrace report: --format html needs matplotlib (pip install "
+                "matplotlib); --format json and csv do not",
+                file=sys.stderr,
+            )
+            return 1
+        from tbdtrace.report import html
+
+        return _output.write_text(html.render(doc), args, "report")
+    if args.output:
+        import io
+
+        from tbdtrace.report.textui import Console
+
+        buf = io.StringIO()
+        render(doc, opts, Console(file=buf, width=200))
+        return _output.write_text(buf.getvalue(), args, "report")
+    render(doc, opts)
     return 0

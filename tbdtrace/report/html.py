@@ -1,0 +1,378 @@
+"""HTML rendering of a report document: one self-contained page (styles, scripts and
+plots inline, nothing fetched), with the summary, plots drawn by
+:mod:`tbdtrace.report.plots` as inline SVG, and every section as sortable tables.
+
+The page is fed by the report document only (:func:`tbdtrace.report.build`); a section
+the renderer does not know is still shown as tables (:mod:`tbdtrace.report.tabular`), and
+a plot whose data is missing is left out (a note says which and why).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tbdtrace.report import html_page, tabular
+from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
+
+Doc = dict[str, Any]
+# Tables with more rows start folded, and rows past MAX_ROWS are left to the CSV and
+# JSON outputs (the page stays small and quick to open).
+FOLD_ROWS = 60
+MAX_ROWS = 500
+
+
+def figures(doc: Doc) -> tuple[list[tuple[str, Any]], list[str]]:
+    """(plot key, matplotlib Figure) for every plot the document has data for, and notes
+    on plots left out because the document's data did not fit them."""
+    out, notes = [], []
+    for key, make in PLOTS:
+        try:
+            fig = make(doc)
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            notes.append(f"{key}: not drawn, the document's data does not fit ({e})")
+            continue
+        if fig is not None:
+            out.append((key, fig))
+    return out, notes
+
+
+def _records(value: Any, where: str) -> list[dict[str, Any]]:
+    """``value`` when it is a list of records (dicts), [] when absent; TypeError else."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
+        raise TypeError(f"{where} is not a list of records")
+    return value
+
+
+def _section_dict(doc: Doc, key: str) -> dict[str, Any]:
+    value = doc.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{key} is not an object")
+    return value
+
+
+def _steps(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    steps = _records(_section_dict(doc, "steps").get("steps"), "steps.steps")
+    return plots.step_times(steps) if steps else None
+
+
+def _util(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    devices = _records(_section_dict(doc, "utilization").get("devices"), "utilization.devices")
+    rows = [r for r in devices if r.get("step") is not None]
+    return plots.utilization_per_step(rows) if rows else None
+
+
+def _bars(rows: list[dict[str, Any]], label: str, title: str, tag: str, cat: bool = False) -> Any:
+    from tbdtrace.report import plots
+
+    if not rows:
+        return None
+    colors = [plots.color_of(r[label]) for r in rows] if cat else None
+    return plots.share_bars(
+        [r[label] or "-" for r in rows],
+        [r["total_ns"] for r in rows],
+        [r["share"] for r in rows],
+        title,
+        tag,
+        colors,
+    )
+
+
+def _categories(doc: Doc) -> Any:
+    return _bars(
+        _records(doc.get("categories"), "categories"),
+        "category",
+        "Device time by category (kernels, copies, sets; whole trace)",
+        "cat",
+        True,
+    )
+
+
+def _kernels(doc: Doc) -> Any:
+    rows = _records(doc.get("kernels"), "kernels")[:15]
+    return _bars(rows, "name", f"Top {len(rows)} kernels (share of kernel time)", "kern")
+
+
+def _ops(doc: Doc) -> Any:
+    rows = _records(_section_dict(doc, "hotspots").get("ops"), "hotspots.ops")[:15]
+    return _bars(rows, "op", f"Top {len(rows)} launching ops (share of kernel time)", "ops")
+
+
+def _idle(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    rows = _records(_section_dict(doc, "idle").get("devices"), "idle.devices")
+    return plots.idle_breakdown(rows) if rows else None
+
+
+def _memory(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    rows = _records(doc.get("memory_timeline"), "memory_timeline")
+    return plots.memory_over_time(rows) if rows else None
+
+
+def flops_rows(doc: Doc) -> list[dict[str, Any]]:
+    """Bars of the FLOP efficiency plot: from a ``flops`` section (rows with a
+    ``precision`` (or ``dtype``) and an ``efficiency*`` figure, ``*coverage*`` and
+    ``*source*`` when present, on the row or on the section), else the ``fp32`` section's
+    efficiency over busy time. Rows without a number are left out."""
+    src = doc.get("flops")
+    items: list[Any] = src if isinstance(src, list) else []
+    shared: dict[str, Any] = {}
+    if isinstance(src, dict):
+        items = [x for v in src.values() if isinstance(v, list) for x in v]
+        shared = {k: v for k, v in src.items() if not isinstance(v, list | dict)}
+    out = []
+    for row in items:
+        if not isinstance(row, dict):
+            continue
+        r = {**shared, **row}
+        prec = r.get("precision", r.get("dtype"))
+        eff = [k for k in r if k.startswith("efficiency") and isinstance(r[k], int | float)]
+        if prec is None or not eff:
+            continue
+        cov = [k for k in r if "coverage" in k and isinstance(r[k], int | float)]
+        who = "" if r.get("rank") is None else f"rank {r['rank']} "
+        src_keys = [k for k in r if "source" in k and isinstance(r[k], str)]
+        out.append(
+            {
+                "label": f"{who}{prec}",
+                "efficiency": r[eff[0]],
+                "coverage": r[cov[0]] if cov else None,
+                "basis": eff[0],
+                "note": r[src_keys[0]] if src_keys else None,
+            }
+        )
+    if out or src is not None:
+        return out
+    for r in _records(doc.get("fp32"), "fp32"):
+        if isinstance(r.get("efficiency_busy"), int | float):
+            who = "" if r.get("rank") is None else f"rank {r['rank']} "
+            out.append(
+                {
+                    "label": f"{who}fp32",
+                    "efficiency": r["efficiency_busy"],
+                    "coverage": None,
+                    "basis": "efficiency_busy",
+                    "note": r.get("flops_source"),
+                }
+            )
+    return out
+
+
+def _flops(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    rows = flops_rows(doc)
+    return plots.flops_efficiency(rows) if rows else None
+
+
+def _ranks(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    steps = _records(_section_dict(doc, "steps").get("steps"), "steps.steps")
+    ranks = {s.get("rank") for s in steps if s.get("rank") is not None}
+    return plots.rank_steps(steps) if len(ranks) > 1 else None
+
+
+def _skew(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    sk = _section_dict(doc, "collective_skew")
+    rows = _records(sk.get("instances"), "collective_skew.instances")
+    return plots.collective_skew(rows, sk.get("instance_count") or len(rows)) if rows else None
+
+
+def _timeline(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    st = _section_dict(doc, "step_timeline")
+    if not _records(st.get("events"), "step_timeline.events"):
+        return None
+    return plots.step_timeline(
+        st["events"],
+        st.get("windows") or [],
+        st.get("step"),
+        st.get("event_count") or len(st["events"]),
+    )
+
+
+PLOTS: tuple[tuple[str, Callable[[Doc], Any]], ...] = (
+    ("steps", _steps),
+    ("categories", _categories),
+    ("utilization", _util),
+    ("step_timeline", _timeline),
+    ("memory", _memory),
+    ("kernels", _kernels),
+    ("ops", _ops),
+    ("ranks", _ranks),
+    ("skew", _skew),
+    ("idle", _idle),
+    ("flops", _flops),
+)
+_WIDE = {"memory", "step_timeline", "utilization"}
+
+
+def svg(fig: Any, prefix: str) -> str:
+    """The figure as an inline ``<svg>`` element; its ids get ``prefix`` so that several
+    figures in one page do not share ids."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": prefix}):
+        fig.savefig(buf, format="svg")
+    text = buf.getvalue()
+    text = text[text.index("<svg") :]
+    text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', text)
+    text = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}-\1)", text)
+    return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}-\1"', text)
+
+
+def render(doc: Doc) -> str:
+    """The whole page for ``doc`` (a report document)."""
+    figs, notes = figures(doc)
+    parts = [_plot(k, f) for k, f in figs]
+    tabs = "".join(_section(k, v) for k, v in doc.items())
+    tr = _dict(doc.get("trace"))
+    title = f"tbdtrace report: {tr.get('path', '')}"
+    bits = ", ".join(
+        f"{k}={tr[k]}" for k in ("source", "backend", "framework", "workload") if tr.get(k)
+    )
+    nav = "".join(f'<a href="#s-{_e(k)}">{_e(k)}</a>' for k in doc)
+    note = "".join(f'<p class="note">{_e(n)}</p>' for n in notes)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_e(title)}</title><style>{html_page.CSS}</style>"
+        f"<script>{html_page.GUARD}</script></head><body>"
+        f'<header><h1>{_e(title)}</h1><div class="meta">{_e(bits)}</div></header>'
+        f'<nav><a href="#plots">plots</a>{nav}</nav><main>{_cards(doc)}'
+        f'<h2 id="plots">Plots</h2>{note}<div class="plots">{"".join(parts)}</div>'
+        f"{tabs}</main><script>{html_page.SCRIPT}</script></body></html>\n"
+    )
+
+
+def _plot(key: str, fig: Any) -> str:
+    wide = " wide" if key in _WIDE else ""
+    return f'<figure class="plot{wide}" data-plot="{key}">{svg(fig, f"p-{key}")}</figure>'
+
+
+def _cards(doc: Doc) -> str:
+    s = _dict(doc.get("summary"))
+    st = _dict(_dict(doc.get("steps")).get("summary"))
+    mem = _dict(doc.get("memory"))
+    cards = [
+        ("kernels", f"{s['kernel_count']:,}" if s.get("kernel_count") is not None else None),
+        (
+            "kernel time (sum)",
+            fmt_ns(s.get("kernel_time_ns")) if s.get("kernel_time_ns") is not None else None,
+        ),
+        (
+            "device utilization",
+            fmt_pct(s.get("gpu_utilization")) if s.get("gpu_utilization") is not None else None,
+        ),
+        (
+            "median step",
+            fmt_ns(st.get("step_median_ns")) if st.get("step_median_ns") is not None else None,
+        ),
+        (
+            "throughput (median)",
+            f"{st['throughput_median_per_s']:,.1f} samples/s"
+            if st.get("throughput_median_per_s")
+            else None,
+        ),
+        (
+            f"peak memory ({mem.get('level')})",
+            fmt_bytes(mem["peak_bytes"]) if mem.get("peak_bytes") else None,
+        ),
+    ]
+    return (
+        '<div class="cards">'
+        + "".join(
+            f'<div class="card"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'
+            for k, v in cards
+            if v is not None
+        )
+        + "</div>"
+    )
+
+
+def _section(key: str, data: Any) -> str:
+    body = "".join(_table(t) for t in tabular.tables(key, data))
+    return f'<h2 id="s-{_e(key)}">{_e(key)}</h2>{body or "<p>(empty)</p>"}'
+
+
+def _table(t: tabular.Tab) -> str:
+    if not t.columns:
+        return f"<h3>{_e(t.name)}</h3><p>(no rows)</p>"
+    if len(t.rows) == 1:  # one record: field / value, easier to read than one wide row
+        rows = "".join(
+            f"<tr><td>{_e(c)}</td>{_cell(c, v)}</tr>"
+            for c, v in zip(t.columns, t.rows[0], strict=True)
+        )
+        return f"<h3>{_e(t.name)}</h3><table><tbody>{rows}</tbody></table>"
+    head = "".join(f"<th>{_e(c)}</th>" for c in t.columns)
+    shown = t.rows[:MAX_ROWS]
+    body = "".join(
+        "<tr>" + "".join(_cell(c, v) for c, v in zip(t.columns, r, strict=True)) + "</tr>"
+        for r in shown
+    )
+    table = f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    cut = len(shown) < len(t.rows)
+    if len(shown) > FOLD_ROWS:
+        what = (
+            f"the first {len(shown):,} of {len(t.rows):,} rows" if cut else f"{len(shown):,} rows"
+        )
+        table = f"<details><summary>{what}</summary>{table}</details>"
+    if cut:
+        table += (
+            f'<p class="note">{len(t.rows) - len(shown):,} more rows in '
+            "<code>tbdtrace report --format csv</code> or <code>--format json</code>.</p>"
+        )
+    return f"<h3>{_e(t.name)} ({len(t.rows):,} rows)</h3>{table}"
+
+
+_ABSOLUTE = re.compile(r"(^|[._])(ts|start|end|peak_ts|first_ts)_ns$")
+_RATIO = re.compile(r"share|utilization|efficiency|fraction|coverage")
+
+
+def _cell(col: str, v: Any) -> str:
+    if v is None:
+        return '<td data-v="">-</td>'
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        s = str(v)
+        shown = s if len(s) <= 120 else s[:119] + "…"
+        return f'<td class="s" title="{_e(s)}">{_e(shown)}</td>'
+    return f'<td class="n" data-v="{v!r}">{_e(_num(col, v))}</td>'
+
+
+def _num(col: str, v: float) -> str:
+    base = col.rsplit(".", 1)[-1]
+    if base.endswith("_ns") and not _ABSOLUTE.search(base):
+        return fmt_ns(v)
+    if base.endswith("_bytes") or base == "bytes":
+        return fmt_bytes(v)
+    if _RATIO.search(base) and isinstance(v, float) and abs(v) <= 10:
+        return fmt_pct(v)
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return f"{v:,}" if not _ABSOLUTE.search(base) else str(v)
+
+
+def _dict(x: Any) -> dict[str, Any]:
+    return x if isinstance(x, dict) else {}
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s), quote=True)
