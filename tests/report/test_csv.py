@@ -70,7 +70,12 @@ def test_every_list_of_the_report_is_a_csv_file_with_the_same_values(report) -> 
 def test_a_section_of_scalars_is_one_row_and_nested_dicts_are_dotted_columns(report) -> None:
     out, doc, _ = report
     (summary,) = _read((out / "summary.csv").read_text())
-    assert summary == {k: _cell(v) for k, v in doc["summary"].items()}
+    scalars = {k: v for k, v in doc["summary"].items() if not isinstance(v, list | dict)}
+    assert summary == {k: _cell(v) for k, v in scalars.items()}
+    ranks = _read((out / "summary.ranks.csv").read_text())  # a list in a section: its own table
+    assert [r["kernel_count"] for r in ranks] == [
+        _cell(r["kernel_count"]) for r in doc["summary"]["ranks"]
+    ]
     (mem,) = _read((out / "memory.csv").read_text())
     for cat, v in doc["memory"]["breakdown_at_peak"].items():
         assert mem[f"breakdown_at_peak.{cat}"] == _cell(v)
@@ -91,7 +96,7 @@ def test_one_table_to_stdout_and_one_section_as_json(report) -> None:
 def test_hotspots_csv_matches_its_json() -> None:
     src = fixture(SMALL)
     for by in ("kernel", "op", "category"):
-        rows = json.loads(_run("hotspots", str(src), "--by", by, "--format", "json").stdout)
+        rows = json.loads(_run("hotspots", str(src), "--by", by, "--format", "json").stdout)["rows"]
         got = _read(_run("hotspots", str(src), "--by", by, "--format", "csv").stdout)
         assert got == [{k: _cell(v) for k, v in r.items()} for r in rows]
 
