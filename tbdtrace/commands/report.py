@@ -32,12 +32,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--top-json", action="store_true", help="also limit the JSON per-kernel lists to --top rows"
     )
+    p.add_argument(
+        "--model-flops-per-sample",
+        type=float,
+        metavar="N",
+        help="model FLOPs per training sample (forward + backward), for MFU in the flops section",
+    )
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.top is not None and args.top < 1:
         print("tbdtrace report: --top must be >= 1", file=sys.stderr)
+        return 2
+    if args.model_flops_per_sample is not None and not args.model_flops_per_sample > 0:
+        print("tbdtrace report: --model-flops-per-sample must be > 0", file=sys.stderr)
         return 2
     pending = begin_open(args.trace)  # a profiler file parses while the modules load
     from tbdtrace.report import (
@@ -48,7 +57,11 @@ def _run(args: argparse.Namespace) -> int:
     from tbdtrace.report.text import render
 
     tr = pending.trace()
-    opts = ReportOptions(top=args.top, top_json=args.top if args.top_json else None)
+    opts = ReportOptions(
+        top=args.top,
+        top_json=args.top if args.top_json else None,
+        model_flops_per_sample=args.model_flops_per_sample,
+    )
     doc = build(tr, opts)
     if args.format == "json":
         json.dump(doc, sys.stdout, indent=2)

@@ -16,6 +16,7 @@ from tbdtrace.trace import Trace
 class ReportOptions:
     top: int | None = 20  # rows of per-kernel tables shown in text; None = all
     top_json: int | None = None  # rows of per-kernel lists in JSON; None = all
+    model_flops_per_sample: float | None = None  # for MFU in the flops section; None = unknown
 
 
 @dataclass(frozen=True)
