@@ -13,7 +13,10 @@ Python processes of the command also get the capture bootstrap (``sitecustomize/
 their PYTHONPATH: in a process that imports torch it records the caching allocator's
 history and labels the tensors (``tbdtrace.memory.torch_cuda``), written as
 ``torchmem-<pid>`` beside the spools and joined to the ``memory`` table as its
-``allocated`` level (``CuptiConfig.torch_memory``; ``capture --no-torch-memory``).
+``allocated`` level (``CuptiConfig.torch_memory``; ``capture --no-torch-memory``), and
+it records matmul, convolution and attention ops with shapes and FLOPs
+(``tbdtrace.collector.torch_flops``), written as ``torchops-<pid>`` and joined as ``ops``
+rows (``CuptiConfig.torch_flops``; ``capture --no-torch-flops``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from tbdtrace.collector.cupti_backend import (
 )
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.collector.torch_child import BOOTSTRAP_DIR, STEPS_FILE_ENV, read_steps
+from tbdtrace.collector.torch_flops import SPOOL_ENV as TORCH_FLOPS_ENV
 from tbdtrace.errors import TraceError
 from tbdtrace.memory.torch_cuda import SPOOL_ENV as TORCH_MEMORY_ENV
 
@@ -60,11 +64,14 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, 
             STEPS_FILE_ENV: str(steps_file),
         }
     )
-    if cfg.torch_memory:
+    if cfg.torch_memory or cfg.torch_flops:
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + old if old else "")
         env["TBDTRACE_PACKAGE_ROOT"] = str(Path(__file__).resolve().parents[2])
+    if cfg.torch_memory:
         env[TORCH_MEMORY_ENV] = str(spool_dir)
+    if cfg.torch_flops:
+        env[TORCH_FLOPS_ENV] = str(spool_dir)
     return env
 
 
@@ -112,6 +119,29 @@ def join_torch_memory(spool_dir: Path, tables: dict[str, Any], extra: dict[str, 
     extra["torch_cuda_history"] = stats
 
 
+def join_torch_ops(spool_dir: Path, tables: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Append each ``torchops-<pid>`` part (dispatch-level ops with FLOPs) to
+    ``tables["ops"]``; the TF32 settings the program ran with go to
+    ``extra["torch"]["allow_tf32"]`` (read by the flops pass)."""
+    parts = sorted(p for p in spool_dir.glob("torchops-*") if p.is_dir())
+    if not parts:
+        return
+    ops, stats = [], []
+    for p in parts:
+        tr = trace.open(p)
+        ops.append(tr.table("ops"))
+        st = dict((tr.meta.get("extra") or {}).get("torch_flops") or {})
+        st["pid"] = int(p.name.split("-", 1)[1])
+        stats.append(st)
+        if st.get("allow_tf32"):
+            extra.setdefault("torch", {})["allow_tf32"] = st["allow_tf32"]
+    old = tables.get("ops")
+    if old is not None:
+        ops.insert(0, old if isinstance(old, pa.Table) else trace.to_table("ops", old))
+    tables["ops"] = pa.concat_tables(ops).unify_dictionaries().combine_chunks()
+    extra["torch_flops"] = stats
+
+
 def capture_command(
     command: Sequence[str],
     out: str | os.PathLike[str],
@@ -150,6 +180,7 @@ def capture_command(
         tables["host_samples"] = samples
         extra = dict(meta["extra"])
         join_torch_memory(spool_dir, tables, extra)
+        join_torch_ops(spool_dir, tables, extra)
         extra.update(
             backend_choice=reason, exit_code=rc, spools=len(spools), cpu=cpuinfo.describe()
         )
@@ -160,4 +191,11 @@ def capture_command(
     return path, rc
 
 
-__all__ = ["INJECT_LIB", "capture_command", "child_env", "join_torch_memory", "read_spools"]
+__all__ = [
+    "INJECT_LIB",
+    "capture_command",
+    "child_env",
+    "join_torch_memory",
+    "join_torch_ops",
+    "read_spools",
+]

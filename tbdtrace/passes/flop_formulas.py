@@ -160,7 +160,7 @@ def _value(text: str) -> Any:
     if t in ("True", "False"):
         return t == "True"
     try:
-        return json.loads(t)
+        return json.loads(t.replace("True", "true").replace("False", "false"))
     except ValueError:
         return t
 

@@ -108,4 +108,6 @@ def _clip(s: str, n: int) -> str:
 
 import tbdtrace.report.passes_sections  # noqa: E402, F401 - registers the time-side passes
 from tbdtrace.report import memory_section  # noqa: E402, F401 - registers "memory"
-from tbdtrace.report import flops_section  # noqa: E402, F401 - registers "flops"
+
+# isort: split
+from tbdtrace.report import flops_section  # noqa: E402, F401 - registers "flops", after "fp32"
