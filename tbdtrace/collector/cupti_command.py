@@ -127,11 +127,12 @@ def join_torch_ops(spool_dir: Path, tables: dict[str, Any], extra: dict[str, Any
     if not parts:
         return
     ops, stats = [], []
+    rt_tids = _runtime_tids(tables.get("runtime"))
     for p in parts:
         tr = trace.open(p)
-        ops.append(tr.table("ops"))
         st = dict((tr.meta.get("extra") or {}).get("torch_flops") or {})
-        st["pid"] = int(p.name.split("-", 1)[1])
+        st["pid"] = pid = int(p.name.split("-", 1)[1])
+        ops.append(_match_thread_ids(tr.table("ops"), st, rt_tids.get(pid, set())))
         stats.append(st)
         if st.get("allow_tf32"):
             extra.setdefault("torch", {})["allow_tf32"] = st["allow_tf32"]
@@ -140,6 +141,32 @@ def join_torch_ops(spool_dir: Path, tables: dict[str, Any], extra: dict[str, Any
         ops.insert(0, old if isinstance(old, pa.Table) else trace.to_table("ops", old))
     tables["ops"] = pa.concat_tables(ops).unify_dictionaries().combine_chunks()
     extra["torch_flops"] = stats
+
+
+def _runtime_tids(rt: Any) -> dict[int, set[int]]:
+    """pid -> the thread ids CUPTI's runtime records carry."""
+    if rt is None:
+        return {}
+    t = rt if isinstance(rt, pa.Table) else trace.to_table("runtime", rt)
+    out: dict[int, set[int]] = {}
+    for pid, tid in zip(t.column("pid").to_pylist(), t.column("tid").to_pylist(), strict=True):
+        if pid is not None and tid is not None:
+            out.setdefault(pid, set()).add(tid)
+    return out
+
+
+def _match_thread_ids(ops: pa.Table, st: dict[str, Any], rt_tids: set[int]) -> pa.Table:
+    """Recorded ops carry ``pthread_self()`` (32 bits), CUPTI's default thread id; where
+    the process's runtime records carry the OS thread ids instead, use those, so that the
+    join by time on the launching thread finds them (``st["thread_ids"]`` says which)."""
+    pairs = {int(a): int(b) for a, b in st.get("threads") or []}
+    if not rt_tids or rt_tids & set(pairs) or not rt_tids & set(pairs.values()):
+        st["thread_ids"] = "pthread_self"
+        return ops
+    st["thread_ids"] = "os"
+    tid = [pairs.get(t, t) for t in ops.column("tid").to_pylist()]
+    i = ops.schema.get_field_index("tid")
+    return ops.set_column(i, ops.schema.field(i), pa.array(tid, ops.schema.field(i).type))
 
 
 def capture_command(

@@ -12,8 +12,10 @@ dtypes in the profiler's notation and the formula's FLOPs, and writes them as ``
 Joining to kernels: by time on the launching thread. The row's ``tid`` is the thread's
 ``pthread_self()`` truncated to 32 bits, which is what CUPTI's runtime records carry as
 ``threadId`` by default on Linux; a kernel's runtime call inside a recorded op's range on
-the same thread was launched by it. The mode is thread-local state that PyTorch hands to
-its autograd worker threads, so backward ops are recorded on the thread that runs them.
+the same thread was launched by it (the OS thread ids are kept too: where the runtime
+records carry those instead, ``capture`` maps the rows to them). The mode is thread-local
+state that PyTorch hands to its autograd worker threads, so backward ops are recorded on
+the thread that runs them.
 Works on CPU tensors too (tested there). ``capture --no-torch-flops`` turns it off.
 """
 
@@ -68,6 +70,7 @@ def _mode_class() -> Any:
             self.rows: list[tuple[Any, ...]] = []
             self.errors = 0
             self.lock = threading.Lock()
+            self.threads: dict[int, int] = {}  # recorded tid -> the thread's OS id
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
             kwargs = kwargs or {}
@@ -113,6 +116,7 @@ def _mode_class() -> Any:
             )
             with self.lock:
                 self.rows.append(row)
+                self.threads.setdefault(row[2], threading.get_native_id())
             return out
 
     return FlopRecorder
@@ -188,7 +192,11 @@ class Recorder:
         return trace_io.to_table("ops", cols, num_rows=n)
 
     def stats(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ops": len(self.mode.rows), "uncounted_ops": self.mode.errors}
+        out: dict[str, Any] = {
+            "ops": len(self.mode.rows),
+            "uncounted_ops": self.mode.errors,
+            "threads": [[k, v] for k, v in self.mode.threads.items()],
+        }
         if self.tf32 is not None:
             out["allow_tf32"] = self.tf32
         return out

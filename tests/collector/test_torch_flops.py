@@ -88,6 +88,19 @@ def test_cupti_capture_env_switches_the_recorder(tmp_path: Path) -> None:
     assert on[SPOOL_ENV] == str(tmp_path) and SPOOL_ENV not in off
 
 
+def test_capture_maps_recorded_threads_to_the_runtime_records_ids() -> None:
+    from tbdtrace import trace
+    from tbdtrace.collector.cupti_command import _match_thread_ids
+
+    ops = trace.to_table("ops", {"tid": [5, 6], "name": ["aten::mm"] * 2}, num_rows=2)
+    st = {"threads": [[5, 1005], [6, 1006]]}
+    got = _match_thread_ids(ops, st, {1005, 77})  # runtime records carry OS thread ids
+    assert got.column("tid").to_pylist() == [1005, 1006] and st["thread_ids"] == "os"
+    st2 = {"threads": [[5, 1005], [6, 1006]]}
+    same = _match_thread_ids(ops, st2, {5})  # CUPTI's default: pthread_self
+    assert same.column("tid").to_pylist() == [5, 6] and st2["thread_ids"] == "pthread_self"
+
+
 def _independent_resnet50_count(batch: int, px: int, classes: int) -> int:
     """Forward + input-gradient + weight-gradient FLOPs of every convolution and of the
     classifier of torchvision's ResNet-50, from the layer shapes seen by forward hooks
