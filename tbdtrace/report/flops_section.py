@@ -52,6 +52,11 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
             fmt_pct(r["mfu"]),
         )
     con.print(t)
+    if data.get("recorder"):
+        con.print(
+            "  PyTorch ops were recorded at dispatch during this capture (about 10 us of host "
+            "time per op, in every time here; capture --no-torch-flops turns it off)"
+        )
     seen: set[Any] = set()
     for r in rows:
         who = "" if r["rank"] is None else f"rank {r['rank']} "
@@ -85,5 +90,7 @@ def flops_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     cfg = flops.FlopsConfig(model_flops_per_sample=opts.model_flops_per_sample)
     return {
         "coverage_threshold": cfg.coverage_threshold,
+        # capture --backend cupti's dispatch-level recorder ran (its overhead is in the times)
+        "recorder": bool((trace.meta.get("extra") or {}).get("torch_flops")),
         "rows": table_records(flops.run(trace, cfg)),
     }
