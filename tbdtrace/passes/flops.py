@@ -23,6 +23,7 @@ for hardware counts, the share with ``kernels.flops``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,7 @@ from tbdtrace.passes import flop_formulas as ff
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes._devices import device_props
 from tbdtrace.passes._intervals_ext import covered_in_merged
-from tbdtrace.passes._op_flops import op_counts
+from tbdtrace.passes._op_flops import op_counts, tf32_allowed
 from tbdtrace.passes._util import decode_device_key, int_column
 from tbdtrace.passes.attribution import on_threads, thread_groups
 from tbdtrace.trace import Trace
@@ -165,7 +166,7 @@ def _rank_rows(
     for d in rkeys:
         kms, kme, cum = _frame.merged_with_cum(trace, d, "kernels")
         busy += int(covered_in_merged(kms, kme, w.starts, w.ends, cum).sum())
-    kin = _kernels_in(trace, rkeys, w)
+    kin = kernels_in(trace, rkeys, w)
     per, bearing, counted = _hardware(trace, kin)
     if per is None:
         per, bearing, counted = _ops(trace, r, w, kin)
@@ -191,7 +192,7 @@ def _rank_rows(
     out = []
     for p, by_src in sorted(per.items(), key=lambda kv: -sum(kv[1].values())):
         total = sum(by_src.values())
-        peak, psrc = _peak(trace, props, rkeys, p)
+        peak, psrc = device_peak(trace, props, rkeys, p)
         wall = total * 1e9 / w.length_ns if w.length_ns else None
         bz = total * 1e9 / busy if busy else None
         model_rate = (
@@ -203,7 +204,8 @@ def _rank_rows(
                 "precision": p,
                 "flops": total,
                 **{f"{s}_flops": by_src.get(s) for s in SOURCES},
-                "flops_source": "; ".join(SOURCE_TEXT[s] for s in SOURCES if s in by_src),
+                "flops_source": "; ".join(SOURCE_TEXT[s] for s in SOURCES if s in by_src)
+                + (_TF32_SOURCE[any(tf32_allowed(trace.meta).values())] if p == "tf32" else ""),
                 "achieved_flops_per_s_wall": wall,
                 "achieved_flops_per_s_busy": bz,
                 "peak_flops_per_s": peak,
@@ -226,7 +228,7 @@ class _Kernels:
     dur: I64
 
 
-def _kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
+def kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
     ks = _frame.ints(trace, "kernels", "start_ns")
     parts = []
     for d in rkeys:
@@ -252,11 +254,11 @@ def _hardware(trace: Trace, k: _Kernels) -> tuple[PerPrecision | None, int, int]
     has = f >= 0
     if not has.any():
         return None, 0, 0
-    oc = op_counts(trace)
-    launcher = _launching_counted_op(trace, k.rows)
+    prec = op_precisions(trace)
+    launcher = launching_counted_op(trace, k.rows)
     pi = np.full(k.rows.size, -1, dtype=np.int64)
-    if oc.precision.size:
-        pi = np.where(launcher >= 0, oc.precision[np.clip(launcher, 0, None)], -1)
+    if prec.size:
+        pi = np.where(launcher >= 0, prec[np.clip(launcher, 0, None)], -1)
     per: PerPrecision = {}
     for code in np.unique(pi[has]).tolist():
         p = ff.PRECISIONS[code] if code >= 0 else "unknown"
@@ -269,19 +271,20 @@ def _ops(trace: Trace, r: int, w: Window, k: _Kernels) -> tuple[PerPrecision, in
     sel = oc.counted & (_frame.ints(trace, "ops", "rank") == r)
     sel &= in_window(_frame.ints(trace, "ops", "start_ns"), w)
     per: PerPrecision = {}
-    for pc_ in np.unique(oc.precision[sel]).tolist():
+    prec = op_precisions(trace)
+    for pc_ in np.unique(prec[sel]).tolist():
         p = ff.PRECISIONS[pc_] if pc_ >= 0 else "unknown"
         for si in (1, 2):
-            m = sel & (oc.precision == pc_) & (oc.source == si)
+            m = sel & (prec == pc_) & (oc.source == si)
             if m.any():
                 per.setdefault(p, {})[SOURCES[si]] = int(oc.flops[m].sum())
     brow = k.rows[k.bearing]
-    covered = _launching_counted_op(trace, brow) >= 0 if brow.size else np.zeros(0, bool)
+    covered = launching_counted_op(trace, brow) >= 0 if brow.size else np.zeros(0, bool)
     bdur = k.dur[k.bearing]
     return per, int(bdur.sum()), int(bdur[covered].sum())
 
 
-def _launching_counted_op(trace: Trace, rows: I64) -> I64:
+def launching_counted_op(trace: Trace, rows: I64) -> I64:
     """Per kernel row, the counted op containing its launch on the launching thread
     (the runtime call's thread and start; a CPU kernel's own), -1 where none."""
     oc = op_counts(trace)
@@ -302,6 +305,40 @@ def _launching_counted_op(trace: Trace, rows: I64) -> I64:
     return on_threads(trace, "ops", oc.counted, queries, q_t)
 
 
+# Kernel names of FP32 work on tensor cores (TF32): cuBLAS/cuDNN "..._tf32f32_...", CUTLASS
+# "tensorop_s1688gemm" (TF32 mma 16x8x8 on fp32 operands).
+_TF32_KERNEL = re.compile(r"tf32|tensorop_s1688", re.IGNORECASE)
+
+
+_TF32_SOURCE = {
+    True: "; tf32: FP32 inputs with TF32 allowed (meta.extra.torch.allow_tf32)",
+    False: "; tf32: FP32 inputs whose kernels are TF32 by name (tf32, tensorop_s1688)",
+}
+
+
+def op_precisions(trace: Trace) -> I64:
+    """Per ops row, the precision index (``op_counts``'s, with fp32 ops that launched a
+    TF32 kernel, by its name, as tf32); computed once per trace."""
+    return trace.memo(("op_flop_precisions",), lambda: _op_precisions(trace))
+
+
+def _op_precisions(trace: Trace) -> I64:
+    oc = op_counts(trace)
+    prec = oc.precision
+    if not prec.size or not oc.counted.any():
+        return prec
+    tf32 = _frame.label_mask(trace, "kernels", "name", lambda x: _TF32_KERNEL.search(x) is not None)
+    rows = np.flatnonzero(tf32)
+    if rows.size == 0:
+        return prec
+    op = launching_counted_op(trace, rows)
+    op = op[op >= 0]
+    fp32, tf = ff.PRECISIONS.index("fp32"), ff.PRECISIONS.index("tf32")
+    out = prec.copy()
+    out[op[prec[op] == fp32]] = tf
+    return out
+
+
 def _device_names(props: dict[int, dict[str, Any]], keys: list[int]) -> str:
     names = []
     for key in keys:
@@ -311,7 +348,7 @@ def _device_names(props: dict[int, dict[str, Any]], keys: list[int]) -> str:
     return ", ".join(dict.fromkeys(names))
 
 
-def _peak(
+def device_peak(
     trace: Trace, props: dict[int, dict[str, Any]], keys: list[int], precision: str
 ) -> tuple[float | None, str]:
     if precision == "unknown":
@@ -356,13 +393,16 @@ def fp32_flops(
     """FP32 FLOPs of ``rank`` in its window (the ``fp32`` pass's figure), with the source
     or the reason there are none."""
     w = measured_window(trace, rank, keys, config)
-    kin = _kernels_in(trace, keys, w)
+    kin = kernels_in(trace, keys, w)
     per, _, _ = _hardware(trace, kin)
     if per is None:
         per, _, _ = _ops(trace, rank, w, kin)
-    if "fp32" in per:
-        srcs = per["fp32"]
-        return sum(srcs.values()), "; ".join(SOURCE_TEXT[s] for s in SOURCES if s in srcs)
+    if "fp32" in per or "tf32" in per:
+        srcs = {s: per.get("fp32", {}).get(s, 0) + per.get("tf32", {}).get(s, 0) for s in SOURCES}
+        text = "; ".join(SOURCE_TEXT[s] for s in SOURCES if srcs[s])
+        if "tf32" in per:
+            text += "; includes the work on FP32 inputs that ran as TF32"
+        return sum(srcs.values()), text
     if "unknown" in per and "hardware" in per["unknown"]:
         return per["unknown"]["hardware"], (
             SOURCE_TEXT["hardware"] + "; precision unknown (no launching op with input "

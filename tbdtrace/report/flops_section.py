@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import flops
+from tbdtrace.passes import flops, kernel_flops
 from tbdtrace.report.build import ReportOptions, section, table_records
 from tbdtrace.report.fmt import fmt_ns, fmt_pct
 from tbdtrace.report.textui import Console, Table
@@ -83,13 +83,45 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
                     else "- no MFU: the measured steps record no samples"
                 )
             )
+    _render_kernels(con, data.get("kernels") or [], opts)
+
+
+def _render_kernels(con: Console, rows: list[dict[str, Any]], opts: ReportOptions) -> None:
+    shown = rows if opts.top is None else rows[: opts.top]
+    if not shown:
+        return
+    t = Table(
+        title="FLOP/s by kernel (kernels whose op launched no other kernel)",
+        title_justify="left",
+    )
+    for c in ("Rank", "Precision", "Kernels", "Total", "FLOPs", "FLOP/s", "Of peak"):
+        t.add_column(c, justify="right", no_wrap=True)
+    t.add_column("Name", no_wrap=True)
+    room = max(40, con.width - 90)
+    for r in shown:
+        name = r["name"] or "-"
+        t.add_row(
+            "-" if r["rank"] is None else str(r["rank"]),
+            r["precision"],
+            f"{r['kernels']:,}",
+            fmt_ns(r["total_ns"]),
+            _count(r["flops"]),
+            _rate(r["achieved_flops_per_s"]),
+            fmt_pct(r["efficiency"]),
+            name if len(name) <= room else name[: room - 1] + "…",
+        )
+    con.print(t)
 
 
 @section("flops", _render)
 def flops_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     cfg = flops.FlopsConfig(model_flops_per_sample=opts.model_flops_per_sample)
+    kt = kernel_flops.run(trace, cfg)
+    if opts.top_json is not None:
+        kt = kt.slice(0, opts.top_json)
     return {
         "coverage_threshold": cfg.coverage_threshold,
+        "kernels": table_records(kt),
         # capture --backend cupti's dispatch-level recorder ran (its overhead is in the times)
         "recorder": bool((trace.meta.get("extra") or {}).get("torch_flops")),
         "rows": table_records(flops.run(trace, cfg)),

@@ -402,3 +402,83 @@ def test_bf16_fixtures_report_bf16_efficiency_with_coverage(rel: str) -> None:
     assert r["efficiency_wall"] is not None and 0 < r["efficiency_busy"] < 1
     assert r["coverage"] is not None and 0 < r["coverage"] <= 1
     assert "H100 SXM" in r["peak_source"]
+
+
+def _two_mm_trace(tmp_path: Path):
+    """Two FP32 mm ops [64,32]x[32,16]; the first launches a TF32 tensor-core GEMM (by its
+    name), the second a SIMT SGEMM, and then a second kernel (a bias add)."""
+    mm = json.dumps([[64, 32], [32, 16]])
+    tables = {
+        "ops": {
+            "start_ns": [0, 50 * US],
+            "end_ns": [40 * US, 90 * US],
+            "name": ["aten::mm"] * 2,
+            "pid": [1, 1],
+            "tid": [7, 7],
+            "input_shapes": [mm, mm],
+            "input_dtypes": ['["float","float"]'] * 2,
+        },
+        "runtime": {
+            "start_ns": [10 * US, 60 * US, 70 * US],
+            "end_ns": [11 * US, 61 * US, 71 * US],
+            "name": ["cudaLaunchKernel"] * 3,
+            "pid": [1] * 3,
+            "tid": [7] * 3,
+            "correlation_id": [1, 2, 3],
+        },
+        "kernels": {
+            "start_ns": [20 * US, 62 * US, 80 * US],
+            "end_ns": [30 * US, 78 * US, 82 * US],
+            "name": [
+                "sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n",
+                "ampere_sgemm_128x64_nn",
+                "elementwise_kernel",
+            ],
+            "device_id": [0] * 3,
+            "device_type": ["cuda"] * 3,
+            "correlation_id": [1, 2, 3],
+        },
+        "devices": {
+            **H100,
+            "name": ["NVIDIA A100-SXM4-80GB"],
+            "sm_count": [108],
+            "compute_capability_major": [8],
+        },
+        "steps": {"step": [0], "start_ns": [0], "end_ns": [100 * US], "warmup": [False]},
+    }
+    return make(tmp_path, tables)
+
+
+def test_tf32_from_kernel_names_and_fp32_section_keeps_float_work(tmp_path: Path) -> None:
+    from tbdtrace.passes import fp32
+
+    tr = _two_mm_trace(tmp_path)
+    rows = {r["precision"]: r for r in flops.run(tr).to_pylist()}
+    f = 2 * 64 * 32 * 16
+    assert rows["tf32"]["flops"] == f and rows["fp32"]["flops"] == f
+    assert "TF32 by name" in rows["tf32"]["flops_source"]
+    assert rows["tf32"]["peak_flops_per_s"] == pytest.approx(156e12)  # A100 datasheet
+    r = fp32.run(tr).to_pylist()[0]  # TBD's FP32 figure: all work on FP32 inputs
+    assert r["flops"] == 2 * f and "ran as TF32" in r["flops_source"]
+
+
+def test_kernel_flops_where_the_op_launched_one_kernel(tmp_path: Path) -> None:
+    from tbdtrace.passes import kernel_flops
+
+    got = kernel_flops.run(_two_mm_trace(tmp_path)).to_pylist()
+    # the second mm launched two kernels: its FLOPs are not any one kernel's
+    assert [(r["name"], r["precision"], r["kernels"]) for r in got] == [
+        ("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n", "tf32", 1)
+    ]
+    r = got[0]
+    f = 2 * 64 * 32 * 16
+    assert r["flops"] == f and r["total_ns"] == 10 * US
+    assert r["achieved_flops_per_s"] == pytest.approx(f / 10e-6)
+    assert r["efficiency"] == pytest.approx(f / 10e-6 / 156e12)
+    rows = kernel_flops.run(_mixed_trace(tmp_path / "m")).to_pylist()
+    assert [x["name"] for x in rows] == [  # longest first; the mm without shapes absent
+        "sm90_xmma_gemm_bf16",
+        "cudnn::conv_fprop",
+        "flash_fwd_kernel",
+    ]
+    assert rows[1]["flops"] == _CONV_FWD and rows[1]["precision"] == "fp32"
