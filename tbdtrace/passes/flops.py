@@ -1,4 +1,4 @@
-"""FLOPs and efficiency per rank and precision (docs/METRICS.md, "FLOPs").
+"""FLOPs and efficiency per rank and precision (docs/METRICS.md, "flops").
 
 Window: :func:`measured_window` (the rank's measured steps, else the span of its kernels).
 FLOPs, from the first source that has them (each row names its source):
@@ -14,7 +14,8 @@ FLOPs, from the first source that has them (each row names its source):
 
 Precision comes from the op's first tensor input dtype; fp32 work counts as tf32 where
 the trace's meta says PyTorch allowed TF32 for that kind of op
-(:func:`tbdtrace.passes._op_flops.tf32_allowed`).
+(:func:`tbdtrace.passes._op_flops.tf32_allowed`) or where a kernel the op launched is a
+TF32 kernel by name (:func:`op_precisions`).
 Coverage: of the kernel time in the window of FLOP-bearing categories (gemm, conv,
 softmax_attention), the share launched from inside a counted op (joined by time on the
 launching thread: the kernel's runtime call, or a CPU kernel's own thread and start) or,
