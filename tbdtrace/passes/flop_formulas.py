@@ -122,7 +122,7 @@ _CONV_ARGS: dict[str, tuple[int, int, int, int, int, int | bool]] = {
     "aten::cudnn_convolution": (0, 1, 3, 2, 4, False),
     "aten::cudnn_convolution_transpose": (0, 1, 4, 2, 5, True),
 }
-CONV = (*_CONV_ARGS, "aten::convolution_backward")
+CONV = (*_CONV_ARGS, "aten::convolution_backward", "aten::cudnn_convolution_backward")
 
 # Attention: (q position, layout, causal flag position, backward).
 _ATTN: dict[str, tuple[int, str, int, bool]] = {
@@ -147,7 +147,7 @@ def family(name: str) -> str | None:
     """``matmul``, ``conv`` or ``attention`` for an op this module counts, else None."""
     if name in _MM:
         return "matmul"
-    if name in _CONV_ARGS or name == "aten::convolution_backward":
+    if name in CONV:
         return "conv"
     if name in _ATTN:
         return "attention"
@@ -179,6 +179,12 @@ def _ints(v: Any, n: int) -> list[int]:
 def _conv(name: str, s: Shapes, c: list[Any]) -> int | None:
     if name == "aten::convolution_backward":
         return _conv_backward(s, c)
+    if name == "aten::cudnn_convolution_backward":  # output_mask (position 10) if recorded
+        mask = c[10] if len(c) > 10 else None
+        one = old_cudnn_backward_one(json.dumps(s))
+        if one is None or not isinstance(mask, list) or len(mask) < 2:
+            return None
+        return one * (int(mask[0] is True) + int(mask[1] is True))
     i_in, i_w, i_s, i_p, i_d, tr = _CONV_ARGS[name]
     x, w = s[i_in], s[i_w]
     if len(x) < 3 or len(w) != len(x):
@@ -230,6 +236,48 @@ def _attention(name: str, s: Shapes, c: list[Any]) -> int | None:
         f *= 2
     causal = c[icausal] if icausal < len(c) else None
     return f // 2 if causal is True else f
+
+
+# Convolutions that are never transposed, and the PyTorch < 2 backward of cuDNN
+# convolutions (input, grad_output, weight, ...; no output_mask in the trace): traces
+# without ``Concrete Inputs`` are counted from the autograd node's and children's shapes
+# (tbdtrace.passes._op_flops).
+PLAIN_CONV = (
+    "aten::conv1d",
+    "aten::conv2d",
+    "aten::conv3d",
+    "aten::cudnn_convolution",
+    "aten::mkldnn_convolution",
+    "aten::miopen_convolution",
+)
+OLD_CUDNN_BACKWARD = "aten::cudnn_convolution_backward"
+
+
+def conv_from_output(shapes: str | None, out: list[int]) -> int | None:
+    """Forward FLOPs of a plain convolution from its input shapes and its output's
+    shape (known from the backward's grad_output): 2 x N x prod(output spatial) x
+    numel(weight)."""
+    try:
+        s = json.loads(shapes or "")
+        x, w = s[0], s[1]
+        if len(x) < 3 or len(w) != len(x) or len(out) != len(x) or out[0] != x[0]:
+            return None
+        return 2 * x[0] * math.prod(out[2:]) * math.prod(w)
+    except (IndexError, TypeError, ValueError):
+        return None
+
+
+def old_cudnn_backward_one(shapes: str | None) -> int | None:
+    """One gradient's FLOPs of ``aten::cudnn_convolution_backward`` (input, grad_output,
+    weight, ...): the forward count 2 x N x prod(grad_output spatial) x numel(weight)."""
+    try:
+        s = json.loads(shapes or "")
+        x, go, w = s[0], s[1], s[2]
+        if len(go) < 3 or len(x) != len(go) or len(w) != len(go):
+            return None
+        return 2 * go[0] * math.prod(go[2:]) * math.prod(w)
+    except (IndexError, TypeError, ValueError):
+        return None
 
 
 def op_flops(name: str, shapes: str | None, concrete: str | None) -> int | None:

@@ -482,3 +482,26 @@ def test_kernel_flops_where_the_op_launched_one_kernel(tmp_path: Path) -> None:
         "flash_fwd_kernel",
     ]
     assert rows[1]["flops"] == _CONV_FWD and rows[1]["precision"] == "fp32"
+
+
+def test_resnet50_v100_trace_without_concrete_inputs_matches_a_per_layer_count() -> None:
+    """The 2021 tb_plugin trace (PyTorch 1.9: no ``Concrete Inputs``) of ResNet-50 training
+    at batch 32, 224 px, 1000 classes: convolutions are counted from their autograd nodes'
+    grad_output shapes and cuDNN's backward children. Expected: steps x the per-layer count
+    from torchvision's layer shapes (tests/collector/test_torch_flops.py)."""
+    import gzip
+
+    from tbdtrace.importers import kineto
+    from tbdtrace.trace import from_tables
+    from tests.collector.test_torch_flops import _independent_resnet50_count
+    from tests.conftest import fixture
+
+    path = fixture("kineto/kineto_tb_plugin/worker0.1623143089861.pt.trace.json.gz")
+    with gzip.open(path) as f:
+        ev = json.load(f)["traceEvents"]
+    steps = {e["name"] for e in ev if str(e.get("name", "")).startswith("ProfilerStep#")}
+    tr = from_tables(*kineto.import_files([path]))
+    (r,) = flops.run(tr).to_pylist()
+    assert r["precision"] == "fp32" and "V100" in r["peak_source"]
+    assert r["flops"] == len(steps) * _independent_resnet50_count(32, 224, 1000)
+    assert r["coverage"] > 0.99
