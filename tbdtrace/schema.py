@@ -275,6 +275,13 @@ TABLES: tuple[Table, ...] = (
             _c("sequence_number", I64, "id", "autograd sequence number (forward/backward link)"),
             _c("input_shapes", STR, "text", "input shapes as the source wrote them"),
             _c("input_dtypes", STR, "text", "input dtypes as the source wrote them"),
+            _c(
+                "concrete_inputs",
+                STR,
+                "text",
+                "scalar and list argument values as the source wrote them (Kineto "
+                "'Concrete Inputs': stride, padding, ...), JSON list aligned with input_shapes",
+            ),
             _c("flops", I64, "count", "operator FLOPs when the source counts them"),
         ),
     ),

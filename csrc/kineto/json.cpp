@@ -374,7 +374,7 @@ void dump_value(Cur& c, std::string& out, int depth) {
           c.fail("expected ',' or ']'");
         }
       }
-    case '{': c.fail("object inside Input Dims/Input type");
+    case '{': c.fail("object inside Input Dims/Input type/Concrete Inputs");
     case 't': literal(c, "true"); out += "true"; return;
     case 'f': literal(c, "false"); out += "false"; return;
     case 'n': literal(c, "null"); out += "null"; return;

@@ -85,7 +85,7 @@ const KeyTable kArgKeys = {
     {"Total Allocated", P::kTotalAlloc}, {"Total Reserved", P::kTotalRes},
     {"grid", P::kGrid},              {"block", P::kBlock},
     {"cuda_sync_kind", P::kSyncKind}, {"Input Dims", P::kDims},
-    {"Input type", P::kTypes}};
+    {"Input type", P::kTypes},       {"Concrete Inputs", P::kConcrete}};
 
 }  // namespace
 
@@ -326,7 +326,7 @@ void Parser::event(Cur& c) {
 void Parser::args(Cur& c) {
   Args& a = ev_.a;
   a.seen = 0;
-  a.dims_text = a.types_text = false;
+  a.dims_text = a.types_text = a.concrete_text = false;
   if (*c.p != '{') {
     ev_.args_state = skip_value(c) ? 0 : 2;  // `ev.get("args") or {}`
     return;
@@ -350,9 +350,9 @@ void Parser::args(Cur& c) {
       triple(c, k == kGrid ? a.grid : a.block);
     } else if (k == kSyncKind) {
       str_field(c, sync_buf_, a.sync);
-    } else if (k == kDims || k == kTypes) {
-      std::string& out = k == kDims ? dims_ : types_;
-      bool& text = k == kDims ? a.dims_text : a.types_text;
+    } else if (k == kDims || k == kTypes || k == kConcrete) {
+      std::string& out = k == kDims ? dims_ : k == kTypes ? types_ : concrete_;
+      bool& text = k == kDims ? a.dims_text : k == kTypes ? a.types_text : a.concrete_text;
       out.clear();
       text = *c.p != 'n';
       if (text) dump_value(c, out);

@@ -62,7 +62,7 @@ class Parser {
   enum ArgKey : int {
     kExtUpper, kExtLower, kDevice, kStream, kContext, kCorrelation, kRegs, kShmem, kBytes,
     kCbid, kSeq, kFlops, kMemBytes, kDevType, kAddr, kDevId, kTotalAlloc, kTotalRes,
-    kNumIntArgs, kGrid = kNumIntArgs, kBlock, kSyncKind, kDims, kTypes, kNoArg
+    kNumIntArgs, kGrid = kNumIntArgs, kBlock, kSyncKind, kDims, kTypes, kConcrete, kNoArg
   };
 
  private:
@@ -71,7 +71,7 @@ class Parser {
     IntVal v[kNumIntArgs];
     Triple grid, block;
     Str sync;
-    bool dims_text = false, types_text = false;  // else null/absent
+    bool dims_text = false, types_text = false, concrete_text = false;  // else null/absent
     bool has(int k) const { return seen >> k & 1u; }
   };
   struct Event {
@@ -122,7 +122,7 @@ class Parser {
   size_t retry_at_ = 0;      // re-parse a cut unit once this many bytes are pending
 
   Event ev_;
-  std::string key_buf_, ph_buf_, name_buf_, cat_buf_, sync_buf_, tmp_buf_, dims_, types_;
+  std::string key_buf_, ph_buf_, name_buf_, cat_buf_, sync_buf_, tmp_buf_, dims_, types_, concrete_;
   const IntVal absent_{};
 };
 

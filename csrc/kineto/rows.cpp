@@ -158,6 +158,9 @@ void Parser::dispatch() {
       t.set_i32(k::input_shapes, r, dims ? dict_.intern(dims_.data(), dims_.size()) : 0, dims);
       t.set_i32(k::input_dtypes, r, types ? dict_.intern(types_.data(), types_.size()) : 0,
                 types);
+      bool concrete = e.a.has(kConcrete) && e.a.concrete_text;
+      t.set_i32(k::concrete_inputs, r,
+                concrete ? dict_.intern(concrete_.data(), concrete_.size()) : 0, concrete);
       i64(r, k::flops, arg(kFlops));
       return;
     }

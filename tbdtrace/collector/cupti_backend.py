@@ -35,6 +35,9 @@ class CuptiConfig:
     # capture command: PyTorch tensor allocations from the caching allocator's history,
     # labelled (tbdtrace.memory.torch_cuda), as the memory table's allocated level
     torch_memory: bool = True
+    # capture command: PyTorch matmul/convolution/attention ops with shapes and FLOPs, from
+    # a dispatch-level recorder (tbdtrace.collector.torch_flops), as ``ops`` rows
+    torch_flops: bool = True
 
 
 def _route_nvtx() -> None:

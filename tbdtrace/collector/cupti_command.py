@@ -13,7 +13,10 @@ Python processes of the command also get the capture bootstrap (``sitecustomize/
 their PYTHONPATH: in a process that imports torch it records the caching allocator's
 history and labels the tensors (``tbdtrace.memory.torch_cuda``), written as
 ``torchmem-<pid>`` beside the spools and joined to the ``memory`` table as its
-``allocated`` level (``CuptiConfig.torch_memory``; ``capture --no-torch-memory``).
+``allocated`` level (``CuptiConfig.torch_memory``; ``capture --no-torch-memory``), and
+it records matmul, convolution and attention ops with shapes and FLOPs
+(``tbdtrace.collector.torch_flops``), written as ``torchops-<pid>`` and joined as ``ops``
+rows (``CuptiConfig.torch_flops``; ``capture --no-torch-flops``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from tbdtrace.collector.cupti_backend import (
 )
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.collector.torch_child import BOOTSTRAP_DIR, STEPS_FILE_ENV, read_steps
+from tbdtrace.collector.torch_flops import SPOOL_ENV as TORCH_FLOPS_ENV
 from tbdtrace.errors import TraceError
 from tbdtrace.memory.torch_cuda import SPOOL_ENV as TORCH_MEMORY_ENV
 
@@ -60,11 +64,14 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, 
             STEPS_FILE_ENV: str(steps_file),
         }
     )
-    if cfg.torch_memory:
+    if cfg.torch_memory or cfg.torch_flops:
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + old if old else "")
         env["TBDTRACE_PACKAGE_ROOT"] = str(Path(__file__).resolve().parents[2])
+    if cfg.torch_memory:
         env[TORCH_MEMORY_ENV] = str(spool_dir)
+    if cfg.torch_flops:
+        env[TORCH_FLOPS_ENV] = str(spool_dir)
     return env
 
 
@@ -112,6 +119,56 @@ def join_torch_memory(spool_dir: Path, tables: dict[str, Any], extra: dict[str, 
     extra["torch_cuda_history"] = stats
 
 
+def join_torch_ops(spool_dir: Path, tables: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Append each ``torchops-<pid>`` part (dispatch-level ops with FLOPs) to
+    ``tables["ops"]``; the TF32 settings the program ran with go to
+    ``extra["torch"]["allow_tf32"]`` (read by the flops pass)."""
+    parts = sorted(p for p in spool_dir.glob("torchops-*") if p.is_dir())
+    if not parts:
+        return
+    ops, stats = [], []
+    rt_tids = _runtime_tids(tables.get("runtime"))
+    for p in parts:
+        tr = trace.open(p)
+        st = dict((tr.meta.get("extra") or {}).get("torch_flops") or {})
+        st["pid"] = pid = int(p.name.split("-", 1)[1])
+        ops.append(_match_thread_ids(tr.table("ops"), st, rt_tids.get(pid, set())))
+        stats.append(st)
+        if st.get("allow_tf32"):
+            extra.setdefault("torch", {})["allow_tf32"] = st["allow_tf32"]
+    old = tables.get("ops")
+    if old is not None:
+        ops.insert(0, old if isinstance(old, pa.Table) else trace.to_table("ops", old))
+    tables["ops"] = pa.concat_tables(ops).unify_dictionaries().combine_chunks()
+    extra["torch_flops"] = stats
+
+
+def _runtime_tids(rt: Any) -> dict[int, set[int]]:
+    """pid -> the thread ids CUPTI's runtime records carry."""
+    if rt is None:
+        return {}
+    t = rt if isinstance(rt, pa.Table) else trace.to_table("runtime", rt)
+    out: dict[int, set[int]] = {}
+    for pid, tid in zip(t.column("pid").to_pylist(), t.column("tid").to_pylist(), strict=True):
+        if pid is not None and tid is not None:
+            out.setdefault(pid, set()).add(tid)
+    return out
+
+
+def _match_thread_ids(ops: pa.Table, st: dict[str, Any], rt_tids: set[int]) -> pa.Table:
+    """Recorded ops carry ``pthread_self()`` (32 bits), CUPTI's default thread id; where
+    the process's runtime records carry the OS thread ids instead, use those, so that the
+    join by time on the launching thread finds them (``st["thread_ids"]`` says which)."""
+    pairs = {int(a): int(b) for a, b in st.get("threads") or []}
+    if not rt_tids or rt_tids & set(pairs) or not rt_tids & set(pairs.values()):
+        st["thread_ids"] = "pthread_self"
+        return ops
+    st["thread_ids"] = "os"
+    tid = [pairs.get(t, t) for t in ops.column("tid").to_pylist()]
+    i = ops.schema.get_field_index("tid")
+    return ops.set_column(i, ops.schema.field(i), pa.array(tid, ops.schema.field(i).type))
+
+
 def capture_command(
     command: Sequence[str],
     out: str | os.PathLike[str],
@@ -150,6 +207,7 @@ def capture_command(
         tables["host_samples"] = samples
         extra = dict(meta["extra"])
         join_torch_memory(spool_dir, tables, extra)
+        join_torch_ops(spool_dir, tables, extra)
         extra.update(
             backend_choice=reason, exit_code=rc, spools=len(spools), cpu=cpuinfo.describe()
         )
@@ -160,4 +218,11 @@ def capture_command(
     return path, rc
 
 
-__all__ = ["INJECT_LIB", "capture_command", "child_env", "join_torch_memory", "read_spools"]
+__all__ = [
+    "INJECT_LIB",
+    "capture_command",
+    "child_env",
+    "join_torch_memory",
+    "join_torch_ops",
+    "read_spools",
+]

@@ -201,6 +201,11 @@ class TorchBackend:
             "config": {k: getattr(self.config, k) for k in self.config.__dataclass_fields__},
             "leaf_ops": "cpu_op rows with no cpu_op nested inside on the same thread",
         }
+        if torch.cuda.is_initialized():  # read by the flops pass (fp32 work as tf32)
+            meta["extra"]["torch"]["allow_tf32"] = {
+                "matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+                "cudnn": bool(torch.backends.cudnn.allow_tf32),
+            }
         return tables, meta
 
 

@@ -66,6 +66,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "allocator's history, labelled weights, gradients, ...) beside CUPTI's",
     )
     p.add_argument(
+        "--no-torch-flops",
+        dest="torch_flops",
+        action="store_false",
+        help="cupti backend: do not record PyTorch matmul, convolution and attention ops "
+        "with their shapes and FLOPs (a dispatch-level recorder) beside CUPTI's",
+    )
+    p.add_argument(
         "--keep-spools",
         metavar="DIR",
         default=None,
@@ -113,6 +120,7 @@ def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
         buffer_count=args.buffer_count,
         flush_interval_ms=args.flush_interval_ms,
         torch_memory=args.torch_memory,
+        torch_flops=args.torch_flops,
     )
     out, rc = cupti_capture(
         cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, args.keep_spools

@@ -32,6 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--top-json", action="store_true", help="also limit the JSON per-kernel lists to --top rows"
     )
+    p.add_argument(
+        "--model-flops-per-sample",
+        type=float,
+        metavar="N",
+        help="model FLOPs per training sample (forward + backward), for MFU in the flops section",
+    )
     _window.add_options(p)
     p.set_defaults(func=_run)
 
@@ -39,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _run(args: argparse.Namespace) -> int:
     if args.top is not None and args.top < 1:
         print("tbdtrace report: --top must be >= 1", file=sys.stderr)
+        return 2
+    if args.model_flops_per_sample is not None and not args.model_flops_per_sample > 0:
+        print("tbdtrace report: --model-flops-per-sample must be > 0", file=sys.stderr)
         return 2
     usage = _output.check(args, "report")
     if usage:
@@ -56,7 +65,12 @@ def _run(args: argparse.Namespace) -> int:
     from tbdtrace.report.text import render
 
     tr = pending.trace()
-    opts = ReportOptions(top=args.top, top_json=args.top if args.top_json else None, window=win)
+    opts = ReportOptions(
+        top=args.top,
+        top_json=args.top if args.top_json else None,
+        window=win,
+        model_flops_per_sample=args.model_flops_per_sample,
+    )
     doc = build(tr, opts)
     if args.format in ("json", "csv"):
         return _output.emit_tables(doc, args, "report")

@@ -398,6 +398,7 @@ class KinetoImporter:
             sequence_number=_int(args.get("Sequence number")),
             input_shapes=_compact(args.get("Input Dims")),
             input_dtypes=_compact(args.get("Input type")),
+            concrete_inputs=_compact(args.get("Concrete Inputs")),
             flops=_int(args.get("flops")),
         )
 

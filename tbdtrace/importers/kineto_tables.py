@@ -295,7 +295,10 @@ def _memory(s: Staging) -> dict[str, pa.Array]:
 def _ops(s: Staging) -> dict[str, pa.Array]:
     t = "ops"
     cols = {c: s.col(t, c) for c in ("pid", "tid", "external_id", "sequence_number", "flops")}
-    strs = {c: s.strs(t, c) for c in ("name", "category", "input_shapes", "input_dtypes")}
+    strs = {
+        c: s.strs(t, c)
+        for c in ("name", "category", "input_shapes", "input_dtypes", "concrete_inputs")
+    }
     return {
         "start_ns": s.times(t, "start_ns"),
         "end_ns": s.times(t, "end_ns"),

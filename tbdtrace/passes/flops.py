@@ -1,151 +1,417 @@
-"""Analytic FLOP counts of matrix-multiply ops from their recorded input shapes.
+"""FLOPs and efficiency per rank and precision (docs/METRICS.md, "flops").
 
-Formulas (a multiply-add = 2 FLOPs; bias adds are not counted):
-  aten::mm        [[M,K],[K,N]]                 2*M*K*N
-  aten::addmm     [bias, [M,K], [K,N], ...]     2*M*K*N
-  aten::bmm       [[B,M,K],[B,K,N]]             2*B*M*K*N
-  aten::baddbmm   [bias, [B,M,K], [B,K,N], ...] 2*B*M*K*N
-  aten::matmul    [[...,M,K],[...,K,N]]         2*prod(broadcast batch)*M*K*N (1-D operands
-                                                 are treated as a row/column vector)
-  aten::linear    [[...,K],[N,K], bias]         2*prod(leading dims)*K*N
-Convolutions are not counted: profiler shapes give inputs only, not stride, padding or the
-output size that the formula needs. Nested ops would count twice (linear -> matmul ->
-mm), so only leaves among the counted ops of a thread contribute (:func:`leaf_mask`).
-Only FP32 ops count (input dtype ``float``; :func:`is_fp32`): the efficiency is against the
-FP32 peak, and bf16/fp16 work runs on other units.
+Window: :func:`measured_window` (the rank's measured steps, else the span of its kernels).
+FLOPs, from the first source that has them (each row names its source):
+
+1. hardware counters: ``kernels.flops`` of the rank's kernels starting in the window;
+   precision from the counted op that launched the kernel;
+2. per op, for the matrix-math ops of :mod:`tbdtrace.passes.flop_formulas` (matmul family,
+   convolution forward and backward, scaled-dot-product/flash attention forward and
+   backward): the framework's own count (``ops.flops``, Kineto ``with_flops`` or the
+   capture's dispatch-level counter), else the analytic formula from shapes and
+   ``Concrete Inputs``. Only the outermost such op on a thread counts (``aten::linear``,
+   not also the ``aten::addmm`` inside it); ops starting in the window.
+
+Precision comes from the op's first tensor input dtype; fp32 work counts as tf32 where
+the trace's meta says PyTorch allowed TF32 for that kind of op
+(:func:`tbdtrace.passes._op_flops.tf32_allowed`) or where a kernel the op launched is a
+TF32 kernel by name (:func:`op_precisions`).
+Coverage: of the kernel time in the window of FLOP-bearing categories (gemm, conv,
+softmax_attention), the share launched from inside a counted op (joined by time on the
+launching thread: the kernel's runtime call, or a CPU kernel's own thread and start) or,
+for hardware counts, the share with ``kernels.flops``.
 """
 
 from __future__ import annotations
 
-import json
-import math
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace import intervals
+from tbdtrace.passes import _frame, _peaks, categories
+from tbdtrace.passes import flop_formulas as ff
+from tbdtrace.passes import steps as steps_pass
+from tbdtrace.passes._devices import device_props
+from tbdtrace.passes._intervals_ext import covered_in_merged
+from tbdtrace.passes._op_flops import op_counts, tf32_allowed
+from tbdtrace.passes._util import decode_device_key, int_column
+from tbdtrace.passes.attribution import on_threads, thread_groups
+from tbdtrace.trace import Trace
 
-MATMUL_OPS = (
-    "aten::mm",
-    "aten::addmm",
-    "aten::bmm",
-    "aten::baddbmm",
-    "aten::matmul",
-    "aten::linear",
+I64 = npt.NDArray[np.int64]
+COVERAGE_THRESHOLD = 0.8  # below this share of FLOP-bearing kernel time, figures are partial
+FLOP_CATEGORIES = ("gemm", "conv", "softmax_attention")
+SOURCES = ("hardware", "framework", "analytic")
+SOURCE_TEXT = {
+    "hardware": "hardware counters (kernels.flops)",
+    "framework": "framework counts (ops.flops)",
+    "analytic": "analytic shape formulas (ops.input_shapes, ops.concrete_inputs)",
+}
+
+
+@dataclass(frozen=True)
+class FlopsConfig:
+    steps: steps_pass.StepsConfig = field(default_factory=steps_pass.StepsConfig)
+    # Model FLOPs per training sample (forward + backward), for MFU; None: from meta or none.
+    model_flops_per_sample: float | None = None
+    # Coverage under which a figure is marked partial.
+    coverage_threshold: float = COVERAGE_THRESHOLD
+
+
+SCHEMA = pa.schema(
+    [
+        ("rank", pa.int32()),
+        ("devices", pa.string()),
+        ("precision", pa.string()),
+        ("window_ns", pa.int64()),
+        ("window_source", pa.string()),
+        ("busy_ns", pa.int64()),
+        ("flops", pa.int64()),
+        ("hardware_flops", pa.int64()),
+        ("framework_flops", pa.int64()),
+        ("analytic_flops", pa.int64()),
+        ("flops_source", pa.string()),
+        ("achieved_flops_per_s_wall", pa.float64()),
+        ("achieved_flops_per_s_busy", pa.float64()),
+        ("peak_flops_per_s", pa.float64()),
+        ("peak_source", pa.string()),
+        ("efficiency_wall", pa.float64()),
+        ("efficiency_busy", pa.float64()),
+        ("flop_kernel_ns", pa.int64()),
+        ("counted_kernel_ns", pa.int64()),
+        ("coverage", pa.float64()),
+        ("samples", pa.int64()),
+        ("model_flops_per_sample", pa.float64()),
+        ("model_flops_source", pa.string()),
+        ("mfu", pa.float64()),
+    ]
 )
 
 
-def shape_flops(name: str, shapes_json: str | None) -> int | None:
-    """FLOPs of one op from its input shapes (JSON list of lists), None when unknown."""
-    if not shapes_json:
-        return None
-    try:
-        s: list[Any] = json.loads(shapes_json)
-    except (ValueError, TypeError):
-        return None
-    try:
-        return _formula(name, [list(x) if isinstance(x, list) else [] for x in s])
-    except (IndexError, TypeError, ValueError):
-        return None
+@dataclass(frozen=True)
+class Window:
+    """A rank's analysis window: sorted disjoint [start, end) intervals."""
+
+    starts: I64
+    ends: I64
+    source: str
+
+    @property
+    def length_ns(self) -> int:
+        return int((self.ends - self.starts).sum())
 
 
-def _formula(name: str, s: list[list[int]]) -> int | None:
-    if name == "aten::mm" and len(s[0]) == 2 and len(s[1]) == 2:
-        return 2 * s[0][0] * s[0][1] * s[1][1]
-    if name == "aten::addmm" and len(s[1]) == 2 and len(s[2]) == 2:
-        return 2 * s[1][0] * s[1][1] * s[2][1]
-    if name == "aten::bmm" and len(s[0]) == 3 and len(s[1]) == 3:
-        return 2 * s[0][0] * s[0][1] * s[0][2] * s[1][2]
-    if name == "aten::baddbmm" and len(s[1]) == 3 and len(s[2]) == 3:
-        return 2 * s[1][0] * s[1][1] * s[1][2] * s[2][2]
-    if name == "aten::linear" and s[0] and len(s[1]) == 2:
-        return 2 * math.prod(s[0][:-1]) * s[0][-1] * s[1][0]
-    if name == "aten::matmul" and s[0] and s[1]:
-        a, b = s[0], s[1]
-        a2 = [1, *a] if len(a) == 1 else a
-        b2 = [*b, 1] if len(b) == 1 else b
-        batch = np.broadcast_shapes(tuple(a2[:-2]), tuple(b2[:-2]))
-        return 2 * math.prod(batch) * a2[-2] * a2[-1] * b2[-1]
-    return None
+def measured_window(
+    trace: Trace, rank: int, keys: list[int], config: steps_pass.StepsConfig | None = None
+) -> Window:
+    """The window of ``rank`` (-1 for traces without ranks): the union of its measured
+    steps (all steps minus warm-up), else the span of the kernels of its devices ``keys``.
+    The one place the FLOP figures take their window from."""
+    win = trace.memo(("flops_windows", config), lambda: steps_pass.windows(trace, config))
+    sel = int_column(win, "rank") == rank
+    if sel.any():
+        ms, me = intervals.merge(int_column(win, "start_ns")[sel], int_column(win, "end_ns")[sel])
+        return Window(ms, me, f"measured steps ({int(sel.sum())}, warm-up excluded)")
+    ks = [_frame.spans(trace, "kernels", d) for d in keys]
+    lo = min(int(s.min()) for s, _ in ks)
+    hi = max(int(e.max()) for _, e in ks)
+    return Window(np.array([lo]), np.array([hi]), "whole trace (no measured steps)")
 
 
-def is_fp32(dtypes_json: str | None) -> bool:
-    """True unless the recorded input dtypes show a non-FP32 first tensor (bf16, fp16, ...).
+def in_window(t: I64, w: Window) -> npt.NDArray[np.bool_]:
+    """Mask of times inside the window's intervals (ends included)."""
+    if not w.starts.size:
+        return np.zeros(t.size, dtype=bool)
+    i = np.searchsorted(w.starts, t, side="right") - 1
+    return (i >= 0) & (t <= w.ends[np.clip(i, 0, None)])
 
-    Profiler dtype strings: ``float`` is FP32; ``c10::BFloat16``, ``c10::Half``, ``double``
-    are not. No dtypes recorded: counted (assumed FP32).
+
+def run(trace: Trace, config: FlopsConfig | None = None) -> pa.Table:
+    """One row per (rank, precision with FLOPs); a rank without any FLOP source gets one
+    row with precision null and the reason in ``flops_source``.
+
+    Columns: rank; devices (names); precision; window_ns, window_source; busy_ns (device
+    compute-busy time in the window, ns); flops and its split hardware_/framework_/
+    analytic_flops (count); flops_source (sources used); achieved_flops_per_s_wall/_busy
+    (FLOP/s); peak_flops_per_s (FLOP/s, summed over the rank's devices), peak_source;
+    efficiency_wall/_busy (0..1); flop_kernel_ns (kernel time of FLOP-bearing categories
+    in the window), counted_kernel_ns, coverage (their ratio; per rank); samples (measured
+    steps' samples), model_flops_per_sample, model_flops_source, mfu (model FLOP/s over
+    the window / this precision's peak).
     """
-    if not dtypes_json:
-        return True
-    try:
-        d = json.loads(dtypes_json)
-    except (ValueError, TypeError):
-        return True
-    first = next((x for x in d if isinstance(x, str) and x), None)
-    return first is None or first == "float"
+    cfg = config or FlopsConfig()
+    keys = _frame.device_keys_of(trace, ("kernels",))
+    if not keys:
+        return SCHEMA.empty_table()
+    by_rank: dict[int, list[int]] = {}
+    for key in keys:
+        rank = decode_device_key(key)[0]
+        by_rank.setdefault(-1 if rank is None else rank, []).append(key)
+    props = device_props(trace)
+    rows: list[dict[str, Any]] = []
+    for r, rkeys in sorted(by_rank.items()):
+        rows.extend(_rank_rows(trace, cfg, r, rkeys, props))
+    return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
-def leaf_mask(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """True for ranges that contain no other range of the set on their thread.
-
-    Assumes ranges on a thread nest properly (true of framework ops): in (start, -end)
-    order, a range has a child exactly when the next range on its thread starts before it
-    ends.
-    """
-    n = start.size
-    out = np.ones(n, dtype=bool)
-    if n < 2:
-        return out
-    order = np.lexsort((-end, start, tid, pid))
-    p, t, s, e = pid[order], tid[order], start[order], end[order]
-    same = (p[1:] == p[:-1]) & (t[1:] == t[:-1])
-    child = same & (s[1:] < e[:-1]) | same & (s[1:] == s[:-1])
-    leaf = np.ones(n, dtype=bool)
-    leaf[:-1] = ~child
-    out[order] = leaf
+def _rank_rows(
+    trace: Trace, cfg: FlopsConfig, r: int, rkeys: list[int], props: dict[int, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    w = measured_window(trace, r, rkeys, cfg.steps)
+    busy = 0
+    for d in rkeys:
+        kms, kme, cum = _frame.merged_with_cum(trace, d, "kernels")
+        busy += int(covered_in_merged(kms, kme, w.starts, w.ends, cum).sum())
+    kin = kernels_in(trace, rkeys, w)
+    per, bearing, counted = _hardware(trace, kin)
+    if per is None:
+        per, bearing, counted = _ops(trace, r, w, kin)
+    names = _device_names(props, rkeys)
+    base: dict[str, Any] = {
+        "rank": None if r < 0 else r,
+        "devices": names,
+        "window_ns": w.length_ns,
+        "window_source": w.source,
+        "busy_ns": busy,
+        "flop_kernel_ns": bearing,
+        "counted_kernel_ns": counted,
+        "coverage": counted / bearing if bearing else None,
+    }
+    samples = _samples(trace, r, cfg.steps)
+    mfps, msrc = _model_flops(trace, cfg)
+    if not per:
+        why = (
+            "no FLOP source: no kernels.flops, and no matmul, convolution or attention op "
+            "with a framework count or with shapes the formulas read"
+        )
+        return [{**base, "precision": None, "flops_source": why, "peak_source": "-"}]
+    out = []
+    for p, by_src in sorted(per.items(), key=lambda kv: -sum(kv[1].values())):
+        total = sum(by_src.values())
+        peak, psrc = device_peak(trace, props, rkeys, p)
+        wall = total * 1e9 / w.length_ns if w.length_ns else None
+        bz = total * 1e9 / busy if busy else None
+        model_rate = (
+            mfps * samples * 1e9 / w.length_ns if mfps and samples and w.length_ns else None
+        )
+        out.append(
+            {
+                **base,
+                "precision": p,
+                "flops": total,
+                **{f"{s}_flops": by_src.get(s) for s in SOURCES},
+                "flops_source": "; ".join(SOURCE_TEXT[s] for s in SOURCES if s in by_src)
+                + (_TF32_SOURCE[any(tf32_allowed(trace.meta).values())] if p == "tf32" else ""),
+                "achieved_flops_per_s_wall": wall,
+                "achieved_flops_per_s_busy": bz,
+                "peak_flops_per_s": peak,
+                "peak_source": psrc,
+                "efficiency_wall": wall / peak if wall is not None and peak else None,
+                "efficiency_busy": bz / peak if bz is not None and peak else None,
+                "samples": samples,
+                "model_flops_per_sample": mfps,
+                "model_flops_source": msrc,
+                "mfu": model_rate / peak if model_rate is not None and peak else None,
+            }
+        )
     return out
 
 
-def op_flops(ops: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(flops per ops row, 0 where not counted; counted mask) from profiler ``ops.flops``."""
-    f = int_column(ops, "flops", -1)
+@dataclass(frozen=True)
+class _Kernels:
+    rows: I64  # kernel rows of the rank's devices starting in the window
+    bearing: npt.NDArray[np.bool_]  # per row of ``rows``: FLOP-bearing category
+    dur: I64
+
+
+def kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
+    ks = _frame.ints(trace, "kernels", "start_ns")
+    parts = []
+    for d in rkeys:
+        rows = _frame.rows_of(trace, "kernels", d)
+        if rows is not None:
+            idx = np.arange(ks.size) if isinstance(rows, slice) else rows
+            parts.append(idx[in_window(ks[idx], w)])
+    rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    codes, labels = _frame.codes(trace, "kernels", "name")
+    want = {categories.CAT_INDEX[c] for c in FLOP_CATEGORIES}
+    lut = np.array([categories.CAT_INDEX[categories.classify(x)] in want for x in labels], bool)
+    bearing = lut[codes[rows]] if rows.size else np.zeros(0, dtype=bool)
+    return _Kernels(rows, bearing, _frame.durations(trace, "kernels")[rows])
+
+
+PerPrecision = dict[str, dict[str, int]]  # precision -> source -> FLOPs
+
+
+def _hardware(trace: Trace, k: _Kernels) -> tuple[PerPrecision | None, int, int]:
+    if not _frame.has_values(trace, "kernels", "flops"):
+        return None, 0, 0
+    f = _frame.ints(trace, "kernels", "flops")[k.rows]
     has = f >= 0
-    leaf = np.zeros(f.size, dtype=bool)
-    idx = np.flatnonzero(has)
-    leaf[idx] = leaf_mask(
-        int_column(ops, "pid")[idx],
-        int_column(ops, "tid")[idx],
-        int_column(ops, "start_ns")[idx],
-        int_column(ops, "end_ns")[idx],
-    )
-    return np.where(leaf, f, 0), leaf
+    if not has.any():
+        return None, 0, 0
+    prec = op_precisions(trace)
+    launcher = launching_counted_op(trace, k.rows)
+    pi = np.full(k.rows.size, -1, dtype=np.int64)
+    if prec.size:
+        pi = np.where(launcher >= 0, prec[np.clip(launcher, 0, None)], -1)
+    per: PerPrecision = {}
+    for code in np.unique(pi[has]).tolist():
+        p = ff.PRECISIONS[code] if code >= 0 else "unknown"
+        per[p] = {"hardware": int(f[has & (pi == code)].sum())}
+    return per, int(k.dur[k.bearing].sum()), int(k.dur[k.bearing & has].sum())
 
 
-def analytic_flops(ops: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(flops per ops row from shapes, counted mask) for the matmul-family ops."""
-    n = ops.num_rows
-    f = np.zeros(n, dtype=np.int64)
-    counted = np.zeros(n, dtype=bool)
-    codes, labels = dict_codes(ops, "name")
-    lut = np.array([x in MATMUL_OPS for x in labels], dtype=bool)
-    idx = np.flatnonzero(lut[codes]) if codes.size else codes
-    if idx.size == 0:
-        return f, counted
-    leaf = leaf_mask(
-        int_column(ops, "pid")[idx],
-        int_column(ops, "tid")[idx],
-        int_column(ops, "start_ns")[idx],
-        int_column(ops, "end_ns")[idx],
+def _ops(trace: Trace, r: int, w: Window, k: _Kernels) -> tuple[PerPrecision, int, int]:
+    oc = op_counts(trace)
+    sel = oc.counted & (_frame.ints(trace, "ops", "rank") == r)
+    sel &= in_window(_frame.ints(trace, "ops", "start_ns"), w)
+    per: PerPrecision = {}
+    prec = op_precisions(trace)
+    for pc_ in np.unique(prec[sel]).tolist():
+        p = ff.PRECISIONS[pc_] if pc_ >= 0 else "unknown"
+        for si in (1, 2):
+            m = sel & (prec == pc_) & (oc.source == si)
+            if m.any():
+                per.setdefault(p, {})[SOURCES[si]] = int(oc.flops[m].sum())
+    brow = k.rows[k.bearing]
+    covered = launching_counted_op(trace, brow) >= 0 if brow.size else np.zeros(0, bool)
+    bdur = k.dur[k.bearing]
+    return per, int(bdur.sum()), int(bdur[covered].sum())
+
+
+def launching_counted_op(trace: Trace, rows: I64) -> I64:
+    """Per kernel row, the counted op containing its launch on the launching thread
+    (the runtime call's thread and start; a CPU kernel's own), -1 where none."""
+    oc = op_counts(trace)
+    if rows.size == 0 or not oc.counted.any():
+        return np.full(rows.size, -1, dtype=np.int64)
+    m = _frame.runtime_match(trace, "kernels")[rows]
+    hit = m >= 0
+    mc = np.where(hit, m, 0)
+
+    def at(col: str) -> I64:
+        own = _frame.ints(trace, "kernels", col)[rows]
+        if not hit.any():
+            return own
+        return np.where(hit, _frame.ints(trace, "runtime", col)[mc], own)
+
+    q_t = at("start_ns")
+    queries = thread_groups(at("pid"), at("tid"))
+    return on_threads(trace, "ops", oc.counted, queries, q_t)
+
+
+# Kernel names of FP32 work on tensor cores (TF32): cuBLAS/cuDNN "..._tf32f32_...", CUTLASS
+# "tensorop_s1688gemm" (TF32 mma 16x8x8 on fp32 operands).
+_TF32_KERNEL = re.compile(r"tf32|tensorop_s1688", re.IGNORECASE)
+
+
+_TF32_SOURCE = {
+    True: "; tf32: FP32 inputs with TF32 allowed (meta.extra.torch.allow_tf32)",
+    False: "; tf32: FP32 inputs whose kernels are TF32 by name (tf32, tensorop_s1688)",
+}
+
+
+def op_precisions(trace: Trace) -> I64:
+    """Per ops row, the precision index (``op_counts``'s, with fp32 ops that launched a
+    TF32 kernel, by its name, as tf32); computed once per trace."""
+    return trace.memo(("op_flop_precisions",), lambda: _op_precisions(trace))
+
+
+def _op_precisions(trace: Trace) -> I64:
+    oc = op_counts(trace)
+    prec = oc.precision
+    if not prec.size or not oc.counted.any():
+        return prec
+    tf32 = _frame.label_mask(trace, "kernels", "name", lambda x: _TF32_KERNEL.search(x) is not None)
+    rows = np.flatnonzero(tf32)
+    if rows.size == 0:
+        return prec
+    op = launching_counted_op(trace, rows)
+    op = op[op >= 0]
+    fp32, tf = ff.PRECISIONS.index("fp32"), ff.PRECISIONS.index("tf32")
+    out = prec.copy()
+    out[op[prec[op] == fp32]] = tf
+    return out
+
+
+def _device_names(props: dict[int, dict[str, Any]], keys: list[int]) -> str:
+    names = []
+    for key in keys:
+        _, dtype, dev = decode_device_key(key)
+        d = props.get(key)
+        names.append(f"cpu:{dev}" if dtype == "cpu" or d is None else str(d.get("name")))
+    return ", ".join(dict.fromkeys(names))
+
+
+def device_peak(
+    trace: Trace, props: dict[int, dict[str, Any]], keys: list[int], precision: str
+) -> tuple[float | None, str]:
+    if precision == "unknown":
+        return None, "precision unknown (no input dtypes recorded)"
+    total, srcs = 0.0, []
+    for key in keys:
+        _, dtype, dev = decode_device_key(key)
+        d = props.get(key)
+        if dtype == "cpu":
+            p, src = _peaks.cpu_peak(trace.meta, precision)
+        elif d is None:
+            p, src = None, f"device {dtype}:{dev} not described in the trace"
+        else:
+            p, src = _peaks.gpu_peak(d, precision)
+        if p is None:
+            return None, src
+        total += p
+        srcs.append(src)
+    more = f" (sum over {len(keys)} devices)" if len(keys) > 1 else ""
+    return total, "; ".join(dict.fromkeys(srcs)) + more
+
+
+def _samples(trace: Trace, r: int, cfg: steps_pass.StepsConfig) -> int | None:
+    m = steps_pass.measured(steps_pass.run(trace, cfg))
+    sel = int_column(m, "rank") == r
+    s = int_column(m, "samples", -1)[sel]
+    return int(s[s >= 0].sum()) if (s >= 0).any() else None
+
+
+def _model_flops(trace: Trace, cfg: FlopsConfig) -> tuple[float | None, str | None]:
+    if cfg.model_flops_per_sample:
+        return float(cfg.model_flops_per_sample), "--model-flops-per-sample"
+    v = (trace.meta.get("extra") or {}).get("model_flops_per_sample")
+    if v:
+        return float(v), "meta.extra.model_flops_per_sample"
+    return None, None
+
+
+def fp32_flops(
+    trace: Trace, rank: int, keys: list[int], config: steps_pass.StepsConfig | None = None
+) -> tuple[int | None, str]:
+    """FP32 FLOPs of ``rank`` in its window (the ``fp32`` pass's figure), with the source
+    or the reason there are none."""
+    w = measured_window(trace, rank, keys, config)
+    kin = kernels_in(trace, keys, w)
+    per, _, _ = _hardware(trace, kin)
+    if per is None:
+        per, _, _ = _ops(trace, rank, w, kin)
+    if "fp32" in per or "tf32" in per:
+        srcs = {s: per.get("fp32", {}).get(s, 0) + per.get("tf32", {}).get(s, 0) for s in SOURCES}
+        text = "; ".join(SOURCE_TEXT[s] for s in SOURCES if srcs[s])
+        if "tf32" in per:
+            text += "; includes the work on FP32 inputs that ran as TF32"
+        return sum(srcs.values()), text
+    if "unknown" in per and "hardware" in per["unknown"]:
+        return per["unknown"]["hardware"], (
+            SOURCE_TEXT["hardware"] + "; precision unknown (no launching op with input "
+            "dtypes), counted as FP32"
+        )
+    if per:
+        return None, "no FP32 work counted (the counted FLOPs are " + ", ".join(per) + ")"
+    return None, (
+        "no FLOP source: no kernels.flops, and no matmul, convolution or attention op with "
+        "a framework count or with shapes the formulas read"
     )
-    idx = idx[leaf]  # one per matmul-family op, not per kernel
-    take = pa.array(idx)
-    shapes = ops.column("input_shapes").take(take).cast(pa.string()).to_pylist()
-    dtypes = ops.column("input_dtypes").take(take).cast(pa.string()).to_pylist()
-    for k, i in enumerate(idx.tolist()):
-        if not is_fp32(dtypes[k]):
-            continue
-        v = shape_flops(labels[codes[i]] or "", shapes[k])
-        if v is not None:
-            f[i], counted[i] = v, True
-    return f, counted

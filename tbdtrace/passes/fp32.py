@@ -1,11 +1,11 @@
 """FP32 efficiency: achieved FLOP/s over the measured steps / peak FP32 FLOP/s.
 
-Per rank (docs/METRICS.md, "FP32"): the window is the union of the rank's measured steps
-(else the span of its kernels). FLOPs come from, in order: hardware counters
-(``kernels.flops``, per-kernel counts) of kernels starting in the window; the profiler's op counts
-(``ops.flops``); analytic shape formulas (:mod:`tbdtrace.passes.flops`) of ops starting in
-the window; else null with a reason. Achieved = FLOPs / window (``*_wall``) and FLOPs /
-device compute-busy time in the window (``*_busy``). Peak = sum over the rank's devices
+Per rank (docs/METRICS.md, "FP32"): the window and the FLOPs are the fp32 row of the
+``flops`` pass (:func:`tbdtrace.passes.flops.fp32_flops`: hardware counters, else framework
+counts and analytic formulas of matmul, convolution and attention ops whose inputs are
+FP32 and did not run as TF32); else null with a reason. Achieved = FLOPs / window
+(``*_wall``) and FLOPs / device compute-busy time in the window (``*_busy``). Peak = sum
+over the rank's devices
 (those that ran kernels) of GPU: SMs x FP32 lanes/SM x 2 x clock, CPU: cores x SIMD
 lanes x FMA units x 2 x clock from the capture's CPU description in meta.
 """
@@ -14,16 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from tbdtrace import intervals
 from tbdtrace.passes import _frame
 from tbdtrace.passes import flops as flops_mod
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes._devices import device_props, gpu_fp32_peak
 from tbdtrace.passes._intervals_ext import covered_in_merged
-from tbdtrace.passes._util import decode_device_key, int_column
+from tbdtrace.passes._util import decode_device_key
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -47,13 +45,6 @@ SCHEMA = pa.schema(
 _SIMD = (("avx512f", 16), ("avx2", 8), ("avx", 8), ("asimd", 4), ("neon", 4), ("sse2", 4))
 
 
-def in_windows(t: np.ndarray, ms: np.ndarray, me: np.ndarray) -> np.ndarray:
-    """Mask of times inside the sorted disjoint windows [ms, me]."""
-    i = np.searchsorted(ms, t, side="right") - 1
-    ic = np.clip(i, 0, None)
-    return (i >= 0) & (t <= me[ic]) if ms.size else np.zeros(t.size, dtype=bool)
-
-
 def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     """One row per rank that ran kernels. Columns: rank; devices (names); window_ns,
     busy_ns (ns); flops (count, null when unknown); flops_source (or the reason there are
@@ -63,21 +54,6 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     keys = _frame.device_keys_of(trace, ("kernels",))
     if not keys:
         return SCHEMA.empty_table()
-    ops = trace.table(
-        "ops",
-        [
-            "start_ns",
-            "end_ns",
-            "pid",
-            "tid",
-            "rank",
-            "name",
-            "input_shapes",
-            "input_dtypes",
-            "flops",
-        ],
-    )
-    win = steps_pass.windows(trace, config)
     props = device_props(trace)
     by_rank: dict[int, list[int]] = {}
     for key in keys:
@@ -85,21 +61,13 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
         by_rank.setdefault(-1 if rank is None else rank, []).append(key)
     rows = []
     for r, rkeys in sorted(by_rank.items()):
-        wsel = int_column(win, "rank") == r
-        if wsel.any():
-            ms, me = intervals.merge(
-                int_column(win, "start_ns")[wsel], int_column(win, "end_ns")[wsel]
-            )
-        else:
-            ks = [_frame.spans(trace, "kernels", d) for d in rkeys]
-            ms = np.array([min(int(s.min()) for s, _ in ks)])
-            me = np.array([max(int(e.max()) for _, e in ks)])
-        window = int((me - ms).sum())
+        w = flops_mod.measured_window(trace, r, rkeys, config)
+        ms, me, window = w.starts, w.ends, w.length_ns
         busy = 0
         for d in rkeys:
             kms, kme, cum = _frame.merged_with_cum(trace, d, "kernels")
             busy += int(covered_in_merged(kms, kme, ms, me, cum).sum())
-        flops, fsrc = _flops(trace, rkeys, ops, r, ms, me)
+        flops, fsrc = flops_mod.fp32_flops(trace, r, rkeys, config)
         peak, psrc, names = _peak(trace, props, rkeys)
         wall = flops * 1e9 / window if flops is not None and window else None
         bz = flops * 1e9 / busy if flops is not None and busy else None
@@ -120,39 +88,6 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
             }
         )
     return pa.Table.from_pylist(rows, schema=SCHEMA)
-
-
-def _flops(
-    trace: Trace, keys: list[int], ops: pa.Table, rank: int, ms: np.ndarray, me: np.ndarray
-) -> tuple[int | None, str]:
-    if trace.column("kernels", "flops").null_count < trace.num_rows("kernels"):
-        kf = _frame.ints(trace, "kernels", "flops")
-        ks = _frame.ints(trace, "kernels", "start_ns")
-        total, any_counted = 0, False
-        for d in keys:
-            rows = _frame.rows_of(trace, "kernels", d)
-            f = kf[rows]
-            kin = in_windows(ks[rows], ms, me) & (f >= 0)
-            if kin.any():
-                any_counted = True
-                total += int(f[kin].sum())
-        if any_counted:
-            return total, "per-kernel counts (kernels.flops)"
-    osel = (int_column(ops, "rank") == rank) & in_windows(int_column(ops, "start_ns"), ms, me)
-    sub = ops.filter(pa.array(osel))
-    f, counted = flops_mod.op_flops(sub)
-    if counted.any():
-        return int(f.sum()), "profiler op counts (ops.flops, leaf ops)"
-    f, counted = flops_mod.analytic_flops(sub)
-    if counted.any():
-        return int(f.sum()), (
-            "analytic: FP32 matmul-family shape formulas (ops.input_shapes); "
-            "convolutions and other ops not counted"
-        )
-    return None, (
-        "no FLOP source: no kernels.flops, no ops.flops, no matmul shapes "
-        "(record shapes or FLOPs at capture)"
-    )
 
 
 def _peak(

@@ -22,6 +22,7 @@ class ReportOptions:
     # What the windowed sections cover, for text titles (set from the document's window).
     covers: str = ""
     ranks: int = 1  # ranks in the report, for titles of tables that pool them
+    model_flops_per_sample: float | None = None  # for MFU in the flops section; None = unknown
 
 
 @dataclass(frozen=True)

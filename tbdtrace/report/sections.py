@@ -156,3 +156,6 @@ import tbdtrace.report.passes_sections  # noqa: E402, F401 - registers the time-
 import tbdtrace.report.window_section  # noqa: E402, F401 - registers "phases"
 import tbdtrace.report.series_sections  # noqa: E402, F401 - registers the plot series
 from tbdtrace.report import memory_section  # noqa: E402, F401 - registers "memory"
+
+# isort: split
+from tbdtrace.report import flops_section  # noqa: E402, F401 - registers "flops", after "fp32"

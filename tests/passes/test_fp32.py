@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tbdtrace.passes import flops, fp32
+from tbdtrace.passes import flop_formulas, fp32
 from tests.passes.tiny import US, kernels, make
 
 
@@ -22,7 +22,7 @@ from tests.passes.tiny import US, kernels, make
     ("aten::mm", "not json", None),
 ])
 def test_shape_formulas(name: str, shapes: str, want: int | None) -> None:
-    assert flops.shape_flops(name, shapes) == want
+    assert flop_formulas.op_flops(name, shapes, None) == want
 
 
 def _gpu_trace(tmp_path: Path, **devices: object):
@@ -62,7 +62,7 @@ def test_clock_and_counters_from_the_trace_win(tmp_path: Path) -> None:
                           "devices": {"device_id": [0], "device_type": ["cuda"], "name": ["?"]}},
                name="t2")
     r2 = fp32.run(tr2).to_pylist()[0]
-    assert r2["flops"] == 5_000_000 and r2["flops_source"].startswith("per-kernel counts")
+    assert r2["flops"] == 5_000_000 and r2["flops_source"].startswith("hardware counters")
     assert r2["peak_flops_per_s"] is None and "SM count" in r2["peak_source"]
 
 
@@ -100,7 +100,7 @@ def test_fixture_analytic_flops_match_an_independent_count(tmp_path: Path) -> No
              if str(e.get("name", "")).startswith("ProfilerStep#")]
     fam = defaultdict(list)
     for e in ev:
-        if e.get("cat") == "cpu_op" and e["name"] in flops.MATMUL_OPS:
+        if e.get("cat") == "cpu_op" and e["name"] in flop_formulas.MATMUL:
             s = rawkineto.ns(e["ts"])
             fam[(e["pid"], e["tid"])].append((s, s + rawkineto.ns(e["dur"]), e))
 

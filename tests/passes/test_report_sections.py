@@ -19,7 +19,7 @@ from tests import rawkineto
 from tests.conftest import KINETO_TRACES
 from tests.passes.tiny import US, make
 
-KEYS = ("steps", "utilization", "categories", "hotspots", "idle", "memcpy", "fp32")
+KEYS = ("steps", "utilization", "categories", "hotspots", "idle", "memcpy", "fp32", "flops")
 CHROME = [p for p in KINETO_TRACES if p.name != "memory_timeline.raw.gz"]
 
 
@@ -71,6 +71,8 @@ def test_cpu_backend_shaped_trace(tmp_path: Path) -> None:
                 "pid": [1] * 3,
                 "tid": [7] * 3,
                 "input_shapes": ["[[8,16],[4,16],[4]]", "[[4],[8,16],[16,4],[],[]]", "[[8,4]]"],
+                "input_dtypes": ['["float","float","float"]', '["float","float","float"]',
+                                 '["float"]'],
             },
             "steps": {
                 "step": [0, 1],

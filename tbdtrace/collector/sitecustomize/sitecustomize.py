@@ -8,10 +8,12 @@ after ours.
 * ``--backend torch`` (``TBDTRACE_TORCH_SPOOL``): starts torch.profiler
   (tbdtrace.collector.torch_child.start_in_child); the child's part of the trace is
   written at exit.
-* ``--backend cupti`` (``TBDTRACE_TORCH_MEMORY_SPOOL``): nothing is imported here. When
-  the program itself imports torch, the caching allocator's history and the memory
-  tracker start (tbdtrace.memory.torch_cuda.start_in_child), so tensor allocations join
-  CUPTI's trace; programs that never import torch are left alone.
+* ``--backend cupti`` (``TBDTRACE_TORCH_MEMORY_SPOOL``, ``TBDTRACE_TORCH_FLOPS_SPOOL``):
+  nothing is imported here. When the program itself imports torch, the caching
+  allocator's history and the memory tracker start (tbdtrace.memory.torch_cuda.start_in_child),
+  so tensor allocations join CUPTI's trace, and the dispatch-level FLOP recorder starts
+  (tbdtrace.collector.torch_flops.start_in_child), so matmul, convolution and attention
+  ops join it with their shapes and FLOPs; programs that never import torch are left alone.
 
 Only standard-library code runs here when the capture variables are absent.
 """
@@ -66,17 +68,22 @@ class _AfterImport:
             try:
                 callback(module)
             except Exception as e:  # noqa: BLE001 - capture must never break the program
-                sys.stderr.write(f"tbdtrace: {self.name} memory tracking not started: {e}\n")
+                sys.stderr.write(f"tbdtrace: {self.name} hooks not started: {e}\n")
 
         loader.exec_module = exec_module
         return spec
 
 
-def _start_torch_memory(_torch) -> None:  # type: ignore[no-untyped-def]
+def _start_torch_hooks(_torch) -> None:  # type: ignore[no-untyped-def]
     _package_on_path()
-    from tbdtrace.memory import torch_cuda
+    if os.environ.get("TBDTRACE_TORCH_MEMORY_SPOOL"):
+        from tbdtrace.memory import torch_cuda
 
-    torch_cuda.start_in_child()
+        torch_cuda.start_in_child()
+    if os.environ.get("TBDTRACE_TORCH_FLOPS_SPOOL"):
+        from tbdtrace.collector import torch_flops
+
+        torch_flops.start_in_child()
 
 
 def _start() -> None:
@@ -85,11 +92,13 @@ def _start() -> None:
         from tbdtrace.collector import torch_child
 
         torch_child.start_in_child()
-    elif os.environ.get("TBDTRACE_TORCH_MEMORY_SPOOL"):
+    elif os.environ.get("TBDTRACE_TORCH_MEMORY_SPOOL") or os.environ.get(
+        "TBDTRACE_TORCH_FLOPS_SPOOL"
+    ):
         if "torch" in sys.modules:
-            _start_torch_memory(sys.modules["torch"])
+            _start_torch_hooks(sys.modules["torch"])
         else:
-            sys.meta_path.insert(0, _AfterImport("torch", _start_torch_memory))
+            sys.meta_path.insert(0, _AfterImport("torch", _start_torch_hooks))
 
 
 _start()
