@@ -65,8 +65,9 @@ class PendingImport:
     def result(self) -> tuple[dict[str, Any], dict[str, Any]]:
         mod = importlib.import_module(FORMATS[self.fmt])
         kw = {"job": self.job} if self.job is not None else {}
-        result: tuple[dict[str, Any], dict[str, Any]] = mod.import_files(self.files, **kw)
-        return result
+        tables, meta = mod.import_files(self.files, **kw)
+        meta.setdefault("skipped_events", {})  # reason -> count (importers/validate.py)
+        return tables, meta
 
 
 def begin_import(
