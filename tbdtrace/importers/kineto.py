@@ -121,7 +121,8 @@ def read_json(path: Path) -> Any:
                 return json.loads(fixed, parse_float=str)
             except json.JSONDecodeError:
                 pass
-        what = "truncated" if e.pos >= len(text.rstrip()) else "invalid"
+        cut = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+        what = "truncated" if cut else "invalid"
         raise TraceError(
             f"{path}: {what} JSON at line {e.lineno} column {e.colno} ({e.msg}); "
             "re-export the trace from the profiler"
