@@ -102,6 +102,7 @@ class _Importer:
                 domain = str(cat) if cat is not None else None
                 self._marker(name, span[0], span[1], e, rank, domain)
         unmatched += sum(len(v) for v in open_.values())
+        self.skipped["unmatched_begin_end"] += unmatched
         return {
             "file": str(path),
             "processes": sorted(set(procs.values())),

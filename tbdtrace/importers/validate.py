@@ -26,6 +26,7 @@ REASONS = {
     "negative_duration": "a negative duration",
     "end_before_start": "an end before its start",
     "args_not_an_object": "an args member that is neither an object nor empty",
+    "unmatched_begin_end": "a begin without its end, or an end without its begin",
 }
 
 

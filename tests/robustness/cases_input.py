@@ -425,8 +425,19 @@ MXNET = [
         rows={"ops": 1},
     ),
     Case(
-        "mxnet only unmatched begins", mx(mxop("B", "1"), mxop("B", "2")), 1, ("no mxnet events",)
+        "mxnet only unmatched begins",
+        mx(mxop("B", "1"), mxop("B", "2")),
+        0,
+        skipped={"unmatched_begin_end": 2},
     ),
+    Case(
+        "mxnet end without begin",
+        mx(*MX_OK, mxop("E", "30")),
+        0,
+        skipped={"unmatched_begin_end": 1},
+        rows={"ops": 1},
+    ),
+    Case("mxnet no operator events", mx('{"ph": "C", "name": "n", "ts": 1}'), 1, ("no mxnet",)),
 ]
 
 
