@@ -79,6 +79,7 @@ fuzz: $(VENV)/.stamp
 	PYTHONPATH=$(CURDIR) $(PY) tests/robustness/fuzz/seed_corpus.py $(FUZZ_DIR)/corpus $(FUZZ_DIR)/routes.txt
 	TBDTRACE_FUZZ_ROUTES=$(FUZZ_DIR)/routes.txt $(FUZZ_DIR)/kineto_parser_fuzz \
 	  -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	  -dict=tests/robustness/fuzz/kineto.dict \
 	  -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 $(FUZZ_DIR)/corpus
 
 # The main job: ResNet-50 training on PyTorch under capture (the GPU with the CUPTI

@@ -20,7 +20,6 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from tbdtrace.importers.kineto_feed import (  # noqa: F401 - the categories live
     RUNTIME_CATS,
     SYNC_CATS,
 )
+from tbdtrace.importers.validate import us_to_ns  # noqa: F401 - part of this module's API
 
 log = logging.getLogger(__name__)
 
@@ -74,26 +74,6 @@ _MEMORY_KIND = {
     "Array": "array",
     "Managed": "managed",
 }
-
-
-def us_to_ns(value: Any) -> int:
-    """Microseconds (int, or decimal text as parsed) to integer nanoseconds, exactly."""
-    if isinstance(value, int):
-        return value * 1000
-    if isinstance(value, str):
-        if "e" not in value and "E" not in value:
-            neg = value.startswith("-")
-            whole, _, frac = value.lstrip("-+").partition(".")
-            if len(frac) <= 3 and whole.isdigit() and (not frac or frac.isdigit()):
-                ns = int(whole) * 1000 + int((frac + "000")[:3])
-                return -ns if neg else ns
-        try:
-            return int((Decimal(value) * 1000).to_integral_value())
-        except InvalidOperation:
-            raise ValueError(f"not a number: {value!r}") from None
-    if isinstance(value, float):  # only from callers that already parsed floats
-        return int(Decimal(repr(value)) * 1000)
-    raise ValueError(f"not a time: {value!r}")
 
 
 def read_json(path: Path) -> Any:

@@ -13,7 +13,7 @@ import decimal
 import math
 from collections import Counter
 from collections.abc import Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -28,6 +28,26 @@ REASONS = {
     "args_not_an_object": "an args member that is neither an object nor empty",
     "unmatched_begin_end": "a begin without its end, or an end without its begin",
 }
+
+
+def us_to_ns(value: Any) -> int:
+    """Microseconds (int, or decimal text as parsed) to integer nanoseconds, exactly."""
+    if isinstance(value, int):
+        return value * 1000
+    if isinstance(value, str):
+        if "e" not in value and "E" not in value:
+            neg = value.startswith("-")
+            whole, _, frac = value.lstrip("-+").partition(".")
+            if len(frac) <= 3 and whole.isdigit() and (not frac or frac.isdigit()):
+                ns = int(whole) * 1000 + int((frac + "000")[:3])
+                return -ns if neg else ns
+        try:
+            return int((Decimal(value) * 1000).to_integral_value())
+        except InvalidOperation:
+            raise ValueError(f"not a number: {value!r}") from None
+    if isinstance(value, float):  # only from callers that already parsed floats
+        return int(Decimal(repr(value)) * 1000)
+    raise ValueError(f"not a time: {value!r}")
 
 
 def in_range(x: int) -> bool:
@@ -47,8 +67,6 @@ def us_to_ns_checked(value: Any) -> int | str:
         value = repr(value)
     if not isinstance(value, str):
         return "time_not_a_number"
-    from tbdtrace.importers.kineto import us_to_ns
-
     try:
         d = Decimal(value.strip())
     except (decimal.InvalidOperation, ValueError):
