@@ -162,11 +162,15 @@ def _add_xplane(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
             "re-capture with tf.profiler.experimental.start/stop"
         )
     n = 0
+    before = Counter(out.skipped)
     for plane in host:
         step_ids = {k for k, v in plane.stat_metadata.items() if v.name == "step_num"}
         for line in plane.lines:
             t0 = base + line.timestamp_ns
             for ev in line.events:
+                if ev.duration_ps < 0:
+                    out.skipped["negative_duration"] += 1
+                    continue
                 md = plane.event_metadata[ev.metadata_id]
                 start = t0 + ev.offset_ps // 1000
                 step = next(
@@ -188,6 +192,7 @@ def _add_xplane(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
         "format": "xplane",
         "profile_start_time_ns": base,
         "events": n,
+        "skipped_events": validate.merged(out.skipped - before),
         "hostnames": list(xs.hostnames),
     }
 

@@ -481,6 +481,60 @@ TENSORFLOW = [
     ),
 ]
 
+
+def xplane(events: list[tuple[int, int]], start_ns: int = 1_000, line_ns: int = 0) -> bytes:
+    """An XSpace with a /host:CPU plane holding one line of (offset_ps, duration_ps)
+    events named "MatMul:MatMul", and a Task Environment plane giving the start time
+    (TensorFlow's own protos, as the importer reads them)."""
+    from tbdtrace.importers.tensorflow import _xplane_pb2
+
+    pb = _xplane_pb2(Path("cases_input.py"))
+    xs = pb.XSpace()
+    env = xs.planes.add(name="Task Environment")
+    env.stat_metadata[1].name = "profile_start_time"
+    env.stats.add(metadata_id=1, uint64_value=start_ns)
+    host = xs.planes.add(name="/host:CPU")
+    host.event_metadata[1].name = "MatMul:MatMul"
+    line = host.lines.add(id=3, name="thread", timestamp_ns=line_ns)
+    for off, dur in events:
+        line.events.add(metadata_id=1, offset_ps=off, duration_ps=dur)
+    return bytes(xs.SerializeToString())
+
+
+TF_XPLANE = [
+    Case("xplane ok", xplane([(0, 2000)]), 0, rows={"ops": 1}, suffix=".xplane.pb"),
+    Case(
+        "xplane negative duration",
+        xplane([(0, 2000), (5000, -1000)]),
+        0,
+        skipped={"negative_duration": 1},
+        rows={"ops": 1},
+        suffix=".xplane.pb",
+    ),
+    Case(
+        "xplane start beyond int64",
+        xplane([(0, 2000)], start_ns=(1 << 64) - 1),
+        0,
+        skipped={"time_out_of_range": 1},
+        suffix=".xplane.pb",
+    ),
+    Case(
+        "xplane offset beyond int64 with the line time",
+        xplane([(0, 2000), (20_000_000, 0)], line_ns=(1 << 63) - 10_000 - 1_000),
+        0,
+        skipped={"time_out_of_range": 1},
+        rows={"ops": 1},
+        suffix=".xplane.pb",
+    ),
+    Case(
+        "xplane without a host plane",
+        xplane([]).replace(b"/host:CPU", b"/host:XPU"),
+        1,
+        ("/host:CPU",),
+        suffix=".xplane.pb",
+    ),
+]
+
 # ---- nsys SQLite ----------------------------------------------------------------------
 
 
@@ -588,4 +642,4 @@ NSYS = [
     ),
 ]
 
-CASES: list[Case] = STRUCTURE + KINETO_VALUES + FORMATS + MXNET + TENSORFLOW + NSYS
+CASES: list[Case] = STRUCTURE + KINETO_VALUES + FORMATS + MXNET + TENSORFLOW + TF_XPLANE + NSYS
