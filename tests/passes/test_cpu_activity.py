@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -74,17 +73,8 @@ def test_no_ops_is_empty(tmp_path: Path) -> None:
     assert cpu_activity.run(tr).num_rows == 0
 
 
-@pytest.fixture
-def reopen_pandas() -> Iterator[None]:
-    """`report` refuses pandas for the rest of the process (tbdtrace/_pandas_gate.py)."""
-    yield
-    from tbdtrace import _pandas_gate
-
-    _pandas_gate.open_()
-
-
 def test_cpu_only_profile_reports_its_cpu_activity(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], reopen_pandas: None
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     src = fixture("kineto/hta/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
     with gzip.open(src) as f:
