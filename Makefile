@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet bench-venv native chromium test demo lint format docs clean
+.PHONY: all venv venv-mxnet bench-venv native chromium test fuzz demo lint format docs clean
 
 all: native
 
@@ -66,6 +66,30 @@ chromium:
 
 test: native $(VENV_MX)/.stamp chromium
 	$(PY) -m pytest -q tests
+
+# Coverage-guided fuzzing of the C++ Kineto parser (libFuzzer with AddressSanitizer and
+# UndefinedBehaviorSanitizer; tests/robustness/fuzz/), for FUZZ_SECONDS; not part of test.
+# The corpus is seeded from the fixture traces and the hostile-input cases and grows in
+# build/fuzz/corpus between runs; a finding is written to build/fuzz/crash-* (or leak-*,
+# timeout-*) and the run fails. clang and libFuzzer come from Debian when missing.
+FUZZ_SECONDS ?= 120
+FUZZ_DIR := build/fuzz
+FUZZ_CXX = $$(command -v clang++-14 || command -v clang++)
+fuzz: $(VENV)/.stamp
+	@if ! command -v clang++-14 >/dev/null && ! command -v clang++ >/dev/null; then \
+	  echo "make: installing clang-14 libclang-rt-14-dev (libFuzzer)"; \
+	  apt-get update -qq && apt-get install -y -qq clang-14 libclang-rt-14-dev >/dev/null \
+	  || { echo "make: fuzz needs clang with libFuzzer; install clang-14 libclang-rt-14-dev"; exit 1; }; \
+	fi
+	mkdir -p $(FUZZ_DIR)/corpus
+	$(FUZZ_CXX) -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -Icsrc csrc/kineto/*.cpp \
+	  tests/robustness/fuzz/kineto_parser_fuzz.cpp -o $(FUZZ_DIR)/kineto_parser_fuzz
+	PYTHONPATH=$(CURDIR) $(PY) tests/robustness/fuzz/seed_corpus.py $(FUZZ_DIR)/corpus $(FUZZ_DIR)/routes.txt
+	TBDTRACE_FUZZ_ROUTES=$(FUZZ_DIR)/routes.txt $(FUZZ_DIR)/kineto_parser_fuzz \
+	  -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	  -dict=tests/robustness/fuzz/kineto.dict \
+	  -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 $(FUZZ_DIR)/corpus
 
 # The main job: ResNet-50 training on PyTorch under capture (the GPU with the CUPTI
 # collector when one is usable, else the CPU with torch.profiler), then its report.

@@ -346,6 +346,13 @@ void bind_kineto(py::module_& m) {
       .def_property_readonly("events", &kt::Parser::events)
       .def_property_readonly("num_strings", &kt::Parser::num_strings)
       .def("rows", &kt::Parser::rows)
+      .def("skipped",
+           [](const kt::Parser& p) {
+             py::dict out;
+             for (int i = 0; i < kt::Parser::kNumSkipReasons; ++i)
+               if (p.skipped()[i]) out[kt::Parser::kSkipNames[i]] = p.skipped()[i];
+             return out;
+           })
       .def("take", &take_parsed);
   m.def("kineto_recode", &recode, py::arg("codes"), py::arg("valid"), py::arg("n_strings"));
   m.def("kineto_layout", [] {

@@ -15,6 +15,7 @@ with the reason, when the folder is absent.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or (held.get("NSYS") is NSYS and not NSYS.is_dir())
         ):
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _pandas_stays_importable() -> Iterator[None]:
+    """The CLI's analysis commands refuse `import pandas` for the rest of the process
+    (tbdtrace/_pandas_gate.py); a test that runs them in-process through main() must not
+    leave later tests without pandas, so the gate is opened again after each test."""
+    yield
+    from tbdtrace import _pandas_gate
+
+    _pandas_gate.open_()

@@ -192,9 +192,18 @@ inline bool quick_ns(Cur& c, int64_t& out) {
 IntVal num_to_int(const Num& n);
 // _any_int on a string value (its decoded UTF-8 bytes).
 IntVal str_to_int(const char* s, size_t n);
-// us_to_ns: microseconds as written to integer ns, half to even below 1 ns. false when the
-// value is out of int64 or needs Python's Decimal context behaviour (the caller declines).
-bool num_to_ns(const Num& n, int64_t& out);
+// What a time field held (Parser::Event::ts_state, dur_state).
+enum TimeState : uint8_t {
+  kTimeAbsent = 0,
+  kTimeOk = 1,
+  kTimeDefer = 2,       // needs Python's rules (a string, or Decimal context rounding)
+  kTimeNotFinite = 3,   // NaN, Infinity
+  kTimeOutOfRange = 4,  // its nanoseconds do not fit int64
+  kTimeNotNumber = 5,   // null, a list or an object
+};
+// us_to_ns: microseconds as written to integer ns, half to even below 1 ns; kTimeOk, or why
+// not (out of int64, not finite, or Decimal context behaviour left to Python: kTimeDefer).
+uint8_t num_to_ns(const Num& n, int64_t& out);
 // str(value) of a parsed number: canonical int text or the float's source text.
 void num_text(const Num& n, std::string& out);
 

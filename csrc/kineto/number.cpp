@@ -183,22 +183,23 @@ IntVal str_to_int(const char* s, size_t n) {
   }
 }
 
-bool num_to_ns(const Num& n, int64_t& out) {
-  if (n.special) return false;
+uint8_t num_to_ns(const Num& n, int64_t& out) {
+  if (n.special) return kTimeNotFinite;
+  auto fit = [](bool ok) -> uint8_t { return ok ? kTimeOk : kTimeOutOfRange; };
   bool overflow = false;
-  if (n.is_int) return !n.big && signed_out(n.neg, static_cast<u128>(n.mag) * 1000, out);
+  if (n.is_int) return fit(!n.big && signed_out(n.neg, static_cast<u128>(n.mag) * 1000, out));
   size_t nfrac = static_cast<size_t>(n.fe - n.fb);
   if (!n.has_exp && nfrac <= 3) {  // the Python path's exact fast path
     uint64_t whole = n.mag;
     overflow = n.big;
     uint64_t frac = digits_u64(n.fb, n.fe, overflow);
     for (size_t i = nfrac; i < 3; ++i) frac *= 10;
-    return !overflow && signed_out(n.neg, static_cast<u128>(whole) * 1000 + frac, out);
+    return fit(!overflow && signed_out(n.neg, static_cast<u128>(whole) * 1000 + frac, out));
   }
   // Decimal(text) * 1000, to_integral_value (half even). Decimal's 28-digit context
   // rounds the product first when the coefficient has more than 25 digits, and huge
   // exponents overflow it: both are left to the Python path.
-  if (n.exp > 400 || n.exp < -400) return false;
+  if (n.exp > 400 || n.exp < -400) return kTimeDefer;
   u128 coef = 0;
   int ndig = 0;
   auto add = [&](const char* b, const char* e) {
@@ -210,26 +211,26 @@ bool num_to_ns(const Num& n, int64_t& out) {
   };
   add(n.ib, n.ie);
   if (n.fb) add(n.fb, n.fe);
-  if (ndig > 25) return false;
+  if (ndig > 25) return kTimeDefer;
   if (coef == 0) {
     out = 0;
-    return true;
+    return kTimeOk;
   }
   int64_t k = n.exp - static_cast<int64_t>(nfrac) + 3;
   if (k >= 0) {
-    if (k > 19) return false;
+    if (k > 19) return kTimeOutOfRange;  // coef >= 1, so the value is >= 1e20 ns
     u128 p = pow10(static_cast<int>(k));
-    if (coef > kI64Mag / p) return false;
-    return signed_out(n.neg, coef * p, out);
+    if (coef > kI64Mag / p) return kTimeOutOfRange;
+    return fit(signed_out(n.neg, coef * p, out));
   }
   if (-k > 26) {
     out = 0;
-    return true;
+    return kTimeOk;
   }
   u128 div = pow10(static_cast<int>(-k));
   u128 q = coef / div, r = coef % div, half = div / 2;
   if (r > half || (r == half && (q & 1))) ++q;
-  return signed_out(n.neg, q, out);
+  return fit(signed_out(n.neg, q, out));
 }
 
 void num_text(const Num& n, std::string& out) {

@@ -101,6 +101,7 @@ void Parser::begin_file() {
   top_list_ = seen_events_ = final_ = false;
   header_.clear();
   events_ = 0;
+  skipped_file_.fill(0);
   buf_.clear();
   buf_offset_ = fed_ = 0;
   retry_at_ = 0;
@@ -462,18 +463,20 @@ void Parser::triple(Cur& c, Triple& t) {
 uint8_t Parser::time_field(Cur& c, int64_t& out) {
   char ch = *c.p;
   if (ch == '-' || (ch >= '0' && ch <= '9') || ch == 'N' || ch == 'I') {
-    if (quick_ns(c, out)) return 1;
+    if (quick_ns(c, out)) return kTimeOk;
     Num num;
     lex_number(c, num);
-    return num_to_ns(num, out) ? 1 : 2;
+    return num_to_ns(num, out);
   }
   if (ch == 't' || ch == 'f') {  // bool is an int in Python: True * 1000
     skip_value(c);
     out = ch == 't' ? 1000 : 0;
-    return 1;
+    return kTimeOk;
   }
+  // A string may hold a number Python's Decimal reads ("12.5", " 1e3"): its rules decide.
+  uint8_t state = ch == '"' ? kTimeDefer : kTimeNotNumber;
   skip_value(c);
-  return 2;
+  return state;
 }
 
 }  // namespace tbdtrace::kineto

@@ -13,6 +13,7 @@
 // Python) and columnarizes their fields.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -43,6 +44,18 @@ class Parser {
   bool top_level_list() const { return top_list_; }
   int64_t events() const { return events_; }
   std::vector<size_t> rows() const;
+
+  // Events left out because a value is unusable (counted, never stored), in the order of
+  // kSkipNames; the importer reports them (docs/IMPORTERS.md, "Skipped events").
+  enum SkipReason : int {
+    kSkipNotNumber, kSkipNotFinite, kSkipOutOfRange, kSkipNegativeDur, kSkipBadArgs,
+    kNumSkipReasons
+  };
+  static constexpr const char* kSkipNames[kNumSkipReasons] = {
+      "time_not_a_number", "time_not_finite", "time_out_of_range", "negative_duration",
+      "args_not_an_object"};
+  // This file's skips (reset by begin_file).
+  const std::array<int64_t, kNumSkipReasons>& skipped() const { return skipped_file_; }
   std::vector<std::vector<TakenColumn>> take_tables();
   std::pair<Owned, Owned> take_strings() { return dict_.take(); }
   size_t num_strings() const { return dict_.size(); }
@@ -78,9 +91,9 @@ class Parser {
     char ph = 0;
     Str name, cat;
     IntVal pid, tid;
-    uint8_t ts_state = 0, dur_state = 0;  // 0 absent, 1 value, 2 not convertible
+    uint8_t ts_state = 0, dur_state = 0;  // TimeState (json.h)
     int64_t ts = 0, dur = 0;
-    uint8_t args_state = 0;  // 0 absent or falsy, 1 object, 2 other (the Python path fails)
+    uint8_t args_state = 0;  // 0 absent or falsy, 1 object, 2 other (the event is skipped)
     Args a;
   };
 
@@ -98,6 +111,8 @@ class Parser {
   void dispatch();
   void add_memory();
   [[noreturn]] void decline(const char* why) const;
+  void skip(int reason) { ++skipped_file_[reason]; }
+  bool skip_time(uint8_t state);
   const IntVal& arg(int k) const;
   const IntVal& arg_or(int k, const IntVal& fallback) const;
   int64_t val(const IntVal& v, bool& ok) const;
@@ -116,6 +131,7 @@ class Parser {
   bool final_ = false;
   std::string header_;
   int64_t events_ = 0;
+  std::array<int64_t, kNumSkipReasons> skipped_file_{};
   std::string buf_;          // input not parsed yet (the tail of a cut unit)
   uint64_t buf_offset_ = 0;  // file offset of buf_[0]
   uint64_t fed_ = 0;         // file bytes fed so far

@@ -6,6 +6,16 @@
 
 namespace tbdtrace::kineto {
 
+// A time field that is not a usable value: count the event as skipped (true).
+bool Parser::skip_time(uint8_t state) {
+  switch (state) {
+    case kTimeOk: return false;
+    case kTimeNotFinite: skip(kSkipNotFinite); return true;
+    case kTimeOutOfRange: skip(kSkipOutOfRange); return true;
+    default: skip(kSkipNotNumber); return true;
+  }
+}
+
 void Parser::decline(const char* why) const {
   throw KinetoError(std::string(why) + " in event " + std::to_string(events_));
 }
@@ -48,17 +58,21 @@ void Parser::dispatch() {
     return;
   }
   if (e.ph != 'X' || e.ts_state == 0) return;
-  if (e.ts_state == 2 || e.dur_state == 2) decline("a time that is not a plain number");
-  int64_t start = e.ts, end;
-  if (__builtin_add_overflow(start, e.dur_state ? e.dur : 0, &end)) decline("ts + dur overflows");
-  if (e.args_state == 2) decline("args that is not an object");
+  // Only events that would become rows are checked: a category other than a string, or
+  // one not routed, is ignored whatever its values.
+  int route = e.cat.kind == Str::kString ? route_of(e.cat) : kNoRoute;
+  if (route == kNoRoute) return;
+  // Value checks, in the Python path's order (KinetoImporter._span).
+  if (e.ts_state == kTimeDefer || e.dur_state == kTimeDefer) decline("a time given as text");
+  if (skip_time(e.ts_state) || (e.dur_state != kTimeAbsent && skip_time(e.dur_state))) return;
+  int64_t dur = e.dur_state ? e.dur : 0, start = e.ts, end;
+  if (dur < 0) return skip(kSkipNegativeDur);
+  if (__builtin_add_overflow(start, dur, &end)) return skip(kSkipOutOfRange);
+  if (e.args_state == 2) return skip(kSkipBadArgs);
   bool ok;
   const IntVal& ext_v = arg_or(kExtUpper, arg(kExtLower));
   int64_t ext = val(ext_v, ok);
   bool ext_ok = ok;
-  if (e.cat.kind == Str::kBad) decline("a category that is a list or object");
-  int route = e.cat.kind == Str::kString ? route_of(e.cat) : kNoRoute;
-  if (route == kNoRoute) return;
   // An op range named ProfilerStep#... is a marker (and a step): Python checks the name
   // in full (^ProfilerStep#(\d+)$) and declines the file if one here does not match.
   if (route == OPS && e.name.kind == Str::kString && e.name.n >= 13 &&
@@ -184,11 +198,12 @@ void Parser::dispatch() {
 // A "[memory]" instant event (KinetoImporter._memory).
 void Parser::add_memory() {
   const Event& e = ev_;
-  if (e.args_state == 2) decline("args that is not an object");
+  if (e.args_state == 2) return skip(kSkipBadArgs);
   bool ok;
   int64_t nbytes = val(arg(kMemBytes), ok);
   if (!ok || e.ts_state == 0) return;
-  if (e.ts_state == 2) decline("a time that is not a plain number");
+  if (e.ts_state == kTimeDefer) decline("a time given as text");
+  if (skip_time(e.ts_state)) return;
   namespace k = kcol::memory;
   KTable& t = tables_[MEMORY];
   size_t r = t.begin_row();

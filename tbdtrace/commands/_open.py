@@ -26,10 +26,22 @@ class PendingOpen:
         if self.pending is not None:
             tables, meta = self.pending.result()
             self.pending = None
+            _note_skipped(self.path, meta)
             tr = trace_io.from_tables(tables, meta, self.path)
             _trim_heap()
             return tr
         return trace_io.open(self.path)
+
+
+def _note_skipped(path: Path, meta: dict[str, Any]) -> None:
+    """One line on stderr when the import left events out (their counts are in meta)."""
+    from tbdtrace.importers import validate
+
+    line = validate.summary(meta.get("skipped_events") or {})
+    if line:
+        import sys
+
+        print(f"tbdtrace: {path}: {line}", file=sys.stderr)
 
 
 def _trim_heap() -> None:

@@ -18,24 +18,49 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="input files (.json, .json.gz, ...)")
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
-    p.add_argument("--format", choices=sorted(importers.FORMATS), default=None,
-                   help="skip detection and read the files as this format")
+    p.add_argument(
+        "--format",
+        choices=sorted(importers.FORMATS),
+        default=None,
+        help="skip detection and read the files as this format",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 1, nothing written) when any event has to be skipped "
+        "for an unusable value (see docs/IMPORTERS.md, 'Skipped events')",
+    )
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tbdtrace.importers import validate
+
     tables, meta = importers.import_files(args.files, args.format)
+    skipped = validate.summary(meta.get("skipped_events") or {})
+    if skipped and args.strict:
+        print(
+            f"tbdtrace: {', '.join(args.files)}: {skipped}; nothing written (--strict); "
+            "drop --strict to import the rest",
+            file=sys.stderr,
+        )
+        return 1
     out = trace.write(args.out, tables, meta)
     counts = ", ".join(f"{n} {t}" for t, n in _counts(tables).items())
     print(f"wrote {out} ({counts or 'no events'})", file=sys.stderr)
+    if skipped:
+        print(f"tbdtrace: {skipped}; see skipped_events in {out}/meta.json", file=sys.stderr)
     return 0
 
 
 def _counts(tables: dict) -> dict[str, int]:  # type: ignore[type-arg]
     out = {}
     for name, cols in tables.items():
-        n = cols.num_rows if hasattr(cols, "num_rows") else max(
-            (len(v) for v in cols.values()), default=0)
+        n = (
+            cols.num_rows
+            if hasattr(cols, "num_rows")
+            else max((len(v) for v in cols.values()), default=0)
+        )
         if n:
             out[name] = n
     return out

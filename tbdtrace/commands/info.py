@@ -39,6 +39,10 @@ def _run(args: argparse.Namespace) -> int:
         con.print(f"  source files: {', '.join(m['source_files'])}")
     if m.get("ranks"):
         con.print(f"  ranks: {', '.join(map(str, m['ranks']))}")
+    if m.get("skipped_events"):
+        from tbdtrace.importers.validate import summary
+
+        con.print(f"  skipped at import: {summary(m['skipped_events'])}")
     t = Table(title="Tables", title_justify="left")
     t.add_column("table")
     t.add_column("rows", justify="right")

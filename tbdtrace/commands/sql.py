@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import sys
+from typing import Any
 
 import tbdtrace
 from tbdtrace.passes import sql
@@ -17,28 +18,40 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "sql",
         help="run a SQL query over a trace (DuckDB)",
-        description="Run a DuckDB SQL query over a trace. Every table "
+        description="Run a read-only DuckDB SQL query over a trace. Every table "
         "(kernels, memcpy, memset, memory, runtime, ops, markers, steps, "
-        "devices, sync, overhead, host_samples) is registered under its name.",
+        "devices, sync, overhead, host_samples) is registered under its name. The query "
+        "is sandboxed: no file, network or extension access, SELECT/EXPLAIN only.",
     )
     p.add_argument("trace", metavar="TRACE", help="trace directory")
     p.add_argument("query", metavar="SQL", help='the query, e.g. "SELECT count(*) FROM kernels"')
     p.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    p.add_argument(
+        "--output",
+        metavar="FILE",
+        default=None,
+        help="write the result to FILE instead of stdout, as CSV, JSON or Parquet by its "
+        "extension (.csv, .json, .parquet); never inside the trace",
+    )
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tbdtrace.commands import sql_output
+
+    out = sql_output.check(args.output, args.trace) if args.output else None
     tr = tbdtrace.open(args.trace)
     res = sql.query(tr, args.query)
+    if out is not None:
+        sql_output.write(res, out)
+        print(f"wrote {out} ({res.num_rows} rows)", file=sys.stderr)
+        return 0
     rows = table_records(res)
     if args.format == "json":
         json.dump(rows, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "csv":
-        w = csv.writer(sys.stdout)
-        w.writerow(res.column_names)
-        for r in rows:
-            w.writerow(["" if r[c] is None else r[c] for c in res.column_names])
+        write_csv(sys.stdout, res.column_names, rows)
     else:
         con = Console(width=None if sys.stdout.isatty() else 160)
         t = Table(title=f"{len(rows)} row{'s' if len(rows) != 1 else ''}", title_justify="left")
@@ -48,3 +61,10 @@ def _run(args: argparse.Namespace) -> int:
             t.add_row(*["NULL" if r[c] is None else str(r[c]) for c in res.column_names])
         con.print(t)
     return 0
+
+
+def write_csv(f: Any, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    w = csv.writer(f)
+    w.writerow(columns)
+    for r in rows:
+        w.writerow(["" if r[c] is None else r[c] for c in columns])

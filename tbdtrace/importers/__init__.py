@@ -10,40 +10,98 @@ others in :mod:`tbdtrace.importers.sniff`) and ``import_files(paths)``.
 
 from __future__ import annotations
 
-import gzip
 import importlib
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
-from tbdtrace.importers.sniff import SNIFFERS
+from tbdtrace.importers.sniff import SNIFFERS, lookalike
 
 # Format name -> module (named after the format); detection tries the formats in the
 # order of sniff.SNIFFERS, the first whose test accepts the file wins.
 FORMATS: dict[str, str] = {fmt: f"tbdtrace.importers.{fmt}" for fmt in SNIFFERS}
 
 
-def _head(path: Path, n: int = 1 << 16) -> bytes:
+HEAD_BYTES = 1 << 16  # what detection reads of a file (decompressed)
+SHORT_BYTES = 32  # content shorter than this, matching no format, is "too short"
+
+
+def _head(path: Path, n: int = HEAD_BYTES) -> bytes:
+    """The first ``n`` bytes of the file's content (decompressed when gzipped); an empty,
+    truncated or corrupt gzip stream raises TraceError saying which."""
     try:
         with path.open("rb") as f:
             raw = f.read(n)
-        if raw[:2] == b"\x1f\x8b":
-            with gzip.open(path, "rb") as g:
-                try:
-                    return g.read(n)
-                except (OSError, EOFError):
-                    return b""
-        return raw
+            if raw[:2] != b"\x1f\x8b":
+                return raw
+            f.seek(0)
+            return _gunzip_head(path, f, n)
     except OSError as e:
         raise TraceError(f"{path}: cannot read ({e.strerror}); check the path") from e
 
 
+def _gunzip_head(path: Path, f: Any, n: int) -> bytes:
+    d = zlib.decompressobj(31)
+    out = b""
+    try:
+        while len(out) < n and not d.eof:
+            chunk = f.read(1 << 16)
+            if not chunk:
+                raise TraceError(
+                    f"{path}: truncated gzip data (the file ends inside the compressed "
+                    f"stream, after {len(out):,} bytes of content); copy or export it again"
+                )
+            out += d.decompress(chunk, n - len(out))
+            while d.unconsumed_tail and len(out) < n:
+                out += d.decompress(d.unconsumed_tail, n - len(out))
+    except zlib.error as e:
+        raise TraceError(f"{path}: corrupt gzip data ({e}); copy or export it again") from e
+    if not out.strip():
+        raise TraceError(f"{path}: empty file (gzip of no content); re-export the trace")
+    return out
+
+
+def _truncated_json(head: bytes) -> bool:
+    """All of a JSON document that stops before its end (the file was cut short)."""
+    import json
+
+    text = head.decode("utf-8", errors="replace")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        # Cut inside a string, the error points at its opening quote.
+        return e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+    except (ValueError, RecursionError):
+        return False
+    return False
+
+
 def detect(path: Path) -> str:
+    """The format of ``path`` from its content; TraceError (one line saying what the file
+    is: empty, too short, truncated, a trace of another tool...) when none fits."""
     head = _head(path)
+    if not head.strip():
+        what = "empty file (0 bytes)" if not head else "empty file (only whitespace)"
+        raise TraceError(f"{path}: {what}; it holds no trace: re-export it from the profiler")
     for fmt, sniff in SNIFFERS.items():
         if sniff(head):
             return fmt
+    like = lookalike(head)
+    if like is not None:
+        raise TraceError(f"{path}: looks like {like}")
+    whole = len(head) < HEAD_BYTES
+    if whole and head.lstrip()[:1] in (b"{", b"[") and _truncated_json(head):
+        raise TraceError(
+            f"{path}: truncated JSON ({len(head):,} bytes, cut before its end); "
+            "copy or export it again"
+        )
+    if whole and len(head.strip()) < SHORT_BYTES:
+        raise TraceError(
+            f"{path}: only {len(head.strip())} bytes, too short to be a profiler file; "
+            "check that the export finished"
+        )
     raise TraceError(
         f"{path}: unrecognised file format; supported: {', '.join(FORMATS)} "
         "(use --format to force one)"
@@ -59,14 +117,41 @@ def import_files(
 class PendingImport:
     """An import under way: :meth:`result` gives ``(tables, meta)``."""
 
-    def __init__(self, files: list[Path], fmt: str, job: Any = None):
-        self.files, self.fmt, self.job = files, fmt, job
+    def __init__(self, files: list[Path], fmt: str, job: Any = None, forced: bool = False):
+        self.files, self.fmt, self.job, self.forced = files, fmt, job, forced
 
     def result(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(tables, meta)``; TraceError when the files hold no event of the format (and
+        none was skipped for a bad value: those are counted in meta instead)."""
         mod = importlib.import_module(FORMATS[self.fmt])
         kw = {"job": self.job} if self.job is not None else {}
-        result: tuple[dict[str, Any], dict[str, Any]] = mod.import_files(self.files, **kw)
-        return result
+        tables, meta = mod.import_files(self.files, **kw)
+        meta.setdefault("skipped_events", {})  # reason -> count (importers/validate.py)
+        if not event_rows(tables) and not meta["skipped_events"]:
+            names = ", ".join(map(str, self.files))
+            how = "read as --format" if self.forced else "detected as"
+            raise TraceError(
+                f"{names}: no {self.fmt} events found ({how} {self.fmt}); "
+                + (
+                    "is it that format? try without --format"
+                    if self.forced
+                    else "the profile recorded nothing tbdtrace imports: profile again"
+                )
+            )
+        return tables, meta
+
+
+def event_rows(tables: dict[str, Any]) -> int:
+    """Rows of the event tables (all but ``devices``) of an importer's result."""
+    n = 0
+    for name, cols in tables.items():
+        if name == "devices":
+            continue
+        if hasattr(cols, "num_rows"):
+            n += cols.num_rows
+        else:
+            n += max((len(v) for v in cols.values()), default=0)
+    return n
 
 
 def begin_import(
@@ -77,6 +162,7 @@ def begin_import(
     for p in files:
         if not p.is_file():
             raise TraceError(f"{p}: no such file; check the path")
+    forced = fmt is not None
     if fmt is None:
         kinds = {detect(p) for p in files}
         if len(kinds) > 1:
@@ -93,4 +179,4 @@ def begin_import(
 
         if kineto_feed.available():
             job = kineto_feed.start(files)
-    return PendingImport(files, fmt, job)
+    return PendingImport(files, fmt, job, forced)

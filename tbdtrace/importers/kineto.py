@@ -17,9 +17,9 @@ import json
 import logging
 import re
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.errors import TraceError
-from tbdtrace.importers import json_stream
+from tbdtrace.importers import json_stream, validate
 from tbdtrace.importers import sniff as _sniff
 from tbdtrace.importers.columns import TableBuilder
 from tbdtrace.importers.kineto_feed import (  # noqa: F401 - the categories live there
@@ -40,8 +40,21 @@ from tbdtrace.importers.kineto_feed import (  # noqa: F401 - the categories live
     RUNTIME_CATS,
     SYNC_CATS,
 )
+from tbdtrace.importers.validate import us_to_ns  # noqa: F401 - part of this module's API
 
 log = logging.getLogger(__name__)
+
+# Categories of X events that become rows (any other X event is ignored).
+ROUTED_CATS = frozenset(
+    KERNEL_CATS
+    | MEMCPY_CATS
+    | MEMSET_CATS
+    | RUNTIME_CATS
+    | DRIVER_CATS
+    | SYNC_CATS
+    | OP_CATS
+    | ANNOTATION_CATS
+)
 
 _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _MEMCPY_RE = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
@@ -61,26 +74,6 @@ _MEMORY_KIND = {
     "Array": "array",
     "Managed": "managed",
 }
-
-
-def us_to_ns(value: Any) -> int:
-    """Microseconds (int, or decimal text as parsed) to integer nanoseconds, exactly."""
-    if isinstance(value, int):
-        return value * 1000
-    if isinstance(value, str):
-        if "e" not in value and "E" not in value:
-            neg = value.startswith("-")
-            whole, _, frac = value.lstrip("-+").partition(".")
-            if len(frac) <= 3 and whole.isdigit() and (not frac or frac.isdigit()):
-                ns = int(whole) * 1000 + int((frac + "000")[:3])
-                return -ns if neg else ns
-        try:
-            return int((Decimal(value) * 1000).to_integral_value())
-        except InvalidOperation:
-            raise ValueError(f"not a number: {value!r}") from None
-    if isinstance(value, float):  # only from callers that already parsed floats
-        return int(Decimal(repr(value)) * 1000)
-    raise ValueError(f"not a time: {value!r}")
 
 
 def read_json(path: Path) -> Any:
@@ -108,7 +101,8 @@ def read_json(path: Path) -> Any:
                 return json.loads(fixed, parse_float=str)
             except json.JSONDecodeError:
                 pass
-        what = "truncated" if e.pos >= len(text.rstrip()) else "invalid"
+        cut = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+        what = "truncated" if cut else "invalid"
         raise TraceError(
             f"{path}: {what} JSON at line {e.lineno} column {e.colno} ({e.msg}); "
             "re-export the trace from the profiler"
@@ -186,10 +180,12 @@ class KinetoImporter:
         }
         self.meta_files: list[dict[str, Any]] = []
         self.is_rocm = False
+        self.skipped: Counter[str] = Counter()  # reason -> events left out (validate.py)
 
     def add_file(self, path: Path, rank_if_unknown: int | None) -> None:
         events, doc = _load(path)
         f = self.begin_file(path, doc, rank_if_unknown)
+        before = Counter(self.skipped)
         n_events = 0
         for i, ev in enumerate(events):
             n_events += 1
@@ -202,7 +198,7 @@ class KinetoImporter:
                     f"{path}: event {i} ({str(ev.get('name'))[:60]!r}) is malformed ({e}); "
                     "re-export the trace or report the file"
                 ) from e
-        self.end_file(f, n_events)
+        self.end_file(f, n_events, self.skipped - before)
 
     def begin_file(self, path: Path, doc: dict[str, Any], rank_if_unknown: int | None) -> FileInfo:
         """What a file's top-level keys say (rank, time base, devices); adds its devices."""
@@ -220,7 +216,9 @@ class KinetoImporter:
                 self._device(d, rank, "rocm" if rocm else "cuda")
         return FileInfo(path, doc, dist, rank, base, rocm, devices)
 
-    def end_file(self, f: FileInfo, n_events: int) -> None:
+    def end_file(self, f: FileInfo, n_events: int, skipped: dict[str, int] | None = None) -> None:
+        """Records the file's meta; ``skipped``: its events left out, by reason (already
+        added to :attr:`skipped` on the Python path; added here for the native one)."""
         self.meta_files.append(
             {
                 "file": str(f.path),
@@ -232,6 +230,7 @@ class KinetoImporter:
                 "backend": f.dist.get("backend"),
                 "deviceProperties": f.devices,
                 "events": n_events,
+                "skipped_events": validate.merged(skipped or {}),
             }
         )
 
@@ -258,11 +257,14 @@ class KinetoImporter:
         if ph == "i" and name == "[memory]":
             self._memory(ev, base, rank)
             return
-        if ph != "X" or "ts" not in ev:
+        if ph != "X" or "ts" not in ev or not isinstance(cat, str) or cat not in ROUTED_CATS:
             return
-        start = base + us_to_ns(ev["ts"])
-        end = start + us_to_ns(ev.get("dur", 0))
+        span = self._span(ev, base)
         args = ev.get("args") or {}
+        if isinstance(span, str) or not isinstance(args, dict):
+            self.skipped[span if isinstance(span, str) else "args_not_an_object"] += 1
+            return
+        start, end = span
         ext = _int(args.get("External id", args.get("external id")))
         if cat in KERNEL_CATS:
             gx, gy, gz = _triple(args.get("grid"))
@@ -349,6 +351,24 @@ class KinetoImporter:
         elif cat in OP_CATS or cat in ANNOTATION_CATS:
             self._host_range(ev, cat, start, end, ext, rank)
 
+    @staticmethod
+    def _span(ev: dict[str, Any], base: int) -> tuple[int, int] | str:
+        """(start_ns, end_ns) of an X event, or why it is skipped. The checks run in the
+        order of the C++ parser's (csrc/kineto/rows.cpp, Parser::dispatch): ts, dur, a
+        negative dur, ts + dur, then the file's baseTimeNanoseconds added."""
+        ts = validate.us_to_ns_checked(ev["ts"])
+        if isinstance(ts, str):
+            return ts
+        dur = validate.us_to_ns_checked(ev["dur"]) if "dur" in ev else 0
+        if isinstance(dur, str):
+            return dur
+        if dur < 0:
+            return "negative_duration"
+        start, end = base + ts, base + ts + dur
+        if not (validate.in_range(ts + dur) and validate.in_range(start)):
+            return "time_out_of_range"
+        return (start, end) if validate.in_range(end) else "time_out_of_range"
+
     def _host_range(
         self,
         ev: dict[str, Any],
@@ -404,13 +424,22 @@ class KinetoImporter:
 
     def _memory(self, ev: dict[str, Any], base: int, rank: int | None) -> None:
         args = ev.get("args") or {}
+        if not isinstance(args, dict):
+            self.skipped["args_not_an_object"] += 1
+            return
         nbytes = _int(args.get("Bytes"))
         if nbytes is None or "ts" not in ev:
+            return
+        ts = validate.us_to_ns_checked(ev["ts"])
+        if not isinstance(ts, str) and not validate.in_range(base + ts):
+            ts = "time_out_of_range"
+        if isinstance(ts, str):
+            self.skipped[ts] += 1
             return
         dev_type = _C10_DEVICE_TYPES.get(_int(args.get("Device Type")) or 0, "cuda")
         addr = _u64(args.get("Addr"))
         self.t["memory"].append(
-            ts_ns=base + us_to_ns(ev["ts"]),
+            ts_ns=base + ts,
             action="alloc" if nbytes >= 0 else "free",
             level="allocated",
             bytes=abs(nbytes),
@@ -508,6 +537,7 @@ def file_meta(
         "clock": "CLOCK_REALTIME",
         "clock_offset_ns": imp.meta_files[0]["baseTimeNanoseconds"] if imp.meta_files else 0,
         "devices": [d for m in imp.meta_files for d in m["deviceProperties"]],
+        "skipped_events": validate.merged(imp.skipped),
         "extra": {
             "files": [
                 {k: v for k, v in m.items() if k != "deviceProperties"} for m in imp.meta_files

@@ -85,6 +85,7 @@ class FileParse:
     events: int
     top_level_list: bool
     header: bytes  # JSON text of the top-level keys other than traceEvents
+    skipped: dict[str, int]  # events left out, by reason (tbdtrace/importers/validate.py)
 
 
 @dataclass
@@ -140,6 +141,7 @@ def _run(job: ParseJob) -> None:
                     parser.events,
                     parser.top_level_list,
                     b"" if parser.top_level_list else parser.header(),
+                    parser.skipped(),
                 )
             )
     except BaseException as e:  # noqa: BLE001 - handed to wait()

@@ -48,7 +48,8 @@ def import_files(
     for i, fp in enumerate(job.parsed):
         doc = {} if fp.top_level_list else _header(fp.header)
         info = imp.begin_file(fp.path, doc, i if len(files) > 1 else None)
-        imp.end_file(info, fp.events)
+        imp.skipped.update(fp.skipped)
+        imp.end_file(info, fp.events, fp.skipped)
         segments.append((info, fp.rows))
     staging = Staging(job.parser.take(), segments)
     try:

@@ -20,15 +20,16 @@ Times are integer microseconds since the epoch (CLOCK_REALTIME).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
 from tbdtrace.importers import sniff as _sniff
+from tbdtrace.importers import validate
 from tbdtrace.importers.columns import TableBuilder
-from tbdtrace.importers.kineto import read_json, us_to_ns
+from tbdtrace.importers.kineto import read_json
 
 _ASYNC_API = "MXNET_C_API"
 
@@ -38,9 +39,20 @@ def _ids(v: Any) -> int | None:
     return v if isinstance(v, int) and -(1 << 63) <= v < (1 << 63) else None
 
 
+def _key(v: Any) -> Hashable:
+    """A pid/tid usable as a dict key (a list or object written there becomes its text)."""
+    return v if isinstance(v, int | str | float | None) else repr(v)
+
+
+def _args(e: dict[str, Any]) -> dict[str, Any]:
+    a = e.get("args")
+    return a if isinstance(a, dict) else {}
+
+
 class _Importer:
     def __init__(self) -> None:
         self.t = {n: TableBuilder(n) for n in ("ops", "kernels", "markers")}
+        self.skipped: Counter[str] = Counter()  # reason -> events left out (validate.py)
 
     def add(self, path: Path, rank: int | None) -> dict[str, Any]:
         doc = read_json(path)
@@ -48,12 +60,13 @@ class _Importer:
         if not isinstance(events, list):
             raise TraceError(f"{path}: no traceEvents list; this is not an MXNet profile")
         procs = {
-            e.get("pid"): str((e.get("args") or {}).get("name", ""))
+            _key(e.get("pid")): str(_args(e).get("name", ""))
             for e in events
             if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"
         }
-        open_: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+        open_: dict[tuple[Any, ...], list[int | str]] = defaultdict(list)
         unmatched = 0
+        before = Counter(self.skipped)
         for e in events:
             if not isinstance(e, dict) or "ts" not in e:
                 continue
@@ -61,34 +74,40 @@ class _Importer:
             sync = ph in ("B", "E") and cat == "operator"
             api = ph in ("b", "e") and cat == _ASYNC_API
             if sync or api:
-                key = (sync, e.get("pid"), e.get("tid"), name)
+                key = (sync, _key(e.get("pid")), _key(e.get("tid")), name)
                 if ph in ("B", "b"):
-                    open_[key].append(us_to_ns(e["ts"]))
+                    # A begin with an unusable time still pairs with its end (kept in the
+                    # stack as its reason), so the pairs after it stay matched.
+                    open_[key].append(validate.us_to_ns_checked(e["ts"]))
                     continue
                 if not open_[key]:
                     unmatched += 1
                     continue
-                start = open_[key].pop()
-                end = us_to_ns(e["ts"])
-                if sync:
-                    self._op(name, start, end, procs.get(e.get("pid"), ""), e, rank)
+                start, end = open_[key].pop(), validate.us_to_ns_checked(e["ts"])
+                if isinstance(start, str) or isinstance(end, str):
+                    self.skipped[start if isinstance(start, str) else str(end)] += 1
+                    continue
+                bad = validate.span_ns(start, end)
+                if bad is not None:
+                    self.skipped[bad] += 1
+                elif sync:
+                    self._op(name, start, end, procs.get(_key(e.get("pid")), ""), e, rank)
                 else:
                     self._marker(name, start, end, e, rank, _ASYNC_API)
             elif ph == "X":
-                start = us_to_ns(e["ts"])
-                self._marker(
-                    name,
-                    start,
-                    start + us_to_ns(e.get("dur", 0)),
-                    e,
-                    rank,
-                    str(cat) if cat is not None else None,
-                )
+                span = _x_span(e)
+                if isinstance(span, str):
+                    self.skipped[span] += 1
+                    continue
+                domain = str(cat) if cat is not None else None
+                self._marker(name, span[0], span[1], e, rank, domain)
         unmatched += sum(len(v) for v in open_.values())
+        self.skipped["unmatched_begin_end"] += unmatched
         return {
             "file": str(path),
             "processes": sorted(set(procs.values())),
             "unmatched_begin_end": unmatched,
+            "skipped_events": validate.merged(self.skipped - before),
         }
 
     def _op(
@@ -100,6 +119,7 @@ class _Importer:
         )
         if proc.startswith("cpu/"):
             dev = proc.split("/", 1)[1]
+            dev = dev if dev.isascii() and dev.isdigit() and len(dev) < 10 else ""
             self.t["kernels"].append(
                 start_ns=start,
                 end_ns=end,
@@ -130,6 +150,17 @@ class _Importer:
         )
 
 
+def _x_span(e: dict[str, Any]) -> tuple[int, int] | str:
+    """(start_ns, end_ns) of an X event, or why it is skipped."""
+    start = validate.us_to_ns_checked(e["ts"])
+    dur = validate.us_to_ns_checked(e["dur"]) if "dur" in e else 0
+    if isinstance(start, str) or isinstance(dur, str):
+        return start if isinstance(start, str) else str(dur)
+    if dur < 0:
+        return "negative_duration"
+    return (start, start + dur) if validate.in_range(start + dur) else "time_out_of_range"
+
+
 def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Read MXNet profiler dumps; one rank per file when several are given.
 
@@ -147,6 +178,7 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
         "ranks": list(range(len(files))) if len(files) > 1 else [],
         "start_time_ns": min(starts) if starts else None,
         "clock": "CLOCK_REALTIME",
+        "skipped_events": validate.merged(imp.skipped),
         "extra": {"files": metas},
     }
     return tables, meta

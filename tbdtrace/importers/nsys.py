@@ -15,12 +15,14 @@ not markers).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
 from tbdtrace.importers import sniff as _sniff
+from tbdtrace.importers import validate
 from tbdtrace.importers.columns import TableBuilder
 
 MEMCPY_KINDS = {
@@ -48,14 +50,22 @@ MEMORY_KINDS = {
 NVTX_MARK, NVTX_PUSHPOP, NVTX_STARTEND = 34, 59, 60
 
 
-def pid_of(global_id: int | None) -> int | None:
+def _i(v: Any) -> int | None:
+    """An INTEGER cell that fits int64; anything else (text, REAL, BLOB, NULL: SQLite
+    stores what it is given) is null."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and validate.in_range(v) else None
+
+
+def pid_of(global_id: Any) -> int | None:
     """Process id packed in an nsys globalPid/globalTid."""
-    return None if global_id is None else (global_id >> 24) & 0xFFFFFF
+    g = _i(global_id)
+    return None if g is None else (g >> 24) & 0xFFFFFF
 
 
-def tid_of(global_tid: int | None) -> int | None:
+def tid_of(global_tid: Any) -> int | None:
     """Thread id packed in an nsys globalTid."""
-    return None if global_tid is None else global_tid & 0xFFFFFF
+    g = _i(global_tid)
+    return None if g is None else g & 0xFFFFFF
 
 
 def _tables(db: sqlite3.Connection) -> set[str]:
@@ -72,28 +82,47 @@ class _Reader:
         self.db = db
         self.rank = rank
         self.present = _tables(db)
-        self.strings: dict[int, str] = {}
+        self.strings: dict[Any, str] = {}
+        self.skipped: Counter[str] = Counter()  # reason -> rows left out (validate.py)
         if "StringIds" in self.present:
-            self.strings = dict(db.execute("SELECT id, value FROM StringIds"))
+            self.strings = {k: str(v) for k, v in db.execute("SELECT id, value FROM StringIds")}
 
     def s(self, sid: Any) -> str | None:
-        return None if sid is None else self.strings.get(int(sid), f"<string {sid}>")
+        return None if sid is None else self.strings.get(sid, f"<string {sid}>")
 
-    def each(self, table: str) -> list[dict[str, Any]]:
+    def each(self, table: str, end_optional: bool = False) -> Iterator[dict[str, Any]]:
+        """Rows of ``table`` whose start and end are usable int64 ns (end >= start; with
+        ``end_optional``, a NULL end is kept); the others are counted in ``skipped``."""
         if table not in self.present:
-            return []
+            return
         cols, rows = _rows(self.db, table)
-        return [dict(zip(cols, r, strict=True)) for r in rows]
+        for row in rows:
+            r = dict(zip(cols, row, strict=True))
+            reason = self._bad_times(r, end_optional)
+            if reason is None:
+                yield r
+            else:
+                self.skipped[reason] += 1
+
+    @staticmethod
+    def _bad_times(r: dict[str, Any], end_optional: bool) -> str | None:
+        start = validate.ns_value(r["start"])
+        if isinstance(start, str):
+            return start
+        if end_optional and r.get("end") is None:
+            return None
+        end = validate.ns_value(r["end"])
+        return end if isinstance(end, str) else validate.span_ns(start, end)
 
     def common(self, r: dict[str, Any]) -> dict[str, Any]:
         return dict(
             start_ns=r["start"],
             end_ns=r["end"],
-            device_id=r.get("deviceId"),
+            device_id=_i(r.get("deviceId")),
             device_type="cuda",
-            stream_id=r.get("streamId"),
-            context_id=r.get("contextId"),
-            correlation_id=r.get("correlationId"),
+            stream_id=_i(r.get("streamId")),
+            context_id=_i(r.get("contextId")),
+            correlation_id=_i(r.get("correlationId")),
             pid=pid_of(r.get("globalPid")),
             rank=self.rank,
         )
@@ -105,37 +134,37 @@ class _Reader:
                 **self.common(r),
                 name=self.s(name),
                 mangled_name=self.s(r.get("mangledName")),
-                grid_x=r.get("gridX"),
-                grid_y=r.get("gridY"),
-                grid_z=r.get("gridZ"),
-                block_x=r.get("blockX"),
-                block_y=r.get("blockY"),
-                block_z=r.get("blockZ"),
-                registers_per_thread=r.get("registersPerThread"),
-                static_shared_bytes=r.get("staticSharedMemory"),
-                dynamic_shared_bytes=r.get("dynamicSharedMemory"),
-                graph_node_id=r.get("graphNodeId") or None,
+                grid_x=_i(r.get("gridX")),
+                grid_y=_i(r.get("gridY")),
+                grid_z=_i(r.get("gridZ")),
+                block_x=_i(r.get("blockX")),
+                block_y=_i(r.get("blockY")),
+                block_z=_i(r.get("blockZ")),
+                registers_per_thread=_i(r.get("registersPerThread")),
+                static_shared_bytes=_i(r.get("staticSharedMemory")),
+                dynamic_shared_bytes=_i(r.get("dynamicSharedMemory")),
+                graph_node_id=_i(r.get("graphNodeId")) or None,
             )
 
     def memcpy(self, b: TableBuilder) -> None:
         for r in self.each("CUPTI_ACTIVITY_KIND_MEMCPY"):
             b.append(
                 **self.common(r),
-                bytes=r["bytes"],
-                copy_kind=MEMCPY_KINDS.get(r.get("copyKind") or 0),
-                src_kind=MEMORY_KINDS.get(r.get("srcKind") or 0, "unknown"),
-                dst_kind=MEMORY_KINDS.get(r.get("dstKind") or 0, "unknown"),
-                src_device_id=r.get("srcDeviceId"),
-                dst_device_id=r.get("dstDeviceId"),
+                bytes=_i(r["bytes"]),
+                copy_kind=MEMCPY_KINDS.get(_i(r.get("copyKind")) or 0),
+                src_kind=MEMORY_KINDS.get(_i(r.get("srcKind")) or 0, "unknown"),
+                dst_kind=MEMORY_KINDS.get(_i(r.get("dstKind")) or 0, "unknown"),
+                src_device_id=_i(r.get("srcDeviceId")),
+                dst_device_id=_i(r.get("dstDeviceId")),
             )
 
     def memset(self, b: TableBuilder) -> None:
         for r in self.each("CUPTI_ACTIVITY_KIND_MEMSET"):
             b.append(
                 **self.common(r),
-                bytes=r["bytes"],
-                value=r.get("value"),
-                memory_kind=MEMORY_KINDS.get(r.get("memKind") or 0, "unknown"),
+                bytes=_i(r["bytes"]),
+                value=_i(r.get("value")),
+                memory_kind=MEMORY_KINDS.get(_i(r.get("memKind")) or 0, "unknown"),
             )
 
     def runtime(self, b: TableBuilder) -> None:
@@ -147,19 +176,20 @@ class _Reader:
                 pid=pid_of(gt),
                 tid=tid_of(gt),
                 rank=self.rank,
-                correlation_id=r.get("correlationId"),
+                correlation_id=_i(r.get("correlationId")),
                 name=self.s(r.get("nameId")),
                 api="runtime",
             )
 
     def nvtx(self, markers: TableBuilder) -> None:
-        for r in self.each("NVTX_EVENTS"):
+        for r in self.each("NVTX_EVENTS", end_optional=True):
             et = r.get("eventType")
             if et not in (NVTX_MARK, NVTX_PUSHPOP, NVTX_STARTEND):
                 continue
             text = r.get("text")
             if text is None and r.get("textId") is not None:
                 text = self.s(r["textId"])
+            text = str(text) if text is not None else None
             gt = r.get("globalTid")
             end = r.get("end")
             mark = et == NVTX_MARK or end is None
@@ -172,7 +202,7 @@ class _Reader:
                 name=text if text is not None else "",
                 domain=str(r["domainId"]) if r.get("domainId") is not None else None,
                 kind="mark" if mark else "range",
-                marker_id=r.get("rangeId"),
+                marker_id=_i(r.get("rangeId")),
             )
 
     def devices(self, b: TableBuilder) -> list[dict[str, Any]]:
@@ -186,19 +216,28 @@ class _Reader:
             clock = r.get("clockRate")
             bw = r.get("memoryBandwidth")
             b.append(
-                device_id=r.get("id", i),
+                device_id=_i(r.get("id", i)),
                 device_type="cuda",
                 rank=self.rank,
                 name=str(r.get("name", "unknown")),
-                sm_count=r.get("smCount"),
-                compute_capability_major=r.get("computeMajor"),
-                compute_capability_minor=r.get("computeMinor"),
-                core_clock_khz=int(clock) // 1000 if clock is not None else None,
-                memory_bytes=r.get("totalMemory"),
-                memory_bandwidth_bytes_per_s=int(bw) if bw is not None else None,
+                sm_count=_i(r.get("smCount")),
+                compute_capability_major=_i(r.get("computeMajor")),
+                compute_capability_minor=_i(r.get("computeMinor")),
+                core_clock_khz=_num(clock, 1000),
+                memory_bytes=_i(r.get("totalMemory")),
+                memory_bandwidth_bytes_per_s=_num(bw, 1),
             )
             out.append(r)
         return out
+
+
+def _num(v: Any, per: int) -> int | None:
+    """A numeric cell (INTEGER or finite REAL) divided by ``per``, as int64; else None."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    if isinstance(v, float) and not (abs(v) < 2.0**63):
+        return None
+    return _i(int(v) // per)
 
 
 _CUPTI_TABLES = (
@@ -236,6 +275,7 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
         n: TableBuilder(n) for n in ("kernels", "memcpy", "memset", "runtime", "markers", "devices")
     }
     devices: list[dict[str, Any]] = []
+    skipped: Counter[str] = Counter()
     for i, p in enumerate(files):
         db = _open(p)
         try:
@@ -246,6 +286,7 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
             rd.runtime(t["runtime"])
             rd.nvtx(t["markers"])
             devices += rd.devices(t["devices"])
+            skipped += rd.skipped
         except (sqlite3.DatabaseError, KeyError) as e:
             raise TraceError(
                 f"{p}: unexpected Nsight Systems table layout ({e}); "
@@ -265,6 +306,7 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
         "clock": "nsys session clock",
         "clock_offset_ns": 0,
         "devices": devices,
+        "skipped_events": validate.merged(skipped),
     }
     return tables, meta
 

@@ -30,14 +30,16 @@ import importlib.util
 import json
 import re
 import sys
+import zlib
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
 from tbdtrace.importers import sniff as _sniff
+from tbdtrace.importers import validate
 from tbdtrace.importers.columns import TableBuilder
-from tbdtrace.importers.kineto import us_to_ns
 
 HOST_PLANE = "/host:CPU"
 _OP_RE = re.compile(r"^[^:\s][^:]*:[A-Za-z_][A-Za-z0-9_]*$")
@@ -96,6 +98,7 @@ def _start_time(xs: Any) -> int:
 class _Tables:
     def __init__(self) -> None:
         self.t = {n: TableBuilder(n) for n in ("ops", "kernels", "markers", "steps")}
+        self.skipped: Counter[str] = Counter()  # reason -> events left out (validate.py)
 
     def add(
         self,
@@ -108,6 +111,10 @@ class _Tables:
         step: int | None,
         line: str,
     ) -> None:
+        reason = _bad_span(start, end)
+        if reason is not None:
+            self.skipped[reason] += 1
+            return
         if is_op(name):
             self.t["ops"].append(
                 start_ns=start, end_ns=end, pid=pid, tid=tid, rank=rank, name=name, category="tf_op"
@@ -139,6 +146,12 @@ class _Tables:
             )
 
 
+def _bad_span(start: int, end: int) -> str | None:
+    if not (validate.in_range(start) and validate.in_range(end)):
+        return "time_out_of_range"
+    return validate.span_ns(start, end)
+
+
 def _add_xplane(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
     xs = _xspace(path)
     base = _start_time(xs)
@@ -149,11 +162,15 @@ def _add_xplane(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
             "re-capture with tf.profiler.experimental.start/stop"
         )
     n = 0
+    before = Counter(out.skipped)
     for plane in host:
         step_ids = {k for k, v in plane.stat_metadata.items() if v.name == "step_num"}
         for line in plane.lines:
             t0 = base + line.timestamp_ns
             for ev in line.events:
+                if ev.duration_ps < 0:
+                    out.skipped["negative_duration"] += 1
+                    continue
                 md = plane.event_metadata[ev.metadata_id]
                 start = t0 + ev.offset_ps // 1000
                 step = next(
@@ -175,43 +192,73 @@ def _add_xplane(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
         "format": "xplane",
         "profile_start_time_ns": base,
         "events": n,
+        "skipped_events": validate.merged(out.skipped - before),
         "hostnames": list(xs.hostnames),
     }
 
 
-def _add_trace_viewer(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
+def _trace_viewer_doc(path: Path) -> dict[str, Any]:
     raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
     try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
         doc = json.loads(raw.decode("utf-8", errors="replace"), parse_float=str)
+    except (OSError, EOFError, zlib.error) as err:
+        raise TraceError(
+            f"{path}: gzip data is truncated or corrupt ({err}); re-export it"
+        ) from err
     except json.JSONDecodeError as err:
         raise TraceError(
             f"{path}: invalid JSON at line {err.lineno} ({err.msg}); "
             "re-export the trace viewer data"
         ) from err
+    except (ValueError, RecursionError) as err:
+        raise TraceError(f"{path}: invalid JSON ({err}); re-export the trace viewer data") from err
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise TraceError(f"{path}: no traceEvents list; this is not TensorFlow trace-viewer JSON")
+    return doc
+
+
+def _small_int(v: Any) -> int | None:
+    """An int64 value from a JSON number or digit string, else None."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("-").isascii() and v.strip().lstrip("-").isdigit():
+        v = int(v.strip())
+    return v if isinstance(v, int) and validate.in_range(v) else None
+
+
+def _add_trace_viewer(path: Path, out: _Tables, rank: int | None) -> dict[str, Any]:
+    events = [e for e in _trace_viewer_doc(path)["traceEvents"] if isinstance(e, dict)]
     procs = {
-        e.get("pid"): str(e.get("args", {}).get("name", ""))
-        for e in doc["traceEvents"]
-        if e.get("ph") == "M" and e.get("name") == "process_name"
+        repr(e.get("pid")): str(e["args"].get("name", ""))
+        for e in events
+        if e.get("ph") == "M"
+        and e.get("name") == "process_name"
+        and isinstance(e.get("args"), dict)
     }
     n = 0
-    for e in doc["traceEvents"]:
-        if e.get("ph") != "X" or not procs.get(e.get("pid"), "").endswith(HOST_PLANE):
+    before = Counter(out.skipped)
+    for e in events:
+        if e.get("ph") != "X" or not procs.get(repr(e.get("pid")), "").endswith(HOST_PLANE):
             continue
-        start = us_to_ns(e["ts"])
-        dur = us_to_ns(e.get("dur", 0))
-        args = e.get("args") or {}
-        step = args.get("step_num")
+        start = validate.us_to_ns_checked(e.get("ts"))
+        dur = validate.us_to_ns_checked(e["dur"]) if "dur" in e else 0
+        if isinstance(start, str) or isinstance(dur, str) or dur < 0:
+            reason = start if isinstance(start, str) else dur if isinstance(dur, str) else None
+            out.skipped[reason or "negative_duration"] += 1
+            continue
+        a = e.get("args")
+        args: dict[str, Any] = a if isinstance(a, dict) else {}
         # The viewer shows the op type as the name and the full "op:Type" as long_name.
         out.add(
-            str(args.get("long_name", e["name"])),
+            str(args.get("long_name", e.get("name"))),
             start,
             start + dur,
             None,
-            int(e.get("tid", 0)),
+            _small_int(e.get("tid", 0)) or 0,
             rank,
-            int(step) if step is not None else None,
+            _small_int(args.get("step_num")),
             "",
         )
         n += 1
@@ -219,6 +266,7 @@ def _add_trace_viewer(path: Path, out: _Tables, rank: int | None) -> dict[str, A
         "file": str(path),
         "format": "trace_viewer",
         "events": n,
+        "skipped_events": validate.merged(out.skipped - before),
         "note": "times relative to the profile start",
     }
 
@@ -245,6 +293,7 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
         "source_files": [str(p) for p in files],
         "ranks": list(range(len(files))) if len(files) > 1 else [],
         "start_time_ns": min(starts) if starts else None,
+        "skipped_events": validate.merged(out.skipped),
         "extra": {"files": metas},
     }
     return tables, meta

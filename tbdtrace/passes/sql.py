@@ -2,6 +2,13 @@
 
 All tables are registered, including empty and absent ones (empty, with the declared
 columns), so a query's validity does not depend on what a source recorded.
+
+The query runs sandboxed (docs/RELIABILITY.md, "SQL"): the connection is in memory with
+external access disabled (no file, directory or network access: ``read_text``,
+``read_csv``, ``glob``, ``COPY``, ``ATTACH``...), no extension installed or loaded, no
+spilling to a temporary directory, and its configuration locked so the query cannot
+undo any of that. Only ``SELECT`` (and ``EXPLAIN``) statements run, so the registered
+tables cannot be dropped or replaced; results are written to files by the caller.
 """
 
 from __future__ import annotations
@@ -15,28 +22,74 @@ from tbdtrace import schema
 from tbdtrace.errors import TraceError
 from tbdtrace.trace import Trace
 
+# Applied when the connection opens; lock_configuration keeps a query's SET/PRAGMA from
+# changing them afterwards.
+SANDBOX_CONFIG: dict[str, Any] = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "temp_directory": "",
+    "lock_configuration": True,
+}
+# Statement types a query may hold (duckdb.StatementType names).
+ALLOWED_STATEMENTS = ("SELECT", "EXPLAIN")
+
 
 def connect(trace: Trace) -> Any:
-    """An in-memory DuckDB connection with the trace's tables registered as views."""
-    con = duckdb.connect()
+    """A sandboxed in-memory DuckDB connection with the trace's tables registered."""
+    con = duckdb.connect(":memory:", config=SANDBOX_CONFIG)
     for t in schema.TABLES:
         con.register(t.name, trace.table(t.name))
     return con
 
 
+def check_statements(con: Any, sql: str) -> list[Any]:
+    """The statements of ``sql``; raises TraceError for one that is not a query."""
+    statements = con.extract_statements(sql)
+    if not statements:
+        raise TraceError('empty SQL; give a query such as "SELECT count(*) FROM kernels"')
+    for st in statements:
+        kind = st.type.name
+        if kind not in ALLOWED_STATEMENTS:
+            word = st.query.split(None, 1)[0].upper() if st.query.split() else kind
+            raise TraceError(
+                f"SQL refused: {word} statements are not allowed (tbdtrace sql runs "
+                "read-only queries: SELECT or EXPLAIN over the trace's tables; write "
+                "results with --output FILE)"
+            )
+    return statements
+
+
 def query(trace: Trace, sql: str) -> pa.Table:
-    """Run ``sql`` and return the result as an Arrow table; bad SQL raises TraceError."""
+    """Run ``sql`` and return the result as an Arrow table; bad or refused SQL raises
+    TraceError (one line)."""
     con = connect(trace)
     try:
-        rel = con.sql(sql)
+        try:
+            statements = check_statements(con, sql)
+        except TraceError as e:
+            raise TraceError(f"{trace.path}: {e}") from None
+        rel = None
+        for st in statements:
+            rel = con.sql(st.query)
         return pa.table({}) if rel is None else _arrow(rel)
-    except duckdb.Error as e:
-        msg = " ".join(str(e).split())
+    except duckdb.PermissionException as e:
         raise TraceError(
-            f"{trace.path}: SQL error: {msg}; tables: {', '.join(t.name for t in schema.TABLES)}"
+            f"{trace.path}: SQL refused: the query reaches outside the trace "
+            f"({_one_line(e)}); tbdtrace sql reads only the trace's tables"
+        ) from e
+    except duckdb.Error as e:
+        raise TraceError(
+            f"{trace.path}: SQL error: {_one_line(e)}; "
+            f"tables: {', '.join(t.name for t in schema.TABLES)}"
         ) from e
     finally:
         con.close()
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())
 
 
 def _arrow(rel: Any) -> pa.Table:

@@ -79,6 +79,8 @@ def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
             "backend": trace.meta.get("backend"),
             "framework": trace.meta.get("framework"),
             "workload": trace.meta.get("workload"),
+            # events the import left out for unusable values (importers/validate.py)
+            "skipped_events": dict(trace.meta.get("skipped_events") or {}),
         }
     }
     for table, cols in PREFETCH:

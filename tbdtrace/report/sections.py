@@ -88,8 +88,7 @@ def summary_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
 
 
 def _render_devices(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
-    if not data:
-        con.print("No device activity in this trace.")
+    if not data:  # the cpu_activity section says what the trace holds instead
         return
     t = Table(title=titled("Devices", opts), title_justify="left")
     for c in ("Rank", "Device", "Kernels", "Kernel time", "Span", "Busy", "Util", "Compute util"):
@@ -152,6 +151,7 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+import tbdtrace.report.cpu_section  # noqa: E402, F401 - registers "cpu_activity"
 import tbdtrace.report.passes_sections  # noqa: E402, F401 - registers the time-side passes
 import tbdtrace.report.window_section  # noqa: E402, F401 - registers "phases"
 import tbdtrace.report.series_sections  # noqa: E402, F401 - registers the plot series

@@ -15,6 +15,10 @@ def render(doc: dict[str, Any], opts: ReportOptions, console: Console | None = N
     tr = doc["trace"]
     bits = [f"{k}={tr[k]}" for k in ("source", "backend", "framework", "workload") if tr.get(k)]
     con.print(f"[bold]tbdtrace report[/bold]: {tr['path']}  ({', '.join(bits)})")
+    if tr.get("skipped_events"):
+        from tbdtrace.importers.validate import summary
+
+        con.print(f"Caveat: {summary(tr['skipped_events'])} at import; no figure counts them.")
     win = doc.get("window")
     if win is not None:
         from tbdtrace.report.window_section import window_line

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import tbdtrace
+import tbdtrace.trace
 from tbdtrace import schema
 from tbdtrace.cli import main
 from tbdtrace.importers import kineto
@@ -34,8 +35,9 @@ def test_kernel_sums_match_the_raw_json(trace_dir: Path, capsys) -> None:
 
 
 def test_every_table_is_registered_even_empty(trace_dir: Path, capsys) -> None:
-    q = " UNION ALL ".join(f"SELECT '{t.name}' AS t, count(*) AS n FROM {t.name}"
-                           for t in schema.TABLES)
+    q = " UNION ALL ".join(
+        f"SELECT '{t.name}' AS t, count(*) AS n FROM {t.name}" for t in schema.TABLES
+    )
     assert main(["sql", str(trace_dir), q, "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     counts = {r["t"]: int(r["n"]) for r in rows}
@@ -55,3 +57,47 @@ def test_bad_sql_is_one_line_exit_1(trace_dir: Path, capsys) -> None:
     assert main(["sql", str(trace_dir), "SELEC nope"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "SQL error" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("SELECT * FROM read_text('/etc/hostname')", "reaches outside the trace"),
+        ("SELECT * FROM read_csv('/etc/passwd')", "reaches outside the trace"),
+        ("SELECT * FROM glob('/*')", "reaches outside the trace"),
+        ("SELECT * FROM '/etc/passwd'", "/etc/passwd does not exist"),
+        ("COPY kernels TO 'k.csv'", "COPY statements are not allowed"),
+        ("ATTACH 'x.db' AS x", "ATTACH statements are not allowed"),
+        ("INSTALL httpfs", "INSTALL statements are not allowed"),
+        ("LOAD httpfs", "LOAD statements are not allowed"),
+        ("SET enable_external_access = true", "SET statements are not allowed"),
+        ("SELECT 1; DROP VIEW kernels", "DROP statements are not allowed"),
+        ("CREATE TABLE t AS SELECT 1", "CREATE statements are not allowed"),
+    ],
+)
+def test_sandbox_refuses_with_one_line(trace_dir: Path, capsys, query: str, says: str) -> None:
+    before = sorted(p.name for p in trace_dir.iterdir())
+    assert main(["sql", str(trace_dir), query]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err and "Traceback" not in err
+    assert sorted(p.name for p in trace_dir.iterdir()) == before
+
+
+def test_output_file_by_extension(trace_dir: Path, tmp_path: Path, capsys) -> None:
+    q = "SELECT name, count(*) AS n FROM kernels GROUP BY name ORDER BY name"
+    want = {n: w["count"] for n, w in rawkineto.expected_report(FIXTURE)["kernels"].items()}
+    out = tmp_path / "k.csv"
+    assert main(["sql", str(trace_dir), q, "--output", str(out)]) == 0
+    assert {r["name"]: int(r["n"]) for r in csv.DictReader(out.open())} == want
+    js = tmp_path / "k.json"
+    assert main(["sql", str(trace_dir), q, "--output", str(js)]) == 0
+    assert {r["name"]: r["n"] for r in json.loads(js.read_text())} == want
+    assert capsys.readouterr().out == ""  # the result went to the files only
+
+
+@pytest.mark.parametrize("name", ["meta.json", "kernels.csv", "sub/x.csv"])
+def test_output_never_inside_the_trace(trace_dir: Path, capsys, name: str) -> None:
+    before = {p.name: p.read_bytes() for p in trace_dir.iterdir()}
+    assert main(["sql", str(trace_dir), "SELECT 1", "--output", str(trace_dir / name)]) == 1
+    assert "inside the trace" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in trace_dir.iterdir()} == before

@@ -1,0 +1,49 @@
+"""The "cpu_activity" report section: profiled CPU ops per thread (passes/cpu_activity)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tbdtrace.passes import cpu_activity, summary
+from tbdtrace.report.build import ReportOptions, section, table_records
+from tbdtrace.report.fmt import fmt_ns, fmt_pct
+from tbdtrace.report.textui import Console, Table
+from tbdtrace.trace import Trace
+
+SHOWN_THREADS = 10
+
+
+def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
+    threads = data["threads"]
+    if not data["device_activity"]:
+        con.print(
+            "No GPU activity in this trace: it holds CPU activity only."
+            if threads
+            else "No device or CPU activity in this trace."
+        )
+    if not threads:
+        return
+    shown = threads[:SHOWN_THREADS]
+    more = f" ({len(shown)} of {len(threads)} threads)" if len(shown) < len(threads) else ""
+    t = Table(title=f"CPU activity (profiled ops, by thread){more}", title_justify="left")
+    for c in ("Rank", "PID", "TID", "Ops", "Span", "Busy", "Busy %"):
+        t.add_column(c, justify="right", no_wrap=True)
+    for r in shown:
+        t.add_row(
+            "-" if r["rank"] is None else str(r["rank"]),
+            "-" if r["pid"] is None else str(r["pid"]),
+            "-" if r["tid"] is None else str(r["tid"]),
+            f"{r['op_count']:,}",
+            fmt_ns(r["span_ns"]),
+            fmt_ns(r["busy_ns"]),
+            fmt_pct(r["busy_ratio"]),
+        )
+    con.print(t)
+
+
+@section("cpu_activity", _render)
+def cpu_activity_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+    return {
+        "device_activity": summary.run(trace).num_rows > 0,
+        "threads": table_records(cpu_activity.run(trace)),
+    }
