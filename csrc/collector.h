@@ -9,13 +9,16 @@
 
 namespace tbdtrace {
 
+class CuptiApi;
+
 struct CollectorConfig {
-  std::string spool_path;             // spool file to write (one per process)
+  std::string spool_path;               // spool file to write (one per process)
   std::vector<std::string> activities;  // kind names, see activity_names()
-  uint64_t buffer_bytes = 8u << 20;   // size of one CUPTI activity buffer
-  uint32_t buffer_count = 8;          // buffers in the pool (memory bound = size x count)
-  uint32_t flush_interval_ms = 1000;  // periodic cuptiActivityFlushAll(0)
-  uint64_t spill_rows = 1u << 16;     // spill chunks to the spool past this many rows
+  uint64_t buffer_bytes = 8u << 20;     // size of one CUPTI activity buffer
+  uint32_t buffer_count = 8;            // buffers in the pool (memory bound = size x count)
+  uint32_t flush_interval_ms = 1000;    // periodic cuptiActivityFlushAll(0)
+  uint64_t spill_rows = 1u << 16;       // spill chunks to the spool past this many rows
+  CuptiApi* api = nullptr;              // CUPTI's activity API; nullptr = the real libcupti
 };
 
 struct StartResult {

@@ -15,7 +15,7 @@ import argparse
 import json
 import os
 
-from tbdtrace import _native
+from tbdtrace import _native_testing
 
 
 def main() -> None:
@@ -26,7 +26,9 @@ def main() -> None:
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
-    runs = [_native._bench_decode_kernels(args.records, args.names) for _ in range(args.repeat)]
+    runs = [
+        _native_testing.bench_decode_kernels(args.records, args.names) for _ in range(args.repeat)
+    ]
     best = {k: min(r[k] for r in runs) for k in runs[0] if k.endswith("_per_record")}
     print(
         json.dumps(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,9 @@ class Backend:
         finally:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+        why = merge.incomplete_reason(meta)
+        if why is not None:
+            warnings.warn(f"cupti backend: {why}", RuntimeWarning, stacklevel=2)
         return tables, meta
 
 

@@ -5,7 +5,8 @@ here: ``pid`` (the spool's process where the record has none), ``device_type`` =
 ``memory.level`` = reserved (CUPTI MEMORY2 sees device allocations, not tensors), and
 ``sync.device_id`` from the CONTEXT records. Context records and per-process collector
 statistics go into ``meta.extra``; CUPTI's dropped-record counts into
-``meta.dropped_records`` as ``{"<pid>:<context id>": count}``.
+``meta.dropped_records`` as ``{"<pid>:<context id>": count}``; spool write errors (a full
+disk) summed into ``meta.extra.spool_errors``/``spool_lost_rows``.
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
         ctx = columns(sp, "_contexts")
         if ctx:
             contexts += [dict(r, pid=sp.pid) for r in pa.table(ctx).to_pylist()]
+    spool_errors = sum(int(p.get("spool_errors") or 0) for p in procs)
+    lost_rows = sum(int(p.get("spool_lost_rows") or 0) for p in procs)
     merged = {name: pa.concat_tables(ts) for name, ts in parts.items()}
     devices = merged["devices"].to_pylist() if "devices" in merged else []
     # Column mappings: tbdtrace.trace dictionary-encodes the string columns.
@@ -121,9 +124,31 @@ def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
         "start_time_ns": min(starts) if starts else None,
         "dropped_records": dropped,
         "devices": devices,
-        "extra": {"collector_processes": procs, "contexts": contexts},
+        "extra": {
+            "collector_processes": procs,
+            "contexts": contexts,
+            "spool_errors": spool_errors,
+            "spool_lost_rows": lost_rows,
+        },
     }
     return tables, meta
 
 
-__all__ = ["merge"]
+def incomplete_reason(meta: dict[str, Any]) -> str | None:
+    """One line saying why the merged trace misses records the collector saw, or None."""
+    extra = meta.get("extra") or {}
+    errors = int(extra.get("spool_errors") or 0)
+    if not errors:
+        return None
+    first = next(
+        (p["spool_error"] for p in extra.get("collector_processes", []) if p.get("spool_error")),
+        "",
+    )
+    return (
+        f"the trace is incomplete: {errors} spool write error(s), "
+        f"{int(extra.get('spool_lost_rows') or 0)} rows lost ({first}); "
+        "free disk space in the temporary directory (TMPDIR) and capture again"
+    )
+
+
+__all__ = ["incomplete_reason", "merge"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tbdtrace.collector import BACKENDS, choose_backend
 from tbdtrace.collector.host_sampler import SamplerConfig
@@ -17,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Run COMMAND and write its trace directory. --backend auto picks the "
         "native CUPTI collector when a GPU is usable, else torch.profiler inside the "
         "child (a Python program using PyTorch; no change to it needed). A host sampler "
-        "records CPU utilization, memory and (through NVML) GPU utilization.",
+        "records CPU utilization, memory and (through NVML) GPU utilization. Exit code: "
+        "the command's; 3 when it succeeded but the trace lost records (spool write errors, "
+        "e.g. a full disk).",
     )
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
     p.add_argument("--backend", choices=BACKENDS, default="auto", help="capture backend")
@@ -118,4 +121,19 @@ def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
         cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, args.keep_spools
     )
     print(f"wrote {out} (backend cupti; command exit code {rc})", file=sys.stderr)
-    return rc
+    return _incomplete_status(out, rc)
+
+
+# `capture` exits with this when the command succeeded but the trace lost records it saw.
+INCOMPLETE_EXIT = 3
+
+
+def _incomplete_status(out: Path, rc: int) -> int:
+    from tbdtrace import trace
+    from tbdtrace.collector.merge import incomplete_reason
+
+    why = incomplete_reason(trace.open(out).meta)
+    if why is None:
+        return rc
+    print(f"tbdtrace capture: warning: {why}", file=sys.stderr)
+    return rc or INCOMPLETE_EXIT
