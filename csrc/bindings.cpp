@@ -8,6 +8,7 @@
 
 #include "collector.h"
 #include "columns.h"
+#include "counters_host.h"
 #include "decode.h"
 #include "kineto/parser.h"
 #include "spool.h"
@@ -29,6 +30,47 @@ const char* type_name(CType t) {
       return "string";
   }
   return "?";
+}
+
+// ---- Hardware counters, host side (csrc/counters_host.h); errors are RuntimeError ----
+
+void bind_counters(py::module_& m) {
+  m.def("profiler_chips", &profiler_chips);
+  m.def(
+      "counter_metric_properties",
+      [](const std::string& chip, const std::vector<std::string>& metrics) {
+        py::list out;
+        for (const auto& p : metric_properties(chip, metrics)) {
+          py::dict d;
+          d["name"] = p.name;
+          d["description"] = p.description;
+          d["hw_unit"] = p.hw_unit;
+          d["dim_unit"] = p.dim_unit;
+          d["type"] = p.type;
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("chip"), py::arg("metrics"));
+  m.def(
+      "counter_config",
+      [](const std::string& chip, const std::vector<std::string>& metrics) {
+        CounterConfig c = counter_config(chip, metrics);
+        return py::make_tuple(
+            py::bytes(reinterpret_cast<const char*>(c.image.data()), c.image.size()), c.passes);
+      },
+      py::arg("chip"), py::arg("metrics"));
+  m.def(
+      "evaluate_counter_data",
+      [](const std::string& chip, py::bytes image, const std::vector<std::string>& metrics) {
+        std::string s = image;
+        std::vector<uint8_t> data(s.begin(), s.end());
+        py::list out;
+        for (auto& r : evaluate_counter_data(chip, data, metrics))
+          out.append(py::make_tuple(r.name, r.values));
+        return out;
+      },
+      py::arg("chip"), py::arg("counter_data"), py::arg("metrics"));
 }
 
 // ---- Kineto JSON parser (csrc/kineto) ----
@@ -221,5 +263,6 @@ PYBIND11_MODULE(_native, m) {
     return collector_stop();
   });
   m.def("running", &collector_running);
+  bind_counters(m);
   bind_kineto(m);
 }
