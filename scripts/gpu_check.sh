@@ -11,7 +11,9 @@
 #  3. report / hotspots on the traces, import of the torch.profiler trace;
 #  4. `make demo`'s command (capture of workloads.pytorch.resnet50, auto backend) and the
 #     torch backend with --cuda;
-#  5. scripts/gpu_check.py: the checks, written to $OUT/results.json.
+#  5. the collector's seam tests through the fake CUPTI (tests/native/test_collector_seam.py);
+#  6. scripts/gpu_check.py: the checks (also NVML samples, spool errors, overhead goals),
+#     written to $OUT/results.json.
 # Brings back (in $OUT): results.json, logs.tar.gz, traces.tar.gz (our traces and the raw
 # spools), h200_resnet50_torch_profiler.json.gz. Exit code 0 only when every check passes.
 #
@@ -95,6 +97,8 @@ if (( $(left) > 150 )); then
   run bench $(( $(left) - 40 )) $PY -m tbdtrace bench --frameworks pytorch --size small --steps 5 \
       --timeout 45 --out "$W/bench"
 fi
+
+run seam 60 $PY -m pytest -q -p no:cacheprovider tests/native/test_collector_seam.py
 
 ln -sfn "$W/trace" "$OUT/trace"; ln -sfn "$W/kineto" "$OUT/kineto"; ln -sfn "$W/demo" "$OUT/demo"
 ln -sfn "$W/torchcap" "$OUT/torchcap"

@@ -151,7 +151,11 @@ def capture_command(
         extra = dict(meta["extra"])
         join_torch_memory(spool_dir, tables, extra)
         extra.update(
-            backend_choice=reason, exit_code=rc, spools=len(spools), cpu=cpuinfo.describe()
+            backend_choice=reason,
+            exit_code=rc,
+            spools=len(spools),
+            cpu=cpuinfo.describe(),
+            host_sampler={"rate_hz": sampler.rate_hz, "nvml": hs.nvml_status},
         )
         meta.update(backend="cupti", host=socket.gethostname(), command=list(command), extra=extra)
         path = trace.write(out, tables, meta)
