@@ -12,14 +12,13 @@ row per metric per sample). Metrics:
 * ``gpu_*`` index = device: NVML utilization, power, SM clock, memory used and, on
   Hopper or newer, the GPM metrics (:mod:`tbdtrace.collector.gpu_sampler` lists them).
 
-When NVML does not answer (no driver, no device) GPU metrics are skipped,
-:attr:`HostSampler.nvml_status` says why (capture writes it to meta.extra) and one info
-line says so on stderr, once per process.
+When NVML does not answer (no driver, no device) GPU metrics are skipped and
+:attr:`HostSampler.nvml_status` says why; capture writes it to
+``meta.extra.host_sampler.nvml`` and the ``capture`` command says so in one info line.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -28,15 +27,6 @@ from typing import Any
 import psutil
 
 from tbdtrace.collector.gpu_sampler import NvmlSampler
-
-_said_no_nvml = False
-
-
-def _info_no_nvml(status: str) -> None:
-    global _said_no_nvml
-    if not _said_no_nvml:
-        _said_no_nvml = True
-        print(f"tbdtrace: info: no GPU samples (NVML {status})", file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -65,8 +55,6 @@ class HostSampler:
         self._thread: threading.Thread | None = None
         self._nvml = NvmlSampler(nvml) if config.gpu else None
         self.nvml_status = self._nvml.status if self._nvml else "disabled"
-        if self._nvml is not None and not self._nvml.ok:
-            _info_no_nvml(self.nvml_status)
         self._procs: dict[int, psutil.Process] = {}
         self._last_cpu: dict[int, float] = {}
         self._last_wall = 0.0

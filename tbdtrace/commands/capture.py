@@ -102,6 +102,7 @@ def _run(args: argparse.Namespace) -> int:
         cmd, args.out, TorchConfig(cuda=args.cuda), SamplerConfig(rate_hz=args.sample_hz), reason
     )
     print(f"wrote {out} (backend {backend}; command exit code {rc})", file=sys.stderr)
+    _nvml_info(out)
     return rc
 
 
@@ -121,7 +122,17 @@ def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
         cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, args.keep_spools
     )
     print(f"wrote {out} (backend cupti; command exit code {rc})", file=sys.stderr)
+    _nvml_info(out)
     return _incomplete_status(out, rc)
+
+
+def _nvml_info(out: Path) -> None:
+    """One info line when the trace has no GPU samples because NVML did not answer."""
+    from tbdtrace import trace
+
+    nvml = str(((trace.open(out).meta.get("extra") or {}).get("host_sampler") or {}).get("nvml"))
+    if nvml.startswith("unavailable"):
+        print(f"tbdtrace capture: info: no GPU samples (NVML {nvml})", file=sys.stderr)
 
 
 # `capture` exits with this when the command succeeded but the trace lost records it saw.

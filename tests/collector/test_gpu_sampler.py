@@ -12,9 +12,9 @@ import pynvml
 import pytest
 
 from tbdtrace import trace
-from tbdtrace.collector import host_sampler
 from tbdtrace.collector.gpu_sampler import GPM_METRICS, NvmlSampler
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
+from tbdtrace.commands import capture as capture_cmd
 
 
 # GPM value (percent) the fake reports for metric id `m` between samples taken at ticks t1
@@ -163,23 +163,28 @@ def test_a_metric_that_stops_answering_is_dropped_for_that_device_only() -> None
 
 
 def test_no_driver_means_no_gpu_rows_and_one_info_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(host_sampler, "_said_no_nvml", False)
     fake = FakeNvml([], init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
     hs = HostSampler(SamplerConfig(rate_hz=50.0), nvml=fake)
-    HostSampler(SamplerConfig(rate_hz=50.0), nvml=fake)  # a second sampler says nothing
     assert hs.nvml_status == (
         "unavailable: NVMLError_LibraryNotFound: NVML Shared Library Not Found"
     )
-    err = capsys.readouterr().err.splitlines()
-    assert err == [
-        "tbdtrace: info: no GPU samples (NVML unavailable: NVMLError_LibraryNotFound: "
-        "NVML Shared Library Not Found)"
-    ]
     hs.start()
     cols = hs.stop()
     assert not [m for m in cols["metric"] if str(m).startswith("gpu_")]
+    assert capsys.readouterr().err == ""  # the sampler itself is silent
+    # `capture` says it once, after writing the trace (meta.extra.host_sampler.nvml).
+    meta: dict[str, Any] = {"source": "test", "extra": {"host_sampler": {"nvml": hs.nvml_status}}}
+    out = trace.write(tmp_path / "t", {"host_samples": cols}, meta)
+    capture_cmd._nvml_info(out)
+    assert capsys.readouterr().err.splitlines() == [
+        "tbdtrace capture: info: no GPU samples (NVML unavailable: "
+        "NVMLError_LibraryNotFound: NVML Shared Library Not Found)"
+    ]
+    meta["extra"]["host_sampler"]["nvml"] = "ok (1 devices; no GPM)"
+    capture_cmd._nvml_info(trace.write(tmp_path / "u", {"host_samples": cols}, meta))
+    assert capsys.readouterr().err == ""
 
 
 def test_host_sampler_writes_gpu_rows_into_the_trace(tmp_path: Any) -> None:
