@@ -21,6 +21,7 @@
 #include <unordered_set>
 
 #include "columns.h"
+#include "counters_device.h"
 #include "cupti_api.h"
 #include "decode.h"
 #include "spool.h"
@@ -93,6 +94,12 @@ struct Session {
   std::atomic<bool> stopping{false};
   int64_t start_host_ns = 0, start_cupti_ns = 0;
   CuptiApi* api = nullptr;
+  // Hardware counters (cfg.counter_metrics): one range profiler per context, started in the
+  // CONTEXT_CREATED callback, finished at context destruction or stop. UNVERIFIED on a GPU.
+  std::mutex counters_mu;  // guards the three below; held across range profiler calls only
+  std::map<CUcontext, std::unique_ptr<RangeProfiler>> profilers;
+  std::vector<CounterData> counter_data;
+  std::vector<std::string> counter_errors;
 };
 
 // The running session. CUPTI calls the buffer callbacks on its own threads at any time, so
@@ -219,6 +226,7 @@ void flush_loop(Session* s) {
 }
 
 std::string meta_json(Session* s, int cupti_ver) {
+  std::lock_guard<std::mutex> ck(s->counters_mu);  // lock order: mu, then counters_mu
   std::ostringstream o;
   o << "{\"pid\":" << getpid() << ",\"clock\":\"CLOCK_REALTIME\",\"clock_offset_ns\":0"
     << ",\"cupti_minus_host_ns_at_start\":" << (s->start_cupti_ns - s->start_host_ns)
@@ -230,7 +238,11 @@ std::string meta_json(Session* s, int cupti_ver) {
     << ",\"foreign_buffers\":" << s->foreign_buffers
     << ",\"buffers_completed\":" << s->buffers_completed
     << ",\"spool_errors\":" << s->spool.errors() << ",\"spool_lost_rows\":" << s->spool.lost_rows()
-    << ",\"spool_error\":" << json_str(s->spool.first_error());
+    << ",\"spool_error\":" << json_str(s->spool.first_error())
+    << ",\"counter_contexts\":" << s->counter_data.size() << ",\"counter_errors\":[";
+  for (size_t i = 0; i < s->counter_errors.size(); ++i)
+    o << (i ? "," : "") << json_str(s->counter_errors[i]);
+  o << "]";
   const auto& st = s->decoder->stats();
   o << ",\"records\":" << st.records << ",\"unknown_kind_records\":" << st.unknown_kind
     << ",\"marker_data_records\":" << st.marker_data
@@ -263,7 +275,61 @@ StartResult fail(Session* s, const std::string& status, const std::string& msg) 
   return StartResult{false, status, msg};
 }
 
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+void counters_context_created(Session* s, CUcontext ctx) {
+  uint32_t ctx_id = 0, dev = 0;
+  s->api->get_context_id(ctx, &ctx_id);
+  std::string error;
+  std::string chip;
+  CUptiResult r = cuptiGetDeviceId(ctx, &dev);
+  if (r != CUPTI_SUCCESS)
+    error = "cuptiGetDeviceId: " + cupti_result_name(r);
+  else
+    chip = device_chip_name(dev, &error);
+  auto prof = std::make_unique<RangeProfiler>();
+  if (error.empty())
+    error = prof->start(ctx, ctx_id, chip, s->cfg.counter_metrics, s->cfg.counter_max_ranges);
+  std::lock_guard<std::mutex> lk(s->counters_mu);
+  if (!error.empty()) {
+    s->counter_errors.push_back("context " + std::to_string(ctx_id) + ": " + error);
+    if (prof->running()) {
+      CounterData ignored;
+      prof->finish(&ignored);
+    }
+    return;
+  }
+  s->profilers[ctx] = std::move(prof);
+}
+
+// Finishes the range profiler of `ctx` (all contexts when nullptr) into counter_data.
+void counters_finish(Session* s, CUcontext ctx) {
+  std::lock_guard<std::mutex> lk(s->counters_mu);
+  for (auto it = s->profilers.begin(); it != s->profilers.end();) {
+    if (ctx != nullptr && it->first != ctx) {
+      ++it;
+      continue;
+    }
+    CounterData d;
+    std::string error = it->second->finish(&d);
+    if (!error.empty())
+      s->counter_errors.push_back("context " + std::to_string(d.context_id) + ": " + error);
+    if (!d.image.empty()) s->counter_data.push_back(std::move(d));
+    it = s->profilers.erase(it);
+  }
+}
+
+// The subscriber's callback: context creation and destruction, for hardware counters only.
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE || data == nullptr) return;
+  CallbackScope scope;
+  Session* s = scope.session();
+  if (s == nullptr || s->cfg.counter_metrics.empty()) return;
+  auto* rd = static_cast<const CUpti_ResourceData*>(data);
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+    counters_context_created(s, rd->context);
+  else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+    counters_finish(s, rd->context);
+}
 
 }  // namespace
 
@@ -353,6 +419,14 @@ StartResult collector_start(const CollectorConfig& cfg) {
     s->ours.insert(s->storage.back().get());
     s->free_.push_back(s->storage.back().get());
   }
+  if (!cfg.counter_metrics.empty()) {
+    for (auto cbid :
+         {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING}) {
+      r = s->api->enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+      if (r != CUPTI_SUCCESS)
+        return fail(s, "error", "cuptiEnableCallback (hardware counters): " + cupti_result_name(r));
+    }
+  }
   r = s->api->register_callbacks(buffer_requested, buffer_completed);
   if (r != CUPTI_SUCCESS)
     return fail(s, "error", "cuptiActivityRegisterCallbacks: " + cupti_result_name(r));
@@ -401,6 +475,8 @@ std::string collector_stop() {
   drain(s, false);
   s->decoder->close_open_ranges();
   s->spool.spill(s->chunks, s->strings);
+  counters_finish(s, nullptr);
+  for (const auto& d : s->counter_data) s->spool.write_counters(d);
   int ver = cupti_version();
   std::string meta;
   {

@@ -11,6 +11,10 @@ class RealCupti final : public CuptiApi {
     return cuptiSubscribe_v2(sub, cb, user, params);
   }
   CUptiResult unsubscribe(CUpti_SubscriberHandle sub) override { return cuptiUnsubscribe(sub); }
+  CUptiResult enable_callback(uint32_t enable, CUpti_SubscriberHandle sub,
+                              CUpti_CallbackDomain domain, CUpti_CallbackId cbid) override {
+    return cuptiEnableCallback(enable, sub, domain, cbid);
+  }
   CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc requested,
                                  CUpti_BuffersCallbackCompleteFunc completed) override {
     return cuptiActivityRegisterCallbacks(requested, completed);

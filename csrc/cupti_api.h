@@ -17,6 +17,8 @@ class CuptiApi {
   virtual CUptiResult subscribe(CUpti_SubscriberHandle* sub, CUpti_CallbackFunc cb, void* user,
                                 CUpti_SubscriberParams* params) = 0;
   virtual CUptiResult unsubscribe(CUpti_SubscriberHandle sub) = 0;
+  virtual CUptiResult enable_callback(uint32_t enable, CUpti_SubscriberHandle sub,
+                                      CUpti_CallbackDomain domain, CUpti_CallbackId cbid) = 0;
   virtual CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc requested,
                                          CUpti_BuffersCallbackCompleteFunc completed) = 0;
   virtual CUptiResult enable(CUpti_ActivityKind kind) = 0;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "counters_device.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -296,6 +298,25 @@ bool SpoolWriter::write_meta(const std::string& json) {
   pad8(p);
   Piece piece{p.data(), 0, p.size()};
   return write_pieces(kMetaChunk, 0, 0, std::string(), &piece, 1);
+}
+
+bool SpoolWriter::write_counters(const CounterData& d) {
+  std::string p;
+  put(p, static_cast<uint32_t>(d.chip.size()));
+  p += d.chip;
+  put(p, static_cast<uint32_t>(d.metrics.size()));
+  for (const auto& m : d.metrics) {
+    put(p, static_cast<uint32_t>(m.size()));
+    p += m;
+  }
+  put(p, d.context_id);
+  put(p, d.dropped_ranges);
+  put(p, static_cast<uint64_t>(d.image.size()));
+  size_t off = p.size();
+  Piece pieces[3] = {{p.data(), 0, off},
+                     {d.image.empty() ? kZeros : d.image.data(), 0, d.image.size()},
+                     {kZeros, 0, pad_len(off + d.image.size())}};
+  return write_pieces(kCountersChunk, 0, 0, std::string(), pieces, 3);
 }
 
 void SpoolWriter::close() {

@@ -8,6 +8,9 @@
 //   u64 data_bytes, name (padded to 8), data (padded to 8).
 // type 100 = strings: u64 first_id, then per string u32 length + bytes (rows = count).
 // type 101 = meta: UTF-8 JSON object (rows = 0).
+// type 102 = hardware counter data of one context (rows = 0): u32 chip length, chip,
+//   u32 metric count, per metric u32 length + name, u64 context id, u64 dropped ranges,
+//   u64 image bytes, the Range Profiling API's counter data image (padded to 8).
 //
 // Write errors (a full disk, a file size limit) never leave a torn chunk in the middle of
 // the file: the file is cut back to the end of the last whole chunk, the error is counted
@@ -26,6 +29,9 @@ constexpr uint32_t kSpoolVersion = 1;
 constexpr uint32_t kChunkMagic = 0x4B484354;  // "TCHK"
 constexpr uint32_t kStringsChunk = 100;
 constexpr uint32_t kMetaChunk = 101;
+constexpr uint32_t kCountersChunk = 102;
+
+struct CounterData;
 
 // CRC-32 with zlib's values (polynomial 0xEDB88320, Python's zlib.crc32): carry-less
 // multiplication where the CPU has PCLMULQDQ, zlib's crc32 otherwise and for short tails.
@@ -40,6 +46,7 @@ class SpoolWriter {
   // Returns false if a chunk could not be written (its rows are lost and counted).
   bool spill(ChunkSet& chunks, Strings& strings);
   bool write_meta(const std::string& json);
+  bool write_counters(const CounterData& data);
   void close();
   uint64_t bytes_written() const { return bytes_; }
   bool is_open() const { return fd_ >= 0; }

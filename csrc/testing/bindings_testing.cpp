@@ -14,6 +14,7 @@
 
 #include "collector.h"
 #include "columns.h"
+#include "counters_device.h"
 #include "decode.h"
 #include "spool.h"
 #include "testing/fake_cupti.h"
@@ -308,6 +309,22 @@ PYBIND11_MODULE(_native_testing, m) {
   m.def("test_record", &test_record);
   m.def("write_spool", &write_spool, py::arg("path"), py::arg("records"), py::arg("pid"),
         py::arg("spill_every") = 1000, py::arg("meta") = "");
+  m.def(
+      "write_counters_spool",
+      [](const std::string& path, uint32_t pid, const std::string& chip,
+         const std::vector<std::string>& metrics, uint64_t context_id, uint64_t dropped,
+         py::bytes image) {
+        std::string img = image;
+        CounterData d{chip, metrics, context_id, dropped, {img.begin(), img.end()}};
+        SpoolWriter w;
+        std::string err = w.open(path, pid);
+        if (!err.empty()) throw std::runtime_error(err);
+        bool ok = w.write_counters(d);
+        w.close();
+        return ok;
+      },
+      py::arg("path"), py::arg("pid"), py::arg("chip"), py::arg("metrics"), py::arg("context_id"),
+      py::arg("dropped_ranges"), py::arg("image"));
   m.def(
       "crc32",
       [](py::bytes b, uint32_t crc) {

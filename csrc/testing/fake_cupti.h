@@ -56,6 +56,10 @@ class FakeCupti final : public CuptiApi {
   CUptiResult subscribe(CUpti_SubscriberHandle* sub, CUpti_CallbackFunc cb, void* user,
                         CUpti_SubscriberParams* params) override;
   CUptiResult unsubscribe(CUpti_SubscriberHandle sub) override;
+  CUptiResult enable_callback(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                              CUpti_CallbackId) override {
+    return CUPTI_SUCCESS;  // the fake creates no contexts: nothing to call back for
+  }
   CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc requested,
                                  CUpti_BuffersCallbackCompleteFunc completed) override;
   CUptiResult enable(CUpti_ActivityKind kind) override;

@@ -36,6 +36,9 @@ class CuptiConfig:
     # capture command: PyTorch tensor allocations from the caching allocator's history,
     # labelled (tbdtrace.memory.torch_cuda), as the memory table's allocated level
     torch_memory: bool = True
+    # capture command: "flops" = per-kernel FLOPs from hardware counters (Range Profiling API,
+    # kernel replay: serializes and replays kernels; a separate run mode). "" = off.
+    counters: str = ""
 
 
 def _route_nvtx() -> None:
@@ -80,6 +83,8 @@ def check_config(cfg: CuptiConfig) -> None:
         raise TraceError("CUPTI buffers must be at least 64 KiB and at least one buffer")
     if cfg.flush_interval_ms < 1:
         raise TraceError("--flush-interval-ms must be >= 1")
+    if cfg.counters not in ("", "flops"):
+        raise TraceError(f"unknown counters {cfg.counters!r}; choose flops")
 
 
 def probe() -> tuple[bool, str, str]:
@@ -108,6 +113,11 @@ class Backend:
 
     def start(self) -> None:
         check_config(self.config)
+        if self.config.counters:
+            raise TraceError(
+                "cupti backend: hardware counters need a capture of a command "
+                "(tbdtrace capture --counters flops -- COMMAND), not in-process capture"
+            )
         acts = resolve_activities(self.config)
         _route_nvtx()
         self._dir = Path(tempfile.mkdtemp(prefix="tbdtrace-spool-"))

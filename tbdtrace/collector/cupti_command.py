@@ -60,6 +60,10 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, 
             STEPS_FILE_ENV: str(steps_file),
         }
     )
+    if cfg.counters == "flops":
+        from tbdtrace.collector.flops import flop_metrics
+
+        env["TBDTRACE_COUNTER_METRICS"] = ",".join(flop_metrics())
     if cfg.torch_memory:
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + old if old else "")

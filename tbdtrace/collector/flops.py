@@ -10,8 +10,10 @@ one thread instruction here, so FP16 FLOPs can be under-counted up to 2x; tensor
 is not in these counters at all: ``sm__inst_executed_pipe_tensor.sum`` (warp-level tensor
 instructions, not FLOPs) is recorded beside them where the chip has it.
 
-The device side (Range Profiling API with kernel replay, joined to kernels by correlation
-id) is not part of this module; see docs/COLLECTOR.md.
+The device side (``csrc/counters_device.cpp``: Range Profiling API, auto range, kernel
+replay) writes one counter data image per context into the spool; :func:`join_ranges`
+puts each range's FLOPs on its kernel (launch order, names checked). UNVERIFIED: not run on
+a GPU yet (docs/COLLECTOR.md).
 """
 
 from __future__ import annotations
@@ -110,6 +112,26 @@ def decode(
     return [(name, dict(zip(metrics, vals, strict=True))) for name, vals in ranges]
 
 
+def join_ranges(
+    names: Sequence[str], mangled: Sequence[str], ranges: Sequence[tuple[str, Mapping[str, float]]]
+) -> tuple[list[float] | None, str]:
+    """Per-kernel FLOPs from auto ranges, or (None, why not).
+
+    ``names``/``mangled``: one context's kernels in launch order (correlation id order: kernel
+    replay serializes kernels, so ranges come in the same order). The join is made only when
+    there are as many ranges as kernels and each range is named like its kernel (either
+    name); anything else is refused rather than guessed.
+    """
+    if len(ranges) != len(names):
+        return None, f"{len(ranges)} counter ranges for {len(names)} kernels"
+    out: list[float] = []
+    for i, (rname, vals) in enumerate(ranges):
+        if rname not in (names[i], mangled[i]):
+            return None, f"range {i} is {rname!r} but kernel {i} is {names[i]!r}"
+        out.append(flops_from_counters(vals)["total"])
+    return out, "joined"
+
+
 __all__ = [
     "PRECISIONS",
     "TENSOR_METRIC",
@@ -118,6 +140,7 @@ __all__ = [
     "decode",
     "flop_metrics",
     "flops_from_counters",
+    "join_ranges",
     "metric_properties",
     "plan",
     "sass_metric",

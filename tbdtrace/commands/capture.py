@@ -69,6 +69,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "allocator's history, labelled weights, gradients, ...) beside CUPTI's",
     )
     p.add_argument(
+        "--counters",
+        choices=("flops",),
+        default=None,
+        help="cupti backend: per-kernel FLOPs (FP64/FP32/FP16: adds + muls + 2 FMAs) from "
+        "hardware counters into kernels.flops. A separate run mode, off by default: "
+        "kernel replay serializes kernels and runs each once per counter pass, so times "
+        "and throughput of this run are perturbed. Not yet verified on a GPU",
+    )
+    p.add_argument(
         "--keep-spools",
         metavar="DIR",
         default=None,
@@ -94,6 +103,13 @@ def _run(args: argparse.Namespace) -> int:
         print("tbdtrace capture: --sample-hz must be > 0", file=sys.stderr)
         return 2
     backend, reason = choose_backend(args.backend)
+    if args.counters and backend != "cupti":
+        print(
+            f"tbdtrace capture: --counters needs the cupti backend (this run: {backend}); "
+            "add --backend cupti on a machine with a GPU",
+            file=sys.stderr,
+        )
+        return 2
     if backend == "cupti":
         return _run_cupti(args, cmd, reason)
     from tbdtrace.collector.torch_child import capture_command
@@ -117,7 +133,14 @@ def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
         buffer_count=args.buffer_count,
         flush_interval_ms=args.flush_interval_ms,
         torch_memory=args.torch_memory,
+        counters=args.counters or "",
     )
+    if cfg.counters:
+        print(
+            "tbdtrace capture: warning: --counters flops replays every kernel (times in this "
+            "trace are perturbed) and has not been verified on a GPU yet",
+            file=sys.stderr,
+        )
     out, rc = cupti_capture(
         cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, args.keep_spools
     )
