@@ -289,14 +289,35 @@ def gpu_samples() -> None:
 
 @section
 def flops_counters() -> None:
-    # Host side only: the config image for this GPU's chip. The device side (Range
-    # Profiling API, `capture --counters flops`) is not built yet: no FLOP check here.
+    # Hardware FLOP counters (capture --counters flops; device side unverified until this
+    # runs): every FP32 GEMM kernel of scripts/gpu_gemm.py counts 2*M*N*K within 1%.
     from tbdtrace.collector import flops
 
-    chip = "GH100"  # H100/H200: the machine this check is written for
-    p = flops.plan(chip)
-    res["flops_plan"] = {"chip": chip, "metrics": list(p.metrics), "passes": p.passes}
+    p = flops.plan("GH100")  # H100/H200: the host side for this machine's chip
+    res["flops_plan"] = {"chip": "GH100", "metrics": list(p.metrics), "passes": p.passes}
     check("flops_config_image", len(p.config_image) > 0 and p.passes >= 1, p.passes)
+    g = load("gemm.json")
+    t = open_trace(OUT / "flops")
+    res["flops_counters"] = (t.meta.get("extra") or {}).get("counters")
+    procs = (t.meta.get("extra") or {}).get("collector_processes") or []
+    res["flops_counter_errors"] = [e for pr in procs for e in pr.get("counter_errors") or []]
+    k = t.df("kernels")
+    gemm = k[k["name"].astype(str).str.contains("gemm", case=False)]
+    assert g is not None, "gemm.json missing: the GEMM run did not finish"
+    want = 2 * g["M"] * g["N"] * g["K"]
+    got = gemm["flops"].dropna().astype(float)
+    res["flops_gemm"] = {
+        "want_per_kernel": want,
+        "kernels": int(len(gemm)),
+        "with_flops": int(len(got)),
+        "min": float(got.min()) if len(got) else None,
+        "max": float(got.max()) if len(got) else None,
+    }
+    check(
+        "gemm_flops_within_1pct",
+        len(got) >= g["iters"] and bool(((got - want).abs() <= 0.01 * want).all()),
+        res["flops_gemm"],
+    )
 
 
 @section

@@ -115,7 +115,8 @@ def decode(
 def join_ranges(
     names: Sequence[str], mangled: Sequence[str], ranges: Sequence[tuple[str, Mapping[str, float]]]
 ) -> tuple[list[float] | None, str]:
-    """Per-kernel FLOPs from auto ranges, or (None, why not).
+    """Per-kernel FP32 FLOPs from auto ranges (what ``kernels.flops`` holds: the fp32 pass
+    reads it as TBD's FP32 count), or (None, why not).
 
     ``names``/``mangled``: one context's kernels in launch order (correlation id order: kernel
     replay serializes kernels, so ranges come in the same order). The join is made only when
@@ -128,7 +129,7 @@ def join_ranges(
     for i, (rname, vals) in enumerate(ranges):
         if rname not in (names[i], mangled[i]):
             return None, f"range {i} is {rname!r} but kernel {i} is {names[i]!r}"
-        out.append(flops_from_counters(vals)["total"])
+        out.append(flops_from_counters(vals)["fp32"])
     return out, "joined"
 
 

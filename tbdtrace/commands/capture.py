@@ -72,8 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--counters",
         choices=("flops",),
         default=None,
-        help="cupti backend: per-kernel FLOPs (FP64/FP32/FP16: adds + muls + 2 FMAs) from "
-        "hardware counters into kernels.flops. A separate run mode, off by default: "
+        help="cupti backend: per-kernel FP32 FLOPs (adds + muls + 2 FMAs) from hardware "
+        "counters into kernels.flops, FP64 and FP16 totals in meta. A separate run mode, "
+        "off by default: "
         "kernel replay serializes kernels and runs each once per counter pass, so times "
         "and throughput of this run are perturbed. Not yet verified on a GPU",
     )

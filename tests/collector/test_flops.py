@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 FP32 = [f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum" for op in ("fadd", "fmul", "ffma")]
+FP64 = "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"
 
 
 def test_flop_formula_is_adds_plus_muls_plus_twice_fmas() -> None:
@@ -83,9 +84,9 @@ def _vals(fadd: float, fmul: float, ffma: float) -> dict[str, float]:
 def test_join_ranges_by_launch_order_and_name() -> None:
     names, mangled = ["gemm", "relu"], ["_Z4gemmv", "_Z4reluv"]
     vals, why = flops.join_ranges(
-        names, mangled, [("_Z4gemmv", _vals(1, 2, 3)), ("relu", _vals(0, 5, 0))]
+        names, mangled, [("_Z4gemmv", _vals(1, 2, 3)), ("relu", {**_vals(0, 5, 0), FP64: 9.0})]
     )
-    assert why == "joined" and vals == [1 + 2 + 2 * 3, 5]
+    assert why == "joined" and vals == [1 + 2 + 2 * 3, 5]  # FP32 only: FP64 is not in it
     vals, why = flops.join_ranges(names, mangled, [("_Z4gemmv", _vals(1, 2, 3))])
     assert vals is None and why == "1 counter ranges for 2 kernels"
     vals, why = flops.join_ranges(names, mangled, [("relu", {}), ("gemm", {})])
