@@ -11,8 +11,8 @@
 #  3. report / hotspots on the traces, import of the torch.profiler trace;
 #  4. `make demo`'s command (capture of workloads.pytorch.resnet50, auto backend) and the
 #     torch backend with --cuda;
-#  5. an FP32 GEMM loop under `capture --counters flops` (scripts/gpu_gemm.py); the
-#     collector's seam tests through the fake CUPTI (tests/native/test_collector_seam.py);
+#  5. (after the training runs) an FP32 GEMM loop under `capture --counters flops`
+#     (scripts/gpu_gemm.py); the collector's seam tests through the fake CUPTI (tests/native/test_collector_seam.py);
 #  6. scripts/gpu_check.py: the checks (also NVML samples, spool errors, overhead goals),
 #     written to $OUT/results.json.
 # Brings back (in $OUT): results.json, logs.tar.gz, traces.tar.gz (our traces and the raw
@@ -69,6 +69,11 @@ run nomem 150 $CAP --no-torch-memory --out "$W/trace_nomem" -- \
 run profile 150 $TR profile "$STEPS" "$BATCH" "$OUT/profile.json"
 run inproc 120 $TR inproc "$STEPS" "$BATCH" "$OUT/inproc.json"
 run plain2 120 $TR plain "$STEPS" "$BATCH" "$OUT/plain2.json"
+# Hardware FLOP counters: an FP32 GEMM loop under --counters flops (kernel replay); the
+# collector's seam tests. Before the optional stages: `bench` takes what is left.
+run flops 90 $CAP --no-torch-memory --counters flops --out "$W/flops" -- \
+    $PY scripts/gpu_gemm.py 2048 2048 2048 10 "$OUT/gemm.json"
+run seam 60 $PY -m pytest -q -p no:cacheprovider tests/native/test_collector_seam.py
 
 # Analysis commands on the real traces (report JSON for the checks, text for people).
 $PY -m tbdtrace report "$W/trace" --format json > "$OUT/report.json" 2> "$W/report.log"
@@ -99,10 +104,6 @@ if (( $(left) > 150 )); then
       --timeout 45 --out "$W/bench"
 fi
 
-# Hardware FLOP counters: an FP32 GEMM loop under --counters flops (kernel replay).
-run flops 90 $CAP --no-torch-memory --counters flops --out "$W/flops" -- \
-    $PY scripts/gpu_gemm.py 2048 2048 2048 10 "$OUT/gemm.json"
-run seam 60 $PY -m pytest -q -p no:cacheprovider tests/native/test_collector_seam.py
 
 ln -sfn "$W/trace" "$OUT/trace"; ln -sfn "$W/kineto" "$OUT/kineto"; ln -sfn "$W/demo" "$OUT/demo"
 ln -sfn "$W/torchcap" "$OUT/torchcap"; ln -sfn "$W/flops" "$OUT/flops"
