@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -201,8 +202,11 @@ void flush_loop(Session* s) {
   while (!s->stopping.load()) {
     {
       std::unique_lock<std::mutex> lk(s->mu);
-      // Short waits so a pending SIGTERM is noticed quickly.
-      s->cv.wait_for(lk, std::chrono::milliseconds(50));
+      // Short waits so a pending SIGTERM is noticed quickly, and no longer than the next
+      // periodic flush (intervals under 50 ms keep their period).
+      auto wait = std::min<std::chrono::steady_clock::duration>(
+          std::chrono::milliseconds(50), next - std::chrono::steady_clock::now());
+      if (wait > std::chrono::steady_clock::duration::zero()) s->cv.wait_for(lk, wait);
     }
     if (g_pending_signal.load()) break;
     if (std::chrono::steady_clock::now() >= next) {

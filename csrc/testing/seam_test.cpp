@@ -161,7 +161,7 @@ void periodic(const std::string& dir) {
   CHECK(path == dir + "/seam.tbds");
   check_complete(fake, path);
   auto st = fake.stats();
-  CHECK(st.flushes >= 5 && st.forced_flushes == 1);
+  CHECK(st.flushes >= 8 && st.forced_flushes == 1);
   CHECK(read_spool(path).kernel_chunks >= 3);  // spilled each period, not only at stop
   CHECK(st.subscribes == 1 && st.unsubscribes == 1 && st.enables == st.disables);
 }

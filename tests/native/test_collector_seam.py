@@ -62,7 +62,9 @@ def test_records_from_several_threads_with_periodic_flush_and_spill(tmp_path: Pa
     sp = check_complete(fake, path)
     st = fake.stats()
     assert st["dropped"] == 0 and st["written"] == 1200
-    assert st["flushes"] >= 5 and st["forced_flushes"] == 1  # periodic, then the stop's
+    # Every 10 ms for at least 0.2 s (less only if the machine starves the flush thread),
+    # then the stop's forced flush.
+    assert st["flushes"] >= 8 and st["forced_flushes"] == 1
     assert len(sp.tables["kernels"]) >= 3  # spilled every period, not only at stop
     assert st["subscribes"] == st["unsubscribes"] == 1 and st["enables"] == st["disables"]
 
