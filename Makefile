@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet bench-venv native chromium test fuzz demo lint format docs clean
+.PHONY: all venv venv-mxnet bench-venv native chromium test fuzz demo lint format docs clean sanitize
 
 all: native
 
@@ -54,6 +54,25 @@ native: $(VENV)/.stamp
 	if [ -f setup.py ]; then $(PY) setup.py -q build_ext --inplace; fi
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v '^WARNING: Location' ; test $${PIPESTATUS[0]} -eq 0
 	$(PY) -m compileall -q tbdtrace  # bytecode even where PYTHONDONTWRITEBYTECODE is set
+
+# The collector's lifecycle through the fake CUPTI (csrc/testing/seam_test.cpp) under
+# AddressSanitizer + UBSan, then ThreadSanitizer: one process per scenario. Not part of
+# `test` (two instrumented builds). failed_start leaks the pool CUPTI still holds on
+# purpose, so LeakSanitizer is off for that one scenario only.
+SEAM_SCENARIOS := periodic burst exhaustion stop_during_flush second_start failed_start sigterm sigint
+SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+sanitize:
+	set -e; export PATH="$(CURDIR)/$(VENV)/bin:$$PATH"; for san in address thread; do \
+	  cmake -S . -B build/sanitize-$$san -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	    -DTBDTRACE_SANITIZE=$$san -DTBDTRACE_TESTING=ON -DPython_EXECUTABLE=$(CURDIR)/$(PY) >/dev/null; \
+	  cmake --build build/sanitize-$$san --target tbdtrace_seam_test; \
+	  for s in $(SEAM_SCENARIOS); do \
+	    d=$$(mktemp -d); leaks=1; [ $$s = failed_start ] && leaks=0; \
+	    $(SAN_ENV) ASAN_OPTIONS=detect_leaks=$$leaks:abort_on_error=1 \
+	      build/sanitize-$$san/tbdtrace_seam_test $$s $$d || { echo "sanitize: $$san $$s failed"; exit 1; }; \
+	    rm -rf $$d; \
+	  done; \
+	done; echo "sanitize: all scenarios clean under ASan/UBSan and TSan"
 
 # The HTML report's browser test (tests/report/test_html.py) runs headless Chromium
 # (Debian package chromium): installed with apt-get when missing; where that fails, the

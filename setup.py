@@ -28,6 +28,11 @@ class CMakeExtension(Extension):
 
 
 class CMakeBuild(build_ext):
+    def run(self) -> None:
+        # setuptools clears self.inplace while building and copies into the source tree after.
+        self._developer_build = bool(self.inplace or getattr(self, "editable_mode", False))
+        super().run()
+
     def build_extension(self, ext: Extension) -> None:
         out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
         build_dir = ROOT / "build" / "native"
@@ -36,13 +41,19 @@ class CMakeBuild(build_ext):
             f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={out_dir}",
             f"-DPython_EXECUTABLE={sys.executable}",
             "-DCMAKE_BUILD_TYPE=Release",
+            # tbdtrace._native_testing (test hooks, fake CUPTI): developer builds only.
+            f"-DTBDTRACE_TESTING={'ON' if self._developer_build else 'OFF'}",
             *shlex.split(os.environ.get("TBDTRACE_CMAKE_ARGS", "")),
         ]
-        gen = ["-G", "Ninja"] if _has_ninja() and not (build_dir / "CMakeCache.txt").exists() else []
+        gen = (
+            ["-G", "Ninja"] if _has_ninja() and not (build_dir / "CMakeCache.txt").exists() else []
+        )
         subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build_dir), *gen, *args], check=True)
-        subprocess.run(["cmake", "--build", str(build_dir), "-j", str(os.cpu_count() or 2)],
-                       check=True)
+        subprocess.run(
+            ["cmake", "--build", str(build_dir), "-j", str(os.cpu_count() or 2)], check=True
+        )
         self._inject_lib = out_dir / "libtbdtrace_inject.so"
+        self._testing_libs = list(out_dir.glob("_native_testing*.so"))
 
     def copy_extensions_to_source(self) -> None:
         # --inplace copies only the extension module into the package; the injection
@@ -51,6 +62,9 @@ class CMakeBuild(build_ext):
         lib = getattr(self, "_inject_lib", None)
         if lib is not None and lib.exists():
             shutil.copy2(lib, ROOT / "tbdtrace" / lib.name)
+        for t in getattr(self, "_testing_libs", []):
+            if t.resolve().parent != (ROOT / "tbdtrace").resolve():
+                shutil.copy2(t, ROOT / "tbdtrace" / t.name)
 
 
 def _has_ninja() -> bool:

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -21,6 +22,8 @@
 #include <unordered_set>
 
 #include "columns.h"
+#include "counters_device.h"
+#include "cupti_api.h"
 #include "decode.h"
 #include "spool.h"
 
@@ -28,7 +31,10 @@ namespace tbdtrace {
 
 namespace {
 
-struct KindName { const char* name; CUpti_ActivityKind kind; };
+struct KindName {
+  const char* name;
+  CUpti_ActivityKind kind;
+};
 const KindName kKinds[] = {
     {"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
     {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
@@ -54,9 +60,13 @@ int64_t realtime_ns() {
 std::string json_str(const std::string& s) {
   std::string o = "\"";
   for (char ch : s) {
-    if (ch == '"' || ch == '\\') { o += '\\'; o += ch; }
-    else if (static_cast<unsigned char>(ch) < 0x20) { o += ' '; }
-    else o += ch;
+    if (ch == '"' || ch == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      o += ' ';
+    } else
+      o += ch;
   }
   return o + "\"";
 }
@@ -76,6 +86,7 @@ struct Session {
   std::vector<CUpti_ActivityKind> enabled;
   std::vector<std::string> failed;  // "kind: CUPTI result" for kinds that did not enable
   CUpti_SubscriberHandle subscriber = nullptr;
+  bool registered = false;  // buffer callbacks registered: CUPTI may hold our buffers
   ChunkSet chunks;
   Strings strings;
   std::unique_ptr<Decoder> decoder;
@@ -83,14 +94,51 @@ struct Session {
   std::thread flusher;
   std::atomic<bool> stopping{false};
   int64_t start_host_ns = 0, start_cupti_ns = 0;
+  CuptiApi* api = nullptr;
+  // Hardware counters (cfg.counter_metrics): one range profiler per context, started in the
+  // CONTEXT_CREATED callback, finished at context destruction or stop. UNVERIFIED on a GPU.
+  std::mutex counters_mu;  // guards the three below; held across range profiler calls only
+  std::map<CUcontext, std::unique_ptr<RangeProfiler>> profilers;
+  std::vector<CounterData> counter_data;
+  std::vector<std::string> counter_errors;
 };
 
-Session* g_session = nullptr;
+// The running session. CUPTI calls the buffer callbacks on its own threads at any time, so
+// the pointer is atomic and each callback announces itself in g_in_callbacks *before*
+// loading it: after a stop stores nullptr and sees the count at zero, no callback can still
+// be using the old session (both sequentially consistent), and it may be freed.
+std::atomic<Session*> g_session{nullptr};
+std::atomic<int> g_in_callbacks{0};
 std::mutex g_lifecycle;  // start/stop
 std::atomic<int> g_pending_signal{0};
 
+// Held by each buffer callback for its whole run (see g_session).
+struct CallbackScope {
+  CallbackScope() { g_in_callbacks.fetch_add(1); }
+  ~CallbackScope() { g_in_callbacks.fetch_sub(1); }
+  Session* session() const { return g_session.load(); }
+};
+
+// Unpublishes the session and waits for callbacks that may still hold it.
+void retire_session() {
+  g_session.store(nullptr);
+  while (g_in_callbacks.load() != 0) std::this_thread::yield();
+}
+
+// Frees the session when CUPTI holds none of its buffers; otherwise leaks it on purpose
+// (the buffers CUPTI holds stay valid; a late completion finds no session and is ignored).
+void release_session(Session* s) {
+  bool all_back;
+  {
+    std::lock_guard<std::mutex> lk(s->mu);
+    all_back = s->free_.size() + s->ready_.size() == s->storage.size();
+  }
+  if (all_back) delete s;
+}
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  Session* s = g_session;
+  CallbackScope scope;
+  Session* s = scope.session();
   *max_records = 0;
   *buffer = nullptr;
   *size = 0;
@@ -108,13 +156,14 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
                                size_t valid) {
-  Session* s = g_session;
+  CallbackScope scope;
+  Session* s = scope.session();
   if (s == nullptr || buffer == nullptr) return;
   size_t dropped = 0;
   // Outside our mutex: CUPTI holds its own lock here (ABBA deadlock otherwise).
-  cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped);
+  s->api->get_num_dropped_records(ctx, stream, &dropped);
   uint32_t ctx_id = 0;
-  if (ctx != nullptr) cuptiGetContextId(ctx, &ctx_id);
+  if (ctx != nullptr) s->api->get_context_id(ctx, &ctx_id);
   {
     std::lock_guard<std::mutex> lk(s->mu);
     if (dropped) s->dropped_[ctx_id] += dropped;
@@ -139,7 +188,7 @@ void drain(Session* s, bool force_spill) {
       s->ready_.pop_front();
     }
     CUpti_Activity* rec = nullptr;
-    while (cuptiActivityGetNextRecord(b.first, b.second, &rec) == CUPTI_SUCCESS)
+    while (s->api->get_next_record(b.first, b.second, &rec) == CUPTI_SUCCESS)
       s->decoder->decode(rec);
     std::lock_guard<std::mutex> lk(s->mu);
     s->free_.push_back(b.first);
@@ -148,16 +197,20 @@ void drain(Session* s, bool force_spill) {
 }
 
 void flush_loop(Session* s) {
-  auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->cfg.flush_interval_ms);
+  auto next =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(s->cfg.flush_interval_ms);
   while (!s->stopping.load()) {
     {
       std::unique_lock<std::mutex> lk(s->mu);
-      // Short waits so a pending SIGTERM is noticed quickly.
-      s->cv.wait_for(lk, std::chrono::milliseconds(50));
+      // Short waits so a pending SIGTERM is noticed quickly, and no longer than the next
+      // periodic flush (intervals under 50 ms keep their period).
+      auto wait = std::min<std::chrono::steady_clock::duration>(
+          std::chrono::milliseconds(50), next - std::chrono::steady_clock::now());
+      if (wait > std::chrono::steady_clock::duration::zero()) s->cv.wait_for(lk, wait);
     }
     if (g_pending_signal.load()) break;
     if (std::chrono::steady_clock::now() >= next) {
-      cuptiActivityFlushAll(0);
+      s->api->flush_all(0);
       next = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->cfg.flush_interval_ms);
       drain(s, true);  // spill each period: a SIGKILL loses at most one period
     } else {
@@ -176,17 +229,24 @@ void flush_loop(Session* s) {
   }
 }
 
-std::string meta_json(Session* s) {
+std::string meta_json(Session* s, int cupti_ver) {
+  std::lock_guard<std::mutex> ck(s->counters_mu);  // lock order: mu, then counters_mu
   std::ostringstream o;
   o << "{\"pid\":" << getpid() << ",\"clock\":\"CLOCK_REALTIME\",\"clock_offset_ns\":0"
     << ",\"cupti_minus_host_ns_at_start\":" << (s->start_cupti_ns - s->start_host_ns)
     << ",\"start_time_ns\":" << s->start_host_ns << ",\"stop_time_ns\":" << realtime_ns()
-    << ",\"cupti_version\":" << cupti_version() << ",\"buffer_bytes\":" << s->cfg.buffer_bytes
+    << ",\"cupti_version\":" << cupti_ver << ",\"buffer_bytes\":" << s->cfg.buffer_bytes
     << ",\"buffer_count\":" << s->cfg.buffer_count
     << ",\"flush_interval_ms\":" << s->cfg.flush_interval_ms
     << ",\"denied_buffer_requests\":" << s->denied_requests
     << ",\"foreign_buffers\":" << s->foreign_buffers
-    << ",\"buffers_completed\":" << s->buffers_completed;
+    << ",\"buffers_completed\":" << s->buffers_completed
+    << ",\"spool_errors\":" << s->spool.errors() << ",\"spool_lost_rows\":" << s->spool.lost_rows()
+    << ",\"spool_error\":" << json_str(s->spool.first_error())
+    << ",\"counter_contexts\":" << s->counter_data.size() << ",\"counter_errors\":[";
+  for (size_t i = 0; i < s->counter_errors.size(); ++i)
+    o << (i ? "," : "") << json_str(s->counter_errors[i]);
+  o << "]";
   const auto& st = s->decoder->stats();
   o << ",\"records\":" << st.records << ",\"unknown_kind_records\":" << st.unknown_kind
     << ",\"marker_data_records\":" << st.marker_data
@@ -205,24 +265,82 @@ std::string meta_json(Session* s) {
   return o.str();
 }
 
+// A start that went wrong after the session was published: undo it. Buffers CUPTI took
+// between registering the callbacks and now come back through the forced flush; a pool
+// CUPTI still holds after it is leaked (release_session), never freed under CUPTI.
 StartResult fail(Session* s, const std::string& status, const std::string& msg) {
-  for (auto k : s->enabled) cuptiActivityDisable(k);
-  if (s->subscriber) cuptiUnsubscribe(s->subscriber);
+  for (auto k : s->enabled) s->api->disable(k);
+  if (s->registered) s->api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (s->subscriber) s->api->unsubscribe(s->subscriber);
+  retire_session();
   s->spool.close();
   std::remove(s->cfg.spool_path.c_str());
-  delete s;
-  g_session = nullptr;
+  release_session(s);
   return StartResult{false, status, msg};
 }
 
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+void counters_context_created(Session* s, CUcontext ctx) {
+  uint32_t ctx_id = 0, dev = 0;
+  s->api->get_context_id(ctx, &ctx_id);
+  std::string error;
+  std::string chip;
+  CUptiResult r = cuptiGetDeviceId(ctx, &dev);
+  if (r != CUPTI_SUCCESS)
+    error = "cuptiGetDeviceId: " + cupti_result_name(r);
+  else
+    chip = device_chip_name(dev, &error);
+  auto prof = std::make_unique<RangeProfiler>();
+  if (error.empty())
+    error = prof->start(ctx, ctx_id, chip, s->cfg.counter_metrics, s->cfg.counter_max_ranges);
+  std::lock_guard<std::mutex> lk(s->counters_mu);
+  if (!error.empty()) {
+    s->counter_errors.push_back("context " + std::to_string(ctx_id) + ": " + error);
+    if (prof->running()) {
+      CounterData ignored;
+      prof->finish(&ignored);
+    }
+    return;
+  }
+  s->profilers[ctx] = std::move(prof);
+}
+
+// Finishes the range profiler of `ctx` (all contexts when nullptr) into counter_data.
+void counters_finish(Session* s, CUcontext ctx) {
+  std::lock_guard<std::mutex> lk(s->counters_mu);
+  for (auto it = s->profilers.begin(); it != s->profilers.end();) {
+    if (ctx != nullptr && it->first != ctx) {
+      ++it;
+      continue;
+    }
+    CounterData d;
+    std::string error = it->second->finish(&d);
+    if (!error.empty())
+      s->counter_errors.push_back("context " + std::to_string(d.context_id) + ": " + error);
+    if (!d.image.empty()) s->counter_data.push_back(std::move(d));
+    it = s->profilers.erase(it);
+  }
+}
+
+// The subscriber's callback: context creation and destruction, for hardware counters only.
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE || data == nullptr) return;
+  CallbackScope scope;
+  Session* s = scope.session();
+  if (s == nullptr || s->cfg.counter_metrics.empty()) return;
+  auto* rd = static_cast<const CUpti_ResourceData*>(data);
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+    counters_context_created(s, rd->context);
+  else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+    counters_finish(s, rd->context);
+}
 
 }  // namespace
 
 const std::vector<std::string>& default_activities() {
-  static const std::vector<std::string> v = {"kernel", "memcpy", "memcpy2", "memset", "memory",
-                                             "runtime", "driver", "marker", "sync", "overhead",
-                                             "device", "context"};
+  static const std::vector<std::string> v = {"kernel", "memcpy",   "memcpy2", "memset",
+                                             "memory", "runtime",  "driver",  "marker",
+                                             "sync",   "overhead", "device",  "context"};
   return v;
 }
 
@@ -256,17 +374,22 @@ std::string cupti_library_path() {
 
 StartResult collector_start(const CollectorConfig& cfg) {
   std::lock_guard<std::mutex> life(g_lifecycle);
-  if (g_session != nullptr) return {false, "error", "the CUPTI collector is already running"};
+  if (g_session.load() != nullptr)
+    return {false, "error", "the CUPTI collector is already running"};
   std::vector<CUpti_ActivityKind> kinds;
   for (const auto& a : cfg.activities) {
     bool found = false;
     for (const auto& k : kKinds)
-      if (a == k.name) { kinds.push_back(k.kind); found = true; }
+      if (a == k.name) {
+        kinds.push_back(k.kind);
+        found = true;
+      }
     if (!found) return {false, "error", "unknown activity '" + a + "'"};
   }
   auto* s = new Session();
   s->cfg = cfg;
-  g_session = s;
+  s->api = cfg.api != nullptr ? cfg.api : &real_cupti();
+  g_session.store(s);
   s->decoder = std::make_unique<Decoder>(s->chunks, s->strings);
   std::string err = s->spool.open(cfg.spool_path, static_cast<uint32_t>(getpid()));
   if (!err.empty()) return fail(s, "error", err);
@@ -279,17 +402,18 @@ StartResult collector_start(const CollectorConfig& cfg) {
   params.subscriberName = "tbdtrace";
   params.oldSubscriberName = old_name;
   params.oldSubscriberSize = sizeof(old_name);
-  CUptiResult r = cuptiSubscribe_v2(&s->subscriber, on_callback, nullptr, &params);
+  CUptiResult r = s->api->subscribe(&s->subscriber, on_callback, nullptr, &params);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     s->subscriber = nullptr;
     std::string who = old_name[0] ? old_name : "another profiler (nsys, ncu, a framework profiler)";
-    return fail(s, "other_tool", "CUPTI is already in use by " + who +
-                                     "; capture stopped, the other tool's run is untouched");
+    return fail(s, "other_tool",
+                "CUPTI is already in use by " + who +
+                    "; capture stopped, the other tool's run is untouched");
   }
   if (r != CUPTI_SUCCESS) {
     s->subscriber = nullptr;
-    if (r == CUPTI_ERROR_UNKNOWN ||
-        r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_INVALID_DEVICE)
+    if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED ||
+        r == CUPTI_ERROR_INVALID_DEVICE)
       return fail(s, "no_device", "no CUDA driver/device (CUPTI: " + cupti_result_name(r) + ")");
     return fail(s, "error", "cuptiSubscribe failed: " + cupti_result_name(r));
   }
@@ -299,10 +423,20 @@ StartResult collector_start(const CollectorConfig& cfg) {
     s->ours.insert(s->storage.back().get());
     s->free_.push_back(s->storage.back().get());
   }
-  r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-  if (r != CUPTI_SUCCESS) return fail(s, "error", "cuptiActivityRegisterCallbacks: " + cupti_result_name(r));
+  if (!cfg.counter_metrics.empty()) {
+    for (auto cbid :
+         {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING}) {
+      r = s->api->enable_callback(1, s->subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+      if (r != CUPTI_SUCCESS)
+        return fail(s, "error", "cuptiEnableCallback (hardware counters): " + cupti_result_name(r));
+    }
+  }
+  r = s->api->register_callbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS)
+    return fail(s, "error", "cuptiActivityRegisterCallbacks: " + cupti_result_name(r));
+  s->registered = true;
   for (size_t i = 0; i < kinds.size(); ++i) {
-    r = cuptiActivityEnable(kinds[i]);
+    r = s->api->enable(kinds[i]);
     if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED)
       return fail(s, "no_device", "no CUDA driver/device (CUPTI: " + cupti_result_name(r) + ")");
     // A kind this device or driver does not support is left out (and named in meta)
@@ -316,7 +450,7 @@ StartResult collector_start(const CollectorConfig& cfg) {
   if (s->enabled.empty() && !kinds.empty())
     return fail(s, "error", "no activity kind could be enabled (" + s->failed.front() + ")");
   uint64_t ts = 0;
-  cuptiGetTimestamp(&ts);
+  s->api->get_timestamp(&ts);
   s->start_host_ns = realtime_ns();
   s->start_cupti_ns = static_cast<int64_t>(ts);
   s->flusher = std::thread(flush_loop, s);
@@ -325,48 +459,61 @@ StartResult collector_start(const CollectorConfig& cfg) {
 
 std::string collector_stop() {
   std::lock_guard<std::mutex> life(g_lifecycle);
-  Session* s = g_session;
+  Session* s = g_session.load();
   if (s == nullptr) return "";
   // Forced flush first: it calls buffer_completed synchronously, so no lock is held here.
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  for (auto k : s->enabled) cuptiActivityDisable(k);
+  s->api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (auto k : s->enabled) s->api->disable(k);
+  // Records refused for want of a buffer since the last completion (the global queue).
+  size_t dropped = 0;
+  if (s->api->get_num_dropped_records(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped) {
+    std::lock_guard<std::mutex> lk(s->mu);
+    s->dropped_[0] += dropped;
+  }
   s->stopping = true;
   s->cv.notify_all();
-  if (s->flusher.joinable() && s->flusher.get_id() != std::this_thread::get_id()) s->flusher.join();
-  else if (s->flusher.joinable()) s->flusher.detach();
+  if (s->flusher.joinable() && s->flusher.get_id() != std::this_thread::get_id())
+    s->flusher.join();
+  else if (s->flusher.joinable())
+    s->flusher.detach();
   drain(s, false);
   s->decoder->close_open_ranges();
   s->spool.spill(s->chunks, s->strings);
-  s->spool.write_meta(meta_json(s));
-  s->spool.close();
-  if (s->subscriber) cuptiUnsubscribe(s->subscriber);
-  std::string path = s->cfg.spool_path;
-  g_session = nullptr;
-  // After the forced flush every buffer should be back. If CUPTI still holds one, the
-  // session (and its pool) is leaked on purpose rather than freed under CUPTI's feet.
-  bool all_back;
+  counters_finish(s, nullptr);
+  for (const auto& d : s->counter_data) s->spool.write_counters(d);
+  int ver = cupti_version();
+  std::string meta;
   {
-    std::lock_guard<std::mutex> lk(s->mu);
-    all_back = s->free_.size() == s->storage.size();
+    std::lock_guard<std::mutex> lk(s->mu);  // counters a late callback may still bump
+    meta = meta_json(s, ver);
   }
-  if (all_back) delete s;
+  s->spool.write_meta(meta);
+  s->spool.close();
+  if (s->subscriber) s->api->unsubscribe(s->subscriber);
+  std::string path = s->cfg.spool_path;
+  retire_session();
+  release_session(s);
   return path;
 }
 
-bool collector_running() { return g_session != nullptr; }
+bool collector_running() {
+  return g_session.load() != nullptr;
+}
 
 namespace {
-void on_signal(int sig) { g_pending_signal.store(sig); }
+void on_signal(int sig) {
+  g_pending_signal.store(sig);
+}
 }  // namespace
 
 void collector_install_signal_handlers() {
   for (int sig : {SIGTERM, SIGINT}) {
-    struct sigaction old{};
+    struct sigaction old {};
     sigaction(sig, nullptr, &old);
     // Only replace the default action; a program's own handler (Python's SIGINT) stays,
     // and that program's normal exit then stops the collector through atexit.
     if (old.sa_handler != SIG_DFL) continue;
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(sig, &sa, nullptr);

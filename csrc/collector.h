@@ -9,13 +9,20 @@
 
 namespace tbdtrace {
 
+class CuptiApi;
+
 struct CollectorConfig {
-  std::string spool_path;             // spool file to write (one per process)
+  std::string spool_path;               // spool file to write (one per process)
   std::vector<std::string> activities;  // kind names, see activity_names()
-  uint64_t buffer_bytes = 8u << 20;   // size of one CUPTI activity buffer
-  uint32_t buffer_count = 8;          // buffers in the pool (memory bound = size x count)
-  uint32_t flush_interval_ms = 1000;  // periodic cuptiActivityFlushAll(0)
-  uint64_t spill_rows = 1u << 16;     // spill chunks to the spool past this many rows
+  uint64_t buffer_bytes = 8u << 20;     // size of one CUPTI activity buffer
+  uint32_t buffer_count = 8;            // buffers in the pool (memory bound = size x count)
+  uint32_t flush_interval_ms = 1000;    // periodic cuptiActivityFlushAll(0)
+  uint64_t spill_rows = 1u << 16;       // spill chunks to the spool past this many rows
+  CuptiApi* api = nullptr;              // CUPTI's activity API; nullptr = the real libcupti
+  // Hardware counter metrics per kernel (Range Profiling API on each context created after
+  // start; csrc/counters_device.h, UNVERIFIED on a GPU); empty = off.
+  std::vector<std::string> counter_metrics;
+  uint64_t counter_max_ranges = 1u << 16;  // kernels profiled per context at most
 };
 
 struct StartResult {

@@ -5,6 +5,8 @@
 //   TBDTRACE_SPOOL_DIR         directory for <pid>.tbds spool files (required)
 //   TBDTRACE_ACTIVITIES        comma-separated kinds (default: collector defaults)
 //   TBDTRACE_BUFFER_BYTES, TBDTRACE_BUFFER_COUNT, TBDTRACE_FLUSH_INTERVAL_MS
+//   TBDTRACE_COUNTER_METRICS   comma-separated hardware counter metrics per kernel (Range
+//                              Profiling API, kernel replay; UNVERIFIED on a GPU)
 //
 // The same library is also NVTX's injection library (NVTX_INJECTION64_PATH): NVTX dlopens
 // that path and calls InitializeInjectionNvtx2, which is passed on to the libcupti already
@@ -32,7 +34,9 @@ uint64_t env_u64(const char* name, uint64_t dflt) {
   return (end && *end == '\0' && x > 0) ? x : dflt;
 }
 
-void stop_at_exit() { tbdtrace::collector_stop(); }
+void stop_at_exit() {
+  tbdtrace::collector_stop();
+}
 
 // libcupti's entry point `name`, from the copy this process already has: ours is a
 // DT_NEEDED of this library, and a program's own libcupti.so.13 has the same SONAME, so
@@ -86,6 +90,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       if (!a.empty()) cfg.activities.push_back(a);
   } else {
     cfg.activities = tbdtrace::default_activities();
+  }
+  const char* counters = std::getenv("TBDTRACE_COUNTER_METRICS");
+  if (counters != nullptr && *counters != '\0') {
+    std::stringstream ss(counters);
+    std::string m;
+    while (std::getline(ss, m, ','))
+      if (!m.empty()) cfg.counter_metrics.push_back(m);
   }
   cfg.buffer_bytes = env_u64("TBDTRACE_BUFFER_BYTES", cfg.buffer_bytes);
   cfg.buffer_count = static_cast<uint32_t>(env_u64("TBDTRACE_BUFFER_COUNT", cfg.buffer_count));

@@ -8,6 +8,13 @@
 //   u64 data_bytes, name (padded to 8), data (padded to 8).
 // type 100 = strings: u64 first_id, then per string u32 length + bytes (rows = count).
 // type 101 = meta: UTF-8 JSON object (rows = 0).
+// type 102 = hardware counter data of one context (rows = 0): u32 chip length, chip,
+//   u32 metric count, per metric u32 length + name, u64 context id, u64 dropped ranges,
+//   u64 image bytes, the Range Profiling API's counter data image (padded to 8).
+//
+// Write errors (a full disk, a file size limit) never leave a torn chunk in the middle of
+// the file: the file is cut back to the end of the last whole chunk, the error is counted
+// (errors(), lost_rows()) and reported once on stderr, and later spills try again.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +29,12 @@ constexpr uint32_t kSpoolVersion = 1;
 constexpr uint32_t kChunkMagic = 0x4B484354;  // "TCHK"
 constexpr uint32_t kStringsChunk = 100;
 constexpr uint32_t kMetaChunk = 101;
+constexpr uint32_t kCountersChunk = 102;
 
+struct CounterData;
+
+// CRC-32 with zlib's values (polynomial 0xEDB88320, Python's zlib.crc32): carry-less
+// multiplication where the CPU has PCLMULQDQ, zlib's crc32 otherwise and for short tails.
 uint32_t crc32(const uint8_t* data, size_t n, uint32_t crc = 0);
 
 class SpoolWriter {
@@ -31,16 +43,28 @@ class SpoolWriter {
   // Opens (truncates) the file and writes the file header. Returns an error text or "".
   std::string open(const std::string& path, uint32_t pid);
   // Writes new strings, then every non-empty table chunk, then clears the chunks.
+  // Returns false if a chunk could not be written (its rows are lost and counted).
   bool spill(ChunkSet& chunks, Strings& strings);
   bool write_meta(const std::string& json);
+  bool write_counters(const CounterData& data);
   void close();
   uint64_t bytes_written() const { return bytes_; }
   bool is_open() const { return fd_ >= 0; }
+  uint64_t errors() const { return errors_; }
+  uint64_t lost_rows() const { return lost_rows_; }
+  const std::string& first_error() const { return first_error_; }
 
  private:
-  bool write_chunk(uint32_t type, uint64_t rows, uint32_t ncols, const std::string& payload);
+  struct Piece;
+  bool write_pieces(uint32_t type, uint64_t rows, uint32_t ncols, const std::string& small,
+                    Piece* pieces, size_t n);
+  void record_error(int err, uint64_t rows);
   int fd_ = -1;
+  std::string path_;
   uint64_t bytes_ = 0;
+  uint64_t errors_ = 0;
+  uint64_t lost_rows_ = 0;
+  std::string first_error_;
 };
 
 }  // namespace tbdtrace

@@ -11,7 +11,10 @@
 #  3. report / hotspots on the traces, import of the torch.profiler trace;
 #  4. `make demo`'s command (capture of workloads.pytorch.resnet50, auto backend) and the
 #     torch backend with --cuda;
-#  5. scripts/gpu_check.py: the checks, written to $OUT/results.json.
+#  5. (after the training runs) an FP32 GEMM loop under `capture --counters flops`
+#     (scripts/gpu_gemm.py); the collector's seam tests through the fake CUPTI (tests/native/test_collector_seam.py);
+#  6. scripts/gpu_check.py: the checks (also NVML samples, spool errors, overhead goals),
+#     written to $OUT/results.json.
 # Brings back (in $OUT): results.json, logs.tar.gz, traces.tar.gz (our traces and the raw
 # spools), h200_resnet50_torch_profiler.json.gz. Exit code 0 only when every check passes.
 #
@@ -66,6 +69,11 @@ run nomem 150 $CAP --no-torch-memory --out "$W/trace_nomem" -- \
 run profile 150 $TR profile "$STEPS" "$BATCH" "$OUT/profile.json"
 run inproc 120 $TR inproc "$STEPS" "$BATCH" "$OUT/inproc.json"
 run plain2 120 $TR plain "$STEPS" "$BATCH" "$OUT/plain2.json"
+# Hardware FLOP counters: an FP32 GEMM loop under --counters flops (kernel replay); the
+# collector's seam tests. Before the optional stages: `bench` takes what is left.
+run flops 90 $CAP --no-torch-memory --counters flops --out "$W/flops" -- \
+    $PY scripts/gpu_gemm.py 2048 2048 2048 10 "$OUT/gemm.json"
+run seam 60 $PY -m pytest -q -p no:cacheprovider tests/native/test_collector_seam.py
 
 # Analysis commands on the real traces (report JSON for the checks, text for people).
 $PY -m tbdtrace report "$W/trace" --format json > "$OUT/report.json" 2> "$W/report.log"
@@ -96,19 +104,20 @@ if (( $(left) > 150 )); then
       --timeout 45 --out "$W/bench"
 fi
 
+
 ln -sfn "$W/trace" "$OUT/trace"; ln -sfn "$W/kineto" "$OUT/kineto"; ln -sfn "$W/demo" "$OUT/demo"
-ln -sfn "$W/torchcap" "$OUT/torchcap"
+ln -sfn "$W/torchcap" "$OUT/torchcap"; ln -sfn "$W/flops" "$OUT/flops"
 log "check"
 $PY scripts/gpu_check.py "$OUT" "$STEPS" > "$W/check.txt" 2>&1
 rc=$?
 tail -60 "$W/check.txt"
-rm -f "$OUT/trace" "$OUT/kineto" "$OUT/demo" "$OUT/torchcap"
+rm -f "$OUT/trace" "$OUT/kineto" "$OUT/demo" "$OUT/torchcap" "$OUT/flops"
 log "done in $(( $(date +%s) - t0 ))s, rc=$rc"
 cp "$OUT"/*.json "$W/" 2>/dev/null
 tar -C "$W" -czf "$OUT/logs.tar.gz" --exclude=trace --exclude=trace_nomem --exclude=spools --exclude=kineto \
-    --exclude=demo --exclude=torchcap --exclude=inproc_trace --exclude='*.pkl' --exclude='./bench/*-*' \
+    --exclude=demo --exclude=torchcap --exclude=flops --exclude=inproc_trace --exclude='*.pkl' --exclude='./bench/*-*' \
     --exclude='*.torch_trace.json' .
-tar -C "$W" -czf "$OUT/traces.tar.gz" trace spools demo inproc_trace trace_nomem 2>/dev/null
+tar -C "$W" -czf "$OUT/traces.tar.gz" trace spools demo inproc_trace trace_nomem flops 2>/dev/null
 cp "$OUT/capture.json.history.pkl" "$W/" 2>/dev/null
 gzip -c "$OUT/capture.json.history.pkl" > "$OUT/history.pkl.gz" 2>/dev/null
 # Only these come back: results, logs, traces, the torch.profiler trace, the raw history.

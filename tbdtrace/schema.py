@@ -367,8 +367,11 @@ TABLES: tuple[Table, ...] = (
     Table(
         "host_samples",
         "Periodic host measurements, one row per metric per sample: cpu_util (index = core, "
-        "-1 = all cores), rss_bytes (index = -1, process tree), gpu_util and "
-        "gpu_memory_used_bytes (index = device).",
+        "-1 = all cores), proc_cpu_cores and rss_bytes (index = -1, process tree); per NVML "
+        "device (index = device): gpu_util, gpu_memory_util, gpu_power_watts, "
+        "gpu_sm_clock_hz, gpu_memory_used_bytes and, on Hopper or newer (GPM), gpu_sm_util, "
+        "gpu_sm_occupancy, gpu_fp32_util, gpu_fp16_util, gpu_tensor_util "
+        "(tbdtrace/collector/gpu_sampler.py).",
         (
             _c("ts_ns", I64, "ns", "sample time", nullable=False, encoding=DELTA),
             _c("metric", STR, "text", "metric name", nullable=False),
@@ -377,7 +380,8 @@ TABLES: tuple[Table, ...] = (
                 "value",
                 F64,
                 "value",
-                "value (ratio 0..1 for *_util, bytes for *_bytes)",
+                "value (ratio 0..1 for *_util and gpu_sm_occupancy, bytes for *_bytes, W for "
+                "*_watts, Hz for *_hz, cores for proc_cpu_cores)",
                 nullable=False,
             ),
         ),

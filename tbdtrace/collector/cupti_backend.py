@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,9 @@ class CuptiConfig:
     # capture command: PyTorch matmul/convolution/attention ops with shapes and FLOPs, from
     # a dispatch-level recorder (tbdtrace.collector.torch_flops), as ``ops`` rows
     torch_flops: bool = True
+    # capture command: "flops" = per-kernel FLOPs from hardware counters (Range Profiling API,
+    # kernel replay: serializes and replays kernels; a separate run mode). "" = off.
+    counters: str = ""
 
 
 def _route_nvtx() -> None:
@@ -82,6 +86,8 @@ def check_config(cfg: CuptiConfig) -> None:
         raise TraceError("CUPTI buffers must be at least 64 KiB and at least one buffer")
     if cfg.flush_interval_ms < 1:
         raise TraceError("--flush-interval-ms must be >= 1")
+    if cfg.counters not in ("", "flops"):
+        raise TraceError(f"unknown counters {cfg.counters!r}; choose flops")
 
 
 def probe() -> tuple[bool, str, str]:
@@ -110,6 +116,11 @@ class Backend:
 
     def start(self) -> None:
         check_config(self.config)
+        if self.config.counters:
+            raise TraceError(
+                "cupti backend: hardware counters need a capture of a command "
+                "(tbdtrace capture --counters flops -- COMMAND), not in-process capture"
+            )
         acts = resolve_activities(self.config)
         _route_nvtx()
         self._dir = Path(tempfile.mkdtemp(prefix="tbdtrace-spool-"))
@@ -134,6 +145,9 @@ class Backend:
         finally:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+        why = merge.incomplete_reason(meta)
+        if why is not None:
+            warnings.warn(f"cupti backend: {why}", RuntimeWarning, stacklevel=2)
         return tables, meta
 
 

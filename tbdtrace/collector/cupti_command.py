@@ -64,6 +64,10 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, 
             STEPS_FILE_ENV: str(steps_file),
         }
     )
+    if cfg.counters == "flops":
+        from tbdtrace.collector.flops import flop_metrics
+
+        env["TBDTRACE_COUNTER_METRICS"] = ",".join(flop_metrics())
     if cfg.torch_memory or cfg.torch_flops:
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + old if old else "")
@@ -209,7 +213,11 @@ def capture_command(
         join_torch_memory(spool_dir, tables, extra)
         join_torch_ops(spool_dir, tables, extra)
         extra.update(
-            backend_choice=reason, exit_code=rc, spools=len(spools), cpu=cpuinfo.describe()
+            backend_choice=reason,
+            exit_code=rc,
+            spools=len(spools),
+            cpu=cpuinfo.describe(),
+            host_sampler={"rate_hz": sampler.rate_hz, "nvml": hs.nvml_status},
         )
         meta.update(backend="cupti", host=socket.gethostname(), command=list(command), extra=extra)
         path = trace.write(out, tables, meta)

@@ -9,11 +9,12 @@ row per metric per sample). Metrics:
 * ``proc_cpu_cores`` index -1: CPU time the sampled process tree used since the previous
   sample divided by wall time, in cores (1.0 = one core busy).
 * ``rss_bytes`` index -1: resident set size of the process tree, bytes.
-* ``gpu_util`` index = device: NVML utilization.gpu as a ratio 0..1.
-* ``gpu_memory_used_bytes`` index = device: NVML memory used, bytes.
+* ``gpu_*`` index = device: NVML utilization, power, SM clock, memory used and, on
+  Hopper or newer, the GPM metrics (:mod:`tbdtrace.collector.gpu_sampler` lists them).
 
 When NVML does not answer (no driver, no device) GPU metrics are skipped and
-:attr:`HostSampler.nvml_status` says why; capture writes it to meta.extra.
+:attr:`HostSampler.nvml_status` says why; capture writes it to
+``meta.extra.host_sampler.nvml`` and the ``capture`` command says so in one info line.
 """
 
 from __future__ import annotations
@@ -25,37 +26,13 @@ from typing import Any
 
 import psutil
 
+from tbdtrace.collector.gpu_sampler import NvmlSampler
+
 
 @dataclass(frozen=True)
 class SamplerConfig:
     rate_hz: float = 10.0  # samples per second
-    gpu: bool = True  # try NVML for GPU utilization and memory
-
-
-class _Nvml:
-    def __init__(self) -> None:
-        self.handles: list[Any] = []
-        self.status = "not tried"
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            n = pynvml.nvmlDeviceGetCount()
-            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
-            self.nvml = pynvml
-            self.status = f"ok ({n} devices)"
-        except Exception as e:  # noqa: BLE001 (any NVML failure means: no GPU metrics)
-            self.status = f"unavailable: {type(e).__name__}: {e}"
-
-    def sample(self, ts: int, out: list[tuple[int, str, int, float]]) -> None:
-        for i, h in enumerate(self.handles):
-            try:
-                u = self.nvml.nvmlDeviceGetUtilizationRates(h)
-                m = self.nvml.nvmlDeviceGetMemoryInfo(h)
-            except Exception:  # noqa: BLE001, S112 (a device that stops answering is skipped)
-                continue
-            out.append((ts, "gpu_util", i, u.gpu / 100.0))
-            out.append((ts, "gpu_memory_used_bytes", i, float(m.used)))
+    gpu: bool = True  # try NVML for GPU utilization, power, clocks, memory and GPM metrics
 
 
 class HostSampler:
@@ -63,10 +40,12 @@ class HostSampler:
 
     ``start()`` takes a first sample and starts the thread; ``stop()`` takes a last one
     and returns the ``host_samples`` columns (ts_ns int64 ns on CLOCK_REALTIME, metric,
-    index, value).
+    index, value). ``nvml``: the pynvml module to use (default: pynvml itself).
     """
 
-    def __init__(self, config: SamplerConfig = SamplerConfig(), pid: int | None = None):
+    def __init__(
+        self, config: SamplerConfig = SamplerConfig(), pid: int | None = None, nvml: Any = None
+    ):
         if config.rate_hz <= 0:
             raise ValueError("sampling rate must be > 0 Hz")
         self.config = config
@@ -74,7 +53,7 @@ class HostSampler:
         self.rows: list[tuple[int, str, int, float]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._nvml = _Nvml() if config.gpu else None
+        self._nvml = NvmlSampler(nvml) if config.gpu else None
         self.nvml_status = self._nvml.status if self._nvml else "disabled"
         self._procs: dict[int, psutil.Process] = {}
         self._last_cpu: dict[int, float] = {}
@@ -129,8 +108,9 @@ class HostSampler:
     def start(self) -> None:
         psutil.cpu_percent(percpu=True)  # prime: the next call measures from here
         self.sample()
-        self._thread = threading.Thread(target=self._loop, name="tbdtrace-host-sampler",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name="tbdtrace-host-sampler", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> dict[str, list[Any]]:
@@ -138,6 +118,8 @@ class HostSampler:
         if self._thread is not None:
             self._thread.join()
         self.sample()
+        if self._nvml is not None:
+            self._nvml.close()
         return self.columns()
 
     def columns(self) -> dict[str, list[Any]]:

@@ -5,7 +5,8 @@ here: ``pid`` (the spool's process where the record has none), ``device_type`` =
 ``memory.level`` = reserved (CUPTI MEMORY2 sees device allocations, not tensors), and
 ``sync.device_id`` from the CONTEXT records. Context records and per-process collector
 statistics go into ``meta.extra``; CUPTI's dropped-record counts into
-``meta.dropped_records`` as ``{"<pid>:<context id>": count}``.
+``meta.dropped_records`` as ``{"<pid>:<context id>": count}``; spool write errors (a full
+disk) summed into ``meta.extra.spool_errors``/``spool_lost_rows``.
 """
 
 from __future__ import annotations
@@ -88,8 +89,12 @@ def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
     dropped: dict[str, int] = {}
     contexts: list[dict[str, Any]] = []
     starts = []
+    counters: list[dict[str, Any]] = []
     for sp in spools:
-        for name, tbl in _process_tables(sp).items():
+        ptables = _process_tables(sp)
+        if sp.counters and "kernels" in ptables:
+            ptables["kernels"] = _counter_flops(sp, ptables["kernels"], counters)
+        for name, tbl in ptables.items():
             parts.setdefault(name, []).append(tbl)
         m = dict(sp.meta or {})
         procs.append(
@@ -108,6 +113,8 @@ def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
         ctx = columns(sp, "_contexts")
         if ctx:
             contexts += [dict(r, pid=sp.pid) for r in pa.table(ctx).to_pylist()]
+    spool_errors = sum(int(p.get("spool_errors") or 0) for p in procs)
+    lost_rows = sum(int(p.get("spool_lost_rows") or 0) for p in procs)
     merged = {name: pa.concat_tables(ts) for name, ts in parts.items()}
     devices = merged["devices"].to_pylist() if "devices" in merged else []
     # Column mappings: tbdtrace.trace dictionary-encodes the string columns.
@@ -121,9 +128,73 @@ def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
         "start_time_ns": min(starts) if starts else None,
         "dropped_records": dropped,
         "devices": devices,
-        "extra": {"collector_processes": procs, "contexts": contexts},
+        "extra": {
+            "collector_processes": procs,
+            "contexts": contexts,
+            "spool_errors": spool_errors,
+            "spool_lost_rows": lost_rows,
+            **({"counters": counters} if counters else {}),
+        },
     }
     return tables, meta
 
 
-__all__ = ["merge"]
+def _counter_flops(sp: Spool, kernels: pa.Table, summary: list[dict[str, Any]]) -> pa.Table:
+    """Fill ``kernels.flops`` from the process's hardware counter data (one image per
+    context; tbdtrace.collector.flops.join_ranges), and describe each join in ``summary``."""
+    from tbdtrace.collector import flops
+    from tbdtrace.errors import TraceError
+
+    flop_col: list[int | None] = kernels.column("flops").to_pylist()
+    ctx_col = kernels.column("context_id").to_numpy(zero_copy_only=False)
+    corr = kernels.column("correlation_id").to_numpy(zero_copy_only=False)
+    names = kernels.column("name").to_pylist()
+    mangled = kernels.column("mangled_name").to_pylist()
+    for c in sp.counters:
+        rows = np.flatnonzero(ctx_col == c["context_id"])
+        rows = rows[np.argsort(corr[rows], kind="stable")]  # launch order
+        entry: dict[str, Any] = {
+            "pid": sp.pid,
+            "context_id": c["context_id"],
+            "chip": c["chip"],
+            "dropped_ranges": c["dropped_ranges"],
+            "kernels": len(rows),
+        }
+        try:
+            ranges = flops.decode(c["chip"], c["image"], c["metrics"])
+        except TraceError as e:
+            entry.update(ranges=0, joined=False, reason=str(e))
+            summary.append(entry)
+            continue
+        vals, why = flops.join_ranges([names[i] for i in rows], [mangled[i] for i in rows], ranges)
+        entry.update(ranges=len(ranges), joined=vals is not None, reason=why)
+        totals = flops.flops_from_counters(
+            {m: sum(v.get(m, 0.0) for _, v in ranges) for m in c["metrics"]}
+        )
+        entry["flops_by_precision"] = totals
+        if vals is not None:
+            for r, v in zip(rows, vals, strict=True):
+                flop_col[r] = round(v)
+        summary.append(entry)
+    i = kernels.column_names.index("flops")
+    return kernels.set_column(i, "flops", pa.array(flop_col, type=pa.int64()))
+
+
+def incomplete_reason(meta: dict[str, Any]) -> str | None:
+    """One line saying why the merged trace misses records the collector saw, or None."""
+    extra = meta.get("extra") or {}
+    errors = int(extra.get("spool_errors") or 0)
+    if not errors:
+        return None
+    first = next(
+        (p["spool_error"] for p in extra.get("collector_processes", []) if p.get("spool_error")),
+        "",
+    )
+    return (
+        f"the trace is incomplete: {errors} spool write error(s), "
+        f"{int(extra.get('spool_lost_rows') or 0)} rows lost ({first}); "
+        "free disk space in the temporary directory (TMPDIR) and capture again"
+    )
+
+
+__all__ = ["incomplete_reason", "merge"]

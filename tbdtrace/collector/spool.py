@@ -25,6 +25,7 @@ FILE_MAGIC = b"TBDSPOOL"
 CHUNK_MAGIC = 0x4B484354
 STRINGS_CHUNK = 100
 META_CHUNK = 101
+COUNTERS_CHUNK = 102
 _FILE_HDR = struct.Struct("<8sII")
 _CHUNK_HDR = struct.Struct("<IIQQII")
 _COL_HDR = struct.Struct("<HBBIQ")
@@ -59,6 +60,8 @@ class Spool:
     string_cols: dict[str, set[str]] = field(default_factory=dict)
     strings: list[str] = field(default_factory=list)
     meta: dict[str, Any] | None = None  # None: the process did not stop cleanly
+    # hardware counter data per context: chip, metrics, context_id, dropped_ranges, image
+    counters: list[dict[str, Any]] = field(default_factory=list)
     chunks: int = 0
     truncated_bytes: int = 0  # bytes after the last whole chunk (0 for a clean file)
 
@@ -111,6 +114,8 @@ def _chunk(sp: Spool, typ: int, rows: int, ncols: int, payload: memoryview) -> N
             pos += 4 + n
     elif typ == META_CHUNK:
         sp.meta = json.loads(bytes(payload).rstrip(b"\0").decode())
+    elif typ == COUNTERS_CHUNK:
+        sp.counters.append(_counters(payload))
     elif typ in TABLE_NAMES:
         name = TABLE_NAMES[typ]
         cols: dict[str, np.ndarray] = {}
@@ -132,6 +137,31 @@ def _chunk(sp: Spool, typ: int, rows: int, ncols: int, payload: memoryview) -> N
             pos += _pad8(dbytes)
         sp.tables.setdefault(name, []).append(cols)
     # Unknown chunk types come from a newer writer: skipped.
+
+
+def _counters(payload: memoryview) -> dict[str, Any]:
+    """A counters chunk (csrc/spool.h, type 102)."""
+    pos = 0
+
+    def text() -> str:
+        nonlocal pos
+        (n,) = struct.unpack_from("<I", payload, pos)
+        pos += 4 + n
+        return bytes(payload[pos - n : pos]).decode()
+
+    chip = text()
+    (nm,) = struct.unpack_from("<I", payload, pos)
+    pos += 4
+    metrics = [text() for _ in range(nm)]
+    ctx, dropped, nbytes = struct.unpack_from("<QQQ", payload, pos)
+    pos += 24
+    return {
+        "chip": chip,
+        "metrics": metrics,
+        "context_id": ctx,
+        "dropped_ranges": dropped,
+        "image": bytes(payload[pos : pos + nbytes]),
+    }
 
 
 _NULL = {np.dtype("<i4"): np.iinfo(np.int32).min, np.dtype("<i8"): np.iinfo(np.int64).min}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tbdtrace.collector import BACKENDS, choose_backend
 from tbdtrace.collector.host_sampler import SamplerConfig
@@ -17,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Run COMMAND and write its trace directory. --backend auto picks the "
         "native CUPTI collector when a GPU is usable, else torch.profiler inside the "
         "child (a Python program using PyTorch; no change to it needed). A host sampler "
-        "records CPU utilization, memory and (through NVML) GPU utilization.",
+        "records CPU utilization, memory and (through NVML) GPU utilization. Exit code: "
+        "the command's; 3 when it succeeded but the trace lost records (spool write errors, "
+        "e.g. a full disk).",
     )
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
     p.add_argument("--backend", choices=BACKENDS, default="auto", help="capture backend")
@@ -73,6 +76,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "with their shapes and FLOPs (a dispatch-level recorder) beside CUPTI's",
     )
     p.add_argument(
+        "--counters",
+        choices=("flops",),
+        default=None,
+        help="cupti backend: per-kernel FP32 FLOPs (adds + muls + 2 FMAs) from hardware "
+        "counters into kernels.flops, FP64 and FP16 totals in meta. A separate run mode, "
+        "off by default: "
+        "kernel replay serializes kernels and runs each once per counter pass, so times "
+        "and throughput of this run are perturbed. Not yet verified on a GPU",
+    )
+    p.add_argument(
         "--keep-spools",
         metavar="DIR",
         default=None,
@@ -98,6 +111,13 @@ def _run(args: argparse.Namespace) -> int:
         print("tbdtrace capture: --sample-hz must be > 0", file=sys.stderr)
         return 2
     backend, reason = choose_backend(args.backend)
+    if args.counters and backend != "cupti":
+        print(
+            f"tbdtrace capture: --counters needs the cupti backend (this run: {backend}); "
+            "add --backend cupti on a machine with a GPU",
+            file=sys.stderr,
+        )
+        return 2
     if backend == "cupti":
         return _run_cupti(args, cmd, reason)
     from tbdtrace.collector.torch_child import capture_command
@@ -106,6 +126,7 @@ def _run(args: argparse.Namespace) -> int:
         cmd, args.out, TorchConfig(cuda=args.cuda), SamplerConfig(rate_hz=args.sample_hz), reason
     )
     print(f"wrote {out} (backend {backend}; command exit code {rc})", file=sys.stderr)
+    _nvml_info(out)
     return rc
 
 
@@ -121,9 +142,41 @@ def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
         flush_interval_ms=args.flush_interval_ms,
         torch_memory=args.torch_memory,
         torch_flops=args.torch_flops,
+        counters=args.counters or "",
     )
+    if cfg.counters:
+        print(
+            "tbdtrace capture: warning: --counters flops replays every kernel (times in this "
+            "trace are perturbed) and has not been verified on a GPU yet",
+            file=sys.stderr,
+        )
     out, rc = cupti_capture(
         cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, args.keep_spools
     )
     print(f"wrote {out} (backend cupti; command exit code {rc})", file=sys.stderr)
-    return rc
+    _nvml_info(out)
+    return _incomplete_status(out, rc)
+
+
+def _nvml_info(out: Path) -> None:
+    """One info line when the trace has no GPU samples because NVML did not answer."""
+    from tbdtrace import trace
+
+    nvml = str(((trace.open(out).meta.get("extra") or {}).get("host_sampler") or {}).get("nvml"))
+    if nvml.startswith("unavailable"):
+        print(f"tbdtrace capture: info: no GPU samples (NVML {nvml})", file=sys.stderr)
+
+
+# `capture` exits with this when the command succeeded but the trace lost records it saw.
+INCOMPLETE_EXIT = 3
+
+
+def _incomplete_status(out: Path, rc: int) -> int:
+    from tbdtrace import trace
+    from tbdtrace.collector.merge import incomplete_reason
+
+    why = incomplete_reason(trace.open(out).meta)
+    if why is None:
+        return rc
+    print(f"tbdtrace capture: warning: {why}", file=sys.stderr)
+    return rc or INCOMPLETE_EXIT

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tbdtrace import _native, trace
+from tbdtrace import _native_testing, trace
 from tbdtrace.collector import merge, spool
 from tbdtrace.errors import TraceError
 
 
 def kernel(i: int) -> bytes:
-    return _native._test_record(
+    return _native_testing.test_record(
         "kernel",
         {
             "start": 1000 + 10 * i,
@@ -29,7 +29,7 @@ def kernel(i: int) -> bytes:
 
 
 def runtime(i: int) -> bytes:
-    return _native._test_record(
+    return _native_testing.test_record(
         "runtime",
         {
             "cbid": 211,
@@ -46,7 +46,7 @@ def write(
     path: Path, n: int, pid: int = 77, spill_every: int = 10, meta: dict | None = None
 ) -> int:
     recs = [r for i in range(n) for r in (kernel(i), runtime(i))]
-    return _native._write_spool(
+    return _native_testing.write_spool(
         str(path), recs, pid, spill_every, json.dumps(meta) if meta is not None else ""
     )
 
@@ -148,10 +148,10 @@ def test_sigkill_while_spilling_leaves_a_readable_prefix(tmp_path: Path) -> None
 
     p = tmp_path / "k.tbds"
     code = (
-        "import sys; from tbdtrace import _native; "
-        "r=[_native._test_record('kernel', {'start': i, 'end': i + 1, 'correlationId': i,"
+        "import sys; from tbdtrace import _native_testing; "
+        "r=[_native_testing.test_record('kernel', {'start': i, 'end': i + 1, 'correlationId': i,"
         " 'name': 'k'}) for i in range(300000)]; print('go', flush=True); "
-        "_native._write_spool(sys.argv[1], r, 5, 50)"
+        "_native_testing.write_spool(sys.argv[1], r, 5, 50)"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", code, str(p)],

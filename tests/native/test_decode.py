@@ -6,18 +6,18 @@ from typing import Any
 
 import numpy as np
 
-from tbdtrace import _native
+from tbdtrace import _native_testing
 
 I32_NULL = np.iinfo(np.int32).min
 I64_NULL = np.iinfo(np.int64).min
 
 
 def rec(kind: str, **fields: Any) -> bytes:
-    return _native._test_record(kind, fields)
+    return _native_testing.test_record(kind, fields)
 
 
 def decode(*records: bytes) -> tuple[dict[str, dict[str, np.ndarray]], list[str]]:
-    r = _native.decode_records(list(records))
+    r = _native_testing.decode_records(list(records))
     return r["tables"], r["strings"]
 
 
@@ -243,7 +243,7 @@ def test_nvtx_ranges_pair_by_id_and_marks_are_instant() -> None:
         ("forward", 110, 150, None, "range"),
         ("step 0", 100, 200, "train", "range"),
     ]
-    r = _native.decode_records([rec("marker", flags=4, timestamp=1, id=7)])
+    r = _native_testing.decode_records([rec("marker", flags=4, timestamp=1, id=7)])
     assert r["unmatched_marker_end"] == 1 and "markers" not in r["tables"]
 
 
@@ -300,7 +300,7 @@ def test_sync_overhead_device_context() -> None:
 
 
 def test_unknown_kind_is_counted_not_decoded() -> None:
-    r = _native.decode_records([_native._test_record("kernel", {"kind": 9999})])
+    r = _native_testing.decode_records([_native_testing.test_record("kernel", {"kind": 9999})])
     assert r["unknown_kind"] == 1 and r["tables"] == {}
 
 

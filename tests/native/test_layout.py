@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tbdtrace import _native, schema
+from tbdtrace import _native, _native_testing, schema
 
 _ARROW = {"int32": pa.int32(), "int64": pa.int64(), "uint64": pa.uint64(), "string": schema.STR}
 
@@ -54,4 +54,4 @@ def test_record_sizes_are_the_13_0_strides() -> None:
         "device": 184,
         "context": 32,
     }
-    assert {k: _native.record_size(k) for k in want} == want
+    assert {k: _native_testing.record_size(k) for k in want} == want
