@@ -160,6 +160,7 @@ def test_signal_during_capture_stops_cleanly_then_dies(tmp_path: Path, sig: str)
     assert proc.stdout is not None and proc.stdout.readline().strip() == b"capturing"
     proc.send_signal(getattr(signal, sig))
     assert proc.wait(timeout=30) == -getattr(signal, sig)  # re-raised after the stop
+    proc.stdout.close()
     sp = spool.read(path)
     assert sp.meta is not None and sp.truncated_bytes == 0
     ids = spool_ids(sp)
