@@ -57,6 +57,30 @@ if ! run build 240 $PY setup.py -q build_ext --inplace; then
   tar -C "$W" -czf "$OUT/logs.tar.gz" . ; exit 1
 fi
 $PY -c "from tbdtrace import _native as n; print('cupti', n.cupti_version(), n.cupti_library_path())" >> "$W/log.txt" 2>&1
+# Smoke: a tiny CUDA program under the collector first. Every later stage needs it; when it
+# fails, the crash is diagnosed (Python stacks from faulthandler in both processes, native
+# stacks from cuda-gdb in the capturing parent and in the captured child) and the check
+# ends early, leaving device time for a rerun.
+SMOKE='import torch; x = torch.randn(512, 512, device="cuda"); print("smoke", sum(float((x @ x).sum()) for _ in range(50)))'
+if ! run smoke 60 env PYTHONFAULTHANDLER=1 $PY -m tbdtrace capture --backend cupti --keep-spools "$W/smoke_spools" --out "$W/smoke" -- $PY -c "$SMOKE"; then
+  cat "$W/smoke.log" | tail -60
+  GDB=$(command -v cuda-gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null)
+  for mode in child parent; do
+    [ -n "$GDB" ] || break
+    rm -rf "$W/smoke_$mode"
+    timeout 120 "$GDB" -q -batch -ex "set pagination off" -ex "set follow-fork-mode $mode" \
+      -ex "set detach-on-fork on" -ex run -ex "info threads" -ex "thread apply all bt 40" \
+      --args $PY -m tbdtrace capture --backend cupti --out "$W/smoke_$mode" -- $PY -c "$SMOKE" \
+      > "$W/smoke_gdb_$mode.log" 2>&1
+    grep -n -A40 "SIGSEGV\|SIGABRT\|signal SIG" "$W/smoke_gdb_$mode.log" | head -120
+  done
+  # The collector alone in the child: the injection library without the PyTorch hooks.
+  run smoke_plain 60 env PYTHONFAULTHANDLER=1 $PY -m tbdtrace capture --backend cupti --no-torch-memory --no-torch-flops --out "$W/smoke_plain" -- $PY -c "$SMOKE"
+  tail -30 "$W/smoke_plain.log"
+  tar -C "$W" -czf "$OUT/logs.tar.gz" --exclude='*.pkl' . ; exit 1
+fi
+$PY -m tbdtrace report "$W/smoke" --top 5 > "$W/report_smoke.txt" 2>&1; head -40 "$W/report_smoke.txt"
+
 TR="$PY scripts/gpu_train.py"
 CAP="$PY -m tbdtrace capture --backend cupti"
 
