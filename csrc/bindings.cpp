@@ -3,6 +3,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -230,7 +235,29 @@ void bind_kineto(py::module_& m) {
 
 }  // namespace
 
+namespace {
+// TBDTRACE_NATIVE_BACKTRACE=1: a crash prints the native frames (library(+offset) for
+// addr2line) before the default action, for diagnosing a crash on a GPU machine where no
+// debugger can attach (scripts/gpu_diag.sh). Off unless asked for.
+void on_fatal_signal(int sig) {
+  void* frames[64];
+  int n = backtrace(frames, 64);
+  const char head[] = "tbdtrace: native backtrace:\n";
+  ssize_t ignored = write(2, head, sizeof(head) - 1);
+  (void)ignored;
+  backtrace_symbols_fd(frames, n, 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+void maybe_install_backtrace() {
+  const char* v = std::getenv("TBDTRACE_NATIVE_BACKTRACE");
+  if (v == nullptr || v[0] != '1') return;
+  for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGILL}) signal(sig, on_fatal_signal);
+}
+}  // namespace
+
 PYBIND11_MODULE(_native, m) {
+  maybe_install_backtrace();
   m.doc() = "tbdtrace native code: CUPTI collector and Kineto JSON parser (private)";
   m.def("cupti_version", &cupti_version, "cuptiGetVersion(), or -(CUPTI result) on failure");
   m.def("cupti_result_name", &cupti_result_name);
