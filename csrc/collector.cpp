@@ -17,7 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
+#include <type_traits>
 #include <thread>
 #include <unordered_set>
 
@@ -229,9 +229,30 @@ void flush_loop(Session* s) {
   }
 }
 
+// Plain string building, no iostreams: a profiled process may have loaded a libstdc++ whose
+// iostream and locale state this module's headers do not expect. On an H200 machine
+// (Python 3.12, GCC 13 build) std::ostringstream crashed on first use once pyarrow or
+// torch had been imported; everything the collector writes is built with this instead.
+struct Out {
+  std::string s;
+  Out& operator<<(const char* v) {
+    s += v;
+    return *this;
+  }
+  Out& operator<<(const std::string& v) {
+    s += v;
+    return *this;
+  }
+  template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
+  Out& operator<<(T v) {
+    s += std::to_string(v);
+    return *this;
+  }
+};
+
 std::string meta_json(Session* s, int cupti_ver) {
   std::lock_guard<std::mutex> ck(s->counters_mu);  // lock order: mu, then counters_mu
-  std::ostringstream o;
+  Out o;
   o << "{\"pid\":" << getpid() << ",\"clock\":\"CLOCK_REALTIME\",\"clock_offset_ns\":0"
     << ",\"cupti_minus_host_ns_at_start\":" << (s->start_cupti_ns - s->start_host_ns)
     << ",\"start_time_ns\":" << s->start_host_ns << ",\"stop_time_ns\":" << realtime_ns()
@@ -262,7 +283,7 @@ std::string meta_json(Session* s, int cupti_ver) {
     first = false;
   }
   o << "}}";
-  return o.str();
+  return o.s;
 }
 
 // A start that went wrong after the session was published: undo it. Buffers CUPTI took
