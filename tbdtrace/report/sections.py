@@ -154,4 +154,4 @@ def _clip(s: str, n: int) -> str:
 
 import tbdtrace.report.passes_sections  # noqa: E402, F401 - registers the time-side passes
 import tbdtrace.report.window_section  # noqa: E402, F401 - registers "phases"
-from tbdtrace.report import memory_section  # noqa: E402, F401 - registers "memory"
+from tbdtrace.report import memory_section, ranks_section  # noqa: E402, F401 - "memory", "ranks"
