@@ -240,15 +240,17 @@ def run(trace: Trace, config: RanksConfig | None = None) -> pa.Table:
     return pa.Table.from_pylist(per_rank(trace))
 
 
-def steps(trace: Trace, matched: Matched | None, config: RanksConfig) -> list[dict[str, Any]]:
+def steps(trace: Trace, config: RanksConfig) -> list[dict[str, Any]]:
     """Per step number seen on 2+ ranks: the slowest rank by work time (step time minus
-    the time it waited in collectives during the step), its lead over the median rank,
-    whether that lead makes it a straggler, and step_skew_ns (max - min step time)."""
+    the time its collective kernels ran during the step: a rank that arrives late makes
+    the others wait inside the collective, which this leaves out), its lead over the
+    median rank, whether that lead makes it a straggler, and step_skew_ns (max - min
+    step time)."""
     if not trace.has("steps") or not trace.num_rows("steps"):
         return []
     st = trace.table("steps", ["step", "start_ns", "end_ns", "rank"])
     num, s, e, r = (_np(st, c) for c in ("step", "start_ns", "end_ns", "rank"))
-    waits = _waits(matched)
+    comm = _comm_intervals(trace)
     out = []
     for n in np.unique(num).tolist():
         m = (num == n) & (r >= 0)
@@ -256,13 +258,10 @@ def steps(trace: Trace, matched: Matched | None, config: RanksConfig) -> list[di
             continue
         ranks, ss, ee = r[m].tolist(), s[m], e[m]
         dur = ee - ss
-        wait = np.array(
-            [
-                _wait_in(waits.get(rk), int(a), int(b))
-                for rk, a, b in zip(ranks, ss, ee, strict=True)
-            ]
+        in_comm = np.array(
+            [_covered(comm.get(rk), int(a), int(b)) for rk, a, b in zip(ranks, ss, ee, strict=True)]
         )
-        work = dur - wait
+        work = dur - in_comm
         i = int(np.argmax(work))
         med = float(np.median(work))
         lead = float(work[i] - med)
@@ -272,6 +271,7 @@ def steps(trace: Trace, matched: Matched | None, config: RanksConfig) -> list[di
                 "ranks": len(ranks),
                 "step_time_median_ns": float(np.median(dur)),
                 "step_skew_ns": int(dur.max() - dur.min()),
+                "work_median_ns": med,
                 "slowest_rank": int(ranks[i]),
                 "slowest_work_ns": int(work[i]),
                 "lead_ns": lead,
@@ -281,28 +281,25 @@ def steps(trace: Trace, matched: Matched | None, config: RanksConfig) -> list[di
     return out
 
 
-def _waits(matched: Matched | None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per rank: (collective start on that rank, time it waited there), by start."""
-    acc: dict[int, list[tuple[int, int]]] = {}
-    for c in matched.rows if matched else []:
-        last = int(c["starts"].max())
-        for rk, st in zip(c["ranks"], c["starts"].tolist(), strict=True):
-            acc.setdefault(rk, []).append((st, last - st))
-    out = {}
-    for rk, v in acc.items():
-        a = np.array(sorted(v), np.int64).reshape(-1, 2)
-        out[rk] = (a[:, 0], np.cumsum(a[:, 1]))
-    return out
+def _comm_intervals(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per rank: merged intervals of its collective kernels (the collectives table, else
+    kernels of category communication)."""
+    if trace.has("collectives") and trace.num_rows("collectives"):
+        t = trace.table("collectives", ["start_ns", "end_ns", "rank"])
+        s, e, r = _np(t, "start_ns"), _np(t, "end_ns"), _np(t, "rank")
+    else:
+        k = _kernel_split(trace)
+        if k is None:
+            return {}
+        s, e, r = k[0][k[3]], k[1][k[3]], k[2][k[3]]
+    return {int(x): intervals.merge(s[r == x], e[r == x]) for x in np.unique(r)}
 
 
-def _wait_in(w: tuple[np.ndarray, np.ndarray] | None, lo: int, hi: int) -> int:
-    if w is None:
+def _covered(iv: tuple[np.ndarray, np.ndarray] | None, lo: int, hi: int) -> int:
+    """Length of [lo, hi) covered by the merged intervals ``iv``."""
+    if iv is None or not len(iv[0]):
         return 0
-    starts, cum = w
-    i, j = np.searchsorted(starts, lo), np.searchsorted(starts, hi)
-    if j <= i:
-        return 0
-    return int(cum[j - 1] - (cum[i - 1] if i else 0))
+    return int((np.clip(iv[1], lo, hi) - np.clip(iv[0], lo, hi)).sum())
 
 
 def collectives(matched: Matched | None, config: RanksConfig) -> dict[str, Any] | None:

@@ -36,7 +36,12 @@ def _cell(key: str, v: Any) -> str:
 
 
 def _gbps(v: float | None) -> str:
-    return "-" if v is None else f"{v / 1e9:.2f} GB/s"
+    if v is None:
+        return "-"
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if v >= scale:
+            return f"{v / scale:.2f} {unit}"
+    return f"{v:.0f} B/s"
 
 
 def _render(con: Console, data: dict[str, Any] | None, opts: ReportOptions) -> None:
@@ -63,8 +68,8 @@ def _render_steps(con: Console, data: dict[str, Any], opts: ReportOptions) -> No
         return
     thr = data["config"]["straggler_threshold"]
     t = Table(
-        title=f"Stragglers per step (lead over the median rank's work time > {thr:.0%} of "
-        "the median step time)",
+        title=f"Stragglers per step (work = step time outside collective kernels; straggler: "
+        f"lead over the median rank's work > {thr:.0%} of the median step time)",
         title_justify="left",
     )
     for c in ("Step", "Ranks", "Step med", "Step skew", "Slowest", "Lead", "Straggler"):
@@ -136,6 +141,6 @@ def ranks_section(trace: Trace, opts: ReportOptions) -> dict[str, Any] | None:
         },
         "per_rank": rows,
         "across_ranks": ranks.spread(rows, _KEYS),
-        "steps": ranks.steps(trace, matched, cfg),
+        "steps": ranks.steps(trace, cfg),
         "collectives": ranks.collectives(matched, cfg),
     }
