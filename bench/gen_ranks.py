@@ -75,13 +75,23 @@ def _pools(fixture: Path) -> _Pools:
     return _Pools(compute, colls, gaps, st.header)
 
 
-def _kernel(k: dict[str, Any], start: int, end: int, corr: int, extra: dict[str, Any]) -> str:
-    args = dict(k["args"], correlation=corr, **{"External id": corr}, **extra)
+def _prefix(k: dict[str, Any], extra: dict[str, Any]) -> tuple[str, str]:
+    """(event text up to "ts", its args text without the closing brace): formatted once
+    per fixture kernel, so that writing an event is two integer formats."""
+    args = {a: v for a, v in k["args"].items() if a not in ("correlation", "External id")}
+    args.update(extra)
+    head = (
+        f'{{"ph":"X","cat":"kernel","name":{json.dumps(k["name"])},"pid":0,'
+        f'"tid":{args.get("stream", 7)},'
+    )
+    return head, json.dumps(args, separators=(",", ":"))[:-1]
+
+
+def _event(pre: tuple[str, str], start: int, end: int, corr: int) -> str:
     us = gen_kineto._us
     return (
-        f'{{"ph":"X","cat":"kernel","name":{json.dumps(k["name"])},"pid":0,'
-        f'"tid":{args.get("stream", 7)},"ts":{us(start)},"dur":{us(end - start)},'
-        f'"args":{json.dumps(args, separators=(",", ":"))}}}'
+        f'{pre[0]}"ts":{us(start)},"dur":{us(end - start)},"args":{pre[1]},'
+        f'"correlation":{corr},"External id":{corr}}}}}'
     )
 
 
@@ -93,71 +103,102 @@ def _step(n: int, start: int, end: int) -> str:
     )
 
 
-def simulate(p: _Pools, spec: JobSpec) -> list[list[str]]:
-    """Events (JSON text) per rank."""
+@dataclass
+class _Segment:
+    picks: list[int]  # compute kernels (pool indices), the same on every rank
+    rel: list[tuple[int, int]]  # their (start, end) relative to the segment's start
+    coll: int  # collective kernel (pool index)
+    seq: int
+    begin: np.ndarray  # per rank: segment start (device clock)
+    c_start: np.ndarray  # per rank: collective kernel start and end
+    c_end: np.ndarray
+
+
+def simulate(p: _Pools, spec: JobSpec) -> list[tuple[int, list[_Segment], np.ndarray, np.ndarray]]:
+    """The job's timeline: per step (number, segments, step start and end per rank)."""
     rng = np.random.default_rng(spec.seed)
-    out: list[list[str]] = [[] for _ in range(spec.ranks)]
     clock = np.full(spec.ranks, spec.t0_ns, np.int64)  # each rank's device cursor
     delay = {(r, s): d for r, s, d in spec.stragglers}
-    corr, seq = 1, 0
-    segs = np.array_split(np.arange(spec.kernels_per_step), spec.collectives_per_step)
+    seq = 0
+    sizes = [
+        len(x) for x in np.array_split(np.arange(spec.kernels_per_step), spec.collectives_per_step)
+    ]
+    steps = []
     for i in range(spec.steps):
         step = spec.first_step + i
         step_start = clock.copy()
-        for r in range(spec.ranks):
-            clock[r] += delay.get((r, step), 0)
-        for seg in segs:
-            picks = rng.integers(0, len(p.compute), len(seg))
-            gaps = p.gaps[rng.integers(0, len(p.gaps), len(seg))]
-            durs = [gen_kineto._ns(p.compute[j].get("dur", 0)) for j in picks]
-            for r in range(spec.ranks):  # same kernels on every rank (data parallel)
-                t = int(clock[r])
-                for j, g, d in zip(picks.tolist(), gaps.tolist(), durs, strict=True):
-                    t += int(g)
-                    out[r].append(_kernel(p.compute[j], t, t + d, corr, {}))
-                    corr += 1
-                    t += d
-                clock[r] = t
-            c = p.colls[int(rng.integers(0, len(p.colls)))]
-            transfer = max(1000, gen_kineto._ns(c.get("dur", 0)))
-            last = int(clock.max())
-            extra: dict[str, Any] = {"Group size": spec.ranks}
-            if spec.seq:
-                extra["Seq"] = seq
-            for r in range(spec.ranks):
-                end = last + transfer
-                if spec.slow_link and spec.slow_link[0] == r:
-                    end += spec.slow_link[1]
-                out[r].append(_kernel(c, int(clock[r]), end, corr, extra))
-                corr += 1
-                clock[r] = end
+        clock += np.array([delay.get((r, step), 0) for r in range(spec.ranks)], np.int64)
+        segs = []
+        for n in sizes:
+            picks = rng.integers(0, len(p.compute), n).tolist()
+            gaps = p.gaps[rng.integers(0, len(p.gaps), n)].tolist()
+            rel, t = [], 0
+            for j, g in zip(picks, gaps, strict=True):  # same kernels on every rank
+                t += int(g)
+                d = gen_kineto._ns(p.compute[j].get("dur", 0))
+                rel.append((t, t + d))
+                t += d
+            begin = clock.copy()
+            arrive = begin + t
+            c = int(rng.integers(0, len(p.colls)))
+            transfer = max(1000, gen_kineto._ns(p.colls[c].get("dur", 0)))
+            end = np.full(spec.ranks, int(arrive.max()) + transfer, np.int64)
+            if spec.slow_link:
+                end[spec.slow_link[0]] += spec.slow_link[1]
+            segs.append(_Segment(picks, rel, c, seq, begin, arrive, end))
+            clock = end.copy()
             seq += 1
-        for r in range(spec.ranks):
-            out[r].append(_step(step, int(step_start[r]), int(clock[r])))
-            clock[r] += 10_000  # host gap between steps
-    return out
+        steps.append((step, segs, step_start, clock.copy()))
+        clock += 10_000  # host gap between steps
+    return steps
+
+
+def _rank_events(p: _Pools, spec: JobSpec, timeline: list[Any], r: int) -> Any:
+    pre = [_prefix(k, {}) for k in p.compute]
+    extra: dict[str, Any] = {"Group size": spec.ranks}
+    corr = 1
+    for step, segs, s0, s1 in timeline:
+        for seg in segs:
+            b = int(seg.begin[r])
+            for j, (a, e) in zip(seg.picks, seg.rel, strict=True):
+                yield _event(pre[j], b + a, b + e, corr)
+                corr += 1
+            cx = dict(extra, Seq=seg.seq) if spec.seq else extra
+            cpre = _prefix(p.colls[seg.coll], cx)
+            yield _event(cpre, int(seg.c_start[r]), int(seg.c_end[r]), corr)
+            corr += 1
+        yield _step(step, int(s0[r]), int(s1[r]))
 
 
 def generate(fixture: Path, spec: JobSpec, out: Path) -> dict[str, Any]:
     """Write ``rank-<r>.json.gz`` per rank and ``manifest``; returns the manifest."""
     p = _pools(fixture)
     out.mkdir(parents=True, exist_ok=True)
-    events = simulate(p, spec)
+    timeline = simulate(p, spec)
     files = {}
-    for r, evs in enumerate(events):
+    header = {k: v for k, v in p.header.items() if k != "baseTimeNanoseconds"}
+    for r in range(spec.ranks):
         path = out / f"rank-{r}.json.gz"
         files[r] = str(path)
         if r in spec.missing:
             continue
-        header = {k: v for k, v in p.header.items() if k != "baseTimeNanoseconds"}
         header["distributedInfo"] = {"backend": "nccl", "rank": r, "world_size": spec.ranks}
         head = json.dumps(header, separators=(",", ":"))[:-1]
-        text = (head + "," if len(head) > 1 else "{") + '"traceEvents":[\n'
-        text += ",\n".join(evs) + "\n]}\n"
-        data = gzip.compress(text.encode(), compresslevel=1)
+        with gzip.open(path, "wt", compresslevel=1, encoding="utf-8") as f:
+            f.write((head + "," if len(head) > 1 else "{") + '"traceEvents":[\n')
+            batch: list[str] = []
+            first = True
+            for ev in _rank_events(p, spec, timeline, r):
+                batch.append(ev)
+                if len(batch) >= gen_kineto.CHUNK:
+                    f.write(("" if first else ",\n") + ",\n".join(batch))
+                    first, batch = False, []
+            if batch:
+                f.write(("" if first else ",\n") + ",\n".join(batch))
+            f.write("\n]}\n")
         if r in spec.truncated:
-            data = data[: len(data) // 2]
-        path.write_bytes(data)
+            data = path.read_bytes()
+            path.write_bytes(data[: len(data) // 2])
     manifest = {
         "fixture": str(fixture),
         "spec": {k: (list(v) if isinstance(v, tuple) else v) for k, v in spec.__dict__.items()},
