@@ -66,6 +66,7 @@ def per_rank(trace: Trace) -> list[dict[str, Any]]:
     """One row per rank: steps, step_time_median_ns, span_ns, compute_ns (union of
     non-communication kernels), communication_ns (union of communication kernels),
     busy_ns (union of all device work), idle_ns = span - busy, utilization = busy / span,
+    start_ns / end_ns (first start, last end of its device work),
     overlap (share of communication time under compute, HTA's definition),
     memory_peak_bytes (allocator total, Kineto [memory] events)."""
     ranks = rank_list(trace)
@@ -97,6 +98,8 @@ def per_rank(trace: Trace) -> list[dict[str, Any]]:
         s, e = dev.get(r, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
         span = intervals.span(s, e)
         busy = intervals.union_length(s, e)
+        row["start_ns"] = int(s.min()) if len(s) else None
+        row["end_ns"] = int(e.max()) if len(e) else None
         row.update(span_ns=span, busy_ns=busy, idle_ns=span - busy)
         row["utilization"] = busy / span if span else None
         row["memory_peak_bytes"] = mem.get(r)
@@ -139,6 +142,13 @@ def _memory_peaks(trace: Trace) -> dict[int, int]:
         return {}
     v, r = _np(tbl, "total_allocated_bytes"), _np(tbl, "rank")
     return {int(x): int(v[r == x].max()) for x in np.unique(r) if (v[r == x] >= 0).any()}
+
+
+def disjoint(rows: list[dict[str, Any]]) -> bool:
+    """True when some two ranks' device work spans do not overlap in time: the files are
+    not one job, or their clocks differ by more than the trace's length."""
+    spans = [(r["start_ns"], r["end_ns"]) for r in rows if r.get("start_ns") is not None]
+    return len(spans) > 1 and max(s for s, _ in spans) > min(e for _, e in spans)
 
 
 def spread(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:

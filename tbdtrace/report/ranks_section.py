@@ -57,6 +57,8 @@ def _render(con: Console, data: dict[str, Any] | None, opts: ReportOptions) -> N
     for stat in ("min", "median", "max", "spread"):
         t.add_row(stat, *(_cell(k, (data["across_ranks"].get(k) or {}).get(stat)) for k in _KEYS))
     con.print(t)
+    for note in data["notes"]:
+        con.print(f"Note: {note}")
     _render_steps(con, data, opts)
     _render_collectives(con, data.get("collectives"))
 
@@ -134,7 +136,14 @@ def ranks_section(trace: Trace, opts: ReportOptions) -> dict[str, Any] | None:
     if len(rows) < 2:
         return None
     matched = ranks.match_collectives(trace)
+    notes = []
+    if ranks.disjoint(rows):
+        notes.append(
+            "the ranks' device time spans do not overlap: the files are not one job, or "
+            "their clocks differ; cross-rank skews and matches are not meaningful"
+        )
     return {
+        "notes": notes,
         "config": {
             "straggler_threshold": cfg.straggler_threshold,
             "slow_link_threshold": cfg.slow_link_threshold,

@@ -108,6 +108,7 @@ def test_real_rank_pair_as_a_folder(tmp_path: Path) -> None:
     assert coll["matched"] == min(per_rank_nccl) == 10
     assert [s["step"] for s in ranks["steps"]] == [551, 552]
     assert ranks["across_ranks"]["steps"]["spread"] == 0
+    assert ranks["notes"] == []  # one job: the ranks' spans overlap
 
 
 def test_ddp_fixtures_as_a_folder(tmp_path: Path) -> None:
@@ -122,6 +123,20 @@ def test_ddp_fixtures_as_a_folder(tmp_path: Path) -> None:
     assert [r["rank"] for r in rows] == [0, 1]
     assert [r["steps"] for r in rows] == [3, 5]
     assert all(r["communication_ns"] > 0 for r in rows)
+    assert "do not overlap" in doc["ranks"]["notes"][0]
+
+
+def test_text_report_of_a_folder_shows_ranks_stragglers_and_skew(job: dict) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "report", str(job["dir"])],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "Ranks (4 ranks)" in r.stdout and "spread" in r.stdout
+    assert "Stragglers per step" in r.stdout
+    assert "matched across ranks by sequence number" in r.stdout and "arrival skew" in r.stdout
+    assert "suspect" in r.stdout
 
 
 def test_generated_collectives_match_by_sequence_number(job: dict) -> None:
