@@ -70,7 +70,8 @@ def per_rank(trace: Trace) -> list[dict[str, Any]]:
     overlap (share of communication time under compute, HTA's definition),
     memory_peak_bytes (allocator total, Kineto [memory] events)."""
     ranks = rank_list(trace)
-    kern = _kernel_split(trace)
+    split = _kernel_split(trace)
+    kern = None if split is None else _by_rank(split[2], split[0], split[1], split[3])
     dev = _device_work(trace)
     st = trace.table("steps", ["start_ns", "end_ns", "rank"]) if trace.has("steps") else None
     mem = _memory_peaks(trace)
@@ -84,11 +85,10 @@ def per_rank(trace: Trace) -> list[dict[str, Any]]:
             row["step_time_median_ns"] = int(np.median(d)) if len(d) else None
         else:
             row["steps"], row["step_time_median_ns"] = 0, None
-        if kern is not None:
-            ks, ke, kr, comm = kern
-            m = kr == r
-            cs, ce = ks[m & ~comm], ke[m & ~comm]
-            xs, xe = ks[m & comm], ke[m & comm]
+        if kern is not None and r in kern:
+            ks, ke, comm = kern[r]
+            cs, ce = ks[~comm], ke[~comm]
+            xs, xe = ks[comm], ke[comm]
             row["compute_ns"] = intervals.union_length(cs, ce)
             row["communication_ns"] = intervals.union_length(xs, xe)
             over = intervals.overlap_length(xs, xe, cs, ce)
@@ -118,16 +118,27 @@ def _kernel_split(
     return _np(k, "start_ns"), _np(k, "end_ns"), _np(k, "rank"), comm
 
 
+def _by_rank(rank: np.ndarray, *cols: np.ndarray) -> dict[int, tuple[np.ndarray, ...]]:
+    """``cols`` split by rank (one stable sort, not a mask per rank)."""
+    order = np.argsort(rank, kind="stable")
+    rs = rank[order]
+    keys, first = np.unique(rs, return_index=True)
+    bounds = [*first.tolist(), len(rs)]
+    return {
+        int(k): tuple(c[order[bounds[i] : bounds[i + 1]]] for c in cols)
+        for i, k in enumerate(keys.tolist())
+    }
+
+
 def _device_work(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    parts: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+    parts: dict[int, list[tuple[np.ndarray, ...]]] = {}
     for t in ("kernels", "memcpy", "memset"):
         if not trace.has(t) or not trace.num_rows(t):
             continue
         tbl = trace.table(t, ["start_ns", "end_ns", "rank"])
         s, e, r = _np(tbl, "start_ns"), _np(tbl, "end_ns"), _np(tbl, "rank")
-        for x in np.unique(r).tolist():
-            m = r == x
-            parts.setdefault(int(x), []).append((s[m], e[m]))
+        for x, cols in _by_rank(r, s, e).items():
+            parts.setdefault(x, []).append(cols)
     return {
         r: (np.concatenate([a for a, _ in p]), np.concatenate([b for _, b in p]))
         for r, p in parts.items()
