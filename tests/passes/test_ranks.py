@@ -206,3 +206,18 @@ def test_missing_and_truncated_rank_files_are_named(tmp_path: Path) -> None:
     assert [r["rank"] for r in doc["ranks"]["per_rank"]] == [1, 2]
     rc, _, err = _report(str(tmp_path), strict=True)
     assert rc == 1 and "rank-0.json.gz" in err
+
+
+def test_both_kineto_parsers_give_the_same_collectives(job: dict) -> None:
+    from tbdtrace.importers import kineto
+
+    path = job["dir"] / "rank-0.json.gz"
+    native, _ = kineto.import_files([path], parser="native")
+    python, _ = kineto.import_files([path], parser="python")
+    a, b = native["collectives"], python["collectives"]
+    assert list(a) == list(b)
+    assert all(a[c].to_pylist() == b[c].to_pylist() for c in a)
+    assert a["sequence_number"].to_pylist() == list(
+        range(job["spec"].steps * job["spec"].collectives_per_step)
+    )
+    assert set(a["group_size"].to_pylist()) == {4}
