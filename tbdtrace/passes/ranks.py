@@ -398,6 +398,10 @@ def collectives(matched: Matched | None, config: RanksConfig) -> dict[str, Any] 
                 "last_rank_in": c["ranks"][int(np.argmax(c["starts"]))],
                 "start_ns": int(c["starts"].min()),
                 **{k: v for k, v in x.items() if k not in ("wait_ns", "excess_ns")},
+                "waits": [
+                    {"rank": rk, "wait_ns": w}
+                    for rk, w in zip(c["ranks"], x["wait_ns"], strict=True)
+                ],
             }
             for c, x in worst
         ],

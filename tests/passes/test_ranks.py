@@ -145,6 +145,12 @@ def test_generated_collectives_match_by_sequence_number(job: dict) -> None:
     assert coll["method"] == "sequence_number"
     assert coll["matched"] == spec.steps * spec.collectives_per_step
     assert coll["unmatched_rows"] == 0
+    # The straggler's sleep makes the others wait for it at step 3's first collective.
+    worst = coll["largest_skew"][0]
+    rank, _, delay = STRAGGLER
+    assert worst["last_rank_in"] == rank
+    assert abs(worst["arrival_skew_ns"] - delay) <= 0.1 * delay
+    assert {w["rank"]: w["wait_ns"] for w in worst["waits"]}[rank] == 0
 
 
 def test_order_matching_without_sequence_numbers(tmp_path: Path) -> None:
