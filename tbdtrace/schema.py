@@ -143,6 +143,17 @@ MEMORY_CATEGORIES = (
 API_KINDS = ("runtime", "driver")
 MARKER_KINDS = ("range", "mark")
 SYNC_KINDS = ("event", "stream", "context", "stream_wait_event", "unknown")
+COLLECTIVE_OPS = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "send",
+    "recv",
+    "barrier",
+    "other",
+)
 
 TABLES: tuple[Table, ...] = (
     Table(
@@ -355,6 +366,34 @@ TABLES: tuple[Table, ...] = (
         ),
     ),
     Table(
+        "collectives",
+        "Communication collectives (NCCL/RCCL kernels): one row per collective kernel, with "
+        "what the source says of the call (Kineto kernel args `Collective name`, "
+        "`In msg nelems`, ...; op from the kernel name when the args are absent) and the "
+        "host-side op that issued it (record_param_comms, nccl:*, c10d::*) when joined by "
+        "external id.",
+        (
+            *_span("collective kernel execution on the device"),
+            _DEVICE,
+            _STREAM,
+            _CORR,
+            _EXT,
+            _RANK,
+            _c("op", STR, "enum:COLLECTIVE_OPS", "normalized collective", nullable=False),
+            _c("collective_name", STR, "text", "collective name as the source wrote it"),
+            _c("process_group", STR, "text", "process group name (Process Group Name)"),
+            _c("sequence_number", I64, "id", "collective sequence number in its group (Seq)"),
+            _c("dtype", STR, "text", "element type as the source wrote it (Float, BFloat16...)"),
+            _c("in_elements", I64, "count", "input message elements (In msg nelems)"),
+            _c("out_elements", I64, "count", "output message elements (Out msg nelems)"),
+            _c("in_bytes", I64, "bytes", "input message bytes (elements x dtype size)"),
+            _c("out_bytes", I64, "bytes", "output message bytes (elements x dtype size)"),
+            _c("group_size", I32, "count", "ranks in the process group (Group size)"),
+            _c("host_start_ns", I64, "ns", "start of the host op that issued it"),
+            _c("host_end_ns", I64, "ns", "end of the host op that issued it"),
+        ),
+    ),
+    Table(
         "overhead",
         "Time the profiler itself spent (CUPTI OVERHEAD: buffer flush, instrumentation).",
         (
@@ -475,6 +514,7 @@ def render_markdown() -> str:
         "API_KINDS": API_KINDS,
         "MARKER_KINDS": MARKER_KINDS,
         "SYNC_KINDS": SYNC_KINDS,
+        "COLLECTIVE_OPS": COLLECTIVE_OPS,
     }
     out += ["", "## Enumerations", ""]
     out += [f"- `{k}`: {', '.join(f'`{x}`' for x in v)}" for k, v in enums.items()]

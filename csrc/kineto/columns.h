@@ -27,7 +27,9 @@ enum class KType : uint8_t { I32 = 1, I64 = 2, U64 = 3, STR = 4 };
 #define KT_KERNELS(X) X(start_ns, I64) X(end_ns, I64) X(device_id, I32) X(stream_id, I64) \
   X(context_id, I64) X(correlation_id, I64) X(external_id, I64) X(name, STR) \
   X(grid_x, I32) X(grid_y, I32) X(grid_z, I32) X(block_x, I32) X(block_y, I32) \
-  X(block_z, I32) X(registers_per_thread, I32) X(static_shared_bytes, I32)
+  X(block_z, I32) X(registers_per_thread, I32) X(static_shared_bytes, I32) \
+  X(coll_name, STR) X(coll_in_nelems, I64) X(coll_out_nelems, I64) X(coll_group_size, I32) \
+  X(coll_dtype, STR) X(coll_pg_name, STR) X(coll_seq, I64)
 #define KT_COPY(X) X(start_ns, I64) X(end_ns, I64) X(device_id, I32) X(stream_id, I64) \
   X(context_id, I64) X(correlation_id, I64) X(external_id, I64) X(bytes, I64) X(name, STR)
 #define KT_RUNTIME(X) X(start_ns, I64) X(end_ns, I64) X(pid, I32) X(tid, I64) \

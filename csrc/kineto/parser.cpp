@@ -85,7 +85,11 @@ const KeyTable kArgKeys = {
     {"Total Allocated", P::kTotalAlloc}, {"Total Reserved", P::kTotalRes},
     {"grid", P::kGrid},              {"block", P::kBlock},
     {"cuda_sync_kind", P::kSyncKind}, {"Input Dims", P::kDims},
-    {"Input type", P::kTypes},       {"Concrete Inputs", P::kConcrete}};
+    {"Input type", P::kTypes},       {"Concrete Inputs", P::kConcrete},
+    {"In msg nelems", P::kInNelems}, {"Out msg nelems", P::kOutNelems},
+    {"Group size", P::kGroupSize},   {"Seq", P::kCollSeq},
+    {"Collective name", P::kCollName}, {"dtype", P::kCollDtype},
+    {"Process Group Name", P::kPgName}};
 
 }  // namespace
 
@@ -351,6 +355,9 @@ void Parser::args(Cur& c) {
       triple(c, k == kGrid ? a.grid : a.block);
     } else if (k == kSyncKind) {
       str_field(c, sync_buf_, a.sync);
+    } else if (k == kCollName || k == kCollDtype || k == kPgName) {
+      Str& out = k == kCollName ? a.coll : k == kCollDtype ? a.dtype : a.pg;
+      str_field(c, k == kCollName ? coll_buf_ : k == kCollDtype ? dtype_buf_ : pg_buf_, out);
     } else if (k == kDims || k == kTypes || k == kConcrete) {
       std::string& out = k == kDims ? dims_ : k == kTypes ? types_ : concrete_;
       bool& text = k == kDims ? a.dims_text : k == kTypes ? a.types_text : a.concrete_text;

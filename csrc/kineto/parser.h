@@ -75,7 +75,9 @@ class Parser {
   enum ArgKey : int {
     kExtUpper, kExtLower, kDevice, kStream, kContext, kCorrelation, kRegs, kShmem, kBytes,
     kCbid, kSeq, kFlops, kMemBytes, kDevType, kAddr, kDevId, kTotalAlloc, kTotalRes,
-    kNumIntArgs, kGrid = kNumIntArgs, kBlock, kSyncKind, kDims, kTypes, kConcrete, kNoArg
+    kInNelems, kOutNelems, kGroupSize, kCollSeq,  // collective args (NCCL kernels)
+    kNumIntArgs, kGrid = kNumIntArgs, kBlock, kSyncKind, kDims, kTypes, kConcrete,
+    kCollName, kCollDtype, kPgName, kNoArg  // kNoArg < 32: Args::seen is a 32-bit mask
   };
 
  private:
@@ -83,7 +85,7 @@ class Parser {
     uint32_t seen = 0;
     IntVal v[kNumIntArgs];
     Triple grid, block;
-    Str sync;
+    Str sync, coll, dtype, pg;  // cuda_sync_kind; Collective name, dtype, Process Group Name
     bool dims_text = false, types_text = false, concrete_text = false;  // else null/absent
     bool has(int k) const { return seen >> k & 1u; }
   };
@@ -138,7 +140,8 @@ class Parser {
   size_t retry_at_ = 0;      // re-parse a cut unit once this many bytes are pending
 
   Event ev_;
-  std::string key_buf_, ph_buf_, name_buf_, cat_buf_, sync_buf_, tmp_buf_, dims_, types_, concrete_;
+  std::string key_buf_, ph_buf_, name_buf_, cat_buf_, sync_buf_, coll_buf_, dtype_buf_, pg_buf_,
+      tmp_buf_, dims_, types_, concrete_;
   const IntVal absent_{};
 };
 

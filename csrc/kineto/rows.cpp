@@ -109,6 +109,18 @@ void Parser::dispatch() {
       }
       i32(r, k::registers_per_thread, arg(kRegs));
       i32(r, k::static_shared_bytes, arg(kShmem));
+      // Collective args (NCCL kernels): strings only when text, as isinstance(v, str).
+      auto text = [&](int col, int key, const Str& s) {
+        bool ok = e.a.has(key) && s.kind == Str::kString;
+        t.set_i32(col, r, ok ? str_code(s) : 0, ok);
+      };
+      text(k::coll_name, kCollName, e.a.coll);
+      text(k::coll_dtype, kCollDtype, e.a.dtype);
+      text(k::coll_pg_name, kPgName, e.a.pg);
+      i64(r, k::coll_in_nelems, arg(kInNelems));
+      i64(r, k::coll_out_nelems, arg(kOutNelems));
+      i32(r, k::coll_group_size, arg(kGroupSize));
+      i64(r, k::coll_seq, arg(kCollSeq));
       return;
     }
     case MEMCPY:

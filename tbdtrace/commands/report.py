@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
 from tbdtrace.commands import _output, _window
 from tbdtrace.commands._open import begin_open
+
+if TYPE_CHECKING:
+    from tbdtrace.trace import Trace
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,8 +22,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "trace",
         metavar="TRACE",
+        nargs="+",
         help="trace directory, or a profiler file (Kineto JSON, ...) to import "
-        "in memory and report without writing a trace",
+        "in memory and report without writing a trace; several per-rank files, a folder "
+        "of them or a quoted glob are imported together as one multi-rank trace",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="with per-rank files: exit 1 when a rank file is missing or unreadable "
+        "(default: name it on stderr and report the other ranks)",
     )
     _output.add_arguments(p, ("text", "json", "csv", "html"))
     p.add_argument(
@@ -56,15 +68,36 @@ def _run(args: argparse.Namespace) -> int:
     win = _window.spec(args, "report")
     if win is None:
         return 2
-    pending = begin_open(args.trace)  # a profiler file parses while the modules load
-    from tbdtrace.report import (
-        ReportOptions,
-        build,
-        sections,  # noqa: F401 - every section and pass, loaded now
-    )
-    from tbdtrace.report.text import render
+    from tbdtrace.commands import _rankset
+
+    if _rankset.is_rank_set(args.trace):
+        return _run_ranks(args, win)
+    pending = begin_open(args.trace[0])  # a profiler file parses while the modules load
+    from tbdtrace.report import sections  # noqa: F401 - every section and pass, loaded now
 
     tr = pending.trace()
+    return _emit(tr, args, win)
+
+
+def _run_ranks(args: argparse.Namespace, win: Any) -> int:
+    """Per-rank files imported in memory as one trace; each file left out is named in
+    one line on stderr (exit 1 with --strict, else the other ranks are reported)."""
+    from tbdtrace.commands import _rankset
+
+    rs = _rankset.expand(args.trace)
+    tr, problems = _rankset.open_ranks(rs)
+    for line in problems:
+        print(f"tbdtrace report: warning: {line}", file=sys.stderr)
+    if problems and args.strict:
+        print("tbdtrace report: --strict: rank files missing or unreadable", file=sys.stderr)
+        return 1
+    return _emit(tr, args, win)
+
+
+def _emit(tr: Trace, args: argparse.Namespace, win: Any) -> int:
+    from tbdtrace.report import ReportOptions, build
+    from tbdtrace.report.text import render
+
     opts = ReportOptions(
         top=args.top,
         top_json=args.top if args.top_json else None,

@@ -26,8 +26,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tbdtrace import schema
 from tbdtrace.errors import TraceError
-from tbdtrace.importers import json_stream, validate
+from tbdtrace.importers import collectives, json_stream, validate
 from tbdtrace.importers import sniff as _sniff
 from tbdtrace.importers.columns import TableBuilder
 from tbdtrace.importers.kineto_feed import (  # noqa: F401 - the categories live there
@@ -181,6 +182,8 @@ class KinetoImporter:
         self.meta_files: list[dict[str, Any]] = []
         self.is_rocm = False
         self.skipped: Counter[str] = Counter()  # reason -> events left out (validate.py)
+        # Per kernel row, the collective args (collectives.ARGS) for the collectives table.
+        self.coll_args: dict[str, list[Any]] = {c: [] for c in collectives.ARGS}
 
     def add_file(self, path: Path, rank_if_unknown: int | None) -> None:
         events, doc = _load(path)
@@ -289,6 +292,12 @@ class KinetoImporter:
                 registers_per_thread=_int(args.get("registers per thread")),
                 static_shared_bytes=_int(args.get("shared memory")),
             )
+            for c, key in collectives.ARGS.items():
+                v = args.get(key)
+                if c in collectives.STR_ARGS:
+                    self.coll_args[c].append(v if isinstance(v, str) else None)
+                else:
+                    self.coll_args[c].append(_int(v))
         elif cat in MEMCPY_CATS:
             m = _MEMCPY_RE.match(str(name))
             self.t["memcpy"].append(
@@ -515,11 +524,37 @@ def _import_python(files: list[Path]) -> tuple[dict[str, dict[str, pa.Array]], d
         imp.add_file(p, rank_if_unknown=i if len(files) > 1 else None)
     try:
         tables = {name: b.arrow_columns() for name, b in imp.t.items() if len(b)}
+        coll = _collectives(imp, tables)
+        if coll:
+            tables["collectives"] = coll
     except (pa.ArrowException, UnicodeEncodeError) as e:
         raise TraceError(
             f"{', '.join(map(str, files))}: a value cannot be stored ({e}); report the file"
         ) from e
     return tables, file_meta(imp, files, tables)
+
+
+def _collectives(
+    imp: KinetoImporter, tables: dict[str, dict[str, pa.Array]]
+) -> dict[str, pa.Array] | None:
+    kern = tables.get("kernels")
+    if not kern:
+        return None
+    args: dict[str, pa.Array | None] = {}
+    for c, values in imp.coll_args.items():
+        if all(v is None for v in values):
+            args[c] = None
+        elif c in collectives.STR_ARGS:
+            args[c] = pa.array(values, pa.string()).dictionary_encode()
+        else:
+            typ = pa.int32() if c == "coll_group_size" else pa.int64()
+            lo, hi = (-(1 << 31), 1 << 31) if typ == pa.int32() else (-(1 << 63), 1 << 63)
+            args[c] = pa.array([v if v is not None and lo <= v < hi else None for v in values], typ)
+    cols = collectives.from_kernels(kern, args, tables.get("ops"))
+    if cols is None:
+        return None
+    names = schema.table("collectives").column_names
+    return {k: cols[k] for k in names if k in cols and cols[k].null_count < len(cols[k])}
 
 
 def file_meta(

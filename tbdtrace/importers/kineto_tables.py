@@ -20,13 +20,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import _native, schema
-from tbdtrace.importers import kineto
+from tbdtrace.importers import collectives, kineto
 from tbdtrace.importers.columns import bool_array, int_array, str_array
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _PA_TYPES = {"int32": pa.int32(), "int64": pa.int64(), "uint64": pa.uint64(), "string": pa.int32()}
 # Tables in the order KinetoImporter lists them.
-ORDER = ("kernels", "memcpy", "memset", "memory", "runtime", "ops", "markers", "steps", "sync")
+ORDER = (
+    "kernels",
+    "memcpy",
+    "memset",
+    "memory",
+    "runtime",
+    "ops",
+    "markers",
+    "steps",
+    "sync",
+    "collectives",
+)
 
 
 class Staging:
@@ -159,6 +170,10 @@ def assemble(s: Staging) -> dict[str, dict[str, pa.Array]]:
             built[table] = build(s)
     if s.rows("markers"):
         built.update(_markers(s))
+    if "kernels" in built:
+        coll = collectives.from_kernels(built["kernels"], _coll_args(s), built.get("ops"))
+        if coll is not None:
+            built["collectives"] = coll
     out = {}
     for table in ORDER:
         cols = built.get(table)
@@ -199,6 +214,18 @@ def _kernels(s: Staging) -> dict[str, pa.Array]:
     ):
         cols[c] = s.col(t, c)
     return cols
+
+
+def _coll_args(s: Staging) -> dict[str, pa.Array | None]:
+    """The kernels' collective args (collectives.ARGS), null columns as None."""
+    t = "kernels"
+    out: dict[str, pa.Array | None] = {}
+    for c in collectives.ARGS:
+        if not s.cols[t][c][2] < s.rows(t):  # every row null
+            out[c] = None
+        else:
+            out[c] = s.strs(t, c) if c in collectives.STR_ARGS else s.col(t, c)
+    return out
 
 
 def _copy_bytes(s: Staging, t: str) -> pa.Array:

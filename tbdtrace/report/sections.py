@@ -155,7 +155,7 @@ import tbdtrace.report.cpu_section  # noqa: E402, F401 - registers "cpu_activity
 import tbdtrace.report.passes_sections  # noqa: E402, F401 - registers the time-side passes
 import tbdtrace.report.window_section  # noqa: E402, F401 - registers "phases"
 import tbdtrace.report.series_sections  # noqa: E402, F401 - registers the plot series
-from tbdtrace.report import memory_section  # noqa: E402, F401 - registers "memory"
+from tbdtrace.report import memory_section, ranks_section  # noqa: E402, F401 - "memory", "ranks"
 
 # isort: split
 from tbdtrace.report import flops_section  # noqa: E402, F401 - registers "flops", after "fp32"

@@ -1,0 +1,155 @@
+"""The ``ranks`` report section: cross-rank comparison of a trace with 2+ ranks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tbdtrace.passes import ranks
+from tbdtrace.report.build import ReportOptions, section, titled
+from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.textui import Console, Table
+from tbdtrace.trace import Trace
+
+_KEYS = (
+    "steps",
+    "step_time_median_ns",
+    "compute_ns",
+    "communication_ns",
+    "idle_ns",
+    "utilization",
+    "overlap",
+    "memory_peak_bytes",
+)
+_LABELS = ("Steps", "Step med", "Compute", "Comm", "Idle", "Util", "Overlap", "Mem peak")
+
+
+def _cell(key: str, v: Any) -> str:
+    if v is None:
+        return "-"
+    if key.endswith("_ns"):
+        return fmt_ns(v)
+    if key.endswith("_bytes"):
+        return fmt_bytes(v)
+    if key in ("utilization", "overlap"):
+        return fmt_pct(v)
+    return f"{v:,.0f}" if isinstance(v, float) else f"{v:,}"
+
+
+def _gbps(v: float | None) -> str:
+    if v is None:
+        return "-"
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if v >= scale:
+            return f"{v / scale:.2f} {unit}"
+    return f"{v:.0f} B/s"
+
+
+def _render(con: Console, data: dict[str, Any] | None, opts: ReportOptions) -> None:
+    if not data:
+        return
+    rows = data["per_rank"]
+    t = Table(title=titled(f"Ranks ({len(rows)} ranks)", opts), title_justify="left")
+    t.add_column("Rank", justify="right")
+    for label in _LABELS:
+        t.add_column(label, justify="right", no_wrap=True)
+    for r in rows:
+        t.add_row(str(r["rank"]), *(_cell(k, r[k]) for k in _KEYS))
+    for stat in ("min", "median", "max", "spread"):
+        t.add_row(stat, *(_cell(k, (data["across_ranks"].get(k) or {}).get(stat)) for k in _KEYS))
+    con.print(t)
+    for note in data["notes"]:
+        con.print(f"Note: {note}")
+    _render_steps(con, data, opts)
+    _render_collectives(con, data.get("collectives"))
+
+
+def _render_steps(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
+    steps = data["steps"]
+    if not steps:
+        con.print("Stragglers: no step seen on two or more ranks.")
+        return
+    thr = data["config"]["straggler_threshold"]
+    t = Table(
+        title=f"Stragglers per step (work = step time outside collective kernels; straggler: "
+        f"lead over the median rank's work > {thr:.0%} of the median step time)",
+        title_justify="left",
+    )
+    for c in ("Step", "Ranks", "Step med", "Step skew", "Slowest", "Lead", "Straggler"):
+        t.add_column(c, justify="right", no_wrap=True)
+    for s in steps:
+        t.add_row(
+            str(s["step"]),
+            str(s["ranks"]),
+            fmt_ns(s["step_time_median_ns"]),
+            fmt_ns(s["step_skew_ns"]),
+            str(s["slowest_rank"]),
+            fmt_ns(s["lead_ns"]),
+            "yes" if s["straggler"] else "",
+        )
+    con.print(t)
+
+
+def _render_collectives(con: Console, c: dict[str, Any] | None) -> None:
+    if c is None:
+        con.print("Collectives: none in this trace (no NCCL/RCCL kernels).")
+        return
+    how = "sequence number" if c["method"] == "sequence_number" else "order of occurrence"
+    skew = c["arrival_skew_ns"] or {}
+    con.print(
+        f"Collectives: {c['matched']:,} matched across ranks by {how} "
+        f"({c['unmatched_rows']:,} kernel rows seen on one rank only); arrival skew "
+        f"min {fmt_ns(skew.get('min'))}, median {fmt_ns(skew.get('median'))}, "
+        f"max {fmt_ns(skew.get('max'))}"
+    )
+    t = Table(title="Collectives per op (medians over collectives)", title_justify="left")
+    for h in ("Op", "Count", "Size", "Arrival skew", "Alg bw", "Bus bw"):
+        t.add_column(h, justify="right" if h != "Op" else "left", no_wrap=True)
+    for o in c["per_op"]:
+        t.add_row(
+            o["op"],
+            f"{o['count']:,}",
+            fmt_bytes(o["size_bytes_median"]),
+            fmt_ns(o["arrival_skew_ns_median"]),
+            _gbps(o["algbw_bytes_per_s_median"]),
+            _gbps(o["busbw_bytes_per_s_median"]),
+        )
+    con.print(t)
+    t = Table(title="Collectives per rank", title_justify="left")
+    for h in ("Rank", "Collectives", "Waited", "Excess (median)", "Slow link"):
+        t.add_column(h, justify="right", no_wrap=True)
+    for r in c["per_rank"]:
+        t.add_row(
+            str(r["rank"]),
+            f"{r['collectives']:,}",
+            fmt_ns(r["wait_ns"]),
+            fmt_ns(r["excess_ns"]),
+            "suspect" if r["slow_link"] else "",
+        )
+    con.print(t)
+
+
+@section("ranks", _render)
+def ranks_section(trace: Trace, opts: ReportOptions) -> dict[str, Any] | None:
+    """Null for a trace with fewer than two ranks."""
+    cfg = ranks.RanksConfig()
+    rows = ranks.per_rank(trace)
+    if len(rows) < 2:
+        return None
+    matched = ranks.match_collectives(trace)
+    notes = []
+    if ranks.disjoint(rows):
+        notes.append(
+            "the ranks' device time spans do not overlap: the files are not one job, or "
+            "their clocks differ; cross-rank skews and matches are not meaningful"
+        )
+    return {
+        "notes": notes,
+        "config": {
+            "straggler_threshold": cfg.straggler_threshold,
+            "slow_link_threshold": cfg.slow_link_threshold,
+        },
+        "per_rank": rows,
+        "across_ranks": ranks.spread(rows, _KEYS),
+        "steps": ranks.steps(trace, cfg),
+        "collectives": ranks.collectives(matched, cfg),
+    }
