@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +31,10 @@ CODECS = {
     "none": None,
 }
 # The real fixtures are provided beside the checkout (shared/fixtures/), never committed.
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(
+    os.environ.get("TBDTRACE_FIXTURES")
+    or Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+)
 FIXTURE = FIXTURES / "kineto" / "hta" / "df_index_resolver.json.gz"
 
 
