@@ -1,0 +1,204 @@
+"""``tbdtrace export``: Chrome JSON and Perfetto protobuf timelines.
+
+Expected counts and times come from the raw fixture JSON (tests/rawkineto.py, which
+shares no code with the importer); the Perfetto file is parsed with the published
+``perfetto_trace.proto`` classes of the ``perfetto`` package, not with our encoder;
+nesting is checked by a stack walk written here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+import tbdtrace
+from tbdtrace import trace as trace_mod
+from tbdtrace.export import export
+from tbdtrace.export.timeline import lanes
+from tests import rawkineto
+from tests.conftest import fixture
+
+FIXTURE = "kineto/hta/df_index_resolver.json.gz"  # the largest: kernels, copies, sets
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory):
+    src = fixture(FIXTURE)
+    d = tmp_path_factory.mktemp("export")
+    out = d / "t"
+    r = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "import", str(src), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    return src, out, d
+
+
+@pytest.fixture(scope="module")
+def chrome(fx):
+    src, trace_dir, d = fx
+    f = d / "t.json"
+    export(tbdtrace.open(trace_dir), "chrome", f)
+    return json.loads(f.read_text())
+
+
+@pytest.fixture(scope="module")
+def perfetto(fx):
+    src, trace_dir, d = fx
+    f = d / "t.perfetto-trace"
+    export(tbdtrace.open(trace_dir), "perfetto", f)
+    t = pb.Trace()
+    t.ParseFromString(f.read_bytes())
+    return t
+
+
+def _kind(cat: str) -> str | None:
+    parts = cat.split(",")
+    return "kernels" if "kernel" in parts else cat if cat in ("memcpy", "memset") else None
+
+
+def test_chrome_json_has_one_event_per_kernel_memcpy_and_memset(fx, chrome):
+    raw = rawkineto.device_events(fx[0])
+    xs = [e for e in chrome["traceEvents"] if e["ph"] == "X"]
+    got = Counter(_kind(e["cat"]) for e in xs)
+    for g in ("kernels", "memcpy", "memset"):
+        assert got[g] == len(raw[g]) > 0, g
+    # the same durations and (relative) start times, to the nanosecond
+    base = min(s for g in ("kernels", "memcpy", "memset") for s, _, _, _ in raw[g])
+    mine = sorted((round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in xs if _kind(e["cat"]))
+    theirs = sorted(
+        (s - base, e - s) for g in ("kernels", "memcpy", "memset") for s, e, _, _ in raw[g]
+    )
+    # chrome's base is the first event of any kind: shift both to their first device event
+    shift = mine[0][0] - theirs[0][0]
+    assert [(s - shift, d) for s, d in mine] == theirs
+
+
+def _nested(spans: list[tuple[int, int]]) -> bool:
+    stack: list[int] = []
+    for s, e in sorted(spans, key=lambda x: (x[0], -x[1])):
+        while stack and stack[-1] <= s:
+            stack.pop()
+        if stack and e > stack[-1]:
+            return False
+        stack.append(e)
+    return True
+
+
+def test_chrome_tracks_never_partially_overlap(chrome):
+    by_track = defaultdict(list)
+    for e in chrome["traceEvents"]:
+        if e["ph"] == "X":
+            s = round(e["ts"] * 1000)
+            by_track[(e["pid"], e["tid"])].append((s, s + round(e["dur"] * 1000)))
+    assert len(by_track) > 3
+    bad = [k for k, v in by_track.items() if not _nested(v)]
+    assert not bad
+
+
+def test_chrome_flows_and_args(chrome):
+    ev = chrome["traceEvents"]
+    starts = {e["id"] for e in ev if e["ph"] == "s"}
+    ends = {e["id"] for e in ev if e["ph"] == "f"}
+    assert ends and ends <= starts
+    kernels = [e for e in ev if e["ph"] == "X" and _kind(e["cat"]) == "kernels"]
+    assert all(e["args"]["grid"].startswith("[") and "block" in e["args"] for e in kernels)
+    assert sum("op" in e["args"] for e in kernels) > len(kernels) / 2
+    names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "steps" in names and any(n.startswith("stream ") for n in names)
+    counters = {e["name"] for e in ev if e["ph"] == "C"}
+    assert any(n.startswith("memory allocated: ") for n in counters)
+
+
+def test_perfetto_trace_parses_and_nests(fx, perfetto):
+    raw = rawkineto.device_events(fx[0])
+    interned = {}
+    for p in perfetto.packet:
+        if p.HasField("interned_data"):
+            interned = {c.iid: c.name for c in p.interned_data.event_categories}
+    tracks = {
+        p.track_descriptor.uuid: p.track_descriptor
+        for p in perfetto.packet
+        if p.HasField("track_descriptor")
+    }
+    got: Counter[str | None] = Counter()
+    stacks: dict[int, list[int]] = defaultdict(list)
+    depth_ok = True
+    for p in perfetto.packet:
+        if not p.HasField("track_event"):
+            continue
+        te = p.track_event
+        assert te.track_uuid in tracks
+        if te.type in (pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_INSTANT):
+            got[_kind(interned[te.category_iids[0]])] += 1
+        # in file order, begins and ends on every track pair up as a stack
+        if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+            stacks[te.track_uuid].append(p.timestamp)
+        elif te.type == pb.TrackEvent.TYPE_SLICE_END:
+            st = stacks[te.track_uuid]
+            depth_ok &= bool(st) and st.pop() <= p.timestamp
+    assert depth_ok and not any(stacks.values())
+    for g in ("kernels", "memcpy", "memset"):
+        assert got[g] == len(raw[g]) > 0, g
+    flows_out = {f for p in perfetto.packet for f in p.track_event.flow_ids}
+    flows_in = {f for p in perfetto.packet for f in p.track_event.terminating_flow_ids}
+    assert flows_in and flows_in <= flows_out
+
+
+def test_partial_overlaps_move_to_their_own_track(tmp_path):
+    # kernels 2 and 3 partially overlap kernel 1 on stream 7; 4 nests in 1
+    tr = trace_mod.from_tables(
+        {
+            "kernels": {
+                "start_ns": [100, 150, 180, 110],
+                "end_ns": [200, 250, 260, 120],
+                "stream_id": [7, 7, 7, 7],
+                "device_id": [0, 0, 0, 0],
+                "name": ["a", "b", "c", "d"],
+            }
+        },
+        {},
+    )
+    f = tmp_path / "t.json"
+    export(tr, "chrome", f)
+    xs = [e for e in json.loads(f.read_text())["traceEvents"] if e["ph"] == "X"]
+    tids = {e["name"]: e["tid"] for e in xs}
+    assert tids["a"] == tids["d"] and len({tids["a"], tids["b"], tids["c"]}) == 3
+    names = {
+        e["tid"]: e["args"]["name"]
+        for e in json.loads(f.read_text())["traceEvents"]
+        if e["ph"] == "M" and e["name"] == "thread_name"
+    }
+    assert names[tids["a"]] == "stream 7" and "overlap" in names[tids["b"]]
+
+
+def test_lanes_keep_every_lane_nested():
+    rng = np.random.default_rng(5)
+    n = 400
+    track = rng.integers(0, 3, n)
+    start = rng.integers(0, 1000, n)
+    end = start + rng.integers(0, 200, n)
+    lane = lanes(track, start, end)
+    for key in set(zip(track.tolist(), lane.tolist(), strict=True)):
+        sel = (track == key[0]) & (lane == key[1])
+        assert _nested(list(zip(start[sel].tolist(), end[sel].tolist(), strict=True)))
+    assert lane.max() > 0  # random ranges do overlap
+
+
+def test_export_command_refuses_to_overwrite(fx, tmp_path):
+    out = tmp_path / "x.json"
+    out.write_text("mine")
+    cmd = [sys.executable, "-m", "tbdtrace", "export", str(fx[1]), "--format", "chrome"]
+    r = subprocess.run([*cmd, "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 1 and "--force" in r.stderr and out.read_text() == "mine"
+    r = subprocess.run([*cmd, "-o", str(out), "--force"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["traceEvents"]
+    assert not [p for p in tmp_path.iterdir() if p.name != "x.json"]  # no temp left
