@@ -23,7 +23,7 @@ from typing import BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from tbdtrace.export.timeline import Timeline
+from tbdtrace.export.timeline import Slices, Timeline
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -88,6 +88,8 @@ _LIMITS = np.array([1 << (7 * j) for j in range(1, 10)], np.uint64)
 def varint(v: npt.NDArray[np.integer], present: Mask | None = None) -> Rows:
     """Varints of ``v`` (int64 negatives as 10-byte two's complement, as protobuf)."""
     x = np.asarray(v).astype(np.int64).view(np.uint64)
+    if len(x) and x.min() == x.max():  # one value (types, ids of a name): a constant
+        return const(len(x), varint_bytes(int(x[0])), present)
     ln = np.searchsorted(_LIMITS, x, side="right").astype(np.int64) + 1
     w = int(ln.max()) if len(ln) else 1
     shifts = np.arange(w, dtype=np.uint64) * np.uint64(7)
@@ -123,14 +125,14 @@ def f_message(field: int, sub: Pieces, present: Mask | None = None) -> Pieces:
     return [const(n, key(field, LEN), present), varint(size, present), *sub]
 
 
-def flat(pieces: Pieces) -> bytes:
-    """The rows' bytes, row after row."""
+def flat(pieces: Pieces) -> tuple[npt.NDArray[np.uint8], I64]:
+    """The rows' bytes, row after row, and each row's length."""
     m = np.hstack([p.m for p in pieces])
     widths = [p.m.shape[1] for p in pieces]
     col = np.concatenate([np.arange(w, dtype=np.int16) for w in widths])
     ln = np.stack([p.ln for p in pieces], axis=1).astype(np.int16)
     k = np.repeat(ln, widths, axis=1) > col[None, :]
-    return bytes(m[k].tobytes())
+    return m[k], ln.sum(axis=1, dtype=np.int64)
 
 
 # ---- scalar messages (descriptors, interned data) ----
@@ -186,48 +188,89 @@ def _header(tl: Timeline, arg_names: list[str]) -> bytes:
 # ---- vectorized packets ----
 
 
-def _events(tl: Timeline, kind: I64, si: I64, ci: I64, ts: I64, arg_iids: list[int]) -> Pieces:
-    """Packets for entries of one chunk, in order: slice begins/instants/ends (slice
-    row ``si``) and counter values (counter row ``ci``), all in one layout whose fields
-    are masked per entry kind."""
-    sl = tl.slices
-    assert sl is not None
-    n = len(kind)
-    first = (kind == SLICE_BEGIN) | (kind == INSTANT)
-    ctr = kind == COUNTER
-    s = np.where(si >= 0, si, 0)
-    c = np.where(ci >= 0, ci, 0)
-    track = np.where(ctr, tl.counter_track[c] if len(tl.counter_track) else 0, sl.track[s])
+def _first(sl: Slices, s: I64, kind: I64, arg_iids: list[int]) -> Pieces:
+    """Begin or instant (``kind``) packets of slice rows ``s``."""
+    n = len(s)
     ev: Pieces = [
         *f_varint(E_TYPE, kind),
-        *f_varint(E_TRACK_UUID, TRACK_UUID0 + track),
+        *f_varint(E_TRACK_UUID, TRACK_UUID0 + sl.track[s]),
+        *f_varint(E_NAME_IID, sl.name[s] + 1),
+        *f_varint(E_CATEGORY_IIDS, sl.cat[s] + 1),
     ]
-    if first.any():
-        ev += f_varint(E_NAME_IID, sl.name[s] + 1, first)
-        ev += f_varint(E_CATEGORY_IIDS, sl.cat[s] + 1, first)
-        for a, iid in zip(sl.args, arg_iids, strict=True):
-            valid = a.valid[s] & first
-            if not valid.any():
-                continue
-            v = a.values[s]
-            body = [
-                *f_varint(A_NAME_IID, np.full(n, iid, np.int64)),
-                *(f_varint(A_STRING_IID, v + 1) if a.string else f_varint(A_INT, v)),
-            ]
-            ev += f_message(E_ANNOTATIONS, body, valid)
-        for field, flows in ((E_FLOW_IDS, sl.flow_out), (E_TERMINATING_FLOWS, sl.flow_in)):
-            f = flows[s]
-            has = (f > 0) & first
-            if has.any():
-                ev += f_fixed64(field, f, has)
-    if ctr.any():
-        ev += f_fixed64(E_DOUBLE_COUNTER, tl.counter_value[c].view(np.int64), ctr)
+    for a, iid in zip(sl.args, arg_iids, strict=True):
+        valid = a.valid[s]
+        if not valid.any():
+            continue
+        v = a.values[s]
+        body = [
+            *f_varint(A_NAME_IID, np.full(n, iid, np.int64)),
+            *(f_varint(A_STRING_IID, v + 1) if a.string else f_varint(A_INT, v)),
+        ]
+        ev += f_message(E_ANNOTATIONS, body, valid)
+    for field, flows in ((E_FLOW_IDS, sl.flow_out), (E_TERMINATING_FLOWS, sl.flow_in)):
+        f = flows[s]
+        if (f > 0).any():
+            ev += f_fixed64(field, f, f > 0)
+    return _packet_rows(sl.start[s], ev)
+
+
+def _end(sl: Slices, s: I64) -> Pieces:
+    ev = [
+        *f_varint(E_TYPE, np.full(len(s), SLICE_END, np.int64)),
+        *f_varint(E_TRACK_UUID, TRACK_UUID0 + sl.track[s]),
+    ]
+    return _packet_rows(sl.end[s], ev)
+
+
+def _counter(tl: Timeline, c: I64) -> Pieces:
+    ev = [
+        *f_varint(E_TYPE, np.full(len(c), COUNTER, np.int64)),
+        *f_varint(E_TRACK_UUID, TRACK_UUID0 + tl.counter_track[c]),
+        *f_fixed64(E_DOUBLE_COUNTER, tl.counter_value[c].view(np.int64)),
+    ]
+    return _packet_rows(tl.counter_ts[c], ev)
+
+
+def _packet_rows(ts: I64, event: Pieces) -> Pieces:
     packet = [
         *f_varint(P_TIMESTAMP, ts),
-        const(n, _field(P_SEQ_ID, SEQ) + _field(P_SEQ_FLAGS, SEQ_NEEDS_STATE)),
-        *f_message(P_TRACK_EVENT, ev),
+        const(len(ts), _field(P_SEQ_ID, SEQ) + _field(P_SEQ_FLAGS, SEQ_NEEDS_STATE)),
+        *f_message(P_TRACK_EVENT, event),
     ]
     return f_message(TRACE_PACKET, packet)
+
+
+def _chunk(tl: Timeline, kind: I64, si: I64, ci: I64, arg_iids: list[int]) -> bytes:
+    """The packets of one chunk of entries, in the entries' order: each kind is
+    encoded in its own layout, then their bytes are interleaved."""
+    sl = tl.slices
+    assert sl is not None
+    first = (kind == SLICE_BEGIN) | (kind == INSTANT)
+    subsets = []
+    if first.any():
+        pos = np.flatnonzero(first)
+        subsets.append((pos, _first(sl, si[pos], kind[pos], arg_iids)))
+    for k, make in (
+        (SLICE_END, lambda p: _end(sl, si[p])),
+        (COUNTER, lambda p: _counter(tl, ci[p])),
+    ):
+        pos = np.flatnonzero(kind == k)
+        if pos.size:
+            subsets.append((pos, make(pos)))
+    lengths = np.zeros(len(kind), np.int64)
+    encoded = []
+    for pos, pieces in subsets:
+        data, ln = flat(pieces)
+        lengths[pos] = ln
+        encoded.append((pos, data, ln))
+    if len(encoded) == 1:
+        return bytes(encoded[0][1].tobytes())
+    dst = np.cumsum(lengths) - lengths
+    out = np.empty(int(lengths.sum()), np.uint8)
+    for pos, data, ln in encoded:
+        src = np.cumsum(ln) - ln
+        out[np.repeat(dst[pos] - src, ln) + np.arange(len(data), dtype=np.int64)] = data
+    return bytes(out.tobytes())
 
 
 def write(tl: Timeline, out: BinaryIO) -> int:
@@ -243,7 +286,6 @@ def write(tl: Timeline, out: BinaryIO) -> int:
     order = np.lexsort((-sl.end, sl.start, sl.track))
     dur0 = (sl.end == sl.start)[order]
     ends = order[~dur0][::-1]
-    none = np.full(nc, -1, np.int64)
     kind = np.concatenate(
         [
             np.where(dur0, INSTANT, SLICE_BEGIN),
@@ -251,7 +293,7 @@ def write(tl: Timeline, out: BinaryIO) -> int:
             np.full(nc, COUNTER),
         ]
     ).astype(np.int64)
-    si = np.concatenate([order, ends, none])
+    si = np.concatenate([order, ends, np.full(nc, -1, np.int64)])
     ci = np.concatenate([np.full(n + len(ends), -1, np.int64), np.arange(nc, dtype=np.int64)])
     ts = np.concatenate([sl.start[order], sl.end[ends], tl.counter_ts])
     if not len(ts):
@@ -263,7 +305,7 @@ def write(tl: Timeline, out: BinaryIO) -> int:
     rank = np.argsort(((ts - ts.min()) << 2) | phase, kind="stable")
     for lo in range(0, len(rank), CHUNK):
         sel = rank[lo : lo + CHUNK]
-        out.write(flat(_events(tl, kind[sel], si[sel], ci[sel], ts[sel], arg_iids)))
+        out.write(_chunk(tl, kind[sel], si[sel], ci[sel], arg_iids))
     return len(ts)
 
 

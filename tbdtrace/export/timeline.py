@@ -36,18 +36,21 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 # Synthetic pids of device and "host samples" processes: above any Linux pid (2^22).
 DEVICE_PID_BASE = 1 << 30
-# Launch configuration and ids shown as kernel arguments (int columns of kernels).
-KERNEL_INT_ARGS = (
+# Ids shown as kernel arguments (int columns of kernels).
+KERNEL_INT_ARGS = ("correlation_id",)
+# The launch configuration, shown as one interned string argument (one string per
+# distinct configuration, so a million kernels carry a few hundred strings).
+LAUNCH_COLUMNS = (
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
     "registers_per_thread",
     "static_shared_bytes",
     "dynamic_shared_bytes",
-    "correlation_id",
 )
-# Grid and block sizes, each shown as one "[x, y, z]" argument.
-KERNEL_DIM_ARGS = {
-    "grid": ("grid_x", "grid_y", "grid_z"),
-    "block": ("block_x", "block_y", "block_z"),
-}
 
 
 @dataclass
@@ -197,8 +200,8 @@ def _device_part(
         name = _labels(trace, tl, table, "name", "(unnamed kernel)")
         cat_lut = np.array([t(f"kernel,{c}") for c in CATEGORIES], np.int64)
         cat = cat_lut[kernel_categories(trace.table(table, ["name"]))]
-        args = [_dims(trace, tl, name, cols) for name, cols in KERNEL_DIM_ARGS.items()]
-        args = [a for a in args if a is not None]
+        launch = _launch(trace, tl)
+        args = [launch] if launch is not None else []
         args += [
             Arg(c, *_int_arg(trace, table, c)) for c in KERNEL_INT_ARGS if _has(trace, table, c)
         ]
@@ -227,15 +230,28 @@ def _device_part(
     }
 
 
-def _dims(trace: Trace, tl: Timeline, name: str, cols: tuple[str, ...]) -> Arg | None:
-    """Launch dimensions as one interned string argument, e.g. grid "[256, 1, 1]"."""
-    if not _has(trace, "kernels", cols[0]):
+def _launch(trace: Trace, tl: Timeline) -> Arg | None:
+    """The launch configuration as one string argument, e.g.
+    "grid [256, 1, 1] block [128, 1, 1] registers 32 shared 0+1024 B" (static+dynamic)."""
+    if not _has(trace, "kernels", "grid_x"):
         return None
-    vals = [_frame.ints(trace, "kernels", c, 1, keep=False) for c in cols]
+    vals = [_frame.ints(trace, "kernels", c, -1, keep=False) for c in LAUNCH_COLUMNS]
     uniq, inv = groups(*vals)
-    lut = np.array([tl.intern(f"[{', '.join(map(str, u))}]") for u in uniq], np.int64)
-    valid = _bools(trace.column("kernels", cols[0]).is_valid())
-    return Arg(name, lut[inv], valid, string=True)
+
+    def text(u: tuple[int, ...]) -> str:
+        def dim(x: tuple[int, ...]) -> str:
+            return "[" + ", ".join(str(v) if v >= 0 else "?" for v in x) + "]"
+
+        out = f"grid {dim(u[0:3])} block {dim(u[3:6])}"
+        if u[6] >= 0:
+            out += f" registers {u[6]}"
+        if u[7] >= 0 or u[8] >= 0:
+            out += f" shared {max(u[7], 0)}+{max(u[8], 0)} B"
+        return out
+
+    lut = np.array([tl.intern(text(u)) for u in uniq], np.int64)
+    valid = _bools(trace.column("kernels", "grid_x").is_valid())
+    return Arg("launch", lut[inv], valid, string=True)
 
 
 def _has(trace: Trace, table: str, column: str) -> bool:

@@ -109,7 +109,7 @@ def test_chrome_flows_and_args(chrome):
     ends = {e["id"] for e in ev if e["ph"] == "f"}
     assert ends and ends <= starts
     kernels = [e for e in ev if e["ph"] == "X" and _kind(e["cat"]) == "kernels"]
-    assert all(e["args"]["grid"].startswith("[") and "block" in e["args"] for e in kernels)
+    assert all(e["args"]["launch"].startswith("grid [") for e in kernels)
     assert sum("op" in e["args"] for e in kernels) > len(kernels) / 2
     names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
     assert "steps" in names and any(n.startswith("stream ") for n in names)
