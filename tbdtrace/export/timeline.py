@@ -144,9 +144,54 @@ def groups(*cols: I64) -> tuple[list[tuple[int, ...]], I64]:
     return uniq, inv
 
 
+# Columns build() reads, per table: read together, one pass over each file.
+COLUMNS = {
+    "kernels": (
+        "start_ns",
+        "end_ns",
+        "rank",
+        "pid",
+        "tid",
+        "device_id",
+        "device_type",
+        "stream_id",
+        "name",
+        "correlation_id",
+        "external_id",
+        *LAUNCH_COLUMNS,
+    ),
+    "memcpy": (
+        "start_ns",
+        "end_ns",
+        "rank",
+        "device_id",
+        "device_type",
+        "stream_id",
+        "copy_kind",
+        "bytes",
+        "correlation_id",
+    ),
+    "memset": (
+        "start_ns",
+        "end_ns",
+        "rank",
+        "device_id",
+        "device_type",
+        "stream_id",
+        "memory_kind",
+        "bytes",
+        "correlation_id",
+    ),
+    "runtime": ("start_ns", "end_ns", "rank", "pid", "tid", "name", "correlation_id"),
+}
+
+
 def build(trace: Trace) -> Timeline:
     """The timeline of ``trace`` (see the module doc)."""
     tl = Timeline()
+    for table, cols in COLUMNS.items():
+        if trace.num_rows(table):
+            trace.prefetch(table, cols)
     parts: list[dict[str, object]] = []
     flows = _flows(trace)
     for i, table in enumerate(("kernels", "memcpy", "memset")):
