@@ -192,13 +192,15 @@ def test_lanes_keep_every_lane_nested():
     assert lane.max() > 0  # random ranges do overlap
 
 
-def test_export_command_refuses_to_overwrite(fx, tmp_path):
+def test_export_command_refuses_to_overwrite(tmp_path):
+    src = tmp_path / "t"
+    tbdtrace.write(src, {"kernels": {"start_ns": [1, 5], "end_ns": [3, 9], "name": ["a", "b"]}}, {})
     out = tmp_path / "x.json"
     out.write_text("mine")
-    cmd = [sys.executable, "-m", "tbdtrace", "export", str(fx[1]), "--format", "chrome"]
+    cmd = [sys.executable, "-m", "tbdtrace", "export", str(src), "--format", "chrome"]
     r = subprocess.run([*cmd, "-o", str(out)], capture_output=True, text=True)
     assert r.returncode == 1 and "--force" in r.stderr and out.read_text() == "mine"
     r = subprocess.run([*cmd, "-o", str(out), "--force"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text())["traceEvents"]
-    assert not [p for p in tmp_path.iterdir() if p.name != "x.json"]  # no temp left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t", "x.json"]  # no temp left
