@@ -546,38 +546,51 @@ def _sample_name(metric: str, index: int) -> str:
 
 
 def _memory_counters(trace: Trace, tl: Timeline) -> list[tuple[int, I64, F64]]:
-    """Per device: allocated bytes per category and reserved bytes over time, from the
-    alloc/free events (a running sum per series, starting at 0 in the trace)."""
-    t = _frame.ints(trace, "memory", "ts_ns")
-    size = _frame.ints(trace, "memory", "bytes", 0)
-    act_c, act_l = _frame.codes(trace, "memory", "action")
-    lvl_c, lvl_l = _frame.codes(trace, "memory", "level")
-    cat_c, cat_l = _frame.codes(trace, "memory", "category")
-    sign = np.array([1 if a == "alloc" else -1 if a == "free" else 0 for a in act_l], np.int64)
-    delta = size * sign[act_c] if len(sign) else np.zeros(len(t), np.int64)
-    reserved = np.array([x == "reserved" for x in lvl_l], bool)[lvl_c]
-    cats = np.asarray(cat_c, np.int64)
-    cats = np.where(reserved, -2, cats)  # one series for reserved bytes
-    rank = _frame.ints(trace, "memory", "rank")
-    dev = _frame.ints(trace, "memory", "device_id")
-    dtype_c, dtype_l = _frame.codes(trace, "memory", "device_type")
-    uniq, inv = groups(rank, dev, np.asarray(dtype_c, np.int64), cats)
-    order = np.lexsort((t, inv))  # by series, then time (stable)
-    out = []
+    """Per device: live allocated bytes per category and live reserved bytes over time,
+    from the memory pass's timeline (blocks paired; a free whose alloc predates the
+    capture is left out, so no series goes negative; docs/MEMORY.md)."""
+    from tbdtrace.passes import memory
+
+    mt = memory.timeline(trace)
+    if not mt.num_rows:
+        return []
+    t = mt["ts_ns"].to_numpy()
+    sign = np.where(np.asarray(mt["action"].to_numpy(zero_copy_only=False)) == "alloc", 1, -1)
+    delta = sign * mt["bytes"].to_numpy()
+    cols = []
+    labels = []
+    for colname in ("level", "device_type", "category"):
+        codes, lab = dense_codes_of(mt[colname])
+        cols.append(codes)
+        labels.append(lab)
+    rank = np.asarray(mt["rank"].fill_null(-1).to_numpy(), np.int64)
+    dev = np.asarray(mt["device_id"].fill_null(-1).to_numpy(), np.int64)
+    level_l, dtype_l, cat_l = labels
+    reserved = np.array([x == "reserved" for x in level_l], bool)[cols[0]]
+    cat = np.where(reserved, -1, cols[2])  # reserved: one series, not per category
+    uniq, inv = groups(cols[0], rank, dev, cols[1], cat)
+    order = np.argsort(inv, kind="stable")  # rows are in time order within a level
     bounds = np.searchsorted(inv[order], np.arange(len(uniq) + 1))
-    for j, (r, d, tcode, c) in enumerate(uniq):
+    out = []
+    for j, (lv, r, d, tcode, c) in enumerate(uniq):
         sel = order[bounds[j] : bounds[j + 1]]
-        dtype = dtype_l[tcode] if 0 <= tcode < len(dtype_l) else None
+        dtype = dtype_l[tcode]
         if d < 0 or dtype == "cpu":
             proc = _host_process(tl, r, -1)
         else:
             proc = tl.process(("device", r, d, dtype), DEVICE_PID_BASE + len(tl.processes), "")
             if not tl.processes[proc].name:
                 tl.processes[proc].name = (f"rank {r} " if r >= 0 else "") + f"GPU {d}"
-        label = "reserved" if c == -2 else (cat_l[c] or "unlabelled") if c >= 0 else "unlabelled"
-        name = f"memory {label} (bytes)" if c == -2 else f"memory allocated: {label} (bytes)"
+        name = "memory reserved (bytes)" if c < 0 else f"memory {level_l[lv]}: {cat_l[c]} (bytes)"
         tr = tl.track(
-            ("mem", proc, name), Track(proc, name, DEVICE_PID_BASE + len(tl.tracks), False, True)
+            ("mem", proc, name),
+            Track(proc, name, DEVICE_PID_BASE + len(tl.tracks), False, True),
         )
         out.append((tr, t[sel], np.cumsum(delta[sel]).astype(np.float64)))
     return out
+
+
+def dense_codes_of(col: pa.ChunkedArray) -> tuple[I64, list[str]]:
+    """A string column as (codes, labels); null is the label "unknown"."""
+    arr = col.combine_chunks().fill_null("unknown").dictionary_encode()
+    return arr.indices.to_numpy().astype(np.int64), [str(x) for x in arr.dictionary.to_pylist()]
