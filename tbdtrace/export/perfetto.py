@@ -94,7 +94,8 @@ def varint(v: npt.NDArray[np.integer], present: Mask | None = None) -> Rows:
     w = int(ln.max()) if len(ln) else 1
     shifts = np.arange(w, dtype=np.uint64) * np.uint64(7)
     m = ((x[:, None] >> shifts[None, :]) & np.uint64(0x7F)).astype(np.uint8)
-    m |= ((np.arange(w)[None, :] < (ln - 1)[:, None]) * 0x80).astype(np.uint8)
+    cont = np.arange(w)[None, :] < (ln - 1)[:, None]  # a byte follows
+    m |= cont.view(np.uint8) << np.uint8(7)
     return Rows(m, ln if present is None else ln * present)
 
 
@@ -125,14 +126,34 @@ def f_message(field: int, sub: Pieces, present: Mask | None = None) -> Pieces:
     return [const(n, key(field, LEN), present), varint(size, present), *sub]
 
 
+def row_lengths(pieces: Pieces) -> I64:
+    total = pieces[0].ln.copy()
+    for p in pieces[1:]:
+        total += p.ln
+    return total
+
+
+def flat_into(out: npt.NDArray[np.uint8], pieces: Pieces, start: I64) -> None:
+    """Write row i's bytes at ``out[start[i]:]``: one scatter per byte column."""
+    off = start
+    for p in pieces:
+        w = p.m.shape[1]
+        full = int(p.ln.min()) == w
+        for j in range(w):
+            if full:
+                out[off + j] = p.m[:, j]
+            else:
+                sel = p.ln > j
+                out[(off + j)[sel]] = p.m[sel, j]
+        off = off + p.ln
+
+
 def flat(pieces: Pieces) -> tuple[npt.NDArray[np.uint8], I64]:
     """The rows' bytes, row after row, and each row's length."""
-    m = np.hstack([p.m for p in pieces])
-    widths = [p.m.shape[1] for p in pieces]
-    col = np.concatenate([np.arange(w, dtype=np.int16) for w in widths])
-    ln = np.stack([p.ln for p in pieces], axis=1).astype(np.int16)
-    k = np.repeat(ln, widths, axis=1) > col[None, :]
-    return m[k], ln.sum(axis=1, dtype=np.int64)
+    ln = row_lengths(pieces)
+    out = np.empty(int(ln.sum()), np.uint8)
+    flat_into(out, pieces, np.cumsum(ln) - ln)
+    return out, ln
 
 
 # ---- scalar messages (descriptors, interned data) ----
@@ -258,18 +279,12 @@ def _chunk(tl: Timeline, kind: I64, si: I64, ci: I64, arg_iids: list[int]) -> by
         if pos.size:
             subsets.append((pos, make(pos)))
     lengths = np.zeros(len(kind), np.int64)
-    encoded = []
     for pos, pieces in subsets:
-        data, ln = flat(pieces)
-        lengths[pos] = ln
-        encoded.append((pos, data, ln))
-    if len(encoded) == 1:
-        return bytes(encoded[0][1].tobytes())
+        lengths[pos] = row_lengths(pieces)
     dst = np.cumsum(lengths) - lengths
     out = np.empty(int(lengths.sum()), np.uint8)
-    for pos, data, ln in encoded:
-        src = np.cumsum(ln) - ln
-        out[np.repeat(dst[pos] - src, ln) + np.arange(len(data), dtype=np.int64)] = data
+    for pos, pieces in subsets:
+        flat_into(out, pieces, dst[pos])
     return bytes(out.tobytes())
 
 
