@@ -205,3 +205,68 @@ def test_export_command_refuses_to_overwrite(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text())["traceEvents"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t", "x.json"]  # no temp left
+
+
+def test_other_readers_agree_with_the_report(fx):
+    """Polars and DuckDB on the table files give the report's figures: per-device kernel
+    time and count, and the steps' start times."""
+    import duckdb
+    import polars as pl
+
+    _, trace_dir, _ = fx
+    r = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "report", str(trace_dir), "--format", "json"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    k = pl.read_parquet(trace_dir / "kernels.parquet")
+    per_dev = (
+        k.group_by("device_id")
+        .agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("t"), pl.len().alias("n"))
+        .sort("device_id")
+    )
+    want = sorted((d["device_id"], d["kernel_time_ns"], d["kernel_count"]) for d in rep["devices"])
+    assert [tuple(x) for x in per_dev.iter_rows()] == want
+    f = trace_dir / "steps.parquet"
+    starts = [s for (s,) in duckdb.sql(f"select start_ns from '{f}' order by step").fetchall()]
+    report_starts = [s["start_ns"] for s in rep["steps"]["steps"]]
+    assert set(report_starts) <= set(starts) and report_starts
+
+
+def test_counters_for_memory_and_host_samples(tmp_path):
+    tr = trace_mod.from_tables(
+        {
+            "kernels": {"start_ns": [10], "end_ns": [20], "device_id": [0], "stream_id": [1]},
+            "memory": {
+                "ts_ns": [5, 6, 7, 8],
+                "action": ["alloc", "alloc", "free", "free"],
+                "level": ["allocated"] * 4,
+                "bytes": [100, 50, 100, 999],  # the last frees a block never seen
+                "address": [1, 2, 1, 3],
+                "device_id": [0] * 4,
+                "device_type": ["cuda"] * 4,
+                "category": ["weights", "activations", "weights", "other"],
+            },
+            "host_samples": {
+                "ts_ns": [1, 2],
+                "metric": ["cpu_util", "cpu_util"],
+                "index": [-1, -1],
+                "value": [0.25, 0.5],
+            },
+            "steps": {"step": [0], "start_ns": [0], "end_ns": [30], "warmup": [True]},
+        },
+        {},
+    )
+    f = tmp_path / "t.json"
+    export(tr, "chrome", f)
+    ev = json.loads(f.read_text())["traceEvents"]
+    series = defaultdict(list)
+    for e in ev:
+        if e["ph"] == "C":
+            series[e["name"]].append(e["args"]["value"])
+    assert series["memory allocated: weights (bytes)"] == [100, 0]
+    assert series["memory allocated: activations (bytes)"] == [50]
+    assert series["cpu_util"] == [0.25, 0.5]
+    assert [e["name"] for e in ev if e["ph"] == "X" and e["cat"] == "step"] == ["step 0 (warm-up)"]
