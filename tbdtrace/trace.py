@@ -34,7 +34,7 @@ SUFFIXES = (TABLE_SUFFIX, ARROW_SUFFIX)
 class Trace:
     """A trace directory opened for reading.
 
-    Columns are read on first use, decoded (see ``schema`` storage) and kept, one copy
+    Columns are read on first use (older versions decoded: ``tablefile``) and kept, one copy
     per column, so passes that share a column share its memory. ``memo`` keeps values
     derived from the tables (device keys, sort orders, merged intervals) for the passes
     that run on the same trace.
