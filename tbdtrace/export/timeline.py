@@ -133,10 +133,15 @@ def groups(*cols: I64) -> tuple[list[tuple[int, ...]], I64]:
     """Distinct rows of the columns (first-seen order) and each row's group: hash
     grouping, linear time (np.unique over rows sorts)."""
     code = np.zeros(len(cols[0]), np.int64)
+    span = 1  # codes so far are < span
     for c in cols:
-        cc, _ = dense_codes(np.asarray(c, np.int64))
-        # both codes are dense (< rows), so the pair fits in int64; re-densify
-        code, _ = dense_codes(code * (int(cc.max()) + 1 if len(cc) else 1) + cc)
+        cc, uniq = dense_codes(np.asarray(c, np.int64))
+        k = max(len(uniq), 1)
+        if span * k >= 1 << 62:  # re-densify so the packed key stays in int64
+            code, firsts = dense_codes(code)
+            span = max(len(firsts), 1)
+        code = code * k + cc
+        span *= k
     inv, firsts = dense_codes(code)
     first_row = np.zeros(len(firsts), np.int64)
     first_row[inv[::-1]] = np.arange(len(inv) - 1, -1, -1)
