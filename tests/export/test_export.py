@@ -270,3 +270,32 @@ def test_counters_for_memory_and_host_samples(tmp_path):
     assert series["memory allocated: activations (bytes)"] == [50]
     assert series["cpu_util"] == [0.25, 0.5]
     assert [e["name"] for e in ev if e["ph"] == "X" and e["cat"] == "step"] == ["step 0 (warm-up)"]
+
+
+def test_varints_match_protobuf():
+    from tbdtrace.export.perfetto import A_INT, f_varint, flat
+
+    rng = np.random.default_rng(11)
+    v = np.concatenate(
+        [
+            np.array([0, 1, 127, 128, 300, -1, -(2**63), 2**63 - 1], np.int64),
+            rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64),
+            rng.integers(0, 2**20, 300),
+        ]
+    )
+    data, ln = flat(f_varint(A_INT, v))
+    ends = np.cumsum(ln)
+    got = [bytes(data[e - n : e]) for e, n in zip(ends, ln, strict=True)]
+    want = [pb.DebugAnnotation(int_value=int(x)).SerializeToString() for x in v]
+    assert got == want
+
+
+def test_groups_are_first_seen_distinct_rows():
+    from tbdtrace.export.timeline import groups
+
+    rng = np.random.default_rng(2)
+    cols = [rng.integers(-3, 2**40, 3000) % m for m in (7, 2**35, 3, 2**31, 5)]
+    uniq, inv = groups(*cols)
+    rows = list(zip(*(c.tolist() for c in cols), strict=True))
+    first = list(dict.fromkeys(rows))
+    assert uniq == first and [uniq[i] for i in inv] == rows
