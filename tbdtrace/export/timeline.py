@@ -135,8 +135,8 @@ def groups(*cols: I64) -> tuple[list[tuple[int, ...]], I64]:
     code = np.zeros(len(cols[0]), np.int64)
     span = 1  # codes so far are < span
     for c in cols:
-        cc, uniq = dense_codes(np.asarray(c, np.int64))
-        k = max(len(uniq), 1)
+        cc, vals = dense_codes(np.asarray(c, np.int64))
+        k = max(len(vals), 1)
         if span * k >= 1 << 62:  # re-densify so the packed key stays in int64
             code, firsts = dense_codes(code)
             span = max(len(firsts), 1)
