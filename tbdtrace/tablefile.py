@@ -83,7 +83,11 @@ def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]
         pf = pq.ParquetFile(str(file), memory_map=True)
         names = pf.schema_arrow.names
         present = [c for c in cols if c in names]
-        tbl = pf.read(columns=present, use_threads=True)
+        # One thread: decoding on Arrow's pool threads allocates from glibc's per-thread
+        # arenas, whose freed memory is returned and faulted in again; on the main
+        # arena the CLI's heap settings keep it (a 10M-kernel report: half the page
+        # faults, ~1 s less system time; docs/DECISIONS.md 15).
+        tbl = pf.read(columns=present, use_threads=False)
         n = pf.metadata.num_rows
     except (pa.ArrowInvalid, OSError, ValueError) as e:
         raise _unreadable(file, e) from e
