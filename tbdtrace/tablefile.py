@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tbdtrace import schema
 from tbdtrace.errors import TraceError
@@ -39,6 +38,8 @@ ROWS_KEY = b"tbdtrace.rows"  # version 2: schema metadata of each IPC file, its 
 
 def write(file: Path, decl: schema.Table, tbl: pa.Table) -> None:
     """Write ``tbl`` (conforming to ``decl``, rows already in storage order) to ``file``."""
+    import pyarrow.parquet as pq  # ~11 ms: not for commands that never touch a file
+
     delta = [c.name for c in decl.columns if c.parquet_encoding == "DELTA_BINARY_PACKED"]
     kw: dict[str, object] = {}
     if COMPRESSION == "zstd":
@@ -60,6 +61,8 @@ def num_rows(file: Path) -> int:
     """Rows of a table file of any version."""
     try:
         if file.suffix == PARQUET_SUFFIX:
+            import pyarrow.parquet as pq
+
             return int(pq.read_metadata(str(file)).num_rows)
         with pa.memory_map(str(file)) as src:
             reader = pa.ipc.open_file(src)
@@ -79,6 +82,8 @@ def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]
     return ``start_ns`` when an asked column is stored relative to it."""
     if file.suffix != PARQUET_SUFFIX:
         return read_arrow(file, decl, cols)
+    import pyarrow.parquet as pq
+
     try:
         pf = pq.ParquetFile(str(file), memory_map=True)
         names = pf.schema_arrow.names
