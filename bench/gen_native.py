@@ -8,12 +8,13 @@ gap drawn from the fixture's gaps on that stream. Each kernel gets a runtime lau
 (a random fixture launch, ending a fixture launch latency before the kernel) joined by
 correlation id, numbered in launch order as CUPTI does, and the steps are cut so a step
 holds as many kernels as in the fixture.
-``--compression`` sets the IPC compression (zstd, as tbdtrace writes, lz4, or none).
+``--compression`` sets the page compression (zstd, as tbdtrace writes, lz4, or none).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -22,10 +23,14 @@ import pyarrow as pa
 
 import tbdtrace
 import tbdtrace.trace as trace_mod
+from tbdtrace import tablefile
 from tbdtrace.importers import kineto
 
 # The real fixtures are provided beside the checkout (shared/fixtures/), never committed.
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(
+    os.environ.get("TBDTRACE_FIXTURES")
+    or Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+)
 FIXTURE = FIXTURES / "kineto" / "hta" / "df_index_resolver.json.gz"
 
 
@@ -84,7 +89,7 @@ def generate(n: int, out: Path, compression: str | None, seed: int = 0) -> Path:
     for c in ("correlation_id", "external_id"):
         r = r.set_column(r.schema.get_field_index(c), c, pa.array(corr))
     steps = _steps(start, start + dur, tables, fx.num_rows)
-    trace_mod.COMPRESSION = compression
+    tablefile.COMPRESSION = compression
     meta = dict(meta, source_files=[f"synthetic from {FIXTURE.name}"])
     return trace_mod.write(
         out, {"kernels": k, "runtime": r, "steps": steps, "devices": tables["devices"]}, meta

@@ -26,6 +26,7 @@ class Run:
     peak_rss_bytes: int  # the child's peak resident set size
     rc: int  # exit status
     killed_at_limit: bool = False  # the watchdog stopped it at limit_bytes
+    cpu_s: float = 0.0  # user + system CPU seconds of the child
 
 
 def _rss_bytes(pid: int) -> int:
@@ -57,7 +58,8 @@ def measure(label: str, cmd: list[str], limit_bytes: int | None = None) -> Run:
     done.set()
     wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
-    run = Run(label, wall, usage.ru_maxrss * 1024, p.returncode, killed.is_set())
+    cpu = usage.ru_utime + usage.ru_stime
+    run = Run(label, wall, usage.ru_maxrss * 1024, p.returncode, killed.is_set(), cpu)
     note = (
         f"  killed past {limit_bytes / 2**30:.0f} GiB"
         if run.killed_at_limit and limit_bytes

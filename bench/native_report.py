@@ -2,8 +2,8 @@
 
 ``.venv/bin/python bench/native_report.py [--kernels 10000000] [--compression zstd none]``
 
-Generates the trace with ``bench/gen_native.py`` (cached in out/bench/), once per IPC
-compression asked for, then runs the report in a child process on each.
+Generates the trace with ``bench/gen_native.py`` (cached in out/bench/), once per
+page compression asked for, then runs the report in a child process on each.
 Goal: at most 5 s and 2 GB peak RSS for 10M kernels.
 """
 

@@ -27,6 +27,8 @@ COMMANDS = (
     "diff",
     "sql",
     "bench",
+    "export",
+    "upgrade",
 )
 
 
@@ -55,7 +57,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 # Commands that analyze traces in this process: they get the allocator settings below.
-ANALYSIS_COMMANDS = ("report", "hotspots", "diff", "sql", "info", "import")
+ANALYSIS_COMMANDS = ("report", "hotspots", "diff", "sql", "info", "import", "export")
 # ... and of those, the ones that run without pandas (tbdtrace/_pandas_gate.py).
 PANDAS_FREE_COMMANDS = ("report", "hotspots", "diff", "info", "import")
 
@@ -120,7 +122,8 @@ def input_is_big(argv: list[str]) -> bool:
                 if p.stat().st_size >= BIG_FILE_BYTES:
                     return True
             elif p.is_dir():
-                size = sum(f.stat().st_size for f in p.glob("*.arrow"))
+                files = [f for s in (".parquet", ".arrow") for f in p.glob(f"*{s}")]
+                size = sum(f.stat().st_size for f in files)
                 if size >= BIG_TRACE_BYTES:
                     return True
         except OSError:

@@ -1,6 +1,6 @@
 """The tbdtrace trace schema, declared once.
 
-A trace is a directory holding one Arrow IPC file per table (``<table>.arrow``) and
+A trace is a directory holding one Parquet file per table (``<table>.parquet``) and
 ``meta.json``. This module is the single source of truth for the tables, their columns
 (name, Arrow type, unit, doc) and the enumerations used in string columns. The C++
 collector's column layout is checked against it by a test, and ``docs/TRACE_FORMAT.md``
@@ -13,13 +13,17 @@ Conventions:
 * strings are dictionary-encoded (``dictionary<int32, string>``);
 * a missing value is an Arrow null, never a sentinel.
 
-Storage: event tables are written in time order (``start_ns`` then ``end_ns`` descending,
-so a range precedes the ranges it contains; else ``ts_ns``; stable),
-and some int64 columns are stored encoded (``Column.encoding``): ``delta`` keeps the
-difference from the previous row (the first row holds its value), ``minus_start_ns`` keeps
-``end_ns - start_ns``. The file's field is then named ``<column>.<encoding>``; readers
-(``tbdtrace.open``) decode it, so every API sees the plain column. In time order both turn
-large, nearly random timestamps and ids into small numbers that zstd packs 2-3x tighter.
+Storage (version 3): each table is a Parquet file (``<table>.parquet``) holding the true
+value of every column, so any Parquet reader (DuckDB, Polars, pandas, Spark) sees the
+same rows as ``tbdtrace.open``. Event tables are written in time order (``start_ns`` then
+``end_ns`` descending, so a range precedes the ranges it contains; else ``ts_ns``;
+stable); the columns with an ``encoding`` (times and ids) are stored
+``DELTA_BINARY_PACKED``, which in time order turns large, nearly sorted numbers into
+small differences, the others dictionary-encoded; pages are zstd-compressed.
+Versions 1 and 2 (``<table>.arrow``, Arrow IPC) are still read: version 2 stored those
+columns as ``encoding`` says (``delta``: difference from the previous row, the first row
+holding its value; ``minus_start_ns``: ``end_ns - start_ns``) under the field name
+``<column>.<encoding>``, and the reader decodes them (``tbdtrace/tablefile.py``).
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
-# Versions this reader accepts: 1 has no encoded columns (fields are plain columns).
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+# Versions this reader accepts: 1 and 2 are Arrow IPC files, 1 without encoded fields;
+# `tbdtrace upgrade` rewrites them as version 3.
+READABLE_VERSIONS = (1, 2, 3)
 
+# Version-2 field encodings (still read); in version 3 such columns are stored true,
+# DELTA_BINARY_PACKED.
 DELTA = "delta"  # stored as the difference from the previous row (first row: the value)
 MINUS_START = "minus_start_ns"  # end stored as end_ns - start_ns
 ENCODINGS = (DELTA, MINUS_START)
@@ -51,12 +58,18 @@ class Column:
     unit: str  # "ns", "bytes", "count", "id", "text", "ratio", ...
     doc: str
     nullable: bool = True
-    encoding: str | None = None  # on-disk encoding (ENCODINGS); None = stored as is
+    encoding: str | None = None  # version-2 encoding (ENCODINGS); None = stored as is
 
     @property
     def disk_name(self) -> str:
-        """Name of the field in the table's file."""
+        """Name of the field in a version-2 table file."""
         return self.name if self.encoding is None else f"{self.name}.{self.encoding}"
+
+    @property
+    def parquet_encoding(self) -> str:
+        """Parquet encoding of the column in version-3 files: the time and id columns
+        (those version 2 encoded) as sorted differences, the rest as dictionaries."""
+        return "DELTA_BINARY_PACKED" if self.encoding else "RLE_DICTIONARY"
 
 
 @dataclass(frozen=True)
@@ -465,21 +478,27 @@ def render_markdown() -> str:
         "",
         f"Schema version: **{SCHEMA_VERSION}**.",
         "",
-        "A trace is a directory holding `meta.json` and one Arrow IPC file (`<table>.arrow`)",
-        "per table. A table with no rows may be absent; readers see it as empty. Times are",
+        "A trace is a directory holding `meta.json` and one file per table. A table with",
+        "no rows may be absent; readers see it as empty. Times are",
         "int64 nanoseconds since the Unix epoch on the trace clock; strings are",
         "dictionary-encoded; missing values are nulls.",
         "",
-        "Storage: rows of tables with a `start_ns` column are written by `start_ns`, then",
-        "`end_ns` descending (an enclosing range before the ranges it contains); rows of",
-        "tables with a `ts_ns` column by `ts_ns`; both stable. A column with an encoding in",
-        "the `stored as` column is kept under the field name `<column>.<encoding>`:",
-        "`delta` holds the difference from the previous row (the first row holds the",
-        "value; nulls hold 0),",
-        "`minus_start_ns` holds `end_ns - start_ns`. `tbdtrace.open` decodes them, so every",
-        "API and `tbdtrace sql` see plain columns; a reader of the raw Arrow files decodes",
-        "with a cumulative sum (int64, wrapping) and an add. Version 1 files, which have no",
-        "encoded fields, are read as well.",
+        "Storage: one Parquet file (`<table>.parquet`) per table, holding the true value of",
+        "every column: DuckDB, Polars (`read_parquet`), pandas, Spark or `pyarrow.parquet`",
+        "read the same rows as `tbdtrace.open`. Rows of tables with a `start_ns` column are",
+        "written by `start_ns`, then `end_ns` descending (an enclosing range before the",
+        "ranges it contains); rows of tables with a `ts_ns` column by `ts_ns`; both stable.",
+        "The `stored as` column gives each column's Parquet encoding: `DELTA_BINARY_PACKED`",
+        "for times and ids (in time order their differences are small), `RLE_DICTIONARY`",
+        "for the rest (booleans are bit-packed); pages are zstd-compressed and the Arrow",
+        "schema is kept in the file, so strings read back as dictionaries.",
+        "",
+        "Versions 1 and 2 (`<table>.arrow`, Arrow IPC) are still read, and",
+        "`tbdtrace upgrade TRACE` rewrites them as version 3. Version 2 kept the columns",
+        "marked `DELTA_BINARY_PACKED` here under the field name `<column>.delta` (the",
+        "difference from the previous row; the first row holds the value, nulls hold 0),",
+        "except `end_ns`, kept as `end_ns.minus_start_ns` (`end_ns - start_ns`); version 1",
+        "had plain fields.",
         "",
         "## meta.json",
         "",
@@ -499,7 +518,7 @@ def render_markdown() -> str:
         ]
         for c in t.columns:
             typ = "string (dict)" if c.type == STR else str(c.type)
-            enc = f"`{c.disk_name}`" if c.encoding else ""
+            enc = "bit-packed" if c.type == BOOL else f"`{c.parquet_encoding}`"
             out.append(
                 f"| `{c.name}` | {typ} | {c.unit} | {'yes' if c.nullable else 'no'} "
                 f"| {enc} | {c.doc} |"

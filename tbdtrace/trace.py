@@ -20,25 +20,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace import schema
+from tbdtrace import schema, tablefile
 from tbdtrace.errors import TraceError
+from tbdtrace.tablefile import combine, ints
+from tbdtrace.tablefile import null_array as null_array  # re-exported
 
 META_FILE = "meta.json"
-ARROW_SUFFIX = ".arrow"
-# zstd at level 3: on the delta-encoded tables it is both smaller and faster to decode
-# than Arrow's default level 1 (bench/README.md); lz4 and None (uncompressed) also read.
-COMPRESSION: str | None = "zstd"
-ZSTD_LEVEL = 3
-# Rows per record batch: one batch for all but huge tables, so a column reads as one
-# contiguous array (no copy to combine chunks).
-BATCH_ROWS = 1 << 24
-ROWS_KEY = b"tbdtrace.rows"  # schema metadata of each table file: its row count
+TABLE_SUFFIX = tablefile.PARQUET_SUFFIX  # what write() writes (version 3)
+ARROW_SUFFIX = tablefile.ARROW_SUFFIX  # versions 1 and 2, still read
+SUFFIXES = (TABLE_SUFFIX, ARROW_SUFFIX)
 
 
 class Trace:
     """A trace directory opened for reading.
 
-    Columns are read on first use, decoded (see ``schema`` storage) and kept, one copy
+    Columns are read on first use (older versions decoded: ``tablefile``) and kept, one copy
     per column, so passes that share a column share its memory. ``memo`` keeps values
     derived from the tables (device keys, sort orders, merged intervals) for the passes
     that run on the same trace.
@@ -69,7 +65,15 @@ class Trace:
 
     def has(self, name: str) -> bool:
         """True when the table file exists (it may still have zero rows)."""
-        return (self.path / f"{name}{ARROW_SUFFIX}").exists()
+        return self._file(name) is not None
+
+    def _file(self, name: str) -> Path | None:
+        """The table's file: ``<name>.parquet`` (version 3) or ``<name>.arrow`` (1, 2)."""
+        for suffix in SUFFIXES:
+            f = self.path / f"{name}{suffix}"
+            if f.exists():
+                return f
+        return None
 
     def table(
         self, name: str, columns: Iterable[str] | None = None, cache: bool = True
@@ -115,11 +119,8 @@ class Trace:
 
     def num_rows(self, name: str) -> int:
         if name not in self._rows:
-            f = self.path / f"{name}{ARROW_SUFFIX}"
-            if not f.exists():
-                self._rows[name] = 0
-            else:
-                self._rows[name] = _file_rows(f)
+            f = self._file(name)
+            self._rows[name] = 0 if f is None else tablefile.num_rows(f)
         return self._rows[name]
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
@@ -132,177 +133,15 @@ class Trace:
         return self._memo[key]
 
     def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
-        """Read and decode ``cols`` of ``decl`` (one pass over the file)."""
-        f = self.path / f"{decl.name}{ARROW_SUFFIX}"
-        out: dict[tuple[str, str], pa.Array] = {}
-        if not f.exists():
-            for c in cols:
-                out[(decl.name, c)] = pa.nulls(0, decl.column(c).type)
-            return out
-        try:
-            with pa.memory_map(str(f)) as src:
-                names = pa.ipc.open_file(src).schema.names
-                plan = _read_plan(decl, cols, names)
-                if (
-                    any(c.encoding == schema.MINUS_START for c, _ in plan.values())
-                    and (decl.name, "start_ns") not in self._columns
-                    and "start_ns" not in cols
-                ):
-                    cols = [*cols, "start_ns"]
-                    plan = _read_plan(decl, cols, names)
-                fields = sorted({names.index(d) for _, d in plan.values() if d is not None})
-                opts = pa.ipc.IpcReadOptions(included_fields=fields)
-                tbl = pa.ipc.open_file(src, options=opts).read_all()
-        except (pa.ArrowInvalid, OSError) as e:
-            raise TraceError(
-                f"{f}: not a readable Arrow IPC file ({e}); re-create the trace"
-            ) from e
-        self._rows[decl.name] = tbl.num_rows
-        # start_ns first: minus_start_ns columns add it.
-        for c in sorted(cols, key=lambda x: x != "start_ns"):
-            col, disk = plan[c]
-            if disk is None:
-                arr = null_array(tbl.num_rows, col.type)
-            else:
-                arr = _combine(tbl.column(disk))
-                if disk != col.name:
-                    key = (decl.name, "start_ns")
-                    start = out[key] if key in out else self._columns.get(key)
-                    arr = decode(col, arr, start)
-                if arr.type != col.type:
-                    raise TraceError(
-                        f"{f}: column {col.name!r} is {arr.type}, the schema says "
-                        f"{col.type}; re-create the trace with this version of tbdtrace"
-                    )
-            out[(decl.name, c)] = arr
-        return out
-
-
-def null_array(n: int, typ: pa.DataType) -> pa.Array:
-    """An all-null array of ``n`` rows whose buffers are untouched zero pages (calloc), so
-    an absent column of a big table costs no resident memory until it is read."""
-    width = {pa.int32(): 4, pa.int64(): 8, pa.uint64(): 8, pa.float64(): 8}
-    idx = pa.int32() if pa.types.is_dictionary(typ) else typ
-    if n == 0 or idx not in width:
-        return pa.nulls(n, typ)
-    validity = pa.py_buffer(np.zeros((n + 7) // 8, dtype=np.uint8))
-    values = pa.py_buffer(np.zeros(n * width[idx], dtype=np.uint8))
-    arr = pa.Array.from_buffers(idx, n, [validity, values], null_count=n)
-    if pa.types.is_dictionary(typ):
-        return pa.DictionaryArray.from_arrays(arr, pa.array([], typ.value_type))
-    return arr
-
-
-def _file_rows(f: Path) -> int:
-    """Rows of a table file: from the schema metadata the writer puts there, else by
-    reading the batches' first field."""
-    try:
-        with pa.memory_map(str(f)) as src:
-            reader = pa.ipc.open_file(src)
-            meta = reader.schema.metadata or {}
-            if ROWS_KEY in meta:
-                return int(meta[ROWS_KEY])
-            opts = pa.ipc.IpcReadOptions(included_fields=[0])
-            reader = pa.ipc.open_file(src, options=opts)
-            return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
-    except (pa.ArrowInvalid, OSError, ValueError) as e:
-        raise TraceError(f"{f}: not a readable Arrow IPC file ({e}); re-create the trace") from e
-
-
-def _read_plan(
-    decl: schema.Table, cols: list[str], names: list[str]
-) -> dict[str, tuple[schema.Column, str | None]]:
-    """Per column: (declaration, field to read: encoded, plain, or None when absent)."""
-    plan: dict[str, tuple[schema.Column, str | None]] = {}
-    for c in cols:
-        col = decl.column(c)
-        if col.encoding and col.disk_name in names:
-            plan[c] = (col, col.disk_name)
-        elif col.name in names:
-            plan[c] = (col, col.name)
-        else:
-            plan[c] = (col, None)
-    return plan
-
-
-def _combine(col: pa.ChunkedArray) -> pa.Array:
-    if col.num_chunks == 1:
-        return col.chunk(0)
-    if pa.types.is_dictionary(col.type):
-        col = col.unify_dictionaries()
-    return col.combine_chunks() if col.num_chunks else pa.nulls(0, col.type)
-
-
-def _ints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """int64 values with nulls as 0 (numpy only: pc.fill_null imports pandas)."""
-    if arr.null_count == 0:
-        return np.asarray(arr.to_numpy(), dtype=np.int64)
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    # The values buffer holds some number at null slots; read it raw, then zero them.
-    buf = arr.buffers()[1]
-    out = (
-        np.frombuffer(buf, dtype=np.int64, count=len(arr), offset=arr.offset * 8).copy()
-        if arr.type in (pa.int64(), pa.uint64())
-        else np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64).astype(np.int64)
-    )
-    out[~valid] = 0
-    return out
-
-
-def encode(col: schema.Column, arr: pa.Array, start: pa.Array | None) -> pa.Array:
-    """The stored form of ``arr`` (column ``col``): see the schema's storage notes."""
-    mask = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
-    if col.encoding == schema.DELTA:
-        x = arr
-        if mask is not None:
-            x = pc.fill_null(pc.fill_null_forward(arr), 0)
-        v = np.asarray(x.to_numpy(), dtype=np.int64)
-        out = np.empty_like(v)
-        if v.size:
-            out[0] = v[0]
-            np.subtract(v[1:], v[:-1], out=out[1:])  # wraps on overflow; decode wraps back
-    elif col.encoding == schema.MINUS_START:
-        assert start is not None
-        v = _ints(arr)
-        out = v - np.asarray(start.to_numpy(), dtype=np.int64)
-        if mask is not None:
-            out[mask] = 0
-    else:
-        raise ValueError(f"unknown encoding {col.encoding!r}")
-    return pa.array(out, type=pa.int64(), mask=mask)
-
-
-def decode(col: schema.Column, stored: pa.Array, start: pa.Array | None) -> pa.Array:
-    """Inverse of :func:`encode`."""
-    mask = stored.is_null().to_numpy(zero_copy_only=False) if stored.null_count else None
-    d = stored if mask is None else pa.array(_ints(stored), type=pa.int64())
-    # Decode in place when the values buffer is a private, writable copy (a decompressed
-    # read): a 10M-row column then costs no second allocation.
-    buf = d.buffers()[1]
-    if buf is not None and buf.is_mutable and d.type == pa.int64():
-        v = np.frombuffer(buf, dtype=np.int64, count=len(d), offset=d.offset * 8)
-        out = v
-    else:
-        v = np.asarray(d.to_numpy(), dtype=np.int64)
-        out = np.empty_like(v)
-    if col.encoding == schema.DELTA:
-        np.cumsum(v, dtype=np.int64, out=out)
-    elif col.encoding == schema.MINUS_START:
-        if start is None:
-            raise TraceError(
-                f"column {col.name!r} is stored relative to start_ns, which "
-                "the file lacks; re-create the trace"
-            )
-        np.add(v, np.asarray(start.to_numpy(), dtype=np.int64), out=out)
-    else:
-        raise TraceError(
-            f"column {col.name!r}: unknown encoding {col.encoding!r}; upgrade tbdtrace"
-        )
-    if mask is None and out is v:
-        return d  # d's buffer now holds the decoded values
-    return pa.array(out, type=pa.int64(), mask=mask)
+        """Read ``cols`` of ``decl`` (one pass over the file)."""
+        f = self._file(decl.name)
+        if f is None:
+            return {(decl.name, c): pa.nulls(0, decl.column(c).type) for c in cols}
+        got = tablefile.read(f, decl, cols)
+        if got:
+            self._rows[decl.name] = len(next(iter(got.values())))
+        # A version-2 file may add start_ns (read to decode end_ns); keep it too.
+        return {(decl.name, c): a for c, a in got.items()}
 
 
 def _conform(tbl: pa.Table, want: pa.Schema, where: Path) -> pa.Table:
@@ -342,7 +181,7 @@ def open(path: str | os.PathLike[str]) -> Trace:  # noqa: A001 - the documented 
             f"{meta_file}: schema version {version!r}, this tbdtrace reads "
             f"{schema.SCHEMA_VERSION}; re-import or re-capture the trace"
         )
-    for f in p.glob(f"*{ARROW_SUFFIX}"):
+    for f in (f for suffix in SUFFIXES for f in p.glob(f"*{suffix}")):
         if f.stem not in schema.TABLES_BY_NAME:
             raise TraceError(f"{f}: unknown table {f.stem!r}; remove it or upgrade tbdtrace")
     return Trace(p, meta)
@@ -420,7 +259,8 @@ def write(
             want = schema.table(name).arrow_schema()
             if tbl.schema != want:
                 tbl = _conform(tbl, want, tmp / name)
-            write_table(tmp / f"{name}{ARROW_SUFFIX}", stored(schema.table(name), tbl))
+            decl = schema.table(name)
+            tablefile.write(tmp / f"{name}{TABLE_SUFFIX}", decl, stored(decl, tbl))
         full_meta = _full_meta(meta)
         (tmp / META_FILE).write_text(json.dumps(full_meta, indent=2, sort_keys=True) + "\n")
         _replace_dir(tmp, out)
@@ -437,40 +277,20 @@ def _ordered(s: np.ndarray, e: np.ndarray) -> bool:
 
 
 def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
-    """``tbl`` as it is kept on disk: in time order, encoded columns under their field
-    names (see the schema's storage notes)."""
+    """``tbl`` as it is kept on disk: in time order (see the schema's storage notes)."""
     tc = decl.time_column
     if tc is not None and tbl.num_rows > 1:
-        t = _ints(tbl.column(tc))
+        t = ints(tbl.column(tc))
         if tc == "start_ns":
             # Ranges: by start, then the longer first, so enclosing ranges precede the
             # ranges they contain (what interval searches over nested ranges want).
-            e = _ints(tbl.column("end_ns"))
+            e = ints(tbl.column("end_ns"))
             if not _ordered(t, e):
                 keys = [("start_ns", "ascending"), ("end_ns", "descending")]
                 tbl = tbl.take(pc.sort_indices(tbl, keys))  # stable
         elif not (t[1:] >= t[:-1]).all():
             tbl = tbl.take(pc.sort_indices(tbl, [(tc, "ascending")]))  # stable
-    tbl = tbl.combine_chunks()
-    start = (
-        tbl.column("start_ns").chunk(0) if "start_ns" in tbl.column_names and tbl.num_rows else None
-    )
-    arrays, fields = [], []
-    for col, field in zip(decl.columns, tbl.schema, strict=True):
-        arr = tbl.column(col.name)
-        if col.encoding is not None and tbl.num_rows:
-            arrays.append(encode(col, arr.chunk(0), start))
-            fields.append(pa.field(col.disk_name, pa.int64(), nullable=field.nullable))
-        else:
-            arrays.append(arr)
-            fields.append(
-                pa.field(
-                    col.disk_name if col.encoding else col.name, field.type, nullable=field.nullable
-                )
-            )
-    return pa.Table.from_arrays(
-        arrays, schema=pa.schema(fields, metadata={ROWS_KEY: str(tbl.num_rows).encode()})
-    )
+    return tbl.combine_chunks()
 
 
 def _full_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -504,7 +324,7 @@ class MemoryTrace(Trace):
             if tbl is None:
                 out[(decl.name, c)] = pa.nulls(0, col.type)
             else:
-                out[(decl.name, c)] = _combine(tbl.column(col.name))
+                out[(decl.name, c)] = combine(tbl.column(col.name))
         return out
 
 
@@ -520,13 +340,6 @@ def from_tables(
         want = schema.table(name).arrow_schema()
         conformed[name] = tbl if tbl.schema == want else _conform(tbl, want, Path(str(path)))
     return MemoryTrace(Path(path), _full_meta(meta), conformed)
-
-
-def write_table(file: Path, tbl: pa.Table) -> None:
-    codec = pa.Codec("zstd", ZSTD_LEVEL) if COMPRESSION == "zstd" else COMPRESSION
-    opts = pa.ipc.IpcWriteOptions(compression=codec)
-    with pa.OSFile(str(file), "wb") as sink, pa.ipc.new_file(sink, tbl.schema, options=opts) as w:
-        w.write_table(tbl, max_chunksize=BATCH_ROWS)
 
 
 def _replace_dir(new: Path, target: Path) -> None:

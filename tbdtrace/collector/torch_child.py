@@ -111,7 +111,7 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 
 
 def _names(p: Path) -> list[str]:
-    return sorted(f.stem for f in p.glob(f"*{trace.ARROW_SUFFIX}"))
+    return sorted(f.stem for f in p.glob(f"*{trace.TABLE_SUFFIX}"))
 
 
 def capture_command(command: Sequence[str], out: str | os.PathLike[str],

@@ -1,7 +1,8 @@
-"""On-disk storage of trace tables: time order, encoded columns, row counts, old files.
+"""On-disk storage of trace tables: time order, true values, encodings, old files.
 
 Expected values come from the rows given to ``write`` (re-sorted by a plain Python sort)
-and from a raw read of the Arrow file with pyarrow, not from tbdtrace's reader.
+and from raw reads of the table files by pyarrow, Polars, pandas and DuckDB, not from
+tbdtrace's reader.
 """
 
 from __future__ import annotations
@@ -10,16 +11,16 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import tbdtrace
-from tbdtrace import schema
+from tbdtrace import schema, tablefile
 from tbdtrace import trace as trace_mod
 
 
 def _raw(path, table):
-    with pa.memory_map(str(path / f"{table}.arrow")) as src:
-        return pa.ipc.open_file(src).read_all()
+    return pq.read_table(path / f"{table}.parquet")
 
 
 def test_rows_are_written_in_time_order_and_decoded_exactly(tmp_path):
@@ -45,7 +46,7 @@ def test_rows_are_written_in_time_order_and_decoded_exactly(tmp_path):
     assert list(zip(*(got.column(c).to_pylist() for c in got.column_names), strict=True)) == rows
 
 
-def test_encoded_fields_are_named_and_hold_differences(tmp_path):
+def test_stored_columns_hold_true_values_in_the_formats_encodings(tmp_path):
     tbdtrace.write(
         tmp_path / "t",
         {
@@ -53,21 +54,64 @@ def test_encoded_fields_are_named_and_hold_differences(tmp_path):
                 "start_ns": [30, 10, 20],
                 "end_ns": [35, 12, 29],
                 "correlation_id": [7, 5, None],
+                "name": ["b", "a", "b"],
             }
         },
         {},
     )
     raw = _raw(tmp_path / "t", "runtime")
-    assert "start_ns.delta" in raw.column_names and "start_ns" not in raw.column_names
-    # time order 10, 20, 30: first value, then differences; end as end - start
-    assert raw["start_ns.delta"].to_pylist() == [10, 10, 10]
-    assert raw["end_ns.minus_start_ns"].to_pylist() == [2, 9, 5]
-    # correlation ids in that order: 5, None, 7 -> 5, null (delta 0 kept as null), 2
-    assert raw["correlation_id.delta"].to_pylist() == [5, None, 2]
-    assert int(raw.schema.metadata[trace_mod.ROWS_KEY]) == 3
+    # time order 10, 20, 30, true values, strings as dictionaries
+    assert raw["start_ns"].to_pylist() == [10, 20, 30]
+    assert raw["end_ns"].to_pylist() == [12, 29, 35]
+    assert raw["correlation_id"].to_pylist() == [5, None, 7]
+    assert raw.schema.field("name").type == schema.STR
+    assert raw["name"].to_pylist() == ["a", "b", "b"]
+    md = pq.ParquetFile(tmp_path / "t" / "runtime.parquet").metadata.row_group(0)
+    enc = {md.column(i).path_in_schema: md.column(i).encodings for i in range(md.num_columns)}
+    for c in ("start_ns", "end_ns", "correlation_id"):
+        assert "DELTA_BINARY_PACKED" in enc[c], (c, enc[c])
+    assert "RLE_DICTIONARY" in enc["name"] and md.column(0).compression == "ZSTD"
     tr = tbdtrace.open(tmp_path / "t")
     assert tr.num_rows("runtime") == 3
     assert tr.table("runtime", ["correlation_id"]).column(0).to_pylist() == [5, None, 7]
+
+
+def test_other_readers_see_the_same_rows(tmp_path):
+    """DuckDB, Polars and pandas on a table file give tbdtrace.open's rows."""
+    import duckdb
+    import pandas as pd
+    import polars as pl
+
+    rng = np.random.default_rng(3)
+    n = 2000
+    start = rng.integers(0, 10**15, n)
+    tbdtrace.write(
+        tmp_path / "t",
+        {
+            "kernels": {
+                "start_ns": start,
+                "end_ns": start + rng.integers(0, 10**6, n),
+                "correlation_id": [None if i % 5 == 0 else i for i in range(n)],
+                "stream_id": rng.integers(0, 4, n),
+                "name": [f"k{i % 7}" for i in range(n)],
+                "grid_x": rng.integers(1, 9, n).astype(np.int32),
+            }
+        },
+        {},
+    )
+    cols = ["start_ns", "end_ns", "correlation_id", "stream_id", "name", "grid_x"]
+    want = tbdtrace.open(tmp_path / "t").table("kernels", cols).to_pylist()
+    f = str(tmp_path / "t" / "kernels.parquet")
+    assert pl.read_parquet(f, columns=cols).to_dicts() == want
+    df = pd.read_parquet(f, columns=cols)
+    got = [
+        {c: (None if pd.isna(v) else (str(v) if c == "name" else int(v))) for c, v in r.items()}
+        for r in df.to_dict("records")
+    ]
+    assert got == want
+    sel = ", ".join(cols)
+    rows = duckdb.sql(f"select {sel} from read_parquet('{f}')").fetchall()
+    assert [dict(zip(cols, r, strict=True)) for r in rows] == want
 
 
 def test_end_alone_reads_its_start(tmp_path):
@@ -129,7 +173,7 @@ def test_absent_column_reads_as_nulls_without_memory(tmp_path):
 
 @pytest.mark.parametrize("compression", ["zstd", "lz4", None])
 def test_every_compression_round_trips(tmp_path, monkeypatch, compression):
-    monkeypatch.setattr(trace_mod, "COMPRESSION", compression)
+    monkeypatch.setattr(tablefile, "COMPRESSION", compression)
     start = [9, 3, 3, 1]
     tbdtrace.write(
         tmp_path / "t",

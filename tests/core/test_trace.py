@@ -54,8 +54,8 @@ def test_open_errors_name_the_file(tmp_path):
 
 def test_corrupt_table_file_is_reported(tmp_path):
     tbdtrace.write(tmp_path / "t", {"kernels": {"start_ns": [1], "end_ns": [2]}}, {})
-    (tmp_path / "t" / "kernels.arrow").write_bytes(b"garbage")
-    with pytest.raises(TraceError, match="kernels.arrow"):
+    (tmp_path / "t" / "kernels.parquet").write_bytes(b"garbage")
+    with pytest.raises(TraceError, match="kernels.parquet"):
         tbdtrace.open(tmp_path / "t").table("kernels")
 
 

@@ -1,0 +1,239 @@
+"""One table file of a trace directory: written as Parquet, read in every stored version.
+
+Version 3 (what :func:`write` writes) keeps each table as ``<table>.parquet`` holding the
+true values of every column, so DuckDB, Polars, pandas, Spark or ``pyarrow.parquet`` read
+it as it is. Its size comes from what Parquet offers (docs/DECISIONS.md 24): rows in
+time order (the caller sorts), the time and id columns ``DELTA_BINARY_PACKED`` (sorted
+timestamps become small differences), every other column dictionary-encoded
+(``RLE_DICTIONARY``, strings and small integer sets alike), zstd over the pages, and
+the Arrow schema kept in the file so strings read back as ``dictionary<int32, string>``.
+
+Versions 1 and 2 kept ``<table>.arrow`` (Arrow IPC). Version 2 stored some int64 columns
+encoded under ``<column>.<encoding>`` fields (``delta``: difference from the previous
+row; ``minus_start_ns``: ``end_ns - start_ns``); :func:`read_arrow` decodes them, so old
+traces open unchanged and ``tbdtrace upgrade`` rewrites them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from tbdtrace import schema
+from tbdtrace.errors import TraceError
+
+PARQUET_SUFFIX = ".parquet"  # version 3
+ARROW_SUFFIX = ".arrow"  # versions 1 and 2
+# zstd at level 3: level 9 saves 3-6% for 2x the write time (bench/README.md).
+COMPRESSION: str | None = "zstd"
+ZSTD_LEVEL = 3
+# Rows per row group: one group for all but huge tables, so a column reads as one
+# contiguous array (no copy to combine chunks).
+ROW_GROUP_ROWS = 1 << 24
+BOOL = pa.bool_()
+ROWS_KEY = b"tbdtrace.rows"  # version 2: schema metadata of each IPC file, its row count
+
+
+def write(file: Path, decl: schema.Table, tbl: pa.Table) -> None:
+    """Write ``tbl`` (conforming to ``decl``, rows already in storage order) to ``file``."""
+    import pyarrow.parquet as pq  # ~11 ms: not for commands that never touch a file
+
+    delta = [c.name for c in decl.columns if c.parquet_encoding == "DELTA_BINARY_PACKED"]
+    kw: dict[str, object] = {}
+    if COMPRESSION == "zstd":
+        kw["compression_level"] = ZSTD_LEVEL
+    pq.write_table(
+        tbl,
+        str(file),
+        row_group_size=ROW_GROUP_ROWS,
+        compression=COMPRESSION or "none",
+        use_dictionary=[
+            c.name for c in decl.columns if c.name not in delta and c.type != pa.bool_()
+        ],
+        column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def num_rows(file: Path) -> int:
+    """Rows of a table file of any version."""
+    try:
+        if file.suffix == PARQUET_SUFFIX:
+            import pyarrow.parquet as pq
+
+            return int(pq.read_metadata(str(file)).num_rows)
+        with pa.memory_map(str(file)) as src:
+            reader = pa.ipc.open_file(src)
+            meta = reader.schema.metadata or {}
+            if ROWS_KEY in meta:
+                return int(meta[ROWS_KEY])
+            opts = pa.ipc.IpcReadOptions(included_fields=[0])
+            reader = pa.ipc.open_file(src, options=opts)
+            return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+    except (pa.ArrowInvalid, OSError, ValueError) as e:
+        raise _unreadable(file, e) from e
+
+
+def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]:
+    """Columns ``cols`` of ``decl`` from ``file`` (any version), as single arrays of the
+    declared types; a column the file lacks reads as nulls. A version-2 file may also
+    return ``start_ns`` when an asked column is stored relative to it."""
+    if file.suffix != PARQUET_SUFFIX:
+        return read_arrow(file, decl, cols)
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(str(file), memory_map=True)
+        names = pf.schema_arrow.names
+        present = [c for c in cols if c in names]
+        # One thread: decoding on Arrow's pool threads allocates from glibc's per-thread
+        # arenas, whose freed memory is returned and faulted in again; on the main
+        # arena the CLI's heap settings keep it (a 10M-kernel report: half the page
+        # faults, ~1 s less system time; docs/DECISIONS.md 15).
+        tbl = pf.read(columns=present, use_threads=False)
+        n = pf.metadata.num_rows
+    except (pa.ArrowInvalid, OSError, ValueError) as e:
+        raise _unreadable(file, e) from e
+    out = {}
+    for c in cols:
+        col = decl.column(c)
+        arr = combine(tbl.column(c)) if c in names else null_array(n, col.type)
+        _check_type(file, col, arr)
+        out[c] = arr
+    return out
+
+
+def _unreadable(file: Path, e: BaseException) -> TraceError:
+    kind = "Parquet" if file.suffix == PARQUET_SUFFIX else "Arrow IPC"
+    return TraceError(f"{file}: not a readable {kind} file ({e}); re-create the trace")
+
+
+def _check_type(file: Path, col: schema.Column, arr: pa.Array) -> None:
+    if arr.type != col.type:
+        raise TraceError(
+            f"{file}: column {col.name!r} is {arr.type}, the schema says "
+            f"{col.type}; re-create the trace with this version of tbdtrace"
+        )
+
+
+def combine(col: pa.ChunkedArray) -> pa.Array:
+    """One array from a chunked column (no copy when it has one chunk)."""
+    if col.num_chunks == 1:
+        return col.chunk(0)
+    if pa.types.is_dictionary(col.type):
+        col = col.unify_dictionaries()
+    return col.combine_chunks() if col.num_chunks else pa.nulls(0, col.type)
+
+
+def null_array(n: int, typ: pa.DataType) -> pa.Array:
+    """An all-null array of ``n`` rows whose buffers are untouched zero pages (calloc), so
+    an absent column of a big table costs no resident memory until it is read."""
+    width = {pa.int32(): 4, pa.int64(): 8, pa.uint64(): 8, pa.float64(): 8}
+    idx = pa.int32() if pa.types.is_dictionary(typ) else typ
+    if n == 0 or idx not in width:
+        return pa.nulls(n, typ)
+    validity = pa.py_buffer(np.zeros((n + 7) // 8, dtype=np.uint8))
+    values = pa.py_buffer(np.zeros(n * width[idx], dtype=np.uint8))
+    arr = pa.Array.from_buffers(idx, n, [validity, values], null_count=n)
+    if pa.types.is_dictionary(typ):
+        return pa.DictionaryArray.from_arrays(arr, pa.array([], typ.value_type))
+    return arr
+
+
+# ---- versions 1 and 2: Arrow IPC files, version 2 with encoded fields ----
+
+
+def read_arrow(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]:
+    """:func:`read` for a version-1/2 ``<table>.arrow`` file (decodes encoded fields)."""
+    try:
+        with pa.memory_map(str(file)) as src:
+            names = pa.ipc.open_file(src).schema.names
+            plan = _read_plan(decl, cols, names)
+            if "start_ns" not in cols and any(
+                c.encoding == schema.MINUS_START and d != c.name for c, d in plan.values()
+            ):
+                cols = ["start_ns", *cols]
+                plan = _read_plan(decl, cols, names)
+            fields = sorted({names.index(d) for _, d in plan.values() if d is not None})
+            opts = pa.ipc.IpcReadOptions(included_fields=fields)
+            tbl = pa.ipc.open_file(src, options=opts).read_all()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise _unreadable(file, e) from e
+    out: dict[str, pa.Array] = {}
+    # start_ns first: minus_start_ns fields add it.
+    for c in sorted(cols, key=lambda x: x != "start_ns"):
+        col, disk = plan[c]
+        if disk is None:
+            arr = null_array(tbl.num_rows, col.type)
+        else:
+            arr = combine(tbl.column(disk))
+            if disk != col.name:
+                arr = decode(col, arr, out.get("start_ns"))
+            _check_type(file, col, arr)
+        out[c] = arr
+    return out
+
+
+def _read_plan(
+    decl: schema.Table, cols: list[str], names: list[str]
+) -> dict[str, tuple[schema.Column, str | None]]:
+    """Per column: (declaration, field to read: encoded, plain, or None when absent)."""
+    plan: dict[str, tuple[schema.Column, str | None]] = {}
+    for c in cols:
+        col = decl.column(c)
+        if col.encoding and col.disk_name in names:
+            plan[c] = (col, col.disk_name)
+        elif col.name in names:
+            plan[c] = (col, col.name)
+        else:
+            plan[c] = (col, None)
+    return plan
+
+
+def ints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """int64 values of an int64 column with nulls as 0 (numpy only: pc.fill_null
+    imports pandas)."""
+    if arr.null_count == 0:
+        return np.asarray(arr.to_numpy(), dtype=np.int64)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    # The values buffer holds some number at null slots; read it raw, then zero them.
+    buf = arr.buffers()[1]
+    out = np.frombuffer(buf, dtype=np.int64, count=len(arr), offset=arr.offset * 8).copy()
+    out[~valid] = 0
+    return out
+
+
+def decode(col: schema.Column, stored: pa.Array, start: pa.Array | None) -> pa.Array:
+    """A version-2 encoded field's true values (int64 arithmetic wraps, as it did when
+    the field was encoded)."""
+    mask = stored.is_null().to_numpy(zero_copy_only=False) if stored.null_count else None
+    d = stored if mask is None else pa.array(ints(stored), type=pa.int64())
+    # Decode in place when the values buffer is a private, writable copy (a decompressed
+    # read): a 10M-row column then costs no second allocation.
+    buf = d.buffers()[1]
+    if buf is not None and buf.is_mutable and d.type == pa.int64():
+        v = np.frombuffer(buf, dtype=np.int64, count=len(d), offset=d.offset * 8)
+        out = v
+    else:
+        v = np.asarray(d.to_numpy(), dtype=np.int64)
+        out = np.empty_like(v)
+    if col.encoding == schema.DELTA:
+        np.cumsum(v, dtype=np.int64, out=out)
+    elif col.encoding == schema.MINUS_START:
+        if start is None:
+            raise TraceError(
+                f"column {col.name!r} is stored relative to start_ns, which "
+                "the file lacks; re-create the trace"
+            )
+        np.add(v, np.asarray(start.to_numpy(), dtype=np.int64), out=out)
+    else:
+        raise TraceError(
+            f"column {col.name!r}: unknown encoding {col.encoding!r}; upgrade tbdtrace"
+        )
+    if mask is None and out is v:
+        return d  # d's buffer now holds the decoded values
+    return pa.array(out, type=pa.int64(), mask=mask)

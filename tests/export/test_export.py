@@ -1,0 +1,301 @@
+"""``tbdtrace export``: Chrome JSON and Perfetto protobuf timelines.
+
+Expected counts and times come from the raw fixture JSON (tests/rawkineto.py, which
+shares no code with the importer); the Perfetto file is parsed with the published
+``perfetto_trace.proto`` classes of the ``perfetto`` package, not with our encoder;
+nesting is checked by a stack walk written here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+import tbdtrace
+from tbdtrace import trace as trace_mod
+from tbdtrace.export import export
+from tbdtrace.export.timeline import lanes
+from tests import rawkineto
+from tests.conftest import fixture
+
+FIXTURE = "kineto/hta/df_index_resolver.json.gz"  # the largest: kernels, copies, sets
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory):
+    src = fixture(FIXTURE)
+    d = tmp_path_factory.mktemp("export")
+    out = d / "t"
+    r = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "import", str(src), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    return src, out, d
+
+
+@pytest.fixture(scope="module")
+def chrome(fx):
+    src, trace_dir, d = fx
+    f = d / "t.json"
+    export(tbdtrace.open(trace_dir), "chrome", f)
+    return json.loads(f.read_text())
+
+
+@pytest.fixture(scope="module")
+def perfetto(fx):
+    src, trace_dir, d = fx
+    f = d / "t.perfetto-trace"
+    export(tbdtrace.open(trace_dir), "perfetto", f)
+    t = pb.Trace()
+    t.ParseFromString(f.read_bytes())
+    return t
+
+
+def _kind(cat: str) -> str | None:
+    parts = cat.split(",")
+    return "kernels" if "kernel" in parts else cat if cat in ("memcpy", "memset") else None
+
+
+def test_chrome_json_has_one_event_per_kernel_memcpy_and_memset(fx, chrome):
+    raw = rawkineto.device_events(fx[0])
+    xs = [e for e in chrome["traceEvents"] if e["ph"] == "X"]
+    got = Counter(_kind(e["cat"]) for e in xs)
+    for g in ("kernels", "memcpy", "memset"):
+        assert got[g] == len(raw[g]) > 0, g
+    # the same durations and (relative) start times, to the nanosecond
+    base = min(s for g in ("kernels", "memcpy", "memset") for s, _, _, _ in raw[g])
+    mine = sorted((round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in xs if _kind(e["cat"]))
+    theirs = sorted(
+        (s - base, e - s) for g in ("kernels", "memcpy", "memset") for s, e, _, _ in raw[g]
+    )
+    # chrome's base is the first event of any kind: shift both to their first device event
+    shift = mine[0][0] - theirs[0][0]
+    assert [(s - shift, d) for s, d in mine] == theirs
+
+
+def _nested(spans: list[tuple[int, int]]) -> bool:
+    stack: list[int] = []
+    for s, e in sorted(spans, key=lambda x: (x[0], -x[1])):
+        while stack and stack[-1] <= s:
+            stack.pop()
+        if stack and e > stack[-1]:
+            return False
+        stack.append(e)
+    return True
+
+
+def test_chrome_tracks_never_partially_overlap(chrome):
+    by_track = defaultdict(list)
+    for e in chrome["traceEvents"]:
+        if e["ph"] == "X":
+            s = round(e["ts"] * 1000)
+            by_track[(e["pid"], e["tid"])].append((s, s + round(e["dur"] * 1000)))
+    assert len(by_track) > 3
+    bad = [k for k, v in by_track.items() if not _nested(v)]
+    assert not bad
+
+
+def test_chrome_flows_and_args(chrome):
+    ev = chrome["traceEvents"]
+    starts = {e["id"] for e in ev if e["ph"] == "s"}
+    ends = {e["id"] for e in ev if e["ph"] == "f"}
+    assert ends and ends <= starts
+    kernels = [e for e in ev if e["ph"] == "X" and _kind(e["cat"]) == "kernels"]
+    assert all(e["args"]["launch"].startswith("grid [") for e in kernels)
+    assert sum("op" in e["args"] for e in kernels) > len(kernels) / 2
+    names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "steps" in names and any(n.startswith("stream ") for n in names)
+    counters = [e for e in ev if e["ph"] == "C"]
+    assert any(e["name"].startswith("memory allocated: ") for e in counters)
+    assert min(e["args"]["value"] for e in counters) >= 0  # frees of older blocks left out
+
+
+def test_perfetto_trace_parses_and_nests(fx, perfetto):
+    raw = rawkineto.device_events(fx[0])
+    interned = {}
+    for p in perfetto.packet:
+        if p.HasField("interned_data"):
+            interned = {c.iid: c.name for c in p.interned_data.event_categories}
+    tracks = {
+        p.track_descriptor.uuid: p.track_descriptor
+        for p in perfetto.packet
+        if p.HasField("track_descriptor")
+    }
+    got: Counter[str | None] = Counter()
+    stacks: dict[int, list[int]] = defaultdict(list)
+    depth_ok = True
+    for p in perfetto.packet:
+        if not p.HasField("track_event"):
+            continue
+        te = p.track_event
+        assert te.track_uuid in tracks
+        if te.type in (pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_INSTANT):
+            got[_kind(interned[te.category_iids[0]])] += 1
+        # in file order, begins and ends on every track pair up as a stack
+        if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+            stacks[te.track_uuid].append(p.timestamp)
+        elif te.type == pb.TrackEvent.TYPE_SLICE_END:
+            st = stacks[te.track_uuid]
+            depth_ok &= bool(st) and st.pop() <= p.timestamp
+    assert depth_ok and not any(stacks.values())
+    for g in ("kernels", "memcpy", "memset"):
+        assert got[g] == len(raw[g]) > 0, g
+    flows_out = {f for p in perfetto.packet for f in p.track_event.flow_ids}
+    flows_in = {f for p in perfetto.packet for f in p.track_event.terminating_flow_ids}
+    assert flows_in and flows_in <= flows_out
+
+
+def test_partial_overlaps_move_to_their_own_track(tmp_path):
+    # kernels 2 and 3 partially overlap kernel 1 on stream 7; 4 nests in 1
+    tr = trace_mod.from_tables(
+        {
+            "kernels": {
+                "start_ns": [100, 150, 180, 110],
+                "end_ns": [200, 250, 260, 120],
+                "stream_id": [7, 7, 7, 7],
+                "device_id": [0, 0, 0, 0],
+                "name": ["a", "b", "c", "d"],
+            }
+        },
+        {},
+    )
+    f = tmp_path / "t.json"
+    export(tr, "chrome", f)
+    xs = [e for e in json.loads(f.read_text())["traceEvents"] if e["ph"] == "X"]
+    tids = {e["name"]: e["tid"] for e in xs}
+    assert tids["a"] == tids["d"] and len({tids["a"], tids["b"], tids["c"]}) == 3
+    names = {
+        e["tid"]: e["args"]["name"]
+        for e in json.loads(f.read_text())["traceEvents"]
+        if e["ph"] == "M" and e["name"] == "thread_name"
+    }
+    assert names[tids["a"]] == "stream 7" and "overlap" in names[tids["b"]]
+
+
+def test_lanes_keep_every_lane_nested():
+    rng = np.random.default_rng(5)
+    n = 400
+    track = rng.integers(0, 3, n)
+    start = rng.integers(0, 1000, n)
+    end = start + rng.integers(0, 200, n)
+    lane = lanes(track, start, end)
+    for key in set(zip(track.tolist(), lane.tolist(), strict=True)):
+        sel = (track == key[0]) & (lane == key[1])
+        assert _nested(list(zip(start[sel].tolist(), end[sel].tolist(), strict=True)))
+    assert lane.max() > 0  # random ranges do overlap
+
+
+def test_export_command_refuses_to_overwrite(tmp_path):
+    src = tmp_path / "t"
+    tbdtrace.write(src, {"kernels": {"start_ns": [1, 5], "end_ns": [3, 9], "name": ["a", "b"]}}, {})
+    out = tmp_path / "x.json"
+    out.write_text("mine")
+    cmd = [sys.executable, "-m", "tbdtrace", "export", str(src), "--format", "chrome"]
+    r = subprocess.run([*cmd, "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 1 and "--force" in r.stderr and out.read_text() == "mine"
+    r = subprocess.run([*cmd, "-o", str(out), "--force"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["traceEvents"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t", "x.json"]  # no temp left
+
+
+def test_other_readers_agree_with_the_report(fx):
+    """Polars and DuckDB on the table files give the report's figures: per-device kernel
+    time and count, and the steps' start times."""
+    import duckdb
+    import polars as pl
+
+    _, trace_dir, _ = fx
+    r = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "report", str(trace_dir), "--format", "json"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    k = pl.read_parquet(trace_dir / "kernels.parquet")
+    per_dev = (
+        k.group_by("device_id")
+        .agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("t"), pl.len().alias("n"))
+        .sort("device_id")
+    )
+    want = sorted((d["device_id"], d["kernel_time_ns"], d["kernel_count"]) for d in rep["devices"])
+    assert [tuple(x) for x in per_dev.iter_rows()] == want
+    f = trace_dir / "steps.parquet"
+    starts = [s for (s,) in duckdb.sql(f"select start_ns from '{f}' order by step").fetchall()]
+    report_starts = [s["start_ns"] for s in rep["steps"]["steps"]]
+    assert set(report_starts) <= set(starts) and report_starts
+
+
+def test_counters_for_memory_and_host_samples(tmp_path):
+    tr = trace_mod.from_tables(
+        {
+            "kernels": {"start_ns": [10], "end_ns": [20], "device_id": [0], "stream_id": [1]},
+            "memory": {
+                "ts_ns": [5, 6, 7, 8],
+                "action": ["alloc", "alloc", "free", "free"],
+                "level": ["allocated"] * 4,
+                "bytes": [100, 50, 100, 999],  # the last frees a block never seen
+                "address": [1, 2, 1, 3],
+                "device_id": [0] * 4,
+                "device_type": ["cuda"] * 4,
+                "category": ["weights", "activations", "weights", "other"],
+            },
+            "host_samples": {
+                "ts_ns": [1, 2],
+                "metric": ["cpu_util", "cpu_util"],
+                "index": [-1, -1],
+                "value": [0.25, 0.5],
+            },
+            "steps": {"step": [0], "start_ns": [0], "end_ns": [30], "warmup": [True]},
+        },
+        {},
+    )
+    f = tmp_path / "t.json"
+    export(tr, "chrome", f)
+    ev = json.loads(f.read_text())["traceEvents"]
+    series = defaultdict(list)
+    for e in ev:
+        if e["ph"] == "C":
+            series[e["name"]].append(e["args"]["value"])
+    assert series["memory allocated: weights (bytes)"] == [100, 0]
+    assert series["memory allocated: activations (bytes)"] == [50]
+    assert series["cpu_util"] == [0.25, 0.5]
+    assert [e["name"] for e in ev if e["ph"] == "X" and e["cat"] == "step"] == ["step 0 (warm-up)"]
+
+
+def test_varints_match_protobuf():
+    from tbdtrace.export.perfetto import A_INT, f_varint, flat
+
+    rng = np.random.default_rng(11)
+    v = np.concatenate(
+        [
+            np.array([0, 1, 127, 128, 300, -1, -(2**63), 2**63 - 1], np.int64),
+            rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64),
+            rng.integers(0, 2**20, 300),
+        ]
+    )
+    data, ln = flat(f_varint(A_INT, v))
+    ends = np.cumsum(ln)
+    got = [bytes(data[e - n : e]) for e, n in zip(ends, ln, strict=True)]
+    want = [pb.DebugAnnotation(int_value=int(x)).SerializeToString() for x in v]
+    assert got == want
+
+
+def test_groups_are_first_seen_distinct_rows():
+    from tbdtrace.export.timeline import groups
+
+    rng = np.random.default_rng(2)
+    cols = [rng.integers(-3, 2**40, 3000) % m for m in (7, 2**35, 3, 2**31, 5)]
+    uniq, inv = groups(*cols)
+    rows = list(zip(*(c.tolist() for c in cols), strict=True))
+    first = list(dict.fromkeys(rows))
+    assert uniq == first and [uniq[i] for i in inv] == rows
