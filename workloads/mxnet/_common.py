@@ -51,16 +51,21 @@ def run(
     samples_per_step: int | None = None,
     nets: Sequence[Any] = (),
     trainers: Sequence[Any] = (),
+    evaluate: Callable[[], float] | None = None,
+    target: harness.Target | None = None,
 ) -> harness.StepRecorder:
     """Train through the harness; each step ends after the engine has run its work.
 
     When the harness names a memory trace directory (``tbdtrace bench`` does), training
     runs under ``tbdtrace.memory.mxnet.profile`` with ``nets`` and ``trainers`` sizing the
     weights, gradients and optimizer state (the repository root must be importable).
+    ``evaluate`` and ``target``: the held-out quality (see :func:`harness.train`).
     """
     out = harness.memory_trace_dir()
     if out is None:
-        return harness.train(model, FRAMEWORK, args, step_fn, mx.nd.waitall, samples_per_step)
+        return harness.train(
+            model, FRAMEWORK, args, step_fn, mx.nd.waitall, samples_per_step, evaluate, target
+        )
     from tbdtrace.memory import mxnet as mxm
 
     with mxm.profile(out, net=list(nets), trainer=list(trainers), workload=model) as p:
@@ -69,4 +74,6 @@ def run(
             mx.nd.waitall()
             p.sample()  # cheap unless the model's arrays changed
 
-        return harness.train(model, FRAMEWORK, args, step_fn, sync, samples_per_step)
+        return harness.train(
+            model, FRAMEWORK, args, step_fn, sync, samples_per_step, evaluate, target
+        )

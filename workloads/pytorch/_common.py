@@ -52,10 +52,21 @@ def run(
     device: torch.device,
     step_fn: Callable[[int], float],
     samples_per_step: int | None = None,
+    evaluate: Callable[[], float] | None = None,
+    target: harness.Target | None = None,
 ) -> harness.StepRecorder:
-    """Train through the harness; steps end after the device finishes their work."""
+    """Train through the harness; steps end after the device finishes their work.
+    ``evaluate`` and ``target``: the held-out quality (see :func:`harness.train`)."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    return harness.train(model, FRAMEWORK, args, step_fn, sync, samples_per_step)
+    return harness.train(model, FRAMEWORK, args, step_fn, sync, samples_per_step, evaluate, target)
+
+
+def held_out_generator(args: harness.HarnessArgs) -> torch.Generator:
+    """The held-out split's generator: seeded apart from the training data's
+    (``seed + 1``), so no held-out sample is a training sample."""
+    gen = torch.Generator()
+    gen.manual_seed(args.seed + 1_000_003)
+    return gen
 
 
 def class_templates(n_classes: int, channels: int, size: int, gen: torch.Generator) -> torch.Tensor:

@@ -48,8 +48,18 @@ def run(
     args: harness.HarnessArgs,
     step_fn: Callable[[int], tf.Tensor | float],
     samples_per_step: int | None = None,
+    evaluate: Callable[[], float] | None = None,
+    target: harness.Target | None = None,
 ) -> harness.StepRecorder:
-    """Train through the harness. ``float()`` of the loss waits for the step's work."""
+    """Train through the harness. ``float()`` of the loss waits for the step's work.
+    ``evaluate`` and ``target``: the held-out quality (see :func:`harness.train`)."""
     return harness.train(
-        model, FRAMEWORK, args, lambda i: float(step_fn(i)), (lambda: None), samples_per_step
+        model,
+        FRAMEWORK,
+        args,
+        lambda i: float(step_fn(i)),
+        (lambda: None),
+        samples_per_step,
+        evaluate,
+        target,
     )
