@@ -16,7 +16,8 @@ from typing import Any
 import mxnet as mx
 import numpy as np
 
-from workloads import harness
+from workloads import harness, quality
+from workloads.tensorflow import synthetic
 
 FRAMEWORK = "mxnet"
 
@@ -77,3 +78,21 @@ def run(
         return harness.train(
             model, FRAMEWORK, args, step_fn, sync, samples_per_step, evaluate, target
         )
+
+
+def classifier_eval(
+    net: Any, templates: np.ndarray, ctx: mx.Context, args: harness.HarnessArgs, batch: int = 16
+) -> Callable[[], float]:
+    """Top-1 accuracy on a fixed held-out set of images (inference mode: outside
+    ``autograd.record``), in chunks of ``batch``."""
+    x, y = synthetic.image_batch(templates, synthetic.HELD_OUT, synthetic.held_out_rng(args.seed))
+    x = x.transpose(0, 3, 1, 2)
+
+    def evaluate() -> float:
+        pred = [
+            net(mx.nd.array(x[i : i + batch], ctx=ctx)).argmax(axis=1).asnumpy()
+            for i in range(0, len(x), batch)
+        ]
+        return quality.accuracy(np.concatenate(pred).astype(int), y)
+
+    return evaluate

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from workloads import harness
+from workloads import harness, quality
 
 FRAMEWORK = "pytorch"
 
@@ -109,3 +109,62 @@ def translation_batch(
         tgt[i, 1 : n + 1] = (toks.flip(0) + 1) % words + 3
         tgt[i, n + 1] = 2
     return src, lens, tgt, lens + 2
+
+
+HELD_OUT = 64  # held-out samples per evaluation (a fixed set, drawn once)
+
+
+def classifier_eval(
+    net: torch.nn.Module, templates: torch.Tensor, device: torch.device, args: harness.HarnessArgs
+) -> Callable[[], float]:
+    """Top-1 accuracy on a fixed held-out set of :data:`HELD_OUT` images (eval mode)."""
+    x, y = image_batch(templates, HELD_OUT, held_out_generator(args))
+
+    def evaluate() -> float:
+        net.eval()
+        with torch.no_grad():
+            out = net(x.to(device))
+            pred = getattr(out, "logits", out).argmax(-1).cpu()
+        net.train()
+        return quality.accuracy(pred.numpy(), y.numpy())
+
+    return evaluate
+
+
+def translation_eval(
+    decode_step: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+    net: torch.nn.Module,
+    min_len: int,
+    max_len: int,
+    vocab: int,
+    device: torch.device,
+    args: harness.HarnessArgs,
+) -> Callable[[], float]:
+    """Corpus BLEU of greedy decoding on :data:`HELD_OUT` held-out sentences.
+
+    ``decode_step(src, src_len, ys) -> logits [B, T, vocab]`` runs the teacher-forced
+    model on the target prefix ``ys``; decoding starts at begin (1) and stops at end (2)
+    or ``max_len + 1`` tokens. References are the targets without begin and end.
+    """
+    src, src_len, tgt, tgt_len = translation_batch(
+        HELD_OUT, min_len, max_len, vocab, held_out_generator(args)
+    )
+    refs = [tgt[i, 1 : int(n) - 1].tolist() for i, n in enumerate(tgt_len)]
+
+    def evaluate() -> float:
+        net.eval()
+        s, sl = src.to(device), src_len.to(device)
+        ys = torch.ones(HELD_OUT, 1, dtype=torch.long, device=device)
+        with torch.no_grad():
+            for _ in range(max_len + 1):
+                nxt = decode_step(s, sl, ys)[:, -1].argmax(-1, keepdim=True)
+                ys = torch.cat([ys, nxt], dim=1)
+                if bool((ys == 2).any(dim=1).all()):
+                    break
+        net.train()
+        hyps = []
+        for row in ys[:, 1:].tolist():
+            hyps.append(row[: row.index(2)] if 2 in row else row)
+        return quality.bleu(hyps, refs)
+
+    return evaluate

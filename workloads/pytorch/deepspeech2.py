@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.pytorch import _common
 
 MODEL = "deepspeech2"
@@ -42,6 +42,7 @@ CONFIGS = {
     "small": Config(81, 3, 256, 8, 20, 3e-4),
     "paper": Config(161, 5, 800, 20, 60, 1.5e-4),
 }
+ALPHABET = "_ 'abcdefghijklmnopqrstuvwxyz"  # index 0 is the CTC blank
 BATCH = {"tiny": 2, "small": 8, "paper": 32}
 FRAMES_PER_CHAR = (4, 8)
 
@@ -135,7 +136,25 @@ def main(argv: list[str] | None = None) -> None:
         opt.step()
         return loss.item()
 
-    _common.run(MODEL, args, device, step)
+    held = utterances(cfg, templates, _common.HELD_OUT, _common.held_out_generator(args))
+
+    def evaluate() -> float:
+        spec, lengths, targets, target_lengths = held
+        net.eval()
+        with torch.no_grad():
+            best = net(spec.to(device)).argmax(-1).T.cpu()  # [B, T']
+        net.train()
+        refs, hyps, at = [], [], 0
+        for i, n in enumerate(target_lengths.tolist()):
+            refs.append("".join(ALPHABET[c] for c in targets[at : at + n].tolist()))
+            at += n
+            path = best[i, : (int(lengths[i]) + 1) // 2].tolist()
+            hyps.append("".join(ALPHABET[c] for c in quality.ctc_greedy(path, blank=0)))
+        return quality.cer(hyps, refs)
+
+    _common.run(
+        MODEL, args, device, step, evaluate=evaluate, target=quality.target(MODEL, args.size)
+    )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from workloads import harness
+from workloads import harness, quality
+from workloads.tensorflow import synthetic
 
 FRAMEWORK = "tensorflow"
 
@@ -63,3 +64,16 @@ def run(
         evaluate,
         target,
     )
+
+
+def classifier_eval(
+    net: Callable[..., tf.Tensor], templates: np.ndarray, args: harness.HarnessArgs
+) -> Callable[[], float]:
+    """Top-1 accuracy on a fixed held-out set of images (inference mode)."""
+    x, y = synthetic.image_batch(templates, synthetic.HELD_OUT, synthetic.held_out_rng(args.seed))
+
+    def evaluate() -> float:
+        logits = net(tf.constant(x), training=False)
+        return quality.accuracy(np.argmax(logits.numpy(), axis=-1), y)
+
+    return evaluate
