@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,6 +96,36 @@ def bleu(
     return 100.0 * bp * math.exp(log_p)
 
 
+def greedy_translation_bleu(
+    logits: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    src: np.ndarray,
+    src_len: np.ndarray,
+    tgt: np.ndarray,
+    tgt_len: np.ndarray,
+    begin: int = 1,
+    end: int = 2,
+) -> float:
+    """Corpus BLEU of greedy decoding, for any framework.
+
+    ``logits(src, src_len, ys) -> [B, T, vocab]`` runs the teacher-forced model on the
+    target prefix ``ys`` (int32 ``[B, T]``). Decoding starts at ``begin`` and stops when
+    every row has produced ``end`` or after ``src.shape[1] + 1`` tokens; references are
+    ``tgt`` rows without begin and end (``tgt_len`` counts both).
+    """
+    b = src.shape[0]
+    ys = np.full((b, 1), begin, np.int32)
+    for _ in range(src.shape[1] + 1):
+        nxt = np.asarray(logits(src, src_len, ys))[:, -1].argmax(-1).astype(np.int32)
+        ys = np.concatenate([ys, nxt[:, None]], axis=1)
+        if bool((ys == end).any(axis=1).all()):
+            break
+    hyps = []
+    for row in ys[:, 1:].tolist():
+        hyps.append(row[: row.index(end)] if end in row else row)
+    refs = [tgt[i, 1 : int(n) - 1].tolist() for i, n in enumerate(tgt_len)]
+    return bleu(hyps, refs)
+
+
 def edit_distance(a: Sequence[object], b: Sequence[object]) -> int:
     """Levenshtein distance (insertions, deletions, substitutions cost 1)."""
     prev = list(range(len(b) + 1))
@@ -118,8 +148,9 @@ def wer(hypotheses: Sequence[str], references: Sequence[str]) -> float:
     return edits / words
 
 
-def cer(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """Character error rate: edits between the strings / reference characters."""
+def cer(hypotheses: Sequence[Sequence[object]], references: Sequence[Sequence[object]]) -> float:
+    """Character error rate: edits between the strings (or character-id lists) /
+    reference characters."""
     edits = sum(edit_distance(h, r) for h, r in zip(hypotheses, references, strict=True))
     chars = sum(len(r) for r in references)
     if chars == 0:
@@ -136,6 +167,26 @@ def ctc_greedy(best_path: Sequence[int], blank: int) -> list[int]:
             out.append(int(k))
         prev = k
     return out
+
+
+def greedy_ctc_cer(
+    logits: np.ndarray,
+    out_len: Sequence[int] | np.ndarray,
+    labels: np.ndarray,
+    label_len: Sequence[int] | np.ndarray,
+    blank: int,
+    shift: int = 0,
+) -> float:
+    """CER of greedy CTC decoding of ``logits [B, T, classes]`` (first ``out_len[i]``
+    frames) against ``labels[i, :label_len[i]]``; ``shift`` is added to decoded classes
+    to give label ids (MXNet's CTC puts the blank last and characters one lower)."""
+    best = np.asarray(logits).argmax(-1)
+    hyps = [
+        [c + shift for c in ctc_greedy(best[i, : int(n)].tolist(), blank)]
+        for i, n in enumerate(out_len)
+    ]
+    refs = [np.asarray(labels)[i, : int(n)].tolist() for i, n in enumerate(label_len)]
+    return cer(hyps, refs)
 
 
 def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:

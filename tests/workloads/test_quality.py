@@ -92,3 +92,39 @@ def test_target_direction() -> None:
     assert not Target("accuracy", 0.9, True).reached(float("nan"))
     assert Target("cer", 0.2, False).reached(0.1)
     assert not Target("cer", 0.2, False).reached(0.3)
+
+
+def _one_hot(ids: list[list[int]], classes: int) -> np.ndarray:
+    return np.eye(classes)[np.array(ids)]
+
+
+def test_greedy_ctc_cer_decodes_paths() -> None:
+    # row 0: path 3 3 0 4 -> [3, 4] vs reference [3, 4]: 0 edits;
+    # row 1 (3 frames counted): path 0 5 5 -> [5] vs [5, 6]: 1 edit. CER = 1 / 4
+    logits = _one_hot([[3, 3, 0, 4], [0, 5, 5, 6]], 8)
+    labels = np.array([[3, 4], [5, 6]])
+    assert quality.greedy_ctc_cer(logits, [4, 3], labels, [2, 2], blank=0) == 0.25
+    # MXNet's layout: blank last (7), classes one below the label ids
+    mx_logits = _one_hot([[2, 7, 3, 3]], 8)
+    assert quality.greedy_ctc_cer(mx_logits, [4], np.array([[3, 4]]), [2], blank=7, shift=1) == 0
+
+
+def test_greedy_translation_bleu_feeds_back_its_own_tokens() -> None:
+    # a "model" that copies the source one position late: after begin it emits src[t],
+    # then end (2); the references are the sources, so BLEU is 100
+    src = np.array([[5, 6, 7, 8], [9, 10, 11, 12]], np.int32)
+
+    def logits(s: np.ndarray, _sl: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        t = ys.shape[1]
+        nxt = s[:, t - 1] if t <= s.shape[1] else np.full(len(s), 2)
+        out = np.zeros((len(s), t, 16))
+        out[np.arange(len(s)), -1, nxt] = 1
+        return out
+
+    tgt = np.concatenate([np.ones((2, 1), np.int32), src, np.full((2, 1), 2, np.int32)], axis=1)
+    lens = np.array([6, 6])
+    assert quality.greedy_translation_bleu(logits, src, np.array([4, 4]), tgt, lens) == 100.0
+    # references one word longer than what is decoded: the brevity penalty applies
+    tgt2 = np.concatenate([tgt[:, :-1], np.full((2, 1), 13), tgt[:, -1:]], axis=1)
+    got = quality.greedy_translation_bleu(logits, src, np.array([4, 4]), tgt2, np.array([7, 7]))
+    assert got == pytest.approx(100 * math.exp(1 - 10 / 8))

@@ -21,6 +21,7 @@ import numpy as np
 PAD, BOS, EOS = 0, 1, 2
 CHARS = 29  # CTC blank (0), space, apostrophe, a-z
 HELD_OUT = 64  # held-out samples per evaluation (a fixed set, drawn once)
+HELD_OUT_IMAGES_WGAN = 256  # generated vs held-out real images for the WGAN moments
 
 
 def held_out_rng(seed: int) -> np.random.Generator:

@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 from keras import layers
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.tensorflow import _common, synthetic
 
 MODEL = "transformer"
@@ -182,7 +182,21 @@ def main(argv: list[str] | None = None) -> None:
             )
             return train_step(tf.constant(src), tf.constant(tgt))
 
-        _common.run(MODEL, args, step)
+        held = synthetic.translation_batch(
+            synthetic.HELD_OUT,
+            cfg.min_len,
+            cfg.max_len,
+            cfg.vocab,
+            synthetic.held_out_rng(args.seed),
+        )
+
+        def evaluate() -> float:
+            return quality.greedy_translation_bleu(
+                lambda s, _sl, ys: net(tf.constant(s), tf.constant(ys), training=False).numpy(),
+                *held,
+            )
+
+        _common.run(MODEL, args, step, evaluate=evaluate, target=quality.target(MODEL, args.size))
 
 
 if __name__ == "__main__":
