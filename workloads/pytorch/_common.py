@@ -140,31 +140,28 @@ def translation_eval(
     device: torch.device,
     args: harness.HarnessArgs,
 ) -> Callable[[], float]:
-    """Corpus BLEU of greedy decoding on :data:`HELD_OUT` held-out sentences.
+    """Corpus BLEU of greedy decoding on :data:`HELD_OUT` held-out sentences
+    (:func:`quality.greedy_translation_bleu`, shared with the other frameworks).
 
     ``decode_step(src, src_len, ys) -> logits [B, T, vocab]`` runs the teacher-forced
-    model on the target prefix ``ys``; decoding starts at begin (1) and stops at end (2)
-    or ``max_len + 1`` tokens. References are the targets without begin and end.
+    model on the target prefix ``ys``.
     """
     src, src_len, tgt, tgt_len = translation_batch(
         HELD_OUT, min_len, max_len, vocab, held_out_generator(args)
     )
-    refs = [tgt[i, 1 : int(n) - 1].tolist() for i, n in enumerate(tgt_len)]
+    s, sl = src.to(device), src_len.to(device)
+
+    def logits(_s: object, _sl: object, ys: object) -> object:
+        y = torch.as_tensor(ys, dtype=torch.long, device=device)
+        return decode_step(s, sl, y).float().cpu().numpy()
 
     def evaluate() -> float:
         net.eval()
-        s, sl = src.to(device), src_len.to(device)
-        ys = torch.ones(HELD_OUT, 1, dtype=torch.long, device=device)
         with torch.no_grad():
-            for _ in range(max_len + 1):
-                nxt = decode_step(s, sl, ys)[:, -1].argmax(-1, keepdim=True)
-                ys = torch.cat([ys, nxt], dim=1)
-                if bool((ys == 2).any(dim=1).all()):
-                    break
+            got = quality.greedy_translation_bleu(
+                logits, src.numpy(), src_len.numpy(), tgt.numpy(), tgt_len.numpy()
+            )
         net.train()
-        hyps = []
-        for row in ys[:, 1:].tolist():
-            hyps.append(row[: row.index(2)] if 2 in row else row)
-        return quality.bleu(hyps, refs)
+        return got
 
     return evaluate

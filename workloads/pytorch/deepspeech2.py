@@ -42,7 +42,6 @@ CONFIGS = {
     "small": Config(81, 3, 256, 8, 20, 3e-4),
     "paper": Config(161, 5, 800, 20, 60, 1.5e-4),
 }
-ALPHABET = "_ 'abcdefghijklmnopqrstuvwxyz"  # index 0 is the CTC blank
 BATCH = {"tiny": 2, "small": 8, "paper": 32}
 FRAMES_PER_CHAR = (4, 8)
 
@@ -142,15 +141,17 @@ def main(argv: list[str] | None = None) -> None:
         spec, lengths, targets, target_lengths = held
         net.eval()
         with torch.no_grad():
-            best = net(spec.to(device)).argmax(-1).T.cpu()  # [B, T']
+            logits = net(spec.to(device)).transpose(0, 1).cpu().numpy()  # [B, T', CHARS]
         net.train()
-        refs, hyps, at = [], [], 0
+        labels = torch.zeros(len(target_lengths), int(target_lengths.max()), dtype=torch.long)
+        at = 0
         for i, n in enumerate(target_lengths.tolist()):
-            refs.append("".join(ALPHABET[c] for c in targets[at : at + n].tolist()))
+            labels[i, :n] = targets[at : at + n]
             at += n
-            path = best[i, : (int(lengths[i]) + 1) // 2].tolist()
-            hyps.append("".join(ALPHABET[c] for c in quality.ctc_greedy(path, blank=0)))
-        return quality.cer(hyps, refs)
+        out_len = ((lengths + 1) // 2).numpy()
+        return quality.greedy_ctc_cer(
+            logits, out_len, labels.numpy(), target_lengths.numpy(), blank=0
+        )
 
     _common.run(
         MODEL, args, device, step, evaluate=evaluate, target=quality.target(MODEL, args.size)
