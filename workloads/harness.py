@@ -13,7 +13,14 @@ backend sees it:
   environment variable ``TBDTRACE_STEPS_FILE`` (set by ``tbdtrace capture`` and
   ``tbdtrace bench``). Fields: ``step``, ``start_ns``, ``end_ns`` (time.time_ns(), the
   trace clock), ``samples``, ``warmup`` (bool), ``loss`` (float), ``pid``, ``model``,
-  ``framework``.
+  ``framework``. A step after which the model was evaluated on its task's held-out split
+  also carries ``quality``: ``{"metric", "value", "target", "higher_is_better", "reached",
+  "eval_ns"}`` and, on the evaluation that first met the target, ``time_to_quality_ns``
+  (wall time from the first step's start to that evaluation's end, evaluations included:
+  MLPerf's time-to-train) and ``steps_to_quality`` (training steps run, warm-up included).
+  Every run is evaluated once after its last step; ``--eval-every N`` adds one every N
+  steps, and ``--to-quality`` trains until the target is met (evaluating every
+  ``--eval-every`` steps, 10 by default) or ``--max-steps`` steps have run.
 
 The steps file is the one documented place where a workload talks to tbdtrace, with one
 addition for MXNet, which no capture backend sees without a GPU: when
@@ -56,6 +63,25 @@ class HarnessArgs:
     device: str  # auto | cpu | cuda
     size: str  # tiny | small | paper (paper = TBD's configuration)
     seed: int  # seeds the framework RNGs and the synthetic data
+    to_quality: bool = False  # train until the quality target is met (or max_steps)
+    max_steps: int = 2000  # --to-quality: give up after this many training steps
+    eval_every: int = 0  # evaluate every N steps (0: after the last step only; 10 with
+    # --to-quality)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A quality goal on the held-out split (metrics in :mod:`workloads.quality`)."""
+
+    metric: str  # accuracy | bleu | wer | cer | map50 | moment_distance | episode_reward
+    value: float  # the goal
+    higher_is_better: bool  # accuracy, bleu, map50, reward: True; error rates: False
+
+    def reached(self, quality: float) -> bool:
+        """Whether ``quality`` meets the goal (NaN never does)."""
+        if not math.isfinite(quality):
+            return False
+        return quality >= self.value if self.higher_is_better else quality <= self.value
 
 
 def parse_args(
@@ -72,13 +98,34 @@ def parse_args(
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--size", choices=SIZES, default="tiny")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--to-quality",
+        action="store_true",
+        help="train until the held-out quality target is met (time-to-quality); "
+        "--steps is then ignored",
+    )
+    p.add_argument(
+        "--max-steps", type=int, default=2000, help="--to-quality: stop after this many steps"
+    )
+    p.add_argument(
+        "--eval-every",
+        type=int,
+        default=None,
+        help="evaluate on the held-out split every N steps (default: after the last step "
+        "only; 10 with --to-quality)",
+    )
     ns = p.parse_args(argv)
     if ns.steps < 1 or ns.warmup < 0:
         p.error("--steps must be >= 1 and --warmup >= 0")
+    if ns.max_steps < 1 or (ns.eval_every is not None and ns.eval_every < 1):
+        p.error("--max-steps and --eval-every must be >= 1")
     batch = ns.batch_size if ns.batch_size is not None else default_batch[ns.size]
     if batch < 1:
         p.error("--batch-size must be >= 1")
-    return HarnessArgs(batch, ns.steps, ns.warmup, ns.device, ns.size, ns.seed)
+    every = ns.eval_every if ns.eval_every is not None else (10 if ns.to_quality else 0)
+    return HarnessArgs(
+        batch, ns.steps, ns.warmup, ns.device, ns.size, ns.seed, ns.to_quality, ns.max_steps, every
+    )
 
 
 class _Nvtx:
@@ -128,18 +175,35 @@ class StepRecorder:
     framework: str
     losses: list[float] = field(default_factory=list)
     durations_ns: list[int] = field(default_factory=list)
+    qualities: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._nvtx = _Nvtx.for_framework(self.framework)
         path = os.environ.get(STEPS_FILE_ENV)
         self._out = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+        self._pending: dict[str, Any] | None = None  # last step's record, not yet written
+        self.first_start_ns: int | None = None
+
+    def _flush(self) -> None:
+        if self._out is not None and self._pending is not None:
+            self._out.write(json.dumps(self._pending) + "\n")
+        self._pending = None
+
+    def add_quality(self, quality: dict[str, Any]) -> None:
+        """Attach an evaluation's result to the last step's record."""
+        self.qualities.append(quality)
+        if self._pending is not None:
+            self._pending["quality"] = quality
 
     @contextmanager
     def step(self, index: int, samples: int, warmup: bool) -> Iterator[dict[str, float]]:
         """Wrap one training iteration; the body stores its loss in ``result["loss"]``."""
         result: dict[str, float] = {}
+        self._flush()
         self._nvtx.push(f"step {index}")
         start_ns = time.time_ns()
+        if self.first_start_ns is None:
+            self.first_start_ns = start_ns
         try:
             yield result
         finally:
@@ -150,7 +214,7 @@ class StepRecorder:
         if not warmup:
             self.durations_ns.append(end_ns - start_ns)
         if self._out is not None:
-            rec = {
+            self._pending = {
                 "step": index,
                 "start_ns": start_ns,
                 "end_ns": end_ns,
@@ -161,9 +225,9 @@ class StepRecorder:
                 "model": self.model,
                 "framework": self.framework,
             }
-            self._out.write(json.dumps(rec) + "\n")
 
     def close(self) -> None:
+        self._flush()
         if self._out is not None:
             self._out.close()
             self._out = None
@@ -176,33 +240,98 @@ def train(
     step_fn: Callable[[int], float],
     sync: Callable[[], None] = lambda: None,
     samples_per_step: int | None = None,
+    evaluate: Callable[[], float] | None = None,
+    target: Target | None = None,
 ) -> StepRecorder:
     """Run ``args.warmup + args.steps`` iterations of ``step_fn(i) -> loss``.
 
     ``sync`` waits for the device (e.g. torch.cuda.synchronize) so a step's end time
     covers its GPU work. ``samples_per_step`` is what one step processes when that is not
     the batch size (e.g. A3C: workers x rollout frames); default ``args.batch_size``.
+
+    ``evaluate()`` returns the model's quality on the held-out split (``target.metric``);
+    it runs outside the timed steps: after the last step, every ``args.eval_every`` steps,
+    and with ``args.to_quality`` the loop runs until ``target`` is met or
+    ``args.max_steps`` steps have run (the last evaluation decides).
+
     Prints one summary line on stderr, ``<model> <framework> size=S batch=B steps=N
     loss_first=.. loss_last=.. samples_per_s=..`` (``tbdtrace bench`` reads ``batch=``
-    from it when it did not choose the batch), and returns the recorder.
+    from it when it did not choose the batch), then with an evaluation one line
+    ``<model> <framework> quality metric=M value=V target=T reached=yes|no steps=N
+    time_to_quality_s=S|none``, and returns the recorder.
     """
+    if args.to_quality and (evaluate is None or target is None):
+        print(
+            f"workloads: {model} on {framework} has no quality target; run it without --to-quality",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     rec = StepRecorder(model, framework)
-    total = args.warmup + args.steps
+    total = args.max_steps if args.to_quality else args.warmup + args.steps
     samples = args.batch_size if samples_per_step is None else samples_per_step
+    ran = 0
+    reached_ns: int | None = None
     try:
         for i in range(total):
             warm = i < args.warmup
             with rec.step(i, samples, warm) as r:
                 r["loss"] = float(step_fn(i))
                 sync()
+            ran = i + 1
+            last = ran == total
+            due = args.eval_every > 0 and ran % args.eval_every == 0
+            if evaluate is not None and (due or last):
+                q = _evaluate(evaluate, target, rec, ran, reached_ns is None)
+                if q.get("time_to_quality_ns") is not None:
+                    reached_ns = q["time_to_quality_ns"]
+                    if args.to_quality:
+                        break
     finally:
         rec.close()
     measured_s = sum(rec.durations_ns) / 1e9
-    rate = args.steps * samples / measured_s if measured_s > 0 else float("nan")
+    rate = len(rec.durations_ns) * samples / measured_s if measured_s > 0 else float("nan")
     print(
-        f"{model} {framework} size={args.size} batch={args.batch_size} steps={args.steps} "
+        f"{model} {framework} size={args.size} batch={args.batch_size} "
+        f"steps={len(rec.durations_ns)} "
         f"loss_first={rec.losses[0]:.6g} loss_last={rec.losses[-1]:.6g} "
         f"samples_per_s={rate:.3f}",
         file=sys.stderr,
     )
+    if rec.qualities:
+        q = rec.qualities[-1]
+        value = "nan" if q["value"] is None else f"{q['value']:.6g}"
+        ttq = "none" if reached_ns is None else f"{reached_ns / 1e9:.3f}"
+        print(
+            f"{model} {framework} quality metric={q['metric']} value={value} "
+            f"target={q['target']} reached={'yes' if reached_ns is not None else 'no'} "
+            f"steps={ran} time_to_quality_s={ttq}",
+            file=sys.stderr,
+        )
     return rec
+
+
+def _evaluate(
+    evaluate: Callable[[], float],
+    target: Target | None,
+    rec: StepRecorder,
+    steps_run: int,
+    first_time: bool,
+) -> dict[str, Any]:
+    """Run one evaluation and attach it to the last step's record."""
+    t0 = time.time_ns()
+    value = float(evaluate())
+    end = time.time_ns()
+    met = target is not None and target.reached(value)
+    q: dict[str, Any] = {
+        "metric": target.metric if target is not None else None,
+        "value": value if math.isfinite(value) else None,
+        "target": target.value if target is not None else None,
+        "higher_is_better": target.higher_is_better if target is not None else None,
+        "reached": met,
+        "eval_ns": end - t0,
+    }
+    if met and first_time and rec.first_start_ns is not None:
+        q["time_to_quality_ns"] = end - rec.first_start_ns
+        q["steps_to_quality"] = steps_run
+    rec.add_quality(q)
+    return q

@@ -31,6 +31,7 @@ class BenchConfig:
     device: str = "auto"  # auto | cpu | cuda, passed to every workload
     timeout_s: float = 3600.0  # a job running longer is stopped and reported as failed
     capture: str = "auto"  # auto | tbdtrace | steps (see tbdtrace.bench.capture)
+    to_quality: bool = False  # train each job until its held-out quality target is met
 
 
 @dataclass(frozen=True)
@@ -124,4 +125,6 @@ def workload_argv(job: Job, cfg: BenchConfig) -> list[str]:
     ]
     if job.batch_size is not None:
         argv += ["--batch-size", str(job.batch_size)]
+    if cfg.to_quality:
+        argv.append("--to-quality")
     return argv

@@ -55,6 +55,19 @@ COLUMNS: tuple[RowColumn, ...] = (
         "peak_memory_bytes", "bytes", "peak live memory of the measured steps (allocated level)"
     ),
     *_MEM,
+    RowColumn(
+        "quality_metric",
+        "text",
+        "held-out quality measure: accuracy, bleu, cer, map50, moment_distance, episode_reward",
+    ),
+    RowColumn("quality", "value", "the last held-out evaluation (workloads/quality.py)"),
+    RowColumn("quality_target", "value", "the workload's quality goal for --to-quality"),
+    RowColumn(
+        "time_to_quality_ns",
+        "ns",
+        "wall time from the first step to the evaluation that met the target, evaluations "
+        "and capture overhead included (null: not met)",
+    ),
     RowColumn("loss_first", "value", "loss of the first step"),
     RowColumn("loss_last", "value", "loss of the last step"),
     RowColumn("backend", "text", "capture backend recorded in the trace"),

@@ -29,6 +29,43 @@ def _batch_from_log(log: Path, job: Job) -> int | None:
     return int(found[-1]) if found else None
 
 
+_QUALITY = re.compile(
+    r"^(?P<model>\S+) (?P<fw>\S+) quality metric=(?P<metric>\S+) value=(?P<value>\S+) "
+    r"target=(?P<target>\S+) reached=(?:yes|no) steps=\d+ time_to_quality_s=(?P<ttq>\S+)$",
+    re.MULTILINE,
+)
+
+
+def _float(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if v == v else None  # NaN: no value
+
+
+def quality_from_log(log: Path, job: Job) -> dict[str, Any]:
+    """The quality cells from the harness's last quality line in the job's log (empty
+    when the workload printed none)."""
+    if not log.exists():
+        return {}
+    found = [
+        m
+        for m in _QUALITY.finditer(log.read_text(errors="replace"))
+        if m["model"] == job.model and m["fw"] == job.framework
+    ]
+    if not found:
+        return {}
+    m = found[-1]
+    ttq = _float(m["ttq"])
+    return {
+        "quality_metric": m["metric"],
+        "quality": _float(m["value"]),
+        "quality_target": _float(m["target"]),
+        "time_to_quality_ns": None if ttq is None else round(ttq * 1e9),
+    }
+
+
 def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
     """Run one job under capture and return its table row (failed rows carry the error)."""
     paths = capture.Paths.for_job(Path(cfg.out_dir), job)
@@ -53,6 +90,7 @@ def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
         row["error"] = str(e)
         return row
     row.update(cells)
+    row.update(quality_from_log(paths.log, job))
     if note:
         notes.insert(0, note)
     row["trace"] = str(paths.trace_dir)

@@ -60,6 +60,10 @@ MD_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
         (f"{_MEM_HEAD[c]} (MiB)", f"{c}_bytes", _num(".1f", 1 / MIB))
         for c in schema.MEMORY_CATEGORIES
     ),
+    ("Quality", "quality_metric", lambda v: v or ""),
+    ("Value", "quality", _num(".4g")),
+    ("Target", "quality_target", _num("g")),
+    ("Time to quality (s)", "time_to_quality_ns", _num(".1f", 1e-9)),
     ("Status", "status", lambda v: v or ""),
     ("Error", "error", lambda v: v or ""),
 )

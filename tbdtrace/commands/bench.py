@@ -100,6 +100,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="tbdtrace: `tbdtrace capture` around each run; steps: the harness "
         "steps file only; auto: tbdtrace when available (default)",
     )
+    p.add_argument(
+        "--to-quality",
+        action="store_true",
+        help="train each run until its held-out quality target is met and report "
+        "time-to-quality (MLPerf-style); --steps is then ignored",
+    )
     p.set_defaults(func=_run, _parser=p)
 
 
@@ -126,6 +132,7 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         device=args.device,
         timeout_s=args.timeout,
         capture=args.capture,
+        to_quality=args.to_quality,
     )
 
 

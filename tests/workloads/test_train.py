@@ -40,6 +40,29 @@ TINY_SAMPLES = {
 }
 
 
+# The held-out quality measure each model reports after its last step (docs/WORKLOADS.md),
+# on every framework.
+METRIC = {
+    "resnet50": "accuracy",
+    "inception_v3": "accuracy",
+    "seq2seq": "bleu",
+    "transformer": "bleu",
+    "deepspeech2": "cer",
+    "faster_rcnn": "map50",
+    "wgan": "moment_distance",
+    "a3c": "episode_reward",
+}
+# Range of each metric: (low, high); None = no bound on that side.
+RANGE = {
+    "accuracy": (0.0, 1.0),
+    "bleu": (0.0, 100.0),
+    "cer": (0.0, None),
+    "map50": (0.0, 1.0),
+    "moment_distance": (0.0, None),
+    "episode_reward": (0.0, None),
+}
+
+
 def test_every_registered_pair_has_its_expected_samples() -> None:
     assert {(w.model, w.framework) for w in registry.WORKLOADS} == set(TINY_SAMPLES)
 
@@ -53,3 +76,18 @@ def test_tiny_trains_and_records_steps(w: registry.Workload, tmp_path: Path) -> 
     check_trained(
         run, w.model, w.framework, steps=2, warmup=1, samples=TINY_SAMPLES[(w.model, w.framework)]
     )
+    evaluated = [r for r in run.records if "quality" in r]
+    # evaluated once, after the last step, with the documented fields
+    assert [r["step"] for r in evaluated] == [run.records[-1]["step"]]
+    q = evaluated[0]["quality"]
+    assert q["metric"] == METRIC[w.model]
+    assert isinstance(q["eval_ns"], int) and q["eval_ns"] > 0
+    assert isinstance(q["target"], float) and isinstance(q["higher_is_better"], bool)
+    if q["value"] is None:  # A3C before its first finished episode (10 frames here)
+        assert w.model == "a3c" and q["reached"] is False
+        return
+    low, high = RANGE[q["metric"]]
+    assert low <= q["value"] and (high is None or q["value"] <= high), q
+    better = q["value"] >= q["target"] if q["higher_is_better"] else q["value"] <= q["target"]
+    assert q["reached"] == better
+    assert ("time_to_quality_ns" in q) == better

@@ -16,7 +16,8 @@ from typing import Any
 import mxnet as mx
 import numpy as np
 
-from workloads import harness
+from workloads import harness, quality
+from workloads.tensorflow import synthetic
 
 FRAMEWORK = "mxnet"
 
@@ -51,16 +52,21 @@ def run(
     samples_per_step: int | None = None,
     nets: Sequence[Any] = (),
     trainers: Sequence[Any] = (),
+    evaluate: Callable[[], float] | None = None,
+    target: harness.Target | None = None,
 ) -> harness.StepRecorder:
     """Train through the harness; each step ends after the engine has run its work.
 
     When the harness names a memory trace directory (``tbdtrace bench`` does), training
     runs under ``tbdtrace.memory.mxnet.profile`` with ``nets`` and ``trainers`` sizing the
     weights, gradients and optimizer state (the repository root must be importable).
+    ``evaluate`` and ``target``: the held-out quality (see :func:`harness.train`).
     """
     out = harness.memory_trace_dir()
     if out is None:
-        return harness.train(model, FRAMEWORK, args, step_fn, mx.nd.waitall, samples_per_step)
+        return harness.train(
+            model, FRAMEWORK, args, step_fn, mx.nd.waitall, samples_per_step, evaluate, target
+        )
     from tbdtrace.memory import mxnet as mxm
 
     with mxm.profile(out, net=list(nets), trainer=list(trainers), workload=model) as p:
@@ -69,4 +75,24 @@ def run(
             mx.nd.waitall()
             p.sample()  # cheap unless the model's arrays changed
 
-        return harness.train(model, FRAMEWORK, args, step_fn, sync, samples_per_step)
+        return harness.train(
+            model, FRAMEWORK, args, step_fn, sync, samples_per_step, evaluate, target
+        )
+
+
+def classifier_eval(
+    net: Any, templates: np.ndarray, ctx: mx.Context, args: harness.HarnessArgs, batch: int = 16
+) -> Callable[[], float]:
+    """Top-1 accuracy on a fixed held-out set of images (inference mode: outside
+    ``autograd.record``), in chunks of ``batch``."""
+    x, y = synthetic.image_batch(templates, synthetic.HELD_OUT, synthetic.held_out_rng(args.seed))
+    x = x.transpose(0, 3, 1, 2)
+
+    def evaluate() -> float:
+        pred = [
+            net(mx.nd.array(x[i : i + batch], ctx=ctx)).argmax(axis=1).asnumpy()
+            for i in range(0, len(x), batch)
+        ]
+        return quality.accuracy(np.concatenate(pred).astype(int), y)
+
+    return evaluate

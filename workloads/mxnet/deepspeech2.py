@@ -22,7 +22,7 @@ import mxnet as mx
 from mxnet import autograd, gluon
 from mxnet.gluon import nn, rnn
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.mxnet import _common
 from workloads.tensorflow import synthetic
 
@@ -116,7 +116,30 @@ def main(argv: list[str] | None = None) -> None:
         trainer.step(1)
         return float(loss.asscalar())
 
-    _common.run(MODEL, args, step, nets=[net], trainers=[trainer])
+    spec_h, frames_h, labels_h, len_h = synthetic.speech_batch(
+        templates,
+        synthetic.HELD_OUT,
+        cfg.min_chars,
+        cfg.max_chars,
+        synthetic.held_out_rng(args.seed),
+    )
+
+    def evaluate() -> float:  # outside autograd.record: batch-norm in inference mode
+        logits = net(mx.nd.array(spec_h, ctx=ctx)).asnumpy()
+        blank = synthetic.CHARS - 1  # Gluon's CTC: blank is the last class
+        return quality.greedy_ctc_cer(
+            logits, (frames_h + 1) // 2, labels_h, len_h, blank=blank, shift=1
+        )
+
+    _common.run(
+        MODEL,
+        args,
+        step,
+        nets=[net],
+        trainers=[trainer],
+        evaluate=evaluate,
+        target=quality.target(MODEL, args.size),
+    )
 
 
 if __name__ == "__main__":

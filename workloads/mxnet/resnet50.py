@@ -16,7 +16,7 @@ import mxnet as mx
 from mxnet import autograd, gluon
 from mxnet.gluon.model_zoo import vision
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.mxnet import _common
 from workloads.tensorflow import synthetic
 
@@ -67,7 +67,15 @@ def main(argv: list[str] | None = None) -> None:
         trainer.step(1)
         return float(loss.asscalar())
 
-    _common.run(MODEL, args, step, nets=[net], trainers=[trainer])
+    _common.run(
+        MODEL,
+        args,
+        step,
+        nets=[net],
+        trainers=[trainer],
+        evaluate=_common.classifier_eval(net, templates, ctx, args),
+        target=quality.target(MODEL, args.size),
+    )
 
 
 if __name__ == "__main__":

@@ -16,10 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import mxnet as mx
+import numpy as np
 from mxnet import autograd, gluon
 from mxnet.gluon import nn, rnn
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.mxnet import _common
 from workloads.tensorflow import synthetic
 
@@ -118,7 +119,27 @@ def main(argv: list[str] | None = None) -> None:
         trainer.step(1)
         return float(loss.asscalar())
 
-    _common.run(MODEL, args, step, nets=[net], trainers=[trainer])
+    held = synthetic.translation_batch(
+        synthetic.HELD_OUT, cfg.min_len, cfg.max_len, vocab, synthetic.held_out_rng(args.seed)
+    )
+
+    def nd(a: np.ndarray) -> mx.nd.NDArray:
+        return mx.nd.array(a, ctx=ctx)
+
+    def evaluate() -> float:  # outside autograd.record: dropout off
+        return quality.greedy_translation_bleu(
+            lambda s, sl, ys: net(nd(s), nd(sl), nd(ys)).asnumpy(), *held
+        )
+
+    _common.run(
+        MODEL,
+        args,
+        step,
+        nets=[net],
+        trainers=[trainer],
+        evaluate=evaluate,
+        target=quality.target(MODEL, args.size),
+    )
 
 
 if __name__ == "__main__":

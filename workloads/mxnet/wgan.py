@@ -20,7 +20,7 @@ import mxnet as mx
 from mxnet import autograd, gluon
 from mxnet.gluon import nn
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.mxnet import _common
 from workloads.tensorflow import synthetic
 
@@ -114,7 +114,24 @@ def main(argv: list[str] | None = None) -> None:
         trainer_g.step(1)
         return float(loss_d.asscalar())
 
-    _common.run(MODEL, args, step, nets=[net_g, net_d], trainers=[trainer_g, trainer_d])
+    held = synthetic.held_out_rng(args.seed)
+    n = synthetic.HELD_OUT_IMAGES_WGAN
+    held_real = synthetic.blob_images(n, cfg.image_px, CHANNELS, held)
+    held_z = mx.nd.array(held.standard_normal((n, cfg.nz, 1, 1)), ctx=ctx)
+
+    def evaluate() -> float:
+        fake = net_g(held_z).asnumpy().transpose(0, 2, 3, 1)  # NCHW -> NHWC, as held_real
+        return quality.moment_distance(fake, held_real)
+
+    _common.run(
+        MODEL,
+        args,
+        step,
+        nets=[net_g, net_d],
+        trainers=[trainer_g, trainer_d],
+        evaluate=evaluate,
+        target=quality.target(MODEL, args.size),
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from workloads import harness
+from workloads import harness, quality
 
 FRAMEWORK = "pytorch"
 
@@ -52,10 +52,21 @@ def run(
     device: torch.device,
     step_fn: Callable[[int], float],
     samples_per_step: int | None = None,
+    evaluate: Callable[[], float] | None = None,
+    target: harness.Target | None = None,
 ) -> harness.StepRecorder:
-    """Train through the harness; steps end after the device finishes their work."""
+    """Train through the harness; steps end after the device finishes their work.
+    ``evaluate`` and ``target``: the held-out quality (see :func:`harness.train`)."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    return harness.train(model, FRAMEWORK, args, step_fn, sync, samples_per_step)
+    return harness.train(model, FRAMEWORK, args, step_fn, sync, samples_per_step, evaluate, target)
+
+
+def held_out_generator(args: harness.HarnessArgs) -> torch.Generator:
+    """The held-out split's generator: seeded apart from the training data's
+    (``seed + 1``), so no held-out sample is a training sample."""
+    gen = torch.Generator()
+    gen.manual_seed(args.seed + 1_000_003)
+    return gen
 
 
 def class_templates(n_classes: int, channels: int, size: int, gen: torch.Generator) -> torch.Tensor:
@@ -98,3 +109,59 @@ def translation_batch(
         tgt[i, 1 : n + 1] = (toks.flip(0) + 1) % words + 3
         tgt[i, n + 1] = 2
     return src, lens, tgt, lens + 2
+
+
+HELD_OUT = 64  # held-out samples per evaluation (a fixed set, drawn once)
+
+
+def classifier_eval(
+    net: torch.nn.Module, templates: torch.Tensor, device: torch.device, args: harness.HarnessArgs
+) -> Callable[[], float]:
+    """Top-1 accuracy on a fixed held-out set of :data:`HELD_OUT` images (eval mode)."""
+    x, y = image_batch(templates, HELD_OUT, held_out_generator(args))
+
+    def evaluate() -> float:
+        net.eval()
+        with torch.no_grad():
+            out = net(x.to(device))
+            pred = getattr(out, "logits", out).argmax(-1).cpu()
+        net.train()
+        return quality.accuracy(pred.numpy(), y.numpy())
+
+    return evaluate
+
+
+def translation_eval(
+    decode_step: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+    net: torch.nn.Module,
+    min_len: int,
+    max_len: int,
+    vocab: int,
+    device: torch.device,
+    args: harness.HarnessArgs,
+) -> Callable[[], float]:
+    """Corpus BLEU of greedy decoding on :data:`HELD_OUT` held-out sentences
+    (:func:`quality.greedy_translation_bleu`, shared with the other frameworks).
+
+    ``decode_step(src, src_len, ys) -> logits [B, T, vocab]`` runs the teacher-forced
+    model on the target prefix ``ys``.
+    """
+    src, src_len, tgt, tgt_len = translation_batch(
+        HELD_OUT, min_len, max_len, vocab, held_out_generator(args)
+    )
+    s, sl = src.to(device), src_len.to(device)
+
+    def logits(_s: object, _sl: object, ys: object) -> object:
+        y = torch.as_tensor(ys, dtype=torch.long, device=device)
+        return decode_step(s, sl, y).float().cpu().numpy()
+
+    def evaluate() -> float:
+        net.eval()
+        with torch.no_grad():
+            got = quality.greedy_translation_bleu(
+                logits, src.numpy(), src_len.numpy(), tgt.numpy(), tgt_len.numpy()
+            )
+        net.train()
+        return got
+
+    return evaluate

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.pytorch import _common
 
 MODEL = "a3c"
@@ -65,6 +65,15 @@ class ActorCritic(nn.Module):
         return self.policy(h), self.value(h).squeeze(-1)
 
 
+REWARD_WINDOW = 10
+
+
+def mean_episode_reward(finished: list[float]) -> float:
+    """Mean of the last :data:`REWARD_WINDOW` finished episodes; NaN before the first."""
+    last = finished[-REWARD_WINDOW:]
+    return sum(last) / len(last) if last else float("nan")
+
+
 def make_envs(n: int, seed: int) -> list[Any]:
     """``n`` Breakout environments; exits 1 with one line when ALE is unusable."""
     try:
@@ -91,6 +100,8 @@ class Workers:
     def __init__(self, envs: list[Any], seed: int) -> None:
         self.envs = envs
         self.stacks = torch.zeros(len(envs), STACK, FRAME_PX, FRAME_PX)
+        self.returns = [0.0] * len(envs)  # unclipped game score of each running episode
+        self.episode_rewards: list[float] = []  # scores of the finished episodes, in order
         for i, env in enumerate(envs):
             obs, _ = env.reset(seed=seed + i)
             self.stacks[i] = self._frame(obs).expand(STACK, -1, -1)
@@ -106,7 +117,10 @@ class Workers:
         for i, (env, a) in enumerate(zip(self.envs, actions, strict=True)):
             obs, r, term, trunc, _ = env.step(a)
             rewards[i], dones[i] = float(np.sign(r)), float(term or trunc)
+            self.returns[i] += float(r)
             if term or trunc:
+                self.episode_rewards.append(self.returns[i])
+                self.returns[i] = 0.0
                 obs, _ = env.reset()
                 self.stacks[i] = self._frame(obs).expand(STACK, -1, -1)
             else:
@@ -156,7 +170,15 @@ def main(argv: list[str] | None = None) -> None:
         return loss.item()
 
     try:
-        _common.run(MODEL, args, device, step, samples_per_step=args.batch_size * cfg.t_max)
+        _common.run(
+            MODEL,
+            args,
+            device,
+            step,
+            samples_per_step=args.batch_size * cfg.t_max,
+            evaluate=lambda: mean_episode_reward(workers.episode_rewards),
+            target=quality.target(MODEL, args.size),
+        )
     finally:
         for env in envs:
             env.close()

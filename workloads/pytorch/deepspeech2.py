@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.pytorch import _common
 
 MODEL = "deepspeech2"
@@ -135,7 +135,27 @@ def main(argv: list[str] | None = None) -> None:
         opt.step()
         return loss.item()
 
-    _common.run(MODEL, args, device, step)
+    held = utterances(cfg, templates, _common.HELD_OUT, _common.held_out_generator(args))
+
+    def evaluate() -> float:
+        spec, lengths, targets, target_lengths = held
+        net.eval()
+        with torch.no_grad():
+            logits = net(spec.to(device)).transpose(0, 1).cpu().numpy()  # [B, T', CHARS]
+        net.train()
+        labels = torch.zeros(len(target_lengths), int(target_lengths.max()), dtype=torch.long)
+        at = 0
+        for i, n in enumerate(target_lengths.tolist()):
+            labels[i, :n] = targets[at : at + n]
+            at += n
+        out_len = ((lengths + 1) // 2).numpy()
+        return quality.greedy_ctc_cer(
+            logits, out_len, labels.numpy(), target_lengths.numpy(), blank=0
+        )
+
+    _common.run(
+        MODEL, args, device, step, evaluate=evaluate, target=quality.target(MODEL, args.size)
+    )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 import torchvision
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.pytorch import _common
 
 MODEL = "faster_rcnn"
@@ -43,6 +43,7 @@ CONFIGS = {
     "small": Config(320, 320, 512, 20, 2000, 2000, 512, 0.01),
     "paper": Config(600, 600, 1000, 20, 2000, 2000, 512, 0.01),
 }
+HELD_OUT_IMAGES = 16
 BATCH = {"tiny": 2, "small": 2, "paper": 2}
 
 
@@ -102,7 +103,27 @@ def main(argv: list[str] | None = None) -> None:
         opt.step()
         return float(loss.item())
 
-    _common.run(MODEL, args, device, step)
+    held_images, held_targets = scenes(
+        cfg, colours, HELD_OUT_IMAGES, _common.held_out_generator(args)
+    )
+
+    def evaluate() -> float:
+        net.eval()
+        with torch.no_grad():
+            out = net([im.to(device) for im in held_images])
+        net.train()
+        preds = [
+            quality.Detections(
+                o["boxes"].cpu().numpy(), o["labels"].cpu().numpy(), o["scores"].cpu().numpy()
+            )
+            for o in out
+        ]
+        truths = [quality.Detections(t["boxes"].numpy(), t["labels"].numpy()) for t in held_targets]
+        return quality.map50(preds, truths)
+
+    _common.run(
+        MODEL, args, device, step, evaluate=evaluate, target=quality.target(MODEL, args.size)
+    )
 
 
 if __name__ == "__main__":

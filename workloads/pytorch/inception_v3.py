@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 import torchvision
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.pytorch import _common
 
 MODEL = "inception_v3"
@@ -69,7 +69,10 @@ def main(argv: list[str] | None = None) -> None:
         opt.step()
         return loss.item()
 
-    _common.run(MODEL, args, device, step)
+    evaluate = _common.classifier_eval(net, templates, device, args)
+    _common.run(
+        MODEL, args, device, step, evaluate=evaluate, target=quality.target(MODEL, args.size)
+    )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.pytorch import _common
 
 MODEL = "seq2seq"
@@ -101,7 +101,10 @@ def main(argv: list[str] | None = None) -> None:
         opt.step()
         return loss.item()
 
-    _common.run(MODEL, args, device, step)
+    evaluate = _common.translation_eval(net, net, cfg.min_len, cfg.max_len, vocab, device, args)
+    _common.run(
+        MODEL, args, device, step, evaluate=evaluate, target=quality.target(MODEL, args.size)
+    )
 
 
 if __name__ == "__main__":

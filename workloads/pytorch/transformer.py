@@ -21,10 +21,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.pytorch import _common
 
 MODEL = "transformer"
+
+
+DROPOUT = 0.1  # transformer_base's
 
 
 @dataclass(frozen=True)
@@ -37,16 +40,20 @@ class Config:
     min_len: int  # shortest source sentence, tokens
     max_len: int  # longest source sentence, tokens
     warmup_steps: int  # learning-rate warm-up, optimizer steps
+    lr_scale: float = 1.0  # multiplies the schedule (t2t's learning-rate constant)
+    dropout: float = DROPOUT  # residual, embedding and attention dropout
 
 
 CONFIGS = {
-    "tiny": Config(32, 32, 2, 2, 64, 4, 8, 10),
+    # tiny: the unscaled schedule would peak at 32^-0.5 * 10^-0.5 = 0.056, where this net
+    # does not learn; here it warms up over 30 steps to a peak of 5e-3, then decays, and
+    # has no dropout (with 0.1 it had not learnt the task after 400 steps)
+    "tiny": Config(32, 32, 2, 2, 64, 4, 8, 30, 5e-3 * 32**0.5 * 30**0.5, 0.0),
     "small": Config(8000, 256, 4, 3, 1024, 10, 30, 400),
     "paper": Config(32768, 512, 8, 6, 2048, 10, 32, 4000),
 }
 BATCH = {"tiny": 4, "small": 32, "paper": 64}
 LABEL_SMOOTHING = 0.1
-DROPOUT = 0.1
 
 
 def sinusoids(length: int, d_model: int) -> torch.Tensor:
@@ -70,17 +77,24 @@ class TransformerNMT(nn.Module):
         self.src_emb = nn.Embedding(cfg.vocab, cfg.d_model, padding_idx=0)
         self.tgt_emb = nn.Embedding(cfg.vocab, cfg.d_model, padding_idx=0)
         self.register_buffer("pe", sinusoids(cfg.max_len + 2, cfg.d_model), persistent=False)
-        self.drop = nn.Dropout(DROPOUT)
+        self.drop = nn.Dropout(cfg.dropout)
         self.core = nn.Transformer(
             d_model=cfg.d_model,
             nhead=cfg.heads,
             num_encoder_layers=cfg.layers,
             num_decoder_layers=cfg.layers,
             dim_feedforward=cfg.ff,
-            dropout=DROPOUT,
+            dropout=cfg.dropout,
             batch_first=True,
         )
         self.out = nn.Linear(cfg.d_model, cfg.vocab)
+        # t2t's initialisation: N(0, d_model^-0.5), so the sqrt(d_model)-scaled embedding
+        # has unit variance, as the positions do (nn.Embedding's N(0, 1) times sqrt(d)
+        # drowns them, and the net cannot learn word order)
+        for emb in (self.src_emb, self.tgt_emb):
+            nn.init.normal_(emb.weight, 0.0, cfg.d_model**-0.5)
+            with torch.no_grad():
+                emb.weight[0].zero_()
 
     def _embed(self, emb: nn.Embedding, tokens: torch.Tensor) -> torch.Tensor:
         return self.drop(emb(tokens) * self.scale + self.pe[: tokens.shape[1]])
@@ -109,7 +123,12 @@ def main(argv: list[str] | None = None) -> None:
     net = TransformerNMT(cfg).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda i: cfg.d_model**-0.5 * min((i + 1) ** -0.5, (i + 1) * cfg.warmup_steps**-1.5)
+        opt,
+        lambda i: (
+            cfg.lr_scale
+            * cfg.d_model**-0.5
+            * min((i + 1) ** -0.5, (i + 1) * cfg.warmup_steps**-1.5)
+        ),
     )
     loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=LABEL_SMOOTHING)
     net.train()
@@ -127,7 +146,12 @@ def main(argv: list[str] | None = None) -> None:
         sched.step()
         return loss.item()
 
-    _common.run(MODEL, args, device, step)
+    evaluate = _common.translation_eval(
+        lambda s, _sl, ys: net(s, ys), net, cfg.min_len, cfg.max_len, cfg.vocab, device, args
+    )
+    _common.run(
+        MODEL, args, device, step, evaluate=evaluate, target=quality.target(MODEL, args.size)
+    )
 
 
 if __name__ == "__main__":

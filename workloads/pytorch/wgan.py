@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.pytorch import _common
 
 MODEL = "wgan"
@@ -40,6 +40,7 @@ CONFIGS = {
     "small": Config(32, 64, 32, 5, 5e-5, 0.01),
     "paper": Config(64, 100, 64, 5, 5e-5, 0.01),
 }
+HELD_OUT_IMAGES = 256
 BATCH = {"tiny": 8, "small": 32, "paper": 64}
 CHANNELS = 3
 
@@ -133,7 +134,20 @@ def main(argv: list[str] | None = None) -> None:
         opt_g.step()
         return loss_d.item()
 
-    _common.run(MODEL, args, device, step)
+    held_gen = _common.held_out_generator(args)
+    held_real = blobs(cfg.image_px, HELD_OUT_IMAGES, held_gen)
+    held_z = torch.randn(HELD_OUT_IMAGES, cfg.nz, 1, 1, generator=held_gen)
+
+    def evaluate() -> float:
+        g.eval()
+        with torch.no_grad():
+            fake = g(held_z.to(device)).cpu()
+        g.train()
+        return quality.moment_distance(fake.numpy(), held_real.numpy())
+
+    _common.run(
+        MODEL, args, device, step, evaluate=evaluate, target=quality.target(MODEL, args.size)
+    )
 
 
 if __name__ == "__main__":

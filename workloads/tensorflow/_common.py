@@ -12,7 +12,8 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from workloads import harness
+from workloads import harness, quality
+from workloads.tensorflow import synthetic
 
 FRAMEWORK = "tensorflow"
 
@@ -48,8 +49,31 @@ def run(
     args: harness.HarnessArgs,
     step_fn: Callable[[int], tf.Tensor | float],
     samples_per_step: int | None = None,
+    evaluate: Callable[[], float] | None = None,
+    target: harness.Target | None = None,
 ) -> harness.StepRecorder:
-    """Train through the harness. ``float()`` of the loss waits for the step's work."""
+    """Train through the harness. ``float()`` of the loss waits for the step's work.
+    ``evaluate`` and ``target``: the held-out quality (see :func:`harness.train`)."""
     return harness.train(
-        model, FRAMEWORK, args, lambda i: float(step_fn(i)), (lambda: None), samples_per_step
+        model,
+        FRAMEWORK,
+        args,
+        lambda i: float(step_fn(i)),
+        (lambda: None),
+        samples_per_step,
+        evaluate,
+        target,
     )
+
+
+def classifier_eval(
+    net: Callable[..., tf.Tensor], templates: np.ndarray, args: harness.HarnessArgs
+) -> Callable[[], float]:
+    """Top-1 accuracy on a fixed held-out set of images (inference mode)."""
+    x, y = synthetic.image_batch(templates, synthetic.HELD_OUT, synthetic.held_out_rng(args.seed))
+
+    def evaluate() -> float:
+        logits = net(tf.constant(x), training=False)
+        return quality.accuracy(np.argmax(logits.numpy(), axis=-1), y)
+
+    return evaluate

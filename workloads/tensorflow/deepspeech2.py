@@ -21,7 +21,7 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.tensorflow import _common, synthetic
 
 MODEL = "deepspeech2"
@@ -104,7 +104,19 @@ def main(argv: list[str] | None = None) -> None:
             )
             return train_step(*(tf.constant(a) for a in (spec, frames, labels, label_len)))
 
-        _common.run(MODEL, args, step)
+        spec_h, frames_h, labels_h, len_h = synthetic.speech_batch(
+            templates,
+            synthetic.HELD_OUT,
+            cfg.min_chars,
+            cfg.max_chars,
+            synthetic.held_out_rng(args.seed),
+        )
+
+        def evaluate() -> float:
+            logits = net(tf.constant(spec_h), training=False).numpy()
+            return quality.greedy_ctc_cer(logits, (frames_h + 1) // 2, labels_h, len_h, blank=0)
+
+        _common.run(MODEL, args, step, evaluate=evaluate, target=quality.target(MODEL, args.size))
 
 
 if __name__ == "__main__":

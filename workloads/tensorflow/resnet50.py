@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import keras
 import tensorflow as tf
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.tensorflow import _common, synthetic
 
 MODEL = "resnet50"
@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> None:
             x, y = synthetic.image_batch(templates, args.batch_size, rng)
             return train_step(tf.constant(x), tf.constant(y))
 
-        _common.run(MODEL, args, step)
+        evaluate = _common.classifier_eval(net, templates, args)
+        _common.run(MODEL, args, step, evaluate=evaluate, target=quality.target(MODEL, args.size))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.tensorflow import _common, synthetic
 
 MODEL = "seq2seq"
@@ -105,7 +105,16 @@ def main(argv: list[str] | None = None) -> None:
             )
             return train_step(tf.constant(src), tf.constant(tgt))
 
-        _common.run(MODEL, args, step)
+        held = synthetic.translation_batch(
+            synthetic.HELD_OUT, cfg.min_len, cfg.max_len, vocab, synthetic.held_out_rng(args.seed)
+        )
+
+        def evaluate() -> float:
+            return quality.greedy_translation_bleu(
+                lambda s, _sl, ys: net(tf.constant(s), tf.constant(ys)).numpy(), *held
+            )
+
+        _common.run(MODEL, args, step, evaluate=evaluate, target=quality.target(MODEL, args.size))
 
 
 if __name__ == "__main__":

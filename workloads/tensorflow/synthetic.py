@@ -20,6 +20,13 @@ import numpy as np
 
 PAD, BOS, EOS = 0, 1, 2
 CHARS = 29  # CTC blank (0), space, apostrophe, a-z
+HELD_OUT = 64  # held-out samples per evaluation (a fixed set, drawn once)
+HELD_OUT_IMAGES_WGAN = 256  # generated vs held-out real images for the WGAN moments
+
+
+def held_out_rng(seed: int) -> np.random.Generator:
+    """The held-out split's generator, seeded apart from the training data's (seed + 1)."""
+    return np.random.default_rng(seed + 1_000_003)
 
 
 def _interp_matrix(size: int, coarse: int) -> np.ndarray:

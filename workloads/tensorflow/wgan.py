@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 from keras import layers
 
-from workloads import harness
+from workloads import harness, quality
 from workloads.tensorflow import _common, synthetic
 
 MODEL = "wgan"
@@ -116,7 +116,16 @@ def main(argv: list[str] | None = None) -> None:
             )
             return train_step(tf.constant(reals))
 
-        _common.run(MODEL, args, step)
+        held = synthetic.held_out_rng(args.seed)
+        n = synthetic.HELD_OUT_IMAGES_WGAN
+        held_real = synthetic.blob_images(n, cfg.image_px, CHANNELS, held)
+        held_z = tf.constant(held.standard_normal((n, cfg.nz)).astype(np.float32))
+
+        def evaluate() -> float:
+            fake = net_g(held_z, training=False).numpy()
+            return quality.moment_distance(fake, held_real)
+
+        _common.run(MODEL, args, step, evaluate=evaluate, target=quality.target(MODEL, args.size))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,99 @@
+"""The bench's quality columns: read from the workload's quality line, checked against the
+steps file's quality record (read here with ``json`` only)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tbdtrace.bench import BenchConfig, Job
+from tbdtrace.bench.plan import workload_argv
+from tbdtrace.bench.runner import quality_from_log
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _job() -> Job:
+    return Job("wgan", "pytorch", "workloads.pytorch.wgan", sys.executable, 4)
+
+
+def test_to_quality_is_passed_to_the_workload(tmp_path: Path) -> None:
+    assert "--to-quality" not in workload_argv(_job(), BenchConfig(out_dir=tmp_path))
+    argv = workload_argv(_job(), BenchConfig(out_dir=tmp_path, to_quality=True))
+    assert argv[-1] == "--to-quality"
+
+
+def test_quality_line_is_parsed(tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_text(
+        "wgan pytorch size=tiny batch=4 steps=3 loss_first=1 loss_last=0.5 samples_per_s=2\n"
+        "resnet50 pytorch quality metric=accuracy value=0.5 target=0.9 reached=no steps=4 "
+        "time_to_quality_s=none\n"
+        "wgan pytorch quality metric=moment_distance value=0.25 target=0.3 reached=yes "
+        "steps=4 time_to_quality_s=1.500\n"
+    )
+    assert quality_from_log(log, _job()) == {
+        "quality_metric": "moment_distance",
+        "quality": 0.25,
+        "quality_target": 0.3,
+        "time_to_quality_ns": 1_500_000_000,
+    }
+    log.write_text(
+        "wgan pytorch quality metric=cer value=nan target=0.2 reached=no steps=1 "
+        "time_to_quality_s=none\n"
+    )
+    got = quality_from_log(log, _job())
+    assert got["quality"] is None and got["time_to_quality_ns"] is None
+    assert quality_from_log(tmp_path / "missing.log", _job()) == {}
+
+
+@pytest.mark.slow
+def test_bench_row_carries_the_last_evaluation(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbdtrace",
+            "bench",
+            "--models",
+            "wgan",
+            "--frameworks",
+            "pytorch",
+            "--size",
+            "tiny",
+            "--steps",
+            "2",
+            "--warmup",
+            "1",
+            "--device",
+            "cpu",
+            "--capture",
+            "steps",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    with (out / "bench.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    steps = out / "logs" / "wgan-pytorch-bdefault.steps.jsonl"
+    recs = [json.loads(line) for line in steps.read_text().splitlines() if line.strip()]
+    evaluated = [r for r in recs if "quality" in r]
+    assert [r["step"] for r in evaluated] == [recs[-1]["step"]]  # once, after the last step
+    q = evaluated[0]["quality"]
+    assert row["quality_metric"] == q["metric"] == "moment_distance"
+    assert float(row["quality"]) == pytest.approx(q["value"], rel=1e-5)
+    assert float(row["quality_target"]) == q["target"]
+    assert (row["time_to_quality_ns"] == "") == (not q["reached"])
