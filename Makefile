@@ -122,7 +122,7 @@ demo: native
 # The style gates (.ci/run runs them before the tests): ruff lint and format, mypy on the
 # package, clang-format on the C++ (pinned in requirements.lock), and stubtest of the
 # extension's .pyi against the built module.
-CXX_SOURCES = $(sort $(wildcard csrc/*.cpp csrc/*.h csrc/kineto/*.cpp csrc/kineto/*.h))
+CXX_SOURCES = $(sort $(wildcard csrc/*.cpp csrc/*.h csrc/kineto/*.cpp csrc/kineto/*.h csrc/testing/*.cpp csrc/testing/*.h))
 PY_SOURCES = tbdtrace tests workloads bench scripts
 lint: native
 	$(PY) -m ruff check $(PY_SOURCES)

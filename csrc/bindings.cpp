@@ -1,9 +1,8 @@
 // The private module tbdtrace._native (the test hooks are in testing/bindings_testing.cpp).
+#include <execinfo.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-
-#include <execinfo.h>
 #include <signal.h>
 #include <unistd.h>
 

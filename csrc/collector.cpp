@@ -17,8 +17,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <type_traits>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 
 #include "columns.h"
@@ -529,12 +529,12 @@ void on_signal(int sig) {
 
 void collector_install_signal_handlers() {
   for (int sig : {SIGTERM, SIGINT}) {
-    struct sigaction old {};
+    struct sigaction old{};
     sigaction(sig, nullptr, &old);
     // Only replace the default action; a program's own handler (Python's SIGINT) stays,
     // and that program's normal exit then stops the collector through atexit.
     if (old.sa_handler != SIG_DFL) continue;
-    struct sigaction sa {};
+    struct sigaction sa{};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(sig, &sa, nullptr);

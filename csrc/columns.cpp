@@ -20,7 +20,9 @@ const std::vector<TableDef>& table_defs() {
 }
 #undef TBD_COL_DEF
 
-void TableChunk::reserve(size_t n) { make_room(n); }
+void TableChunk::reserve(size_t n) {
+  make_room(n);
+}
 
 void TableChunk::make_room(size_t need) {
   size_t want = room ? 2 * room : 1024;

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <new>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -54,16 +54,36 @@ constexpr int64_t kNull64 = std::numeric_limits<int64_t>::min();
 // clang-format on
 
 #define TBD_ENUM_ENTRY(col, type) col,
-namespace kernels { enum : int { TBD_KERNELS(TBD_ENUM_ENTRY) kCount }; }
-namespace memcpy_ { enum : int { TBD_MEMCPY(TBD_ENUM_ENTRY) kCount }; }
-namespace memset_ { enum : int { TBD_MEMSET(TBD_ENUM_ENTRY) kCount }; }
-namespace memory { enum : int { TBD_MEMORY(TBD_ENUM_ENTRY) kCount }; }
-namespace runtime { enum : int { TBD_RUNTIME(TBD_ENUM_ENTRY) kCount }; }
-namespace markers { enum : int { TBD_MARKERS(TBD_ENUM_ENTRY) kCount }; }
-namespace sync { enum : int { TBD_SYNC(TBD_ENUM_ENTRY) kCount }; }
-namespace overhead { enum : int { TBD_OVERHEAD(TBD_ENUM_ENTRY) kCount }; }
-namespace devices { enum : int { TBD_DEVICES(TBD_ENUM_ENTRY) kCount }; }
-namespace contexts { enum : int { TBD_CONTEXTS(TBD_ENUM_ENTRY) kCount }; }
+namespace kernels {
+enum : int { TBD_KERNELS(TBD_ENUM_ENTRY) kCount };
+}
+namespace memcpy_ {
+enum : int { TBD_MEMCPY(TBD_ENUM_ENTRY) kCount };
+}
+namespace memset_ {
+enum : int { TBD_MEMSET(TBD_ENUM_ENTRY) kCount };
+}
+namespace memory {
+enum : int { TBD_MEMORY(TBD_ENUM_ENTRY) kCount };
+}
+namespace runtime {
+enum : int { TBD_RUNTIME(TBD_ENUM_ENTRY) kCount };
+}
+namespace markers {
+enum : int { TBD_MARKERS(TBD_ENUM_ENTRY) kCount };
+}
+namespace sync {
+enum : int { TBD_SYNC(TBD_ENUM_ENTRY) kCount };
+}
+namespace overhead {
+enum : int { TBD_OVERHEAD(TBD_ENUM_ENTRY) kCount };
+}
+namespace devices {
+enum : int { TBD_DEVICES(TBD_ENUM_ENTRY) kCount };
+}
+namespace contexts {
+enum : int { TBD_CONTEXTS(TBD_ENUM_ENTRY) kCount };
+}
 #undef TBD_ENUM_ENTRY
 
 #define TBD_TABLE_ID(lname, uname, id) uname = id,
@@ -100,7 +120,9 @@ class PodVec {
   PodVec& operator=(PodVec&& o) noexcept {
     if (this != &o) {
       std::free(p_);
-      p_ = o.p_; n_ = o.n_; cap_ = o.cap_;
+      p_ = o.p_;
+      n_ = o.n_;
+      cap_ = o.cap_;
       o.p_ = nullptr;
       o.n_ = o.cap_ = 0;
     }
@@ -144,9 +166,22 @@ struct Column {
   bool is32() const { return type == CType::I32 || type == CType::STR; }
   const void* data() const { return is32() ? static_cast<const void*>(v32.data()) : v64.data(); }
   size_t nbytes() const { return is32() ? v32.size() * 4 : v64.size() * 8; }
-  void clear() { v32.clear(); v64.clear(); }
-  void set_size(size_t n) { if (is32()) v32.set_size(n); else v64.set_size(n); }
-  void reserve(size_t n) { if (is32()) v32.reserve(n); else v64.reserve(n); }
+  void clear() {
+    v32.clear();
+    v64.clear();
+  }
+  void set_size(size_t n) {
+    if (is32())
+      v32.set_size(n);
+    else
+      v64.set_size(n);
+  }
+  void reserve(size_t n) {
+    if (is32())
+      v32.reserve(n);
+    else
+      v64.reserve(n);
+  }
   void* raw() { return is32() ? static_cast<void*>(v32.data()) : static_cast<void*>(v64.data()); }
 };
 

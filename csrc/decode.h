@@ -39,8 +39,14 @@ class Decoder {
   void close_open_ranges();
 
  private:
-  struct KernelName { int32_t demangled, mangled; };
-  struct OpenRange { int64_t start; int32_t name, domain, pid; int64_t tid; };
+  struct KernelName {
+    int32_t demangled, mangled;
+  };
+  struct OpenRange {
+    int64_t start;
+    int32_t name, domain, pid;
+    int64_t tid;
+  };
   void kernel(const CUpti_ActivityKernel10& r);
   void memcpy(const CUpti_ActivityMemcpy6& r);
   void memcpy2(const CUpti_ActivityMemcpyPtoP4& r);

@@ -26,10 +26,16 @@ std::vector<uint8_t> bytes_of(const R& r) {
   return out;
 }
 
-#define SET(field) \
-  if (k == #field) { r.field = static_cast<decltype(r.field)>(v); continue; }
-#define SETS(field) \
-  if (k == #field) { r.field = keep_string(v); continue; }
+#define SET(field)                               \
+  if (k == #field) {                             \
+    r.field = static_cast<decltype(r.field)>(v); \
+    continue;                                    \
+  }
+#define SETS(field)           \
+  if (k == #field) {          \
+    r.field = keep_string(v); \
+    continue;                 \
+  }
 #define UNKNOWN throw std::invalid_argument("record field '" + k + "' not settable for " + kind)
 
 }  // namespace
@@ -40,52 +46,71 @@ std::vector<uint8_t> build_record(const std::string& kind, const FieldValues& in
     CUpti_ActivityKernel10 r{};
     r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     for (const auto& [k, v] : ints) {
-      SET(start) SET(end) SET(deviceId) SET(contextId) SET(streamId) SET(gridX) SET(gridY)
-      SET(gridZ) SET(blockX) SET(blockY) SET(blockZ) SET(registersPerThread)
-      SET(staticSharedMemory) SET(dynamicSharedMemory) SET(correlationId) SET(graphId)
-      SET(graphNodeId) SET(kind) UNKNOWN;
+      SET(start)
+      SET(end) SET(deviceId) SET(contextId) SET(streamId) SET(gridX) SET(gridY) SET(gridZ)
+          SET(blockX) SET(blockY) SET(blockZ) SET(registersPerThread) SET(staticSharedMemory)
+              SET(dynamicSharedMemory) SET(correlationId) SET(graphId) SET(graphNodeId) SET(kind)
+                  UNKNOWN;
     }
-    for (const auto& [k, v] : strs) { SETS(name) UNKNOWN; }
+    for (const auto& [k, v] : strs) {
+      SETS(name) UNKNOWN;
+    }
     return bytes_of(r);
   }
   if (kind == "memcpy") {
     CUpti_ActivityMemcpy6 r{};
     r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
     for (const auto& [k, v] : ints) {
-      SET(copyKind) SET(srcKind) SET(dstKind) SET(bytes) SET(start) SET(end) SET(deviceId)
-      SET(contextId) SET(streamId) SET(correlationId) UNKNOWN;
+      SET(copyKind)
+      SET(srcKind) SET(dstKind) SET(bytes) SET(start) SET(end) SET(deviceId) SET(contextId)
+          SET(streamId) SET(correlationId) UNKNOWN;
     }
-    for (const auto& [k, v] : strs) { (void)v; UNKNOWN; }
+    for (const auto& [k, v] : strs) {
+      (void)v;
+      UNKNOWN;
+    }
     return bytes_of(r);
   }
   if (kind == "memcpy2") {
     CUpti_ActivityMemcpyPtoP4 r{};
     r.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
     for (const auto& [k, v] : ints) {
-      SET(copyKind) SET(srcKind) SET(dstKind) SET(bytes) SET(start) SET(end) SET(deviceId)
-      SET(contextId) SET(streamId) SET(srcDeviceId) SET(dstDeviceId) SET(correlationId) UNKNOWN;
+      SET(copyKind)
+      SET(srcKind) SET(dstKind) SET(bytes) SET(start) SET(end) SET(deviceId) SET(contextId)
+          SET(streamId) SET(srcDeviceId) SET(dstDeviceId) SET(correlationId) UNKNOWN;
     }
-    for (const auto& [k, v] : strs) { (void)v; UNKNOWN; }
+    for (const auto& [k, v] : strs) {
+      (void)v;
+      UNKNOWN;
+    }
     return bytes_of(r);
   }
   if (kind == "memset") {
     CUpti_ActivityMemset4 r{};
     r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
     for (const auto& [k, v] : ints) {
-      SET(value) SET(bytes) SET(start) SET(end) SET(deviceId) SET(contextId) SET(streamId)
-      SET(correlationId) SET(memoryKind) UNKNOWN;
+      SET(value)
+      SET(bytes) SET(start) SET(end) SET(deviceId) SET(contextId) SET(streamId) SET(correlationId)
+          SET(memoryKind) UNKNOWN;
     }
-    for (const auto& [k, v] : strs) { (void)v; UNKNOWN; }
+    for (const auto& [k, v] : strs) {
+      (void)v;
+      UNKNOWN;
+    }
     return bytes_of(r);
   }
   if (kind == "memory") {
     CUpti_ActivityMemory4 r{};
     r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
     for (const auto& [k, v] : ints) {
-      SET(memoryOperationType) SET(memoryKind) SET(correlationId) SET(address) SET(bytes)
-      SET(timestamp) SET(processId) SET(deviceId) SET(contextId) SET(streamId) UNKNOWN;
+      SET(memoryOperationType)
+      SET(memoryKind) SET(correlationId) SET(address) SET(bytes) SET(timestamp) SET(processId)
+          SET(deviceId) SET(contextId) SET(streamId) UNKNOWN;
     }
-    for (const auto& [k, v] : strs) { (void)v; UNKNOWN; }
+    for (const auto& [k, v] : strs) {
+      (void)v;
+      UNKNOWN;
+    }
     return bytes_of(r);
   }
   if (kind == "runtime" || kind == "driver") {
@@ -94,7 +119,10 @@ std::vector<uint8_t> build_record(const std::string& kind, const FieldValues& in
     for (const auto& [k, v] : ints) {
       SET(cbid) SET(start) SET(end) SET(processId) SET(threadId) SET(correlationId) UNKNOWN;
     }
-    for (const auto& [k, v] : strs) { (void)v; UNKNOWN; }
+    for (const auto& [k, v] : strs) {
+      (void)v;
+      UNKNOWN;
+    }
     return bytes_of(r);
   }
   if (kind == "marker") {
@@ -102,22 +130,32 @@ std::vector<uint8_t> build_record(const std::string& kind, const FieldValues& in
     r.kind = CUPTI_ACTIVITY_KIND_MARKER;
     r.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
     for (const auto& [k, v] : ints) {
-      SET(flags) SET(timestamp) SET(id) SET(objectKind)
-      if (k == "processId") { r.objectId.pt.processId = static_cast<uint32_t>(v); continue; }
-      if (k == "threadId") { r.objectId.pt.threadId = static_cast<uint32_t>(v); continue; }
+      SET(flags) SET(timestamp) SET(id) SET(objectKind) if (k == "processId") {
+        r.objectId.pt.processId = static_cast<uint32_t>(v);
+        continue;
+      }
+      if (k == "threadId") {
+        r.objectId.pt.threadId = static_cast<uint32_t>(v);
+        continue;
+      }
       UNKNOWN;
     }
-    for (const auto& [k, v] : strs) { SETS(name) SETS(domain) UNKNOWN; }
+    for (const auto& [k, v] : strs) {
+      SETS(name) SETS(domain) UNKNOWN;
+    }
     return bytes_of(r);
   }
   if (kind == "sync") {
     CUpti_ActivitySynchronization2 r{};
     r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
     for (const auto& [k, v] : ints) {
-      SET(type) SET(start) SET(end) SET(correlationId) SET(contextId) SET(streamId)
-      SET(cudaEventId) UNKNOWN;
+      SET(type)
+      SET(start) SET(end) SET(correlationId) SET(contextId) SET(streamId) SET(cudaEventId) UNKNOWN;
     }
-    for (const auto& [k, v] : strs) { (void)v; UNKNOWN; }
+    for (const auto& [k, v] : strs) {
+      (void)v;
+      UNKNOWN;
+    }
     return bytes_of(r);
   }
   if (kind == "overhead") {
@@ -125,31 +163,47 @@ std::vector<uint8_t> build_record(const std::string& kind, const FieldValues& in
     r.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
     r.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
     for (const auto& [k, v] : ints) {
-      SET(overheadKind) SET(start) SET(end) SET(correlationId) SET(objectKind)
-      if (k == "processId") { r.objectId.pt.processId = static_cast<uint32_t>(v); continue; }
-      if (k == "threadId") { r.objectId.pt.threadId = static_cast<uint32_t>(v); continue; }
+      SET(overheadKind)
+      SET(start) SET(end) SET(correlationId) SET(objectKind) if (k == "processId") {
+        r.objectId.pt.processId = static_cast<uint32_t>(v);
+        continue;
+      }
+      if (k == "threadId") {
+        r.objectId.pt.threadId = static_cast<uint32_t>(v);
+        continue;
+      }
       UNKNOWN;
     }
-    for (const auto& [k, v] : strs) { (void)v; UNKNOWN; }
+    for (const auto& [k, v] : strs) {
+      (void)v;
+      UNKNOWN;
+    }
     return bytes_of(r);
   }
   if (kind == "device") {
     CUpti_ActivityDevice5 r{};
     r.kind = CUPTI_ACTIVITY_KIND_DEVICE;
     for (const auto& [k, v] : ints) {
-      SET(globalMemoryBandwidth) SET(globalMemorySize) SET(numThreadsPerWarp) SET(coreClockRate)
-      SET(numMultiprocessors) SET(maxRegistersPerBlock) SET(maxSharedMemoryPerBlock)
-      SET(maxThreadsPerBlock) SET(computeCapabilityMajor) SET(computeCapabilityMinor) SET(id)
-      UNKNOWN;
+      SET(globalMemoryBandwidth)
+      SET(globalMemorySize) SET(numThreadsPerWarp) SET(coreClockRate) SET(numMultiprocessors)
+          SET(maxRegistersPerBlock) SET(maxSharedMemoryPerBlock) SET(maxThreadsPerBlock)
+              SET(computeCapabilityMajor) SET(computeCapabilityMinor) SET(id) UNKNOWN;
     }
-    for (const auto& [k, v] : strs) { SETS(name) UNKNOWN; }
+    for (const auto& [k, v] : strs) {
+      SETS(name) UNKNOWN;
+    }
     return bytes_of(r);
   }
   if (kind == "context") {
     CUpti_ActivityContext3 r{};
     r.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
-    for (const auto& [k, v] : ints) { SET(contextId) SET(deviceId) SET(nullStreamId) UNKNOWN; }
-    for (const auto& [k, v] : strs) { (void)v; UNKNOWN; }
+    for (const auto& [k, v] : ints) {
+      SET(contextId) SET(deviceId) SET(nullStreamId) UNKNOWN;
+    }
+    for (const auto& [k, v] : strs) {
+      (void)v;
+      UNKNOWN;
+    }
     return bytes_of(r);
   }
   throw std::invalid_argument("unknown record kind '" + kind + "'");

@@ -22,8 +22,9 @@ RUNTIME = {"cuda_runtime", "Runtime", "cuda_driver"}
 
 
 def load(path: Path) -> dict[str, Any]:
-    doc = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8", "replace"),
-                     parse_float=Decimal)
+    doc = json.loads(
+        gzip.decompress(path.read_bytes()).decode("utf-8", "replace"), parse_float=Decimal
+    )
     return doc if isinstance(doc, dict) else {"traceEvents": doc}
 
 
@@ -39,8 +40,17 @@ def device_events(path: Path) -> dict[str, list[tuple[int, int, int, Any]]]:
         if e.get("ph") != "X":
             continue
         c = e.get("cat")
-        group = ("kernels" if c in KERNEL else "memcpy" if c in MEMCPY else
-                 "memset" if c in MEMSET else "runtime" if c in RUNTIME else None)
+        group = (
+            "kernels"
+            if c in KERNEL
+            else "memcpy"
+            if c in MEMCPY
+            else "memset"
+            if c in MEMSET
+            else "runtime"
+            if c in RUNTIME
+            else None
+        )
         if group is None:
             continue
         s = ns(e["ts"])
@@ -89,7 +99,10 @@ def expected_report(path: Path) -> dict[str, Any]:
         kernels[x["name"]].append(e - s)
     kstats = {
         n: {
-            "count": len(v), "total_ns": sum(v), "min_ns": min(v), "max_ns": max(v),
+            "count": len(v),
+            "total_ns": sum(v),
+            "min_ns": min(v),
+            "max_ns": max(v),
             "median_ns": statistics.median(v),
             "std_ns": statistics.stdev(v) if len(v) > 1 else 0.0,
         }

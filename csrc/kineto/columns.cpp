@@ -33,7 +33,9 @@ KTable::KTable(const KTableDef& def) : def_(&def) {
   }
 }
 
-KTable::~KTable() { release(); }
+KTable::~KTable() {
+  release();
+}
 
 KTable::KTable(KTable&& o) noexcept
     : def_(o.def_), cols_(std::move(o.cols_)), rows_(o.rows_), cap_(o.cap_) {
@@ -111,7 +113,9 @@ uint64_t hash_bytes(const char* s, size_t n) {
 
 StringDict::StringDict() : offsets_{0}, slots_(1024, -1) {}
 
-StringDict::~StringDict() { std::free(data_); }
+StringDict::~StringDict() {
+  std::free(data_);
+}
 
 int32_t StringDict::intern(const char* s, size_t n) {
   uint64_t h = hash_bytes(s, n);

@@ -53,13 +53,27 @@ enum class KType : uint8_t { I32 = 1, I64 = 2, U64 = 3, STR = 4 };
 
 #define KT_ENUM_ENTRY(col, type) col,
 namespace kcol {
-namespace kernels { enum : int { KT_KERNELS(KT_ENUM_ENTRY) kCount }; }
-namespace copy { enum : int { KT_COPY(KT_ENUM_ENTRY) kCount }; }
-namespace runtime { enum : int { KT_RUNTIME(KT_ENUM_ENTRY) kCount }; }
-namespace sync { enum : int { KT_SYNC(KT_ENUM_ENTRY) kCount }; }
-namespace ops { enum : int { KT_OPS(KT_ENUM_ENTRY) kCount }; }
-namespace markers { enum : int { KT_MARKERS(KT_ENUM_ENTRY) kCount }; }
-namespace memory { enum : int { KT_MEMORY(KT_ENUM_ENTRY) kCount }; }
+namespace kernels {
+enum : int { KT_KERNELS(KT_ENUM_ENTRY) kCount };
+}
+namespace copy {
+enum : int { KT_COPY(KT_ENUM_ENTRY) kCount };
+}
+namespace runtime {
+enum : int { KT_RUNTIME(KT_ENUM_ENTRY) kCount };
+}
+namespace sync {
+enum : int { KT_SYNC(KT_ENUM_ENTRY) kCount };
+}
+namespace ops {
+enum : int { KT_OPS(KT_ENUM_ENTRY) kCount };
+}
+namespace markers {
+enum : int { KT_MARKERS(KT_ENUM_ENTRY) kCount };
+}
+namespace memory {
+enum : int { KT_MEMORY(KT_ENUM_ENTRY) kCount };
+}
 }  // namespace kcol
 #undef KT_ENUM_ENTRY
 
@@ -138,8 +152,10 @@ class KTable {
 
  private:
   static void mark(KColumn& c, size_t row, bool ok) {
-    if (ok) c.valid[row >> 3] |= static_cast<uint8_t>(1u << (row & 7));
-    else ++c.nulls;
+    if (ok)
+      c.valid[row >> 3] |= static_cast<uint8_t>(1u << (row & 7));
+    else
+      ++c.nulls;
   }
   void grow();
   void release();

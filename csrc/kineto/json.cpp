@@ -35,9 +35,6 @@ inline const char* scan(const char* p, const char* end) {
   return end;
 }
 
-
-
-
 int hex_value(char ch) {
   if (ch >= '0' && ch <= '9') return ch - '0';
   if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
@@ -61,20 +58,37 @@ uint32_t read_escape(Cur& c) {
   char e = c.p[1];
   uint32_t u;
   switch (e) {
-    case '"': u = '"'; break;
-    case '\\': u = '\\'; break;
-    case '/': u = '/'; break;
-    case 'b': u = '\b'; break;
-    case 'f': u = '\f'; break;
-    case 'n': u = '\n'; break;
-    case 'r': u = '\r'; break;
-    case 't': u = '\t'; break;
+    case '"':
+      u = '"';
+      break;
+    case '\\':
+      u = '\\';
+      break;
+    case '/':
+      u = '/';
+      break;
+    case 'b':
+      u = '\b';
+      break;
+    case 'f':
+      u = '\f';
+      break;
+    case 'n':
+      u = '\n';
+      break;
+    case 'r':
+      u = '\r';
+      break;
+    case 't':
+      u = '\t';
+      break;
     case 'u':
       if (c.end - c.p < 6) c.more();
       u = hex4(c, c.p + 2);
       c.p += 6;
       return u;
-    default: c.fail("invalid escape");
+    default:
+      c.fail("invalid escape");
   }
   c.p += 2;
   return u;
@@ -90,7 +104,8 @@ size_t utf8_seq(Cur& c, uint32_t& cp) {
   size_t need;
   uint8_t lo = 0x80, hi = 0xBF;
   if (b0 < 0xC2) return 1;
-  if (b0 < 0xE0) need = 1;
+  if (b0 < 0xE0)
+    need = 1;
   else if (b0 < 0xF0) {
     need = 2;
     if (b0 == 0xE0) lo = 0xA0;
@@ -136,14 +151,29 @@ void put_utf8(std::string& out, uint32_t cp) {
 void dump_unit(std::string& out, uint32_t u) {
   static const char* hex = "0123456789abcdef";
   switch (u) {
-    case '"': out += "\\\""; return;
-    case '\\': out += "\\\\"; return;
-    case '\n': out += "\\n"; return;
-    case '\r': out += "\\r"; return;
-    case '\t': out += "\\t"; return;
-    case '\b': out += "\\b"; return;
-    case '\f': out += "\\f"; return;
-    default: break;
+    case '"':
+      out += "\\\"";
+      return;
+    case '\\':
+      out += "\\\\";
+      return;
+    case '\n':
+      out += "\\n";
+      return;
+    case '\r':
+      out += "\\r";
+      return;
+    case '\t':
+      out += "\\t";
+      return;
+    case '\b':
+      out += "\\b";
+      return;
+    case '\f':
+      out += "\\f";
+      return;
+    default:
+      break;
   }
   if (u >= 0x20 && u < 0x7F) {
     out.push_back(static_cast<char>(u));
@@ -331,9 +361,15 @@ bool skip_value(Cur& c, int depth) {
         }
       }
     }
-    case 't': literal(c, "true"); return false;
-    case 'f': literal(c, "false"); return true;
-    case 'n': literal(c, "null"); return true;
+    case 't':
+      literal(c, "true");
+      return false;
+    case 'f':
+      literal(c, "false");
+      return true;
+    case 'n':
+      literal(c, "null");
+      return true;
     default: {
       bool neg;
       uint64_t mag;
@@ -349,7 +385,10 @@ void dump_value(Cur& c, std::string& out, int depth) {
   if (depth > kMaxDepth) c.fail("nesting too deep");
   char ch = c.peek();
   switch (ch) {
-    case '"': ++c.p; dump_string(c, out); return;
+    case '"':
+      ++c.p;
+      dump_string(c, out);
+      return;
     case '[':
       ++c.p;
       out.push_back('[');
@@ -374,15 +413,27 @@ void dump_value(Cur& c, std::string& out, int depth) {
           c.fail("expected ',' or ']'");
         }
       }
-    case '{': c.fail("object inside Input Dims/Input type/Concrete Inputs");
-    case 't': literal(c, "true"); out += "true"; return;
-    case 'f': literal(c, "false"); out += "false"; return;
-    case 'n': literal(c, "null"); out += "null"; return;
+    case '{':
+      c.fail("object inside Input Dims/Input type/Concrete Inputs");
+    case 't':
+      literal(c, "true");
+      out += "true";
+      return;
+    case 'f':
+      literal(c, "false");
+      out += "false";
+      return;
+    case 'n':
+      literal(c, "null");
+      out += "null";
+      return;
     default: {
       Num n;
       lex_number(c, n);
-      if (n.special == 1) out += "NaN";
-      else if (n.special == 2) out += n.neg ? "-Infinity" : "Infinity";
+      if (n.special == 1)
+        out += "NaN";
+      else if (n.special == 2)
+        out += n.neg ? "-Infinity" : "Infinity";
       else if (n.is_int) {
         std::string t;
         num_text(n, t);

@@ -84,19 +84,21 @@ struct Num {
   const char* start;
   const char* stop;
   bool neg = false;
-  bool is_int = true;   // no fraction, no exponent
-  int special = 0;      // 1 NaN, 2 Infinity (sign in neg)
-  const char* ib;       // integer digits [ib, ie)
+  bool is_int = true;  // no fraction, no exponent
+  int special = 0;     // 1 NaN, 2 Infinity (sign in neg)
+  const char* ib;      // integer digits [ib, ie)
   const char* ie;
-  uint64_t mag = 0;     // their value, when !big
-  bool big = false;     // more than fits uint64
+  uint64_t mag = 0;          // their value, when !big
+  bool big = false;          // more than fits uint64
   const char* fb = nullptr;  // fraction digits [fb, fe)
   const char* fe = nullptr;
   bool has_exp = false;
   int64_t exp = 0;  // clamped to +-1e9
 };
 
-inline bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+inline bool is_digit(char ch) {
+  return ch >= '0' && ch <= '9';
+}
 // Consumes the literal text `s` (true, null, NaN, ...) or fails.
 void literal(Cur& c, const char* s);
 bool digits_all_zero(const char* b, const char* e);
@@ -120,8 +122,7 @@ struct IntVal {
 // fraction of at most 3 digits, directly followed by a delimiter. They return false (c.p
 // unchanged) for anything else, which the caller then reads with lex_number.
 inline bool json_delim(char ch) {
-  return ch == ',' || ch == '}' || ch == ']' || ch == ' ' || ch == '\n' || ch == '\r' ||
-         ch == '\t';
+  return ch == ',' || ch == '}' || ch == ']' || ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t';
 }
 
 // SWAR digit parsing (the technique of simdjson / fast_float), little-endian loads.
@@ -176,7 +177,8 @@ inline bool quick_ns(Cur& c, int64_t& out) {
   if (p == b || p >= c.end || (*b == '0' && p - b > 1) || p - b > 16) return false;
   if (*p == '.') {
     const char* f = ++p;
-    while (p < c.end && p - f < 4 && static_cast<unsigned>(*p - '0') < 10) frac = frac * 10 + static_cast<unsigned>(*p++ - '0');
+    while (p < c.end && p - f < 4 && static_cast<unsigned>(*p - '0') < 10)
+      frac = frac * 10 + static_cast<unsigned>(*p++ - '0');
     if (p == f || p - f > 3) return false;
     for (auto k = p - f; k < 3; ++k) frac *= 10;
   }

@@ -27,8 +27,10 @@ constexpr u128 kI64Mag = static_cast<u128>(1) << 63;  // |INT64_MIN|
 
 bool signed_out(bool neg, u128 mag, int64_t& out) {
   if (mag > (neg ? kI64Mag : kI64Mag - 1)) return false;
-  if (!neg) out = static_cast<int64_t>(mag);
-  else out = mag == 0 ? 0 : -static_cast<int64_t>(mag - 1) - 1;  // reaches INT64_MIN
+  if (!neg)
+    out = static_cast<int64_t>(mag);
+  else
+    out = mag == 0 ? 0 : -static_cast<int64_t>(mag - 1) - 1;  // reaches INT64_MIN
   return true;
 }
 
@@ -156,7 +158,9 @@ IntVal str_to_int(const char* s, size_t n) {
       v.state = IntVal::kBad;
       return v;
     }
-  auto space = [](char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f); };
+  auto space = [](char ch) {
+    return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f);
+  };
   for (;;) {
     while (s < e && space(*s)) ++s;
     while (e > s && space(e[-1])) --e;
@@ -234,8 +238,10 @@ uint8_t num_to_ns(const Num& n, int64_t& out) {
 }
 
 void num_text(const Num& n, std::string& out) {
-  if (n.is_int && digits_all_zero(n.ib, n.ie)) out.assign("0");
-  else out.assign(n.start, n.stop);
+  if (n.is_int && digits_all_zero(n.ib, n.ie))
+    out.assign("0");
+  else
+    out.assign(n.start, n.stop);
 }
 
 }  // namespace tbdtrace::kineto

@@ -14,7 +14,7 @@ struct KeyTable {
   struct Entry {
     std::string quoted;  // the key and its closing quote
     int id;
-    int words;           // 8-byte words covering `quoted`
+    int words;            // 8-byte words covering `quoted`
     uint64_t w[4], m[4];  // their bytes and masks (little-endian loads)
   };
   std::vector<Entry> by_first[128];
@@ -49,8 +49,7 @@ struct KeyTable {
           eq = (load8(c.p) & e.m[0]) == e.w[0];
           for (int i = 1; eq && i < e.words; ++i) eq = (load8(c.p + 8 * i) & e.m[i]) == e.w[i];
         } else {
-          eq = avail >= e.quoted.size() &&
-               std::memcmp(c.p, e.quoted.data(), e.quoted.size()) == 0;
+          eq = avail >= e.quoted.size() && std::memcmp(c.p, e.quoted.data(), e.quoted.size()) == 0;
         }
         if (eq) {
           c.p += e.quoted.size();
@@ -73,23 +72,37 @@ const KeyTable kEventKeys = {{"ph", kPh},   {"cat", kCat}, {"name", kName}, {"pi
                              {"tid", kTid}, {"ts", kTs},   {"dur", kDur},   {"args", kArgs}};
 
 using P = Parser;
-const KeyTable kArgKeys = {
-    {"External id", P::kExtUpper},   {"external id", P::kExtLower},
-    {"device", P::kDevice},          {"stream", P::kStream},
-    {"context", P::kContext},        {"correlation", P::kCorrelation},
-    {"registers per thread", P::kRegs}, {"shared memory", P::kShmem},
-    {"bytes", P::kBytes},            {"cbid", P::kCbid},
-    {"Sequence number", P::kSeq},    {"flops", P::kFlops},
-    {"Bytes", P::kMemBytes},         {"Device Type", P::kDevType},
-    {"Addr", P::kAddr},              {"Device Id", P::kDevId},
-    {"Total Allocated", P::kTotalAlloc}, {"Total Reserved", P::kTotalRes},
-    {"grid", P::kGrid},              {"block", P::kBlock},
-    {"cuda_sync_kind", P::kSyncKind}, {"Input Dims", P::kDims},
-    {"Input type", P::kTypes},       {"Concrete Inputs", P::kConcrete},
-    {"In msg nelems", P::kInNelems}, {"Out msg nelems", P::kOutNelems},
-    {"Group size", P::kGroupSize},   {"Seq", P::kCollSeq},
-    {"Collective name", P::kCollName}, {"dtype", P::kCollDtype},
-    {"Process Group Name", P::kPgName}};
+const KeyTable kArgKeys = {{"External id", P::kExtUpper},
+                           {"external id", P::kExtLower},
+                           {"device", P::kDevice},
+                           {"stream", P::kStream},
+                           {"context", P::kContext},
+                           {"correlation", P::kCorrelation},
+                           {"registers per thread", P::kRegs},
+                           {"shared memory", P::kShmem},
+                           {"bytes", P::kBytes},
+                           {"cbid", P::kCbid},
+                           {"Sequence number", P::kSeq},
+                           {"flops", P::kFlops},
+                           {"Bytes", P::kMemBytes},
+                           {"Device Type", P::kDevType},
+                           {"Addr", P::kAddr},
+                           {"Device Id", P::kDevId},
+                           {"Total Allocated", P::kTotalAlloc},
+                           {"Total Reserved", P::kTotalRes},
+                           {"grid", P::kGrid},
+                           {"block", P::kBlock},
+                           {"cuda_sync_kind", P::kSyncKind},
+                           {"Input Dims", P::kDims},
+                           {"Input type", P::kTypes},
+                           {"Concrete Inputs", P::kConcrete},
+                           {"In msg nelems", P::kInNelems},
+                           {"Out msg nelems", P::kOutNelems},
+                           {"Group size", P::kGroupSize},
+                           {"Seq", P::kCollSeq},
+                           {"Collective name", P::kCollName},
+                           {"dtype", P::kCollDtype},
+                           {"Process Group Name", P::kPgName}};
 
 }  // namespace
 
@@ -240,7 +253,8 @@ void Parser::step(Cur& c) {
       item(c);
       state_ = kArrNext;
       return;
-    case kDone: return;
+    case kDone:
+      return;
   }
 }
 
@@ -306,14 +320,30 @@ void Parser::event(Cur& c) {
         e.ph = ph.kind == Str::kString && ph.n == 1 && (*ph.s == 'X' || *ph.s == 'i') ? *ph.s : 0;
         break;
       }
-      case kCat: str_field(c, cat_buf_, e.cat); break;
-      case kName: str_field(c, name_buf_, e.name); break;
-      case kPid: e.pid = int_field(c); break;
-      case kTid: e.tid = int_field(c); break;
-      case kTs: e.ts_state = time_field(c, e.ts); break;
-      case kDur: e.dur_state = time_field(c, e.dur); break;
-      case kArgs: args(c); break;
-      case kOtherKey: skip_value(c); break;
+      case kCat:
+        str_field(c, cat_buf_, e.cat);
+        break;
+      case kName:
+        str_field(c, name_buf_, e.name);
+        break;
+      case kPid:
+        e.pid = int_field(c);
+        break;
+      case kTid:
+        e.tid = int_field(c);
+        break;
+      case kTs:
+        e.ts_state = time_field(c, e.ts);
+        break;
+      case kDur:
+        e.dur_state = time_field(c, e.dur);
+        break;
+      case kArgs:
+        args(c);
+        break;
+      case kOtherKey:
+        skip_value(c);
+        break;
     }
     c.ws();
     if (*c.p == ',') {
@@ -363,8 +393,10 @@ void Parser::args(Cur& c) {
       bool& text = k == kDims ? a.dims_text : k == kTypes ? a.types_text : a.concrete_text;
       out.clear();
       text = *c.p != 'n';
-      if (text) dump_value(c, out);
-      else skip_value(c);
+      if (text)
+        dump_value(c, out);
+      else
+        skip_value(c);
     } else {
       skip_value(c);
     }
@@ -389,11 +421,23 @@ void Parser::str_field(Cur& c, std::string& scratch, Str& out) {
       ++c.p;
       out.kind = read_string(c, scratch, out.s, out.n) ? Str::kString : Str::kLone;
       return;
-    case 'n': skip_value(c); out = {Str::kOther, "None", 4}; return;
-    case 't': skip_value(c); out = {Str::kOther, "True", 4}; return;
-    case 'f': skip_value(c); out = {Str::kOther, "False", 5}; return;
+    case 'n':
+      skip_value(c);
+      out = {Str::kOther, "None", 4};
+      return;
+    case 't':
+      skip_value(c);
+      out = {Str::kOther, "True", 4};
+      return;
+    case 'f':
+      skip_value(c);
+      out = {Str::kOther, "False", 5};
+      return;
     case '[':
-    case '{': skip_value(c); out.kind = Str::kBad; return;
+    case '{':
+      skip_value(c);
+      out.kind = Str::kBad;
+      return;
     default: {
       Num num;
       lex_number(c, num);
@@ -417,11 +461,20 @@ IntVal Parser::int_field(Cur& c) {
       read_string(c, tmp_buf_, s, n);
       return str_to_int(s, n);
     }
-    case 't': skip_value(c); v.set(false, 1, false); return v;
-    case 'f': skip_value(c); v.set(false, 0, false); return v;
+    case 't':
+      skip_value(c);
+      v.set(false, 1, false);
+      return v;
+    case 'f':
+      skip_value(c);
+      v.set(false, 0, false);
+      return v;
     case 'n':
     case '[':
-    case '{': skip_value(c); v.state = IntVal::kNone; return v;
+    case '{':
+      skip_value(c);
+      v.state = IntVal::kNone;
+      return v;
     default: {
       bool neg;
       uint64_t mag;

@@ -48,7 +48,11 @@ class Parser {
   // Events left out because a value is unusable (counted, never stored), in the order of
   // kSkipNames; the importer reports them (docs/IMPORTERS.md, "Skipped events").
   enum SkipReason : int {
-    kSkipNotNumber, kSkipNotFinite, kSkipOutOfRange, kSkipNegativeDur, kSkipBadArgs,
+    kSkipNotNumber,
+    kSkipNotFinite,
+    kSkipOutOfRange,
+    kSkipNegativeDur,
+    kSkipBadArgs,
     kNumSkipReasons
   };
   static constexpr const char* kSkipNames[kNumSkipReasons] = {
@@ -73,11 +77,39 @@ class Parser {
   };
   // Args the importer reads (bit positions in Args::seen).
   enum ArgKey : int {
-    kExtUpper, kExtLower, kDevice, kStream, kContext, kCorrelation, kRegs, kShmem, kBytes,
-    kCbid, kSeq, kFlops, kMemBytes, kDevType, kAddr, kDevId, kTotalAlloc, kTotalRes,
-    kInNelems, kOutNelems, kGroupSize, kCollSeq,  // collective args (NCCL kernels)
-    kNumIntArgs, kGrid = kNumIntArgs, kBlock, kSyncKind, kDims, kTypes, kConcrete,
-    kCollName, kCollDtype, kPgName, kNoArg  // kNoArg < 32: Args::seen is a 32-bit mask
+    kExtUpper,
+    kExtLower,
+    kDevice,
+    kStream,
+    kContext,
+    kCorrelation,
+    kRegs,
+    kShmem,
+    kBytes,
+    kCbid,
+    kSeq,
+    kFlops,
+    kMemBytes,
+    kDevType,
+    kAddr,
+    kDevId,
+    kTotalAlloc,
+    kTotalRes,
+    kInNelems,
+    kOutNelems,
+    kGroupSize,
+    kCollSeq,  // collective args (NCCL kernels)
+    kNumIntArgs,
+    kGrid = kNumIntArgs,
+    kBlock,
+    kSyncKind,
+    kDims,
+    kTypes,
+    kConcrete,
+    kCollName,
+    kCollDtype,
+    kPgName,
+    kNoArg  // kNoArg < 32: Args::seen is a 32-bit mask
   };
 
  private:

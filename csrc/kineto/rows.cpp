@@ -9,10 +9,17 @@ namespace tbdtrace::kineto {
 // A time field that is not a usable value: count the event as skipped (true).
 bool Parser::skip_time(uint8_t state) {
   switch (state) {
-    case kTimeOk: return false;
-    case kTimeNotFinite: skip(kSkipNotFinite); return true;
-    case kTimeOutOfRange: skip(kSkipOutOfRange); return true;
-    default: skip(kSkipNotNumber); return true;
+    case kTimeOk:
+      return false;
+    case kTimeNotFinite:
+      skip(kSkipNotFinite);
+      return true;
+    case kTimeOutOfRange:
+      skip(kSkipOutOfRange);
+      return true;
+    default:
+      skip(kSkipNotNumber);
+      return true;
   }
 }
 
@@ -20,7 +27,9 @@ void Parser::decline(const char* why) const {
   throw KinetoError(std::string(why) + " in event " + std::to_string(events_));
 }
 
-const IntVal& Parser::arg(int k) const { return ev_.a.has(k) ? ev_.a.v[k] : absent_; }
+const IntVal& Parser::arg(int k) const {
+  return ev_.a.has(k) ? ev_.a.v[k] : absent_;
+}
 
 // args.get(key, fallback)
 const IntVal& Parser::arg_or(int k, const IntVal& fallback) const {
@@ -41,12 +50,13 @@ int32_t Parser::name_code() {
   return dict_.intern(n.s, n.n);
 }
 
-int32_t Parser::str_code(const Str& s) { return dict_.intern(s.s, s.n); }
+int32_t Parser::str_code(const Str& s) {
+  return dict_.intern(s.s, s.n);
+}
 
 int Parser::route_of(const Str& cat) const {
   for (const auto& r : routes_)
-    if (r.first.size() == cat.n && std::memcmp(r.first.data(), cat.s, cat.n) == 0)
-      return r.second;
+    if (r.first.size() == cat.n && std::memcmp(r.first.data(), cat.s, cat.n) == 0) return r.second;
   return kNoRoute;
 }
 
@@ -182,8 +192,7 @@ void Parser::dispatch() {
       i64(r, k::sequence_number, arg(kSeq));
       bool dims = e.a.has(kDims) && e.a.dims_text, types = e.a.has(kTypes) && e.a.types_text;
       t.set_i32(k::input_shapes, r, dims ? dict_.intern(dims_.data(), dims_.size()) : 0, dims);
-      t.set_i32(k::input_dtypes, r, types ? dict_.intern(types_.data(), types_.size()) : 0,
-                types);
+      t.set_i32(k::input_dtypes, r, types ? dict_.intern(types_.data(), types_.size()) : 0, types);
       bool concrete = e.a.has(kConcrete) && e.a.concrete_text;
       t.set_i32(k::concrete_inputs, r,
                 concrete ? dict_.intern(concrete_.data(), concrete_.size()) : 0, concrete);
@@ -203,7 +212,8 @@ void Parser::dispatch() {
       i32(r, k::device_id, arg_or(kDevice, e.pid));  // GPU annotations: args.get("device", pid)
       return;
     }
-    default: return;
+    default:
+      return;
   }
 }
 

@@ -98,20 +98,28 @@ class Capture:
         tables, meta = self.backend.stop()
         tables["host_samples"] = self.sampler.stop()
         meta = dict(meta)
-        meta.update(backend=self.backend_name, host=socket.gethostname(),
-                    workload=self.config.workload)
+        meta.update(
+            backend=self.backend_name, host=socket.gethostname(), workload=self.config.workload
+        )
         extra = dict(meta.get("extra") or {})
-        extra.update(backend_choice=self.reason, cpu=cpuinfo.describe(), host_sampler={
-            "rate_hz": self.config.sampler.rate_hz, "nvml": self.sampler.nvml_status,
-            "pid": os.getpid()})
+        extra.update(
+            backend_choice=self.reason,
+            cpu=cpuinfo.describe(),
+            host_sampler={
+                "rate_hz": self.config.sampler.rate_hz,
+                "nvml": self.sampler.nvml_status,
+                "pid": os.getpid(),
+            },
+        )
         meta["extra"] = extra
         self.path = trace.write(self.out_dir, tables, meta)
         return self.path
 
 
 @contextmanager
-def capture(out_dir: str | os.PathLike[str], backend: str = "auto",
-            config: CaptureConfig | None = None) -> Iterator[Capture]:
+def capture(
+    out_dir: str | os.PathLike[str], backend: str = "auto", config: CaptureConfig | None = None
+) -> Iterator[Capture]:
     """Profile the body; writes the trace directory ``out_dir`` when it ends."""
     cfg = config or CaptureConfig(backend=backend)
     if config is not None and backend != "auto":
@@ -127,8 +135,9 @@ def capture(out_dir: str | os.PathLike[str], backend: str = "auto",
 _active: Capture | None = None
 
 
-def start(out_dir: str | os.PathLike[str], backend: str = "auto",
-          config: CaptureConfig | None = None) -> Capture:
+def start(
+    out_dir: str | os.PathLike[str], backend: str = "auto", config: CaptureConfig | None = None
+) -> Capture:
     """Begin a capture that :func:`stop` ends (one at a time per process)."""
     global _active
     if _active is not None:
@@ -151,5 +160,13 @@ def stop() -> Path:
     return c.stop()
 
 
-__all__ = ["BACKENDS", "Capture", "CaptureConfig", "capture", "choose_backend", "gpu_usable",
-           "start", "stop"]
+__all__ = [
+    "BACKENDS",
+    "Capture",
+    "CaptureConfig",
+    "capture",
+    "choose_backend",
+    "gpu_usable",
+    "start",
+    "stop",
+]

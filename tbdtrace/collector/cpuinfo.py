@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 
-def describe(cpuinfo: Path = Path("/proc/cpuinfo"),
-             sysfs: Path = Path("/sys/devices/system/cpu")) -> dict[str, Any]:
+def describe(
+    cpuinfo: Path = Path("/proc/cpuinfo"), sysfs: Path = Path("/sys/devices/system/cpu")
+) -> dict[str, Any]:
     """{model, cores, logical_cpus, flags, mhz, mhz_source} of this machine.
 
     ``cores``: physical cores the process may run on (hyperthreads share FMA units);

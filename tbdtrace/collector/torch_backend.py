@@ -23,7 +23,6 @@ annotations neither contain nor are leaves), nesting is by time on one thread, a
   kernel (its time is already inside that kernel otherwise).
 """
 
-
 from __future__ import annotations
 
 import os
@@ -35,21 +34,65 @@ from typing import Any
 from tbdtrace.importers import kineto
 
 # Ops that allocate, alias or inspect tensors without computing on their data.
-BOOKKEEPING_OPS = frozenset({
-    "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::resize_",
-    "aten::as_strided", "aten::view", "aten::_reshape_alias", "aten::reshape",
-    "aten::_unsafe_view", "aten::t", "aten::transpose", "aten::permute", "aten::expand",
-    "aten::expand_as", "aten::alias", "aten::detach", "detach", "aten::detach_",
-    "aten::lift_fresh", "aten::set_", "aten::unsqueeze", "aten::squeeze", "aten::select",
-    "aten::slice", "aten::narrow", "aten::unbind", "aten::split", "aten::chunk",
-    "aten::result_type", "aten::_has_compatible_shallow_copy_type", "aten::is_nonzero",
-    "aten::item", "aten::_local_scalar_dense", "aten::resolve_conj", "aten::resolve_neg",
-    "aten::contiguous", "aten::view_as", "aten::flatten", "aten::numpy_T",
-    "aten::as_strided_", "aten::resize_as_", "aten::squeeze_", "aten::unsqueeze_",
-    "aten::t_", "aten::transpose_", "aten::new_empty", "aten::new_empty_strided",
-    "aten::empty_permuted", "aten::_empty_affine_quantized", "aten::sym_size",
-    "aten::sym_stride", "aten::sym_numel", "aten::size", "aten::stride", "aten::dim",
-})
+BOOKKEEPING_OPS = frozenset(
+    {
+        "aten::empty",
+        "aten::empty_strided",
+        "aten::empty_like",
+        "aten::resize_",
+        "aten::as_strided",
+        "aten::view",
+        "aten::_reshape_alias",
+        "aten::reshape",
+        "aten::_unsafe_view",
+        "aten::t",
+        "aten::transpose",
+        "aten::permute",
+        "aten::expand",
+        "aten::expand_as",
+        "aten::alias",
+        "aten::detach",
+        "detach",
+        "aten::detach_",
+        "aten::lift_fresh",
+        "aten::set_",
+        "aten::unsqueeze",
+        "aten::squeeze",
+        "aten::select",
+        "aten::slice",
+        "aten::narrow",
+        "aten::unbind",
+        "aten::split",
+        "aten::chunk",
+        "aten::result_type",
+        "aten::_has_compatible_shallow_copy_type",
+        "aten::is_nonzero",
+        "aten::item",
+        "aten::_local_scalar_dense",
+        "aten::resolve_conj",
+        "aten::resolve_neg",
+        "aten::contiguous",
+        "aten::view_as",
+        "aten::flatten",
+        "aten::numpy_T",
+        "aten::as_strided_",
+        "aten::resize_as_",
+        "aten::squeeze_",
+        "aten::unsqueeze_",
+        "aten::t_",
+        "aten::transpose_",
+        "aten::new_empty",
+        "aten::new_empty_strided",
+        "aten::empty_permuted",
+        "aten::_empty_affine_quantized",
+        "aten::sym_size",
+        "aten::sym_stride",
+        "aten::sym_numel",
+        "aten::size",
+        "aten::stride",
+        "aten::dim",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -89,8 +132,10 @@ def leaf_mask(ops: dict[str, list[Any]]) -> list[bool]:
     for i in rows:
         if ops["tid"][i] != tid:
             stack, tid = [], ops["tid"][i]
-        while stack and not (ops["start_ns"][i] >= ops["start_ns"][stack[-1]]
-                             and ops["end_ns"][i] <= ops["end_ns"][stack[-1]]):
+        while stack and not (
+            ops["start_ns"][i] >= ops["start_ns"][stack[-1]]
+            and ops["end_ns"][i] <= ops["end_ns"][stack[-1]]
+        ):
             stack.pop()
         if stack:
             parent[i] = stack[-1]
@@ -124,9 +169,15 @@ def leaf_kernels(ops: dict[str, list[Any]]) -> dict[str, list[Any]]:
         return [src[i] for i in idx] if src is not None else [None] * len(idx)
 
     return {
-        "start_ns": col("start_ns"), "end_ns": col("end_ns"), "device_id": [0] * len(idx),
-        "device_type": ["cpu"] * len(idx), "external_id": col("external_id"),
-        "pid": col("pid"), "tid": col("tid"), "rank": col("rank"), "name": col("name"),
+        "start_ns": col("start_ns"),
+        "end_ns": col("end_ns"),
+        "device_id": [0] * len(idx),
+        "device_type": ["cpu"] * len(idx),
+        "external_id": col("external_id"),
+        "pid": col("pid"),
+        "tid": col("tid"),
+        "rank": col("rank"),
+        "name": col("name"),
         # No flops: the profiler counts them on the op that has a formula (aten::conv2d,
         # aten::addmm), often an ancestor of the leaf; they stay on ops.flops.
     }
@@ -164,8 +215,10 @@ class TorchBackend:
         if self.config.cuda and torch.cuda.is_available():
             acts.append(ProfilerActivity.CUDA)
         self.profiler = profile(
-            activities=acts, record_shapes=self.config.record_shapes,
-            profile_memory=self.config.profile_memory, with_flops=self.config.with_flops,
+            activities=acts,
+            record_shapes=self.config.record_shapes,
+            profile_memory=self.config.profile_memory,
+            with_flops=self.config.with_flops,
             with_stack=self.config.with_stack,
         )
         self.profiler.__enter__()

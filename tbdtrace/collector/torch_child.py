@@ -65,8 +65,9 @@ def _child_env(spool: Path, cfg: TorchConfig, steps_file: Path) -> dict[str, str
 
 def read_steps(path: Path) -> dict[str, list[Any]]:
     """``steps`` columns from the harness steps file (JSON lines; see workloads/harness.py)."""
-    cols: dict[str, list[Any]] = {k: [] for k in (
-        "step", "start_ns", "end_ns", "pid", "samples", "warmup", "loss", "source")}
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("step", "start_ns", "end_ns", "pid", "samples", "warmup", "loss", "source")
+    }
     if not path.exists():
         return cols
     for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -77,8 +78,10 @@ def read_steps(path: Path) -> dict[str, list[Any]]:
             for k in ("step", "start_ns", "end_ns"):
                 cols[k].append(int(r[k]))
         except (ValueError, KeyError, TypeError) as e:
-            raise TraceError(f"{path}:{n}: bad steps record ({e}); the workload harness "
-                             "writes one JSON object per line") from e
+            raise TraceError(
+                f"{path}:{n}: bad steps record ({e}); the workload harness "
+                "writes one JSON object per line"
+            ) from e
         cols["pid"].append(r.get("pid"))
         cols["samples"].append(r.get("samples"))
         cols["warmup"].append(r.get("warmup"))
@@ -98,8 +101,10 @@ def _assemble(parts: list[Path]) -> tuple[dict[str, Any], dict[str, Any]]:
     out = {n: _concat(ts) for n, ts in tables.items()}
     meta: dict[str, Any] = dict(metas[0]) if metas else {"source": "torch"}
     meta["extra"] = dict(meta.get("extra") or {})
-    meta["extra"]["parts"] = [{"dir": p.name, "start_time_ns": m.get("start_time_ns")}
-                              for p, m in zip(parts, metas, strict=True)]
+    meta["extra"]["parts"] = [
+        {"dir": p.name, "start_time_ns": m.get("start_time_ns")}
+        for p, m in zip(parts, metas, strict=True)
+    ]
     starts = [m["start_time_ns"] for m in metas if m.get("start_time_ns") is not None]
     meta["start_time_ns"] = min(starts) if starts else None
     return out, meta
@@ -114,10 +119,13 @@ def _names(p: Path) -> list[str]:
     return sorted(f.stem for f in p.glob(f"*{trace.TABLE_SUFFIX}"))
 
 
-def capture_command(command: Sequence[str], out: str | os.PathLike[str],
-                    torch_config: TorchConfig | None = None,
-                    sampler: SamplerConfig | None = None,
-                    reason: str = "requested") -> tuple[Path, int]:
+def capture_command(
+    command: Sequence[str],
+    out: str | os.PathLike[str],
+    torch_config: TorchConfig | None = None,
+    sampler: SamplerConfig | None = None,
+    reason: str = "requested",
+) -> tuple[Path, int]:
     """Run ``command`` under the torch backend; returns (trace dir, child exit code)."""
     torch_config = torch_config or TorchConfig()
     sampler = sampler or SamplerConfig()
@@ -127,27 +135,34 @@ def capture_command(command: Sequence[str], out: str | os.PathLike[str],
         spool = Path(tmp)
         steps_file = spool / "steps.jsonl"
         try:
-            child = subprocess.Popen(list(command), env=_child_env(spool, torch_config,
-                                                                    steps_file))
+            child = subprocess.Popen(list(command), env=_child_env(spool, torch_config, steps_file))
         except OSError as e:
-            raise TraceError(f"{command[0]}: cannot start ({e.strerror}); check the "
-                             "command after --") from e
+            raise TraceError(
+                f"{command[0]}: cannot start ({e.strerror}); check the command after --"
+            ) from e
         hs = HostSampler(sampler, pid=child.pid)
         hs.start()
         rc = child.wait()
         samples = hs.stop()
         parts = sorted(spool.glob("part-*"))
         if not parts:
-            raise TraceError(f"{command[0]}: the command wrote no torch profile (exit code "
-                             f"{rc}); --backend torch needs a Python program that imports "
-                             "torch and exits normally")
+            raise TraceError(
+                f"{command[0]}: the command wrote no torch profile (exit code "
+                f"{rc}); --backend torch needs a Python program that imports "
+                "torch and exits normally"
+            )
         tables, meta = _assemble(parts)
         steps = read_steps(steps_file)
         if steps["step"]:
-            tables["steps"] = _concat([t for t in (
-                tables.get("steps"), trace.to_table("steps", steps)) if t is not None])
+            tables["steps"] = _concat(
+                [t for t in (tables.get("steps"), trace.to_table("steps", steps)) if t is not None]
+            )
         tables["host_samples"] = samples
     meta.update(backend="torch", host=socket.gethostname(), command=list(command))
-    meta["extra"].update(backend_choice=reason, exit_code=rc, cpu=cpuinfo.describe(), host_sampler={
-        "rate_hz": sampler.rate_hz, "nvml": hs.nvml_status, "pid": child.pid})
+    meta["extra"].update(
+        backend_choice=reason,
+        exit_code=rc,
+        cpu=cpuinfo.describe(),
+        host_sampler={"rate_hz": sampler.rate_hz, "nvml": hs.nvml_status, "pid": child.pid},
+    )
     return trace.write(out_dir, tables, meta), rc

@@ -16,7 +16,8 @@ import pyarrow as pa
 
 from tbdtrace import schema
 from tbdtrace.passes._util import int_column
-from tbdtrace.trace import Trace, _combine
+from tbdtrace.tablefile import combine as _combine
+from tbdtrace.trace import Trace
 
 if TYPE_CHECKING:
     from tbdtrace.passes.window import Window

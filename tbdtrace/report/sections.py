@@ -154,6 +154,8 @@ def _clip(s: str, n: int) -> str:
 import tbdtrace.report.cpu_section  # noqa: E402, F401 - registers "cpu_activity"
 import tbdtrace.report.passes_sections  # noqa: E402, F401 - registers the time-side passes
 import tbdtrace.report.window_section  # noqa: E402, F401 - registers "phases"
+
+# isort: split
 import tbdtrace.report.series_sections  # noqa: E402, F401 - registers the plot series
 from tbdtrace.report import memory_section, ranks_section  # noqa: E402, F401 - "memory", "ranks"
 

@@ -48,8 +48,9 @@ def test_cpufreq_max_wins_over_current_clock(tmp_path: Path) -> None:
 
 def test_fp32_peak_from_the_description() -> None:
     # 2 cores x 8 lanes (AVX2) x 2 FMA units x 2 flops x 2.5 GHz = 160 GFLOP/s.
-    peak, why = cpu_fp32_peak({"extra": {"cpu": {"cores": 2, "mhz": 2500.0,
-                                                  "flags": ["avx2", "fma"]}}})
+    peak, why = cpu_fp32_peak(
+        {"extra": {"cpu": {"cores": 2, "mhz": 2500.0, "flags": ["avx2", "fma"]}}}
+    )
     assert peak == 2 * 8 * 2 * 2 * 2.5e9 and "meta.extra.cpu" in why
 
 

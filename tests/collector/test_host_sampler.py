@@ -13,15 +13,18 @@ from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 
 # The busy child reports its own CPU share (process time / wall time), an independent
 # figure: on an idle machine it is ~1.0; on a loaded one the scheduler gives it less.
-BUSY = ("import time\nw=time.time(); c=time.process_time(); t=w+{s}\n"
-        "while time.time()<t: pass\n"
-        "print((time.process_time()-c)/(time.time()-w))\n")
+BUSY = (
+    "import time\nw=time.time(); c=time.process_time(); t=w+{s}\n"
+    "while time.time()<t: pass\n"
+    "print((time.process_time()-c)/(time.time()-w))\n"
+)
 IDLE = "import time\ntime.sleep({s})\n"
 
 
 def _sample_child(code: str, seconds: float = 1.5) -> dict[str, list[object]]:
-    child = subprocess.Popen([sys.executable, "-c", code.format(s=seconds)],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code.format(s=seconds)], stdout=subprocess.PIPE, text=True
+    )
     sampler = HostSampler(SamplerConfig(rate_hz=20.0), pid=child.pid)
     sampler.start()
     time.sleep(seconds * 0.8)
@@ -33,8 +36,11 @@ def _sample_child(code: str, seconds: float = 1.5) -> dict[str, list[object]]:
 
 
 def _values(cols: dict[str, list[object]], metric: str, index: int = -1) -> list[float]:
-    return [float(v) for m, i, v in zip(cols["metric"], cols["index"], cols["value"],
-                                         strict=True) if m == metric and i == index]
+    return [
+        float(v)
+        for m, i, v in zip(cols["metric"], cols["index"], cols["value"], strict=True)
+        if m == metric and i == index
+    ]
 
 
 def test_busy_loop_child_uses_one_core() -> None:
@@ -47,8 +53,13 @@ def test_busy_loop_child_uses_one_core() -> None:
     assert share > 0.3  # the loop really ran (one core, or what a loaded machine gives)
     assert abs(mean - share) < 0.15 and mean < 1.1
     # System-wide: at least the child's core is busy (others may run on this machine).
-    ncpu = len({i for m, i in zip(cols["metric"], cols["index"], strict=True)
-                if m == "cpu_util" and i >= 0})
+    ncpu = len(
+        {
+            i
+            for m, i in zip(cols["metric"], cols["index"], strict=True)
+            if m == "cpu_util" and i >= 0
+        }
+    )
     allc = _values(cols, "cpu_util")
     assert sum(allc[2:]) / len(allc[2:]) > 0.8 * share / ncpu
 

@@ -26,8 +26,7 @@ STEPS = 3
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[tbdtrace.Trace, object]:
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
-                                torch.nn.Linear(64, 4))
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = torch.randn(16, 32), torch.randint(0, 4, (16,))
     out = tmp_path_factory.mktemp("torch") / "run.tbd"
@@ -45,8 +44,9 @@ def test_ops_agree_with_key_averages(run: tuple[tbdtrace.Trace, object]) -> None
     tr, prof = run
     ops = tr.table("ops").to_pandas()
     ops["dur_ns"] = ops.end_ns - ops.start_ns
-    g = ops.groupby("name", observed=True).agg(n=("dur_ns", "size"), t=("dur_ns", "sum"),
-                                               f=("flops", "sum"))
+    g = ops.groupby("name", observed=True).agg(
+        n=("dur_ns", "size"), t=("dur_ns", "sum"), f=("flops", "sum")
+    )
     ka = {e.key: e for e in prof.key_averages()}  # type: ignore[attr-defined]
     marker_names = set(tr.table("markers").to_pandas().name.astype(str))
     for name, row in g.iterrows():
@@ -60,10 +60,17 @@ def test_ops_agree_with_key_averages(run: tuple[tbdtrace.Trace, object]) -> None
     assert set(ka) - set(g.index) <= marker_names | {"ProfilerStep*"}
     assert g.f.sum() > 0
     # Input shapes: those of the profiler's own FunctionEvents, op by op.
-    mine = [json.loads(v) for v in ops[ops.name == "aten::addmm"].sort_values("start_ns")
-            .input_shapes]
-    theirs = [e.input_shapes for e in sorted(prof.events(),  # type: ignore[attr-defined]
-              key=lambda e: e.time_range.start) if e.name == "aten::addmm"]
+    mine = [
+        json.loads(v) for v in ops[ops.name == "aten::addmm"].sort_values("start_ns").input_shapes
+    ]
+    theirs = [
+        e.input_shapes
+        for e in sorted(
+            prof.events(),  # type: ignore[attr-defined]
+            key=lambda e: e.time_range.start,
+        )
+        if e.name == "aten::addmm"
+    ]
     assert mine == theirs and len(mine) == 2 * STEPS
 
 
@@ -100,7 +107,8 @@ def test_leaf_ops_are_cpu_kernels(run: tuple[tbdtrace.Trace, object]) -> None:
             ok = is_compute_leaf(e)
         else:
             ok = not any(True for _ in ops_below(e)) and not any(
-                p.name not in BOOKKEEPING_OPS and is_compute_leaf(p) for p in enclosing(e))
+                p.name not in BOOKKEEPING_OPS and is_compute_leaf(p) for p in enclosing(e)
+            )
         want[e.name] += ok
     want = +want
     assert Counter(k.name.astype(str)) == want
@@ -134,19 +142,34 @@ def test_steps_markers_memory_and_meta(run: tuple[tbdtrace.Trace, object]) -> No
 def test_leaf_mask_nesting() -> None:
     # Table-driven: outer [0,10] holds a [1,4] and b [5,9]; b holds c [6,7]; d on another
     # thread overlaps outer; e is a python_function (never a leaf).
-    ops = {"start_ns": [0, 1, 5, 6, 2, 0], "end_ns": [10, 4, 9, 7, 3, 10],
-           "tid": [1, 1, 1, 1, 2, 1],
-           "category": ["cpu_op"] * 5 + ["python_function"]}
+    ops = {
+        "start_ns": [0, 1, 5, 6, 2, 0],
+        "end_ns": [10, 4, 9, 7, 3, 10],
+        "tid": [1, 1, 1, 1, 2, 1],
+        "category": ["cpu_op"] * 5 + ["python_function"],
+    }
     assert leaf_mask(ops) == [False, True, False, True, True, False]
 
 
 def test_bookkeeping_children_keep_a_compute_leaf() -> None:
     # conv [0,10] restrides its output (as_strided_ [1,2]); add [20,30] holds view [21,22];
     # a top-level empty [40,41] is a kernel of its own; copy_ [50,60] holds fill_ [51,52].
-    names = ["aten::conv", "aten::as_strided_", "aten::add", "aten::view", "aten::empty",
-             "aten::copy_", "aten::fill_"]
-    ops = {"start_ns": [0, 1, 20, 21, 40, 50, 51], "end_ns": [10, 2, 30, 22, 41, 60, 52],
-           "tid": [1] * 7, "category": ["cpu_op"] * 7, "name": names}
+    names = [
+        "aten::conv",
+        "aten::as_strided_",
+        "aten::add",
+        "aten::view",
+        "aten::empty",
+        "aten::copy_",
+        "aten::fill_",
+    ]
+    ops = {
+        "start_ns": [0, 1, 20, 21, 40, 50, 51],
+        "end_ns": [10, 2, 30, 22, 41, 60, 52],
+        "tid": [1] * 7,
+        "category": ["cpu_op"] * 7,
+        "name": names,
+    }
     assert leaf_mask(ops) == [True, False, True, False, True, False, True]
 
 
@@ -158,9 +181,7 @@ def test_backend_choice() -> None:
         choose_backend("tpu")
 
 
-
-
-CHILD = '''
+CHILD = """
 import json, os, sys, time
 import torch
 from torch.profiler import record_function
@@ -178,7 +199,7 @@ for i in range(2):
 steps.close()
 print(os.getpid())
 sys.exit(3)
-'''
+"""
 
 
 def test_capture_command_profiles_an_unchanged_child(tmp_path: Path) -> None:
@@ -190,9 +211,27 @@ def test_capture_command_profiles_an_unchanged_child(tmp_path: Path) -> None:
     (user_site / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
     env = dict(os.environ, PYTHONPATH=str(user_site))
     out = tmp_path / "run.tbd"
-    cp = subprocess.run([sys.executable, "-m", "tbdtrace", "capture", "--backend", "torch",
-                         "--sample-hz", "20", "-o", str(out), "--", sys.executable,
-                         str(script)], capture_output=True, text=True, env=env, timeout=300)
+    cp = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbdtrace",
+            "capture",
+            "--backend",
+            "torch",
+            "--sample-hz",
+            "20",
+            "-o",
+            str(out),
+            "--",
+            sys.executable,
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert cp.returncode == 3, cp.stderr[-2000:]  # the child's exit code
     child_pid = int(cp.stdout.strip().splitlines()[-1])
     assert marker.exists()  # the user's own sitecustomize still ran
@@ -208,13 +247,28 @@ def test_capture_command_profiles_an_unchanged_child(tmp_path: Path) -> None:
 
 
 def test_capture_command_errors_are_one_line(tmp_path: Path) -> None:
-    cases = [(["--", "/bin/true"], 1, "wrote no torch profile"),
-             (["--", str(tmp_path / "missing")], 1, "cannot start"),
-             ([], 2, "no command given")]
+    cases = [
+        (["--", "/bin/true"], 1, "wrote no torch profile"),
+        (["--", str(tmp_path / "missing")], 1, "cannot start"),
+        ([], 2, "no command given"),
+    ]
     for tail, rc, msg in cases:
-        cp = subprocess.run([sys.executable, "-m", "tbdtrace", "capture", "--backend",
-                             "torch", "-o", str(tmp_path / "o.tbd"), *tail],
-                            capture_output=True, text=True, timeout=120)
+        cp = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tbdtrace",
+                "capture",
+                "--backend",
+                "torch",
+                "-o",
+                str(tmp_path / "o.tbd"),
+                *tail,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert cp.returncode == rc and msg in cp.stderr, (tail, cp.stderr)
         assert "Traceback" not in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
 

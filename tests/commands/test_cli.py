@@ -22,8 +22,9 @@ def test_core_commands_exist():
 
 @pytest.mark.parametrize("cmd", _commands())
 def test_help_on_every_command(cmd):
-    r = subprocess.run([sys.executable, "-m", "tbdtrace", cmd, "--help"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", cmd, "--help"], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     assert "usage: tbdtrace" in r.stdout
 
@@ -34,8 +35,11 @@ def test_no_command_prints_help_exit_2():
 
 
 def test_report_on_missing_trace_is_one_line(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "tbdtrace", "report", str(tmp_path / "x")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "report", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1
     assert r.stderr.count("\n") == 1 and "not a trace directory" in r.stderr
 
@@ -45,8 +49,9 @@ def test_console_script_matches_module(tmp_path):
     if not exe.exists():
         pytest.skip("tbdtrace is not installed as a console script in this environment")
     a = subprocess.run([str(exe), "--version"], capture_output=True, text=True)
-    b = subprocess.run([sys.executable, "-m", "tbdtrace", "--version"],
-                       capture_output=True, text=True)
+    b = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "--version"], capture_output=True, text=True
+    )
     assert a.returncode == b.returncode == 0 and a.stdout == b.stdout
 
 

@@ -33,8 +33,11 @@ def test_json_deltas_match_the_raw_json(dirs: tuple[Path, Path], capsys) -> None
     ka = rawkineto.expected_report(A)
     kb = rawkineto.expected_report(B)
     h = doc["headline"]["kernel_time_ns"]
-    assert (h["a"], h["b"], h["delta"]) == (ka["kernel_time_ns"], kb["kernel_time_ns"],
-                                            kb["kernel_time_ns"] - ka["kernel_time_ns"])
+    assert (h["a"], h["b"], h["delta"]) == (
+        ka["kernel_time_ns"],
+        kb["kernel_time_ns"],
+        kb["kernel_time_ns"] - ka["kernel_time_ns"],
+    )
     assert len(doc["kernels"]) == 5
     for r in doc["kernels"]:
         ta = ka["kernels"].get(r["name"], {}).get("total_ns", 0)

@@ -30,13 +30,15 @@ def test_json_top_kernels_match_the_raw_json(trace_dir: Path, capsys) -> None:
     rows = doc["rows"]
     want = rawkineto.expected_report(FIXTURE)["kernels"]
     top3 = sorted(want.items(), key=lambda kv: (-kv[1]["total_ns"], kv[0]))[:3]
-    assert [(r["name"], r["total_ns"], r["count"]) for r in rows] == \
-        [(n, w["total_ns"], w["count"]) for n, w in top3]
+    assert [(r["name"], r["total_ns"], r["count"]) for r in rows] == [
+        (n, w["total_ns"], w["count"]) for n, w in top3
+    ]
     assert all(r["op"] and r["category"] for r in rows)
 
 
-@pytest.mark.parametrize("by,header", [("kernel", "Grid x block"), ("op", "Top kernel"),
-                                       ("category", "Category")])
+@pytest.mark.parametrize(
+    "by,header", [("kernel", "Grid x block"), ("op", "Top kernel"), ("category", "Category")]
+)
 def test_text_by(trace_dir: Path, capsys, by: str, header: str) -> None:
     assert main(["hotspots", str(trace_dir), "--by", by, "--top", "5"]) == 0
     out = capsys.readouterr().out

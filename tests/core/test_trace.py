@@ -33,8 +33,9 @@ def test_round_trip_types_and_nulls(tmp_path):
 
 def test_lossy_cast_is_refused(tmp_path):
     with pytest.raises((pa.ArrowInvalid, OverflowError)):
-        tbdtrace.write(tmp_path / "t", {"kernels": {"start_ns": [1], "end_ns": [2],
-                                                     "grid_x": [2**40]}}, {})
+        tbdtrace.write(
+            tmp_path / "t", {"kernels": {"start_ns": [1], "end_ns": [2], "grid_x": [2**40]}}, {}
+        )
     assert not (tmp_path / "t").exists()
 
 

@@ -50,7 +50,12 @@ def test_committed_profile_matches_mxnet_aggregate(tmp_path: Path) -> None:
 @pytest.mark.skipif(not MXNET_PY.exists(), reason="MXNet venv not built (make venv-mxnet)")
 def test_fresh_profile_from_mxnet(tmp_path: Path) -> None:
     shutil.copy(DATA / "make_profile.py", tmp_path)
-    cp = subprocess.run([str(MXNET_PY), "make_profile.py"], cwd=tmp_path, capture_output=True,
-                        text=True, timeout=300)
+    cp = subprocess.run(
+        [str(MXNET_PY), "make_profile.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert cp.returncode == 0, cp.stderr[-2000:]
     _check(tmp_path / "mxnet_profile.json", tmp_path / "mxnet_aggregate.json", tmp_path)

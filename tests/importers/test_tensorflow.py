@@ -20,8 +20,9 @@ STEPS = 3
 @pytest.fixture(scope="module")
 def profile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     out = tmp_path_factory.mktemp("tf")
-    cp = subprocess.run([sys.executable, str(SCRIPT), str(out)], capture_output=True,
-                        text=True, timeout=300)
+    cp = subprocess.run(
+        [sys.executable, str(SCRIPT), str(out)], capture_output=True, text=True, timeout=300
+    )
     assert cp.returncode == 0, cp.stderr[-2000:]
     return Path(cp.stdout.strip().splitlines()[-1]), out
 
@@ -43,8 +44,9 @@ def _our_op_counts(tr: tbdtrace.Trace) -> Counter[tuple[str, str]]:
     return Counter(tuple(n.rsplit(":", 1)) for n in names)  # type: ignore[misc]
 
 
-def test_xplane_op_counts_match_tensorflow_tools(profile: tuple[Path, Path],
-                                                 tmp_path: Path) -> None:
+def test_xplane_op_counts_match_tensorflow_tools(
+    profile: tuple[Path, Path], tmp_path: Path
+) -> None:
     xplane, out = profile
     assert importers.detect(xplane) == "tensorflow"
     tables, meta = importers.import_files([xplane])
@@ -72,9 +74,18 @@ def test_trace_viewer_json_matches_xplane(profile: tuple[Path, Path], tmp_path: 
     ca, cb = Counter(a["ops"]["name"]), Counter(b["ops"]["name"])
     assert sum(cb.values()) > 0 and not cb - ca
     # Each viewer op has an xplane op with the same name and duration (to 1 ns rounding).
-    dur_a = Counter(zip(a["ops"]["name"], (e - s for s, e in zip(
-        a["ops"]["start_ns"], a["ops"]["end_ns"], strict=True)), strict=True))
-    near = sum(1 for n, s0, e0 in zip(b["ops"]["name"], b["ops"]["start_ns"], b["ops"]["end_ns"],
-                                       strict=True)
-               if any(dur_a[(n, e0 - s0 + d)] for d in (-1, 0, 1)))
+    dur_a = Counter(
+        zip(
+            a["ops"]["name"],
+            (e - s for s, e in zip(a["ops"]["start_ns"], a["ops"]["end_ns"], strict=True)),
+            strict=True,
+        )
+    )
+    near = sum(
+        1
+        for n, s0, e0 in zip(
+            b["ops"]["name"], b["ops"]["start_ns"], b["ops"]["end_ns"], strict=True
+        )
+        if any(dur_a[(n, e0 - s0 + d)] for d in (-1, 0, 1))
+    )
     assert near == len(b["ops"]["name"])

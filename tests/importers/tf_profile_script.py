@@ -21,8 +21,9 @@ STEPS = 3
 
 def main(out: str) -> None:
     tf.random.set_seed(0)
-    model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16, "relu"),
-                                 tf.keras.layers.Dense(1)])
+    model = tf.keras.Sequential(
+        [tf.keras.Input((8,)), tf.keras.layers.Dense(16, "relu"), tf.keras.layers.Dense(1)]
+    )
     model.compile(optimizer="sgd", loss="mse")
     x, y = tf.random.normal((64, 8)), tf.random.normal((64, 1))
     model.train_on_batch(x, y)  # trace the function before profiling
@@ -32,8 +33,10 @@ def main(out: str) -> None:
             model.train_on_batch(x, y)
     tf.profiler.experimental.stop()
     (xplane,) = glob.glob(os.path.join(out, "profile", "**", "*.xplane.pb"), recursive=True)
-    for tool, name in (("framework_op_stats", "framework_op_stats.json"),
-                       ("trace_viewer@", "trace_viewer.json")):
+    for tool, name in (
+        ("framework_op_stats", "framework_op_stats.json"),
+        ("trace_viewer@", "trace_viewer.json"),
+    ):
         data = tools.xspace_to_tools_data([xplane], tool, {})[0]
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)

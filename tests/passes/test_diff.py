@@ -11,13 +11,24 @@ from tests.passes.tiny import kernels, make
 
 
 def _pair(tmp_path: Path):
-    a = make(tmp_path, {"kernels": kernels([(0, 10, "volta_sgemm"), (10, 15, "relu_kernel")]),
-                        "steps": {"step": [0], "start_ns": [0], "end_ns": [20_000],
-                                  "samples": [10]}}, name="a")
-    b = make(tmp_path, {"kernels": kernels([(0, 4, "volta_sgemm"), (4, 10, "relu_kernel"),
-                                            (10, 12, "new_kernel")]),
-                        "steps": {"step": [0], "start_ns": [0], "end_ns": [10_000],
-                                  "samples": [10]}}, name="b")
+    a = make(
+        tmp_path,
+        {
+            "kernels": kernels([(0, 10, "volta_sgemm"), (10, 15, "relu_kernel")]),
+            "steps": {"step": [0], "start_ns": [0], "end_ns": [20_000], "samples": [10]},
+        },
+        name="a",
+    )
+    b = make(
+        tmp_path,
+        {
+            "kernels": kernels(
+                [(0, 4, "volta_sgemm"), (4, 10, "relu_kernel"), (10, 12, "new_kernel")]
+            ),
+            "steps": {"step": [0], "start_ns": [0], "end_ns": [10_000], "samples": [10]},
+        },
+        name="b",
+    )
     return a, b
 
 
@@ -25,7 +36,10 @@ def test_kernel_and_category_deltas(tmp_path: Path) -> None:
     a, b = _pair(tmp_path)
     rows = diff.run(a, b).to_pylist()
     assert [(r["name"], r["delta_ns"]) for r in rows] == [
-        ("volta_sgemm", -6000), ("new_kernel", 2000), ("relu_kernel", 1000)]
+        ("volta_sgemm", -6000),
+        ("new_kernel", 2000),
+        ("relu_kernel", 1000),
+    ]
     assert rows[0]["ratio"] == pytest.approx(0.4)
     assert rows[1]["a_count"] == 0 and rows[1]["ratio"] is None
     cats = {r["category"]: r for r in diff.by_category(a, b).to_pylist()}

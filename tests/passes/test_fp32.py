@@ -10,32 +10,52 @@ from tbdtrace.passes import flop_formulas, fp32
 from tests.passes.tiny import US, kernels, make
 
 
-@pytest.mark.parametrize("name,shapes,want", [
-    ("aten::mm", "[[64,128],[128,32]]", 2 * 64 * 128 * 32),
-    ("aten::addmm", "[[32],[64,128],[128,32],[],[]]", 2 * 64 * 128 * 32),
-    ("aten::bmm", "[[8,16,32],[8,32,4]]", 2 * 8 * 16 * 32 * 4),
-    ("aten::baddbmm", "[[8,16,4],[8,16,32],[8,32,4],[],[]]", 2 * 8 * 16 * 32 * 4),
-    ("aten::linear", "[[4,10,128],[256,128],[256]]", 2 * 40 * 128 * 256),
-    ("aten::matmul", "[[3,1,5,6],[2,6,7]]", 2 * 6 * 5 * 6 * 7),
-    ("aten::matmul", "[[6],[6,7]]", 2 * 6 * 7),
-    ("aten::conv2d", "[[1,3,8,8],[4,3,3,3],[4],[],[],[],[]]", None),
-    ("aten::mm", "not json", None),
-])
+@pytest.mark.parametrize(
+    "name,shapes,want",
+    [
+        ("aten::mm", "[[64,128],[128,32]]", 2 * 64 * 128 * 32),
+        ("aten::addmm", "[[32],[64,128],[128,32],[],[]]", 2 * 64 * 128 * 32),
+        ("aten::bmm", "[[8,16,32],[8,32,4]]", 2 * 8 * 16 * 32 * 4),
+        ("aten::baddbmm", "[[8,16,4],[8,16,32],[8,32,4],[],[]]", 2 * 8 * 16 * 32 * 4),
+        ("aten::linear", "[[4,10,128],[256,128],[256]]", 2 * 40 * 128 * 256),
+        ("aten::matmul", "[[3,1,5,6],[2,6,7]]", 2 * 6 * 5 * 6 * 7),
+        ("aten::matmul", "[[6],[6,7]]", 2 * 6 * 7),
+        ("aten::conv2d", "[[1,3,8,8],[4,3,3,3],[4],[],[],[],[]]", None),
+        ("aten::mm", "not json", None),
+    ],
+)
 def test_shape_formulas(name: str, shapes: str, want: int | None) -> None:
     assert flop_formulas.op_flops(name, shapes, None) == want
 
 
 def _gpu_trace(tmp_path: Path, **devices: object):
-    dev = {"device_id": [0], "device_type": ["cuda"], "name": ["Tesla V100-SXM2-32GB"],
-           "sm_count": [80], "compute_capability_major": [7], "compute_capability_minor": [0],
-           **devices}
+    dev = {
+        "device_id": [0],
+        "device_type": ["cuda"],
+        "name": ["Tesla V100-SXM2-32GB"],
+        "sm_count": [80],
+        "compute_capability_major": [7],
+        "compute_capability_minor": [0],
+        **devices,
+    }
     # linear [0,50] contains addmm [5,40] (counted once, the leaf); a bf16 mm is not FP32.
-    ops = {"start_ns": [0, 5 * US, 60 * US], "end_ns": [50 * US, 40 * US, 70 * US],
-           "name": ["aten::linear", "aten::addmm", "aten::mm"], "pid": [1] * 3, "tid": [1] * 3,
-           "input_shapes": ["[[64,128],[32,128],[32]]", "[[32],[64,128],[128,32],[],[]]",
-                            "[[64,64],[64,64]]"],
-           "input_dtypes": ['["float","float","float"]', '["float","float","float","Scalar"]',
-                            '["c10::BFloat16","c10::BFloat16"]']}
+    ops = {
+        "start_ns": [0, 5 * US, 60 * US],
+        "end_ns": [50 * US, 40 * US, 70 * US],
+        "name": ["aten::linear", "aten::addmm", "aten::mm"],
+        "pid": [1] * 3,
+        "tid": [1] * 3,
+        "input_shapes": [
+            "[[64,128],[32,128],[32]]",
+            "[[32],[64,128],[128,32],[],[]]",
+            "[[64,64],[64,64]]",
+        ],
+        "input_dtypes": [
+            '["float","float","float"]',
+            '["float","float","float","Scalar"]',
+            '["c10::BFloat16","c10::BFloat16"]',
+        ],
+    }
     k = kernels([(10, 30, "volta_sgemm"), (70, 80, "bf16_gemm")])
     steps = {"step": [0], "start_ns": [0], "end_ns": [100 * US], "warmup": [False]}
     return make(tmp_path, {"kernels": k, "ops": ops, "devices": dev, "steps": steps})
@@ -58,9 +78,14 @@ def test_clock_and_counters_from_the_trace_win(tmp_path: Path) -> None:
     r = fp32.run(tr).to_pylist()[0]
     assert r["peak_flops_per_s"] == pytest.approx(80 * 64 * 2 * 1e9)
     assert "devices.core_clock_khz" in r["peak_source"]
-    tr2 = make(tmp_path, {"kernels": kernels([(0, 10, "k")], flops=[5_000_000]),
-                          "devices": {"device_id": [0], "device_type": ["cuda"], "name": ["?"]}},
-               name="t2")
+    tr2 = make(
+        tmp_path,
+        {
+            "kernels": kernels([(0, 10, "k")], flops=[5_000_000]),
+            "devices": {"device_id": [0], "device_type": ["cuda"], "name": ["?"]},
+        },
+        name="t2",
+    )
     r2 = fp32.run(tr2).to_pylist()[0]
     assert r2["flops"] == 5_000_000 and r2["flops_source"].startswith("hardware counters")
     assert r2["peak_flops_per_s"] is None and "SM count" in r2["peak_source"]
@@ -96,8 +121,11 @@ def test_fixture_analytic_flops_match_an_independent_count(tmp_path: Path) -> No
     tables, meta = kineto.import_files([path])
     tr = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
     ev = [e for e in rawkineto.load(path)["traceEvents"] if e.get("ph") == "X"]
-    steps = [(rawkineto.ns(e["ts"]), rawkineto.ns(e["ts"]) + rawkineto.ns(e["dur"])) for e in ev
-             if str(e.get("name", "")).startswith("ProfilerStep#")]
+    steps = [
+        (rawkineto.ns(e["ts"]), rawkineto.ns(e["ts"]) + rawkineto.ns(e["dur"]))
+        for e in ev
+        if str(e.get("name", "")).startswith("ProfilerStep#")
+    ]
     fam = defaultdict(list)
     for e in ev:
         if e.get("cat") == "cpu_op" and e["name"] in flop_formulas.MATMUL:

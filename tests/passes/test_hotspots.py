@@ -18,22 +18,47 @@ from tests.passes.tiny import US, kernels, make
 
 def _trace(tmp_path: Path):
     # Thread (1, 1): linear [0,100] > addmm [10,50]; relu [60,90]; all inside marker "fwd".
-    ops = {"start_ns": [0, 10 * US, 60 * US, 500 * US, 0],
-           "end_ns": [100 * US, 50 * US, 90 * US, 510 * US, 200 * US],
-           "name": ["aten::linear", "aten::addmm", "aten::relu", "aten::mul",
-                    "nn.Module: Linear_0"],
-           "category": ["cpu_op"] * 4 + ["python_function"],
-           "pid": [1, 1, 1, 2, 1], "tid": [1, 1, 1, 2, 1], "external_id": [1, 2, 3, 7, 8]}
-    runtime = {"start_ns": [20 * US, 70 * US, 95 * US], "end_ns": [22 * US, 72 * US, 97 * US],
-               "correlation_id": [11, 12, 13], "pid": [1] * 3, "tid": [1] * 3,
-               "name": ["cudaLaunchKernel"] * 3}
-    markers = {"start_ns": [0, 0], "end_ns": [200 * US, 300 * US], "pid": [1, 1], "tid": [1, 1],
-               "name": ["fwd", "ProfilerStep#1"], "kind": ["range", "range"]}
-    k = kernels([(1000, 1030, "sgemm"), (1040, 1050, "sgemm"), (1060, 1065, "tail"),
-                 (1070, 1072, "mul_kernel")],
-                correlation_id=[11, 12, 13, 99], external_id=[None, None, None, 7],
-                grid_x=[4, 4, 2, None], grid_y=[1, 1, 1, None], grid_z=[1, 1, 1, None],
-                block_x=[128, 128, 64, None], block_y=[1, 1, 1, None], block_z=[1, 1, 1, None])
+    ops = {
+        "start_ns": [0, 10 * US, 60 * US, 500 * US, 0],
+        "end_ns": [100 * US, 50 * US, 90 * US, 510 * US, 200 * US],
+        "name": ["aten::linear", "aten::addmm", "aten::relu", "aten::mul", "nn.Module: Linear_0"],
+        "category": ["cpu_op"] * 4 + ["python_function"],
+        "pid": [1, 1, 1, 2, 1],
+        "tid": [1, 1, 1, 2, 1],
+        "external_id": [1, 2, 3, 7, 8],
+    }
+    runtime = {
+        "start_ns": [20 * US, 70 * US, 95 * US],
+        "end_ns": [22 * US, 72 * US, 97 * US],
+        "correlation_id": [11, 12, 13],
+        "pid": [1] * 3,
+        "tid": [1] * 3,
+        "name": ["cudaLaunchKernel"] * 3,
+    }
+    markers = {
+        "start_ns": [0, 0],
+        "end_ns": [200 * US, 300 * US],
+        "pid": [1, 1],
+        "tid": [1, 1],
+        "name": ["fwd", "ProfilerStep#1"],
+        "kind": ["range", "range"],
+    }
+    k = kernels(
+        [
+            (1000, 1030, "sgemm"),
+            (1040, 1050, "sgemm"),
+            (1060, 1065, "tail"),
+            (1070, 1072, "mul_kernel"),
+        ],
+        correlation_id=[11, 12, 13, 99],
+        external_id=[None, None, None, 7],
+        grid_x=[4, 4, 2, None],
+        grid_y=[1, 1, 1, None],
+        grid_z=[1, 1, 1, None],
+        block_x=[128, 128, 64, None],
+        block_y=[1, 1, 1, None],
+        block_z=[1, 1, 1, None],
+    )
     return make(tmp_path, {"kernels": k, "ops": ops, "runtime": runtime, "markers": markers})
 
 
@@ -80,8 +105,7 @@ def _raw_op_times(path: Path) -> dict[str, int]:
             continue
         if e.get("cat") in ("cpu_op", "Operator"):
             s = Decimal(e["ts"])
-            ops_by_thread[(e["pid"], e["tid"])].append((s, s + Decimal(e.get("dur", 0)),
-                                                        e["name"]))
+            ops_by_thread[(e["pid"], e["tid"])].append((s, s + Decimal(e.get("dur", 0)), e["name"]))
         elif e.get("cat") in rawkineto.RUNTIME:
             runtime[e["args"]["correlation"]] = e
     out: dict[str, int] = defaultdict(int)
@@ -97,16 +121,22 @@ def _raw_op_times(path: Path) -> dict[str, int]:
     return dict(out)
 
 
-@pytest.mark.parametrize("rel", ["hta/benchmark_result_493459_1694039959_trace.json.gz",
-                                 "hta/step_based_trace_2543932.json.gz"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "hta/benchmark_result_493459_1694039959_trace.json.gz",
+        "hta/step_based_trace_2543932.json.gz",
+    ],
+)
 def test_fixture_sums_match_the_raw_json(rel: str, tmp_path: Path) -> None:
     path = KINETO / rel
     tables, meta = kineto.import_files([path])
     tr = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
     want = rawkineto.expected_report(path)["kernels"]
     got = {r["name"]: r for r in hotspots.run(tr, hotspots.HotspotsConfig(top=None)).to_pylist()}
-    assert {n: (r["count"], r["total_ns"]) for n, r in got.items()} == \
-        {n: (w["count"], w["total_ns"]) for n, w in want.items()}
+    assert {n: (r["count"], r["total_ns"]) for n, r in got.items()} == {
+        n: (w["count"], w["total_ns"]) for n, w in want.items()
+    }
     by_op = hotspots.run(tr, hotspots.HotspotsConfig(top=None, by="op")).to_pylist()
     assert {r["op"]: r["total_ns"] for r in by_op} == _raw_op_times(path)
 

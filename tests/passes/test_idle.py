@@ -14,16 +14,27 @@ B = 1000  # base, us
 
 
 def _trace(tmp_path: Path):
-    ks = [(B + 0, B + 10, "k1"), (B + 30, B + 40, "k2"), (B + 45, B + 50, "k3"),
-          (B + 100, B + 110, "k4")]
-    return make(tmp_path, {
-        "kernels": kernels(ks, correlation_id=[1, 2, 3, 4]),
-        "runtime": {"start_ns": [(B + x) * US for x in (-5, 20, 12, 60)],
-                    "end_ns": [(B + x) * US for x in (-1, 22, 19, 62)],
-                    "correlation_id": [1, 2, 3, 4], "name": ["cudaLaunchKernel"] * 4,
-                    "pid": [1] * 4, "tid": [1] * 4},
-        "sync": {"start_ns": [(B + 70) * US], "end_ns": [(B + 90) * US]},
-    })
+    ks = [
+        (B + 0, B + 10, "k1"),
+        (B + 30, B + 40, "k2"),
+        (B + 45, B + 50, "k3"),
+        (B + 100, B + 110, "k4"),
+    ]
+    return make(
+        tmp_path,
+        {
+            "kernels": kernels(ks, correlation_id=[1, 2, 3, 4]),
+            "runtime": {
+                "start_ns": [(B + x) * US for x in (-5, 20, 12, 60)],
+                "end_ns": [(B + x) * US for x in (-1, 22, 19, 62)],
+                "correlation_id": [1, 2, 3, 4],
+                "name": ["cudaLaunchKernel"] * 4,
+                "pid": [1] * 4,
+                "tid": [1] * 4,
+            },
+            "sync": {"start_ns": [(B + 70) * US], "end_ns": [(B + 90) * US]},
+        },
+    )
 
 
 def test_gap_split(tmp_path: Path) -> None:

@@ -16,12 +16,24 @@ from tests.passes.tiny import US, make
 
 
 def test_bandwidth_and_dtod_peak(tmp_path: Path) -> None:
-    tr = make(tmp_path, {
-        "memcpy": {"start_ns": [0, 200 * US, 400 * US], "end_ns": [100 * US, 300 * US, 410 * US],
-                   "bytes": [10**6, 10**6, 4 * 10**6], "copy_kind": ["HtoD", "HtoD", "DtoD"],
-                   "device_id": [0] * 3, "device_type": ["cuda"] * 3},
-        "devices": {"device_id": [0], "device_type": ["cuda"], "name": ["Tesla V100-SXM2-32GB"]},
-    })
+    tr = make(
+        tmp_path,
+        {
+            "memcpy": {
+                "start_ns": [0, 200 * US, 400 * US],
+                "end_ns": [100 * US, 300 * US, 410 * US],
+                "bytes": [10**6, 10**6, 4 * 10**6],
+                "copy_kind": ["HtoD", "HtoD", "DtoD"],
+                "device_id": [0] * 3,
+                "device_type": ["cuda"] * 3,
+            },
+            "devices": {
+                "device_id": [0],
+                "device_type": ["cuda"],
+                "name": ["Tesla V100-SXM2-32GB"],
+            },
+        },
+    )
     rows = {r["copy_kind"]: r for r in memcpy.run(tr).to_pylist()}
     assert rows["HtoD"]["count"] == 2 and rows["HtoD"]["bytes"] == 2 * 10**6
     assert rows["HtoD"]["bandwidth_bytes_per_s"] == pytest.approx(2e6 / 200e-6)
@@ -33,12 +45,26 @@ def test_bandwidth_and_dtod_peak(tmp_path: Path) -> None:
 
 
 def test_bandwidth_from_clock_and_bus_width(tmp_path: Path) -> None:
-    tr = make(tmp_path, {
-        "memcpy": {"start_ns": [0], "end_ns": [1000], "bytes": [1000], "copy_kind": ["DtoD"],
-                   "device_id": [0], "device_type": ["cuda"]},
-        "devices": {"device_id": [0], "device_type": ["cuda"], "name": ["X"],
-                    "memory_clock_khz": [877_000], "memory_bus_width_bits": [4096]},
-    })
+    tr = make(
+        tmp_path,
+        {
+            "memcpy": {
+                "start_ns": [0],
+                "end_ns": [1000],
+                "bytes": [1000],
+                "copy_kind": ["DtoD"],
+                "device_id": [0],
+                "device_type": ["cuda"],
+            },
+            "devices": {
+                "device_id": [0],
+                "device_type": ["cuda"],
+                "name": ["X"],
+                "memory_clock_khz": [877_000],
+                "memory_bus_width_bits": [4096],
+            },
+        },
+    )
     r = memcpy.run(tr).to_pylist()[0]
     assert r["peak_bytes_per_s"] == pytest.approx(2 * 877e6 * 4096 / 8 / 2)
 
@@ -53,8 +79,9 @@ def test_fixture_bytes_and_time_match_the_raw_json(tmp_path: Path) -> None:
         want[kind][0] += 1
         want[kind][1] += int(ev["args"]["bytes"])
         want[kind][2] += e - s
-    got = {r["copy_kind"]: [r["count"], r["bytes"], r["total_ns"]]
-           for r in memcpy.run(tr).to_pylist()}
+    got = {
+        r["copy_kind"]: [r["count"], r["bytes"], r["total_ns"]] for r in memcpy.run(tr).to_pylist()
+    }
     assert got == dict(want)
 
 

@@ -71,8 +71,11 @@ def test_cpu_backend_shaped_trace(tmp_path: Path) -> None:
                 "pid": [1] * 3,
                 "tid": [7] * 3,
                 "input_shapes": ["[[8,16],[4,16],[4]]", "[[4],[8,16],[16,4],[],[]]", "[[8,4]]"],
-                "input_dtypes": ['["float","float","float"]', '["float","float","float"]',
-                                 '["float"]'],
+                "input_dtypes": [
+                    '["float","float","float"]',
+                    '["float","float","float"]',
+                    '["float"]',
+                ],
             },
             "steps": {
                 "step": [0, 1],

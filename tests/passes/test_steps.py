@@ -15,11 +15,19 @@ MS = 1_000_000
 
 def _trace(tmp_path: Path, warmup: list[bool | None], samples: list[int | None]):
     n = len(warmup)
-    return make(tmp_path, {"steps": {
-        "step": list(range(n)), "start_ns": [i * 100 * MS for i in range(n)],
-        "end_ns": [i * 100 * MS + (50 + 10 * i) * MS for i in range(n)],
-        "warmup": warmup, "samples": samples, "source": ["harness"] * n,
-    }})
+    return make(
+        tmp_path,
+        {
+            "steps": {
+                "step": list(range(n)),
+                "start_ns": [i * 100 * MS for i in range(n)],
+                "end_ns": [i * 100 * MS + (50 + 10 * i) * MS for i in range(n)],
+                "warmup": warmup,
+                "samples": samples,
+                "source": ["harness"] * n,
+            }
+        },
+    )
 
 
 def test_durations_throughput_and_measured_window(tmp_path: Path) -> None:
@@ -45,8 +53,9 @@ def test_config_warmup_applies_only_without_flags(tmp_path: Path) -> None:
     assert t.column("warmup").to_pylist() == [True, True, False, False]
     assert steps.summarize(t)["throughput_per_s"] == pytest.approx(20 / 0.15)
     flagged = _trace(tmp_path, [False] * 4, [10] * 4)
-    assert not any(steps.run(flagged, steps.StepsConfig(warmup_steps=2))
-                   .column("warmup").to_pylist())
+    assert not any(
+        steps.run(flagged, steps.StepsConfig(warmup_steps=2)).column("warmup").to_pylist()
+    )
 
 
 def test_no_steps_table(tmp_path: Path) -> None:
@@ -67,10 +76,15 @@ def test_fixture_profiler_steps_match_the_raw_json(tmp_path: Path) -> None:
     tables, meta = kineto.import_files([path])
     tr = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
     raw = rawkineto.load(path)["traceEvents"]
-    want = sorted((int(e["name"].split("#")[1]), rawkineto.ns(e["dur"])) for e in raw
-                  if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    want = sorted(
+        (int(e["name"].split("#")[1]), rawkineto.ns(e["dur"]))
+        for e in raw
+        if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+    )
     t = steps.run(tr)
-    assert list(zip(t.column("step").to_pylist(), t.column("duration_ns").to_pylist(),
-                    strict=True)) == want
+    assert (
+        list(zip(t.column("step").to_pylist(), t.column("duration_ns").to_pylist(), strict=True))
+        == want
+    )
     s = steps.summarize(t)
     assert s["measured_ns"] == sum(d for _, d in want) and s["throughput_per_s"] is None

@@ -11,8 +11,12 @@ from tbdtrace.trace import Trace
 US = 1000  # ns
 
 
-def make(tmp_path: Path, tables: dict[str, dict[str, Any]], name: str = "t",
-         meta: dict[str, Any] | None = None) -> Trace:
+def make(
+    tmp_path: Path,
+    tables: dict[str, dict[str, Any]],
+    name: str = "t",
+    meta: dict[str, Any] | None = None,
+) -> Trace:
     out = tbdtrace.trace.write(tmp_path / name, tables, meta or {"source": "test"})
     return tbdtrace.open(out)
 
@@ -20,7 +24,10 @@ def make(tmp_path: Path, tables: dict[str, dict[str, Any]], name: str = "t",
 def kernels(rows: list[tuple[int, int, str]], **cols: Any) -> dict[str, Any]:
     """Kernels on cuda:0 from (start_us, end_us, name) rows; extra columns as lists."""
     return {
-        "start_ns": [s * US for s, _, _ in rows], "end_ns": [e * US for _, e, _ in rows],
-        "name": [n for *_, n in rows], "device_id": [0] * len(rows),
-        "device_type": ["cuda"] * len(rows), **cols,
+        "start_ns": [s * US for s, _, _ in rows],
+        "end_ns": [e * US for _, e, _ in rows],
+        "name": [n for *_, n in rows],
+        "device_id": [0] * len(rows),
+        "device_type": ["cuda"] * len(rows),
+        **cols,
     }
