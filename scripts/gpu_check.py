@@ -491,6 +491,21 @@ def artifacts() -> None:
 
 
 res["ok"] = all(c["ok"] for c in res["checks"].values()) and not res["errors"]
+
+
+def _json_keys(v: object) -> object:
+    """JSON wants string keys: a figure keyed by (rank, device) becomes "rank,device"."""
+    if isinstance(v, dict):
+        return {
+            (",".join(map(str, k)) if isinstance(k, tuple) else k): _json_keys(x)
+            for k, x in v.items()
+        }
+    if isinstance(v, list):
+        return [_json_keys(x) for x in v]
+    return v
+
+
+res = _json_keys(res)
 (OUT / "results.json").write_text(json.dumps(res, indent=1, default=str))
 print(
     json.dumps(

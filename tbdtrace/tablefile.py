@@ -2,7 +2,7 @@
 
 Version 3 (what :func:`write` writes) keeps each table as ``<table>.parquet`` holding the
 true values of every column, so DuckDB, Polars, pandas, Spark or ``pyarrow.parquet`` read
-it as it is. Its size comes from what Parquet offers (docs/DECISIONS.md 24): rows in
+it as it is. Its size comes from what Parquet offers (docs/DECISIONS.md 62): rows in
 time order (the caller sorts), the time and id columns ``DELTA_BINARY_PACKED`` (sorted
 timestamps become small differences), every other column dictionary-encoded
 (``RLE_DICTIONARY``, strings and small integer sets alike), zstd over the pages, and
