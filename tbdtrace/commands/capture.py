@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from typing import Any
 
+from tbdtrace import outdir
 from tbdtrace.collector import BACKENDS, choose_backend
 from tbdtrace.collector.host_sampler import SamplerConfig
 from tbdtrace.collector.torch_backend import TorchConfig
@@ -20,6 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "records CPU utilization, memory and (through NVML) GPU utilization.",
     )
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing trace at --out (only tbdtrace's own files in it; other "
+        "files there are kept)",
+    )
     p.add_argument("--backend", choices=BACKENDS, default="auto", help="capture backend")
     p.add_argument(
         "--sample-hz", type=float, default=10.0, metavar="HZ", help="host sampler rate (default 10)"
@@ -91,20 +100,37 @@ def _run(args: argparse.Namespace) -> int:
         print("tbdtrace capture: --sample-hz must be > 0", file=sys.stderr)
         return 2
     backend, reason = choose_backend(args.backend)
-    if backend == "cupti":
-        return _run_cupti(args, cmd, reason)
-    from tbdtrace.collector.torch_child import capture_command
+    # The output is checked (and locked) before the workload runs, not after.
+    with outdir.claim(args.out, force=args.force) as out:
+        if backend == "cupti":
+            return _run_cupti(args, cmd, reason, out)
+        from tbdtrace.collector.torch_child import run_capture
 
-    out, rc = capture_command(
-        cmd, args.out, TorchConfig(cuda=args.cuda), SamplerConfig(rate_hz=args.sample_hz), reason
-    )
-    print(f"wrote {out} (backend {backend}; command exit code {rc})", file=sys.stderr)
-    return rc
+        res = run_capture(
+            cmd, out, TorchConfig(cuda=args.cuda), SamplerConfig(rate_hz=args.sample_hz), reason
+        )
+    _say(res, backend)
+    return res.outcome.exit_code
 
 
-def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
+def _say(res: Any, backend: str) -> None:
+    """The capture's summary line, and a line for each note."""
+    rc = res.outcome.exit_code
+    if res.partial:
+        print(
+            f"tbdtrace: partial trace: {res.partial}; wrote {res.path} with what was captured "
+            f"({res.steps} steps; backend {backend}; command exit code {rc})",
+            file=sys.stderr,
+        )
+    else:
+        print(f"wrote {res.path} (backend {backend}; command exit code {rc})", file=sys.stderr)
+    for note in res.notes:
+        print(f"tbdtrace: {note}", file=sys.stderr)
+
+
+def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str, out: Any) -> int:
     from tbdtrace.collector.cupti_backend import CuptiConfig
-    from tbdtrace.collector.cupti_command import capture_command as cupti_capture
+    from tbdtrace.collector.cupti_command import run_capture as cupti_capture
 
     acts = tuple(a.strip() for a in args.activities.split(",") if a.strip())
     cfg = CuptiConfig(
@@ -114,8 +140,7 @@ def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
         flush_interval_ms=args.flush_interval_ms,
         torch_memory=args.torch_memory,
     )
-    out, rc = cupti_capture(
-        cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, args.keep_spools
-    )
-    print(f"wrote {out} (backend cupti; command exit code {rc})", file=sys.stderr)
-    return rc
+    keep = os.path.abspath(args.keep_spools) if args.keep_spools else None
+    res = cupti_capture(cmd, out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, keep)
+    _say(res, "cupti")
+    return int(res.outcome.exit_code)
