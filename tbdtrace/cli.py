@@ -147,9 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from tbdtrace import cli_errors
+
     try:
-        rc = int(args.func(args) or 0)
-        sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers below
+        with cli_errors.guarded_stdout():
+            rc = int(args.func(args) or 0)
+            sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers
         return rc
     except TraceError as e:
         print(f"tbdtrace: {e}", file=sys.stderr)
@@ -158,8 +161,6 @@ def main(argv: list[str] | None = None) -> int:
         print("tbdtrace: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - every other error: one line, or a bug report
-        from tbdtrace import cli_errors
-
         return cli_errors.handle(e, argv)
 
 

@@ -16,6 +16,8 @@ import errno
 import os
 import sys
 import traceback
+from collections.abc import Iterator
+from typing import Any
 
 from tbdtrace.outdir import describe_os_error
 
@@ -43,13 +45,41 @@ def _devnull_stdout() -> None:
         pass
 
 
-def _stdout_failed() -> OSError | None:
-    """The error of flushing stdout now, if it fails."""
+class StdoutError(OSError):
+    """Writing the standard output failed (full, closed): raised by :func:`guarded_stdout`."""
+
+
+class _Guard:
+    """sys.stdout as it was, except that its write errors become StdoutError."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError as e:
+            raise StdoutError(e.errno, e.strerror or str(e)) from e
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as e:
+            raise StdoutError(e.errno, e.strerror or str(e)) from e
+
+
+@contextlib.contextmanager
+def guarded_stdout() -> Iterator[None]:
+    """Tell the standard output's write errors from other OSErrors for the block."""
+    old = sys.stdout
+    sys.stdout = _Guard(old)  # type: ignore[assignment]
     try:
-        sys.stdout.flush()
-    except OSError as e:
-        return e
-    return None
+        yield
+    finally:
+        sys.stdout = old
 
 
 def _user_data_error(e: BaseException) -> bool:
@@ -69,19 +99,17 @@ def _inputs(argv: list[str]) -> str:
 
 def handle(e: BaseException, argv: list[str]) -> int:
     """Print what ``e`` means for the user; returns the exit code."""
-    if isinstance(e, BrokenPipeError) or (
-        isinstance(e, OSError) and e.errno == errno.EPIPE
-    ):
+    if isinstance(e, BrokenPipeError) or (isinstance(e, OSError) and e.errno == errno.EPIPE):
         _devnull_stdout()
         return 0
+    if isinstance(e, StdoutError):
+        _devnull_stdout()
+        _say(f"cannot write the standard output ({e.strerror or e})")
+        return 1
     if isinstance(e, OSError):
         if e.filename is None:
-            out_err = _stdout_failed()
-            if out_err is not None or e.errno in (errno.ENOSPC, errno.EIO, errno.EBADF):
-                _devnull_stdout()
-                err = out_err or e
-                _say(f"cannot write the standard output ({err.strerror or err})")
-                return 1
+            _say(f"{_inputs(argv)}: {describe_os_error(e)}")
+            return 1
         _say(describe_os_error(e))
         return 1
     if _user_data_error(e):

@@ -195,8 +195,9 @@ def _lock(path: Path) -> int:
         except FileNotFoundError:
             same = False
         if same:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            with contextlib.suppress(OSError):  # the pid is for messages; a full disk
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             return fd
         os.close(fd)
     raise TraceError(f"{path}: could not take the writer lock {lock}; try again")
@@ -213,28 +214,35 @@ def _check_writable(path: Path) -> None:
         ) from None
 
 
-def _check_space(path: Path, need: int) -> None:
+def _check_space(path: Path, need: int, out: Path) -> None:
     st = os.statvfs(path)
+    if st.f_blocks == 0 or st.f_flag & os.ST_RDONLY:
+        return  # a pseudo or read-only file system: writing there fails with its own error
     free = st.f_bavail * st.f_frsize
     if free < need:
         raise TraceError(
-            f"{path}: only {free / 2**20:.1f} MiB free on its file system, tbdtrace needs "
+            f"{out}: only {free / 2**20:.1f} MiB free on its file system, tbdtrace needs "
             f"at least {need / 2**20:.0f} MiB; free some space or choose another location"
         )
 
 
 def claim(
-    path: str | os.PathLike[str], force: bool = False, min_free_bytes: int = MIN_FREE_BYTES
+    path: str | os.PathLike[str], force: bool = False, min_free_bytes: int | None = None
 ) -> Output:
     """Validate ``path`` as an output, create it when absent and lock it (see module doc).
 
-    Raises TraceError (one line) when the path cannot be used; nothing is left behind then.
+    ``min_free_bytes``: free space required (default :data:`MIN_FREE_BYTES`). Raises
+    TraceError (one line) when the path cannot be used; nothing is left behind then.
     """
     p = Path(os.path.abspath(os.fspath(path)))
     _check_names(p)
     st = state(p)
     if st == "file":
         raise TraceError(f"{p}: exists and is a file; --out names a directory")
+    need = MIN_FREE_BYTES if min_free_bytes is None else min_free_bytes
+    existing = next((a for a in (p, *p.parents) if a.is_dir()), None)
+    if existing is not None:
+        _check_space(existing, need, p)
     created = False
     if st == "absent":
         _make_parent(p)
@@ -266,7 +274,7 @@ def claim(
                 "in it are kept), or choose another --out"
             )
         _check_writable(p)
-        _check_space(p, min_free_bytes)
+        _check_space(p, need, p)
     except BaseException:
         out.release()
         raise

@@ -417,7 +417,13 @@ def write(
     else:
         tmp = Path(tempfile.mkdtemp(prefix=outdir.STAGING_PREFIX, dir=out))
     try:
-        names = _write_files(tmp, tables, meta, files or {})
+        try:
+            names = _write_files(tmp, tables, meta, files or {})
+        except OSError as e:
+            kept = "; the trace there is unchanged" if st == "trace" else ""
+            raise TraceError(
+                f"{out}: cannot write the trace ({outdir.describe_os_error(e)}){kept}"
+            ) from None
         if st == "absent":
             os.chmod(tmp, outdir.dir_mode())
             tmp.rename(out)

@@ -86,17 +86,31 @@ def start_in_child() -> None:
     owner = os.getpid()
     log = spool / f"profiler-{owner}.log"
     backend = TorchBackend(cfg)
-    with stderr_to(log):
-        backend.start()
+    try:
+        with stderr_to(log):
+            backend.start()
+    except KeyboardInterrupt:
+        # Ctrl-C while torch loads, before the program ran: end as Python would on an
+        # interrupt, by the signal, without a traceback from this bootstrap.
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        raise
     state = ["profiling"]
 
     def finish() -> None:
         if state[0] != "profiling" or os.getpid() != owner:
             return  # done already, or a forked child that inherited the profiler
         state[0] = "finishing"
-        with stderr_to(log):
-            tables, meta = backend.stop()
-        trace.write(spool / f"part-{owner}", tables, meta)
+        try:
+            with stderr_to(log):
+                tables, meta = backend.stop()
+            trace.write(spool / f"part-{owner}", tables, meta)
+        except (OSError, TraceError) as e:  # a full disk: one line, not a traceback
+            what = outdir.describe_os_error(e) if isinstance(e, OSError) else str(e)
+            sys.stderr.write(f"tbdtrace: the profile of process {owner} was not written: "
+                             f"{what}\n")
         state[0] = "done"
         if getattr(sys, "last_type", None) is KeyboardInterrupt:
             # Python ends on an unhandled KeyboardInterrupt by killing itself with SIGINT,

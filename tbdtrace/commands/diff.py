@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-import tbdtrace
+from tbdtrace.commands._open import open_or_import
 from tbdtrace.passes import diff
 from tbdtrace.report.fmt import fmt_ns
 from tbdtrace.report.textui import Console, Table
@@ -20,8 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Compare two traces (frameworks, batch sizes, versions): "
         "throughput, utilization, per-category and per-kernel deltas (B - A).",
     )
-    p.add_argument("a", metavar="A", help="baseline trace directory")
-    p.add_argument("b", metavar="B", help="trace directory compared with A")
+    p.add_argument("a", metavar="A", help="baseline trace directory or profiler file")
+    p.add_argument("b", metavar="B", help="trace directory or profiler file compared with A")
     p.add_argument(
         "--top",
         type=int,
@@ -37,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.top < 1:
         print("tbdtrace diff: --top must be >= 1", file=sys.stderr)
         return 2
-    a, b = tbdtrace.open(args.a), tbdtrace.open(args.b)
+    a, b = open_or_import(args.a), open_or_import(args.b)
     doc = diff.compare(a, b, top=args.top)
     if args.format == "json":
         json.dump(doc, sys.stdout, indent=2)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-import tbdtrace
 from tbdtrace import schema
+from tbdtrace.commands._open import open_or_import
 from tbdtrace.report.textui import Console, Table
 
 
@@ -16,13 +16,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="show a trace's metadata and table sizes",
         description="Show a trace directory's metadata and row counts.",
     )
-    p.add_argument("trace", metavar="TRACE", help="trace directory")
+    p.add_argument("trace", metavar="TRACE", help="trace directory or profiler file")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    tr = tbdtrace.open(args.trace)
+    tr = open_or_import(args.trace)
     counts = {t.name: tr.num_rows(t.name) for t in schema.TABLES}
     if args.format == "json":
         print(json.dumps({"meta": tr.meta, "rows": counts}, indent=2, sort_keys=True))

@@ -7,7 +7,7 @@ import csv
 import json
 import sys
 
-import tbdtrace
+from tbdtrace.commands._open import open_or_import
 from tbdtrace.passes import sql
 from tbdtrace.report.build import table_records
 from tbdtrace.report.textui import Console, Table
@@ -21,14 +21,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(kernels, memcpy, memset, memory, runtime, ops, markers, steps, "
         "devices, sync, overhead, host_samples) is registered under its name.",
     )
-    p.add_argument("trace", metavar="TRACE", help="trace directory")
+    p.add_argument("trace", metavar="TRACE", help="trace directory or profiler file")
     p.add_argument("query", metavar="SQL", help='the query, e.g. "SELECT count(*) FROM kernels"')
     p.add_argument("--format", choices=("text", "csv", "json"), default="text")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    tr = tbdtrace.open(args.trace)
+    tr = open_or_import(args.trace)
     res = sql.query(tr, args.query)
     rows = table_records(res)
     if args.format == "json":
