@@ -145,8 +145,14 @@ def run_capture(
         raise TraceError(f"cupti backend: {msg}")
     spool_dir = out.path / f"{outdir.SPOOL_PREFIX}{os.getpid()}"
     spool_dir.mkdir()
-    info = {"backend": "cupti", "command": list(command), "out": str(out.path),
-            "tbdtrace_pid": os.getpid(), "started_ns": time.time_ns(), "backend_choice": reason}
+    info = {
+        "backend": "cupti",
+        "command": list(command),
+        "out": str(out.path),
+        "tbdtrace_pid": os.getpid(),
+        "started_ns": time.time_ns(),
+        "backend_choice": reason,
+    }
     (spool_dir / SPOOL_INFO).write_text(json.dumps(info, indent=2) + "\n")
     hs = HostSampler(sampler, spill=spool_dir / HOST_SPILL)
     hs.start()
@@ -169,20 +175,29 @@ def run_capture(
     extra.update(backend_choice=reason, exit_code=outcome.exit_code, cpu=cpuinfo.describe())
     if partial:
         extra["partial"] = partial
-    meta.update(backend="cupti", host=socket.gethostname(), command=list(command), extra=extra,
-                partial=partial is not None)
+    meta.update(
+        backend="cupti",
+        host=socket.gethostname(),
+        command=list(command),
+        extra=extra,
+        partial=partial is not None,
+    )
     try:
         path = trace.write(out.path, tables, meta)
     except (OSError, TraceError) as e:
         what = outdir.describe_os_error(e) if isinstance(e, OSError) else str(e)
-        raise TraceError(f"{what} (the capture's spool is kept at {spool_dir}: "
-                         f"`tbdtrace recover {spool_dir} --out DIR` writes it elsewhere)") from None
+        raise TraceError(
+            f"{what} (the capture's spool is kept at {spool_dir}: "
+            f"`tbdtrace recover {spool_dir} --out DIR` writes it elsewhere)"
+        ) from None
     steps = len(tables["steps"]["step"]) if "steps" in tables else 0
     res = Result(path, outcome, partial, [], steps)
     res.spool_kept = _remove_spool(spool_dir, outcome.pid)
     if res.spool_kept is not None:
-        res.notes.append(f"processes of the command still run; their spool is kept at "
-                         f"{spool_dir} (`tbdtrace recover` reads it once they end)")
+        res.notes.append(
+            f"processes of the command still run; their spool is kept at "
+            f"{spool_dir} (`tbdtrace recover` reads it once they end)"
+        )
     return res
 
 

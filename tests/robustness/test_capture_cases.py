@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
 LONG_NAME = "n" * 300
 
-WORKLOAD = r'''
+WORKLOAD = r"""
 import json, os, sys, time
 import torch
 
@@ -65,7 +65,7 @@ if fill:  # fill the file system of the output (the spool lives there)
     except OSError:
         pass
 sys.exit(code)
-'''
+"""
 
 
 def _mount_tmpfs(path: Path, size: str, ro: bool = False) -> bool:
@@ -73,8 +73,9 @@ def _mount_tmpfs(path: Path, size: str, ro: bool = False) -> bool:
     if os.geteuid() != 0:
         return False
     opts = f"size={size}" + (",ro" if ro else "")
-    cp = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)],
-                        capture_output=True, text=True)
+    cp = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True, text=True
+    )
     return cp.returncode == 0
 
 
@@ -149,12 +150,31 @@ class Run:
     def _go(self) -> None:
         sc = self.sc
         prog = ["-m", sc.module] if sc.module else [str(self.script)]
-        argv = [sys.executable, "-m", "tbdtrace", "capture", "--backend", "torch",
-                "--sample-hz", "20", "--out", sc.out, "--", sys.executable, *prog,
-                *sc.workload]
+        argv = [
+            sys.executable,
+            "-m",
+            "tbdtrace",
+            "capture",
+            "--backend",
+            "torch",
+            "--sample-hz",
+            "20",
+            "--out",
+            sc.out,
+            "--",
+            sys.executable,
+            *prog,
+            *sc.workload,
+        ]
         err = (self.dir / "stderr").open("w")
-        proc = subprocess.Popen(argv, cwd=self.run_dir, env=ENV, stdout=subprocess.DEVNULL,
-                                stderr=err, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=self.run_dir,
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
         try:
             self._trigger(proc)
             self._act(proc)
@@ -173,8 +193,9 @@ class Run:
         if t == "none":
             return
         if t == "profiler":
-            ok = _wait(lambda: (sp := _spool(self.out)) is not None
-                       and any(sp.glob("profiler-*.log")), 180)
+            ok = _wait(
+                lambda: (sp := _spool(self.out)) is not None and any(sp.glob("profiler-*.log")), 180
+            )
         else:
             n = int(t.split(":")[1])
             ok = _wait(lambda: len(_step_records(self.out)) >= n, 180)
@@ -237,7 +258,8 @@ def leftover_spool(scenarios: dict[str, Run]) -> Path:
 def profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small PyTorch profiler file, made here by torch.profiler."""
     import torch
-    from torch.profiler import ProfilerActivity, profile as prof
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as prof
 
     path = tmp_path_factory.mktemp("profile") / "small.pt.trace.json"
     x = torch.ones(64, 64)
@@ -313,8 +335,13 @@ def _scenario_check(chk: str, r: Run, tmp_path: Path) -> None:
                 (r.out.parent / "filler").unlink()  # the disk-fills workload's file
             want = len(_step_records(r.out))
             out = tmp_path / "recovered"
-            cp = subprocess.run([sys.executable, "-m", "tbdtrace", "recover", str(sp), "--out",
-                                 str(out)], capture_output=True, text=True, env=ENV, timeout=120)
+            cp = subprocess.run(
+                [sys.executable, "-m", "tbdtrace", "recover", str(sp), "--out", str(out)],
+                capture_output=True,
+                text=True,
+                env=ENV,
+                timeout=120,
+            )
             assert cp.returncode == 0, cp.stderr
             _no_traceback(cp.stderr)
             tr = tbdtrace.open(out)
@@ -343,8 +370,13 @@ def _scenario_check(chk: str, r: Run, tmp_path: Path) -> None:
     elif name == "no-spool":
         assert _spool(r.out) is None
     elif name == "report":
-        cp = subprocess.run([sys.executable, "-m", "tbdtrace", "report", str(r.out)],
-                            capture_output=True, text=True, env=ENV, timeout=120)
+        cp = subprocess.run(
+            [sys.executable, "-m", "tbdtrace", "report", str(r.out)],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            timeout=120,
+        )
         assert cp.returncode == 0 and cp.stdout.strip(), cp.stderr
         _no_traceback(cp.stderr)
     elif name == "quiet":
@@ -420,16 +452,24 @@ def _setup(step: str, env: Env, request: pytest.FixtureRequest) -> None:
         elif kind == "tight":
             env.tight = w / arg
     elif kind == "lock":
-        code = ("import sys; from tbdtrace import outdir; o = outdir.claim(sys.argv[1], "
-                "force=True, min_free_bytes=0); print('held', flush=True); sys.stdin.read()")
-        p = subprocess.Popen([sys.executable, "-c", code, str(w / arg)], env=ENV,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        code = (
+            "import sys; from tbdtrace import outdir; o = outdir.claim(sys.argv[1], "
+            "force=True, min_free_bytes=0); print('held', flush=True); sys.stdin.read()"
+        )
+        p = subprocess.Popen(
+            [sys.executable, "-c", code, str(w / arg)],
+            env=ENV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         env.procs.append(p)
         assert p.stdout is not None and p.stdout.readline().strip() == "held"
     elif kind == "holder":
         spool = str((w / arg).resolve())
-        p = subprocess.Popen(["sleep", "60"], env=dict(os.environ, TBDTRACE_TORCH_SPOOL=spool),
-                             text=True)
+        p = subprocess.Popen(
+            ["sleep", "60"], env=dict(os.environ, TBDTRACE_TORCH_SPOOL=spool), text=True
+        )
         env.procs.append(p)
     elif kind == "umask":
         env.umask = int(arg, 8)
@@ -449,8 +489,12 @@ def _snapshot(w: Path, rels: tuple[str, ...]) -> dict[str, bytes]:
 
 
 def _argv(case: Case, w: Path, profile: Path) -> list[str]:
-    subs = {"{w}": str(w), "{profile}": str(profile), "{long}": LONG_NAME,
-            "{python}": sys.executable}
+    subs = {
+        "{w}": str(w),
+        "{profile}": str(profile),
+        "{long}": LONG_NAME,
+        "{python}": sys.executable,
+    }
     out = []
     for a in case.argv:
         for k, v in subs.items():
@@ -488,12 +532,14 @@ def _proc(case: Case, argv: list[str], cwd: Path) -> tuple[int, str, str]:
     cmd = [sys.executable, "-m", "tbdtrace", *argv]
     if case.run == "full":
         with open("/dev/full", "w") as full:
-            cp = subprocess.run(cmd, cwd=cwd, env=ENV, stdout=full, stderr=subprocess.PIPE,
-                                text=True, timeout=120)
+            cp = subprocess.run(
+                cmd, cwd=cwd, env=ENV, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120
+            )
         return cp.returncode, "", cp.stderr
     if case.run == "head":  # `| head -1`: the reader goes away after one line
-        p = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            cmd, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         assert p.stdout is not None and p.stderr is not None
         first = p.stdout.readline()
         p.stdout.close()
@@ -578,9 +624,16 @@ CONCURRENT_IDS = ("parallel-imports", "parallel-force-imports", "capture-vs-impo
 
 def _start_imports(profile: Path, out: Path, n: int, force: bool) -> list[tuple[int, str]]:
     cmd = [sys.executable, "-m", "tbdtrace", "import", str(profile), "--out", str(out)]
-    procs = [subprocess.Popen(cmd + (["--force"] if force else []), env=ENV,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-             for _ in range(n)]
+    procs = [
+        subprocess.Popen(
+            cmd + (["--force"] if force else []),
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(n)
+    ]
     return [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
 
 
@@ -617,13 +670,22 @@ def test_parallel_force_imports(profile: Path, tmp_path: Path, base_trace: Path)
 def test_capture_vs_import(profile: Path, tmp_path: Path) -> None:
     """capture-vs-import: an import to the --out of a running capture is refused."""
     out = tmp_path / "t"
-    cap = subprocess.Popen([sys.executable, "-m", "tbdtrace", "capture", "--out", str(out), "--",
-                            "sleep", "30"], env=ENV, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
+    cap = subprocess.Popen(
+        [sys.executable, "-m", "tbdtrace", "capture", "--out", str(out), "--", "sleep", "30"],
+        env=ENV,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert _wait(lambda: (out / outdir.LOCK).exists() and _spool(out) is not None, 60)
-        cp = subprocess.run([sys.executable, "-m", "tbdtrace", "import", str(profile), "--out",
-                             str(out)], env=ENV, capture_output=True, text=True, timeout=120)
+        cp = subprocess.run(
+            [sys.executable, "-m", "tbdtrace", "import", str(profile), "--out", str(out)],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert cp.returncode == 1 and "another tbdtrace process" in cp.stderr, cp.stderr
         _no_traceback(cp.stderr)
     finally:
@@ -640,18 +702,46 @@ def test_capture_vs_import(profile: Path, tmp_path: Path) -> None:
 def test_bench_relative_out_from_any_cwd(tmp_path: Path) -> None:
     """bench-relative-out: `bench --out rel` from another directory writes there, and
     nothing into the checkout."""
+
     def untracked() -> set[str]:
-        cp = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
-                            cwd=ROOT, capture_output=True, text=True)
+        cp = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         return set(cp.stdout.splitlines())
 
     before = untracked()
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
-    cp = subprocess.run([sys.executable, "-m", "tbdtrace", "bench", "--models", "wgan",
-                         "--frameworks", "pytorch", "--capture", "steps", "--steps", "1",
-                         "--warmup", "0", "--device", "cpu", "--out", "rel"], cwd=cwd, env=ENV,
-                        capture_output=True, text=True, timeout=300)
+    cp = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbdtrace",
+            "bench",
+            "--models",
+            "wgan",
+            "--frameworks",
+            "pytorch",
+            "--capture",
+            "steps",
+            "--steps",
+            "1",
+            "--warmup",
+            "0",
+            "--device",
+            "cpu",
+            "--out",
+            "rel",
+        ],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     _no_traceback(cp.stderr)
     assert cp.returncode == 0, cp.stderr[-2000:]
     rows = json.loads((cwd / "rel" / "bench.json").read_text())
