@@ -5,7 +5,7 @@ CUDA driver calls its ``InitializeInjection`` in every process that initializes 
 children included, since they inherit the environment) and ``NVTX_INJECTION64_PATH`` set
 to the same library, which hands NVTX to the libcupti already in the process (so NVTX
 ranges reach CUPTI's MARKER records from the one CUPTI that is enabled). Each process writes
-``<pid>.tbds`` in the spool directory ``<out>/.tbdtrace-spool-<pid>``; when the command
+``<pid>.tbds`` in the spool directory ``<out>/.tbdtrace-spool-<pid>-*``; when the command
 ends the spools, the harness steps file and the host samples become one trace. The
 command's exit code is returned. SIGINT and SIGTERM are forwarded to the command's process
 group (:mod:`.supervise`), whose processes then flush; a process killed outright loses
@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -133,7 +134,7 @@ def run_capture(
 
     ``keep_spools``: a directory to copy the raw spools (``<pid>.tbds``, ``torchmem-<pid>``,
     the steps file) into before they are merged, for debugging the collector; they are
-    copied even when merging fails. The spool itself is ``<out>/.tbdtrace-spool-<pid>``,
+    copied even when merging fails. The spool itself is ``<out>/.tbdtrace-spool-<pid>-*``,
     removed once the trace is written and no process of the command is left.
     """
     check_config(cfg)
@@ -143,8 +144,7 @@ def run_capture(
     ok, status, msg = probe()
     if not ok:
         raise TraceError(f"cupti backend: {msg}")
-    spool_dir = out.path / f"{outdir.SPOOL_PREFIX}{os.getpid()}"
-    spool_dir.mkdir()
+    spool_dir = Path(tempfile.mkdtemp(prefix=f"{outdir.SPOOL_PREFIX}{os.getpid()}-", dir=out.path))
     info = {
         "backend": "cupti",
         "command": list(command),

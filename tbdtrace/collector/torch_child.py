@@ -2,7 +2,7 @@
 
 Parent (:func:`run_capture`): claims the output directory, starts COMMAND (in its own
 process group, :mod:`.supervise`) with the bootstrap directory (``sitecustomize/``) first
-on PYTHONPATH and a spool directory ``<out>/.tbdtrace-spool-<pid>`` in
+on PYTHONPATH and a spool directory ``<out>/.tbdtrace-spool-<pid>-*`` in
 ``TBDTRACE_TORCH_SPOOL``; samples the child's process tree with the host sampler while it
 runs; then assembles the trace directory from the parts the Python processes wrote, the
 harness steps file (``TBDTRACE_STEPS_FILE``) and the host samples.
@@ -34,6 +34,7 @@ import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -269,8 +270,9 @@ def run_capture(command: Sequence[str], out: outdir.Output,
     """Run ``command`` under the torch backend into the claimed output ``out``."""
     torch_config = torch_config or TorchConfig()
     sampler = sampler or SamplerConfig()
-    spool = out.path / f"{outdir.SPOOL_PREFIX}{os.getpid()}"
-    spool.mkdir()
+    # Unique even beside a spool a crashed capture with the same pid left (never reused).
+    spool = Path(tempfile.mkdtemp(prefix=f"{outdir.SPOOL_PREFIX}{os.getpid()}-", dir=out.path))
+    os.chmod(spool, outdir.dir_mode())
     info = {"backend": "torch", "command": list(command), "out": str(out.path),
             "tbdtrace_pid": os.getpid(), "started_ns": time.time_ns(),
             "backend_choice": reason, "sample_hz": sampler.rate_hz}

@@ -33,6 +33,8 @@ def _run(args: argparse.Namespace) -> int:
     for k in ("source", "backend", "framework", "workload", "host", "clock", "start_time_ns"):
         if m.get(k) is not None:
             con.print(f"  {k}: {m[k]}")
+    if m.get("partial"):
+        con.print(f"  partial: {(m.get('extra') or {}).get('partial') or 'yes'}")
     if m.get("command"):
         con.print(f"  command: {' '.join(m['command'])}")
     if m.get("source_files"):

@@ -1,6 +1,6 @@
 """``tbdtrace recover SPOOL_DIR --out DIR``: a trace from a capture's leftover spool.
 
-A capture keeps its spool (``<out>/.tbdtrace-spool-<pid>``) when tbdtrace itself was
+A capture keeps its spool (``<out>/.tbdtrace-spool-<pid>-*``) when tbdtrace itself was
 killed, when writing the trace failed (a full disk) or when processes of the command
 still ran. This command reads it as the capture would have (torch-backend parts, CUPTI
 spools, the steps file, the spilled host samples) and writes a trace marked partial. It
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "recover",
         help="turn a capture's leftover spool directory into a trace",
         description="Write a trace from the spool a capture left behind "
-        "(<out>/.tbdtrace-spool-<pid>): profiler parts, CUPTI spools, steps and host "
+        "(<out>/.tbdtrace-spool-<pid>-*): profiler parts, CUPTI spools, steps and host "
         "samples. The spool is read only; remove it yourself once the trace is written.",
     )
     p.add_argument("spool", metavar="SPOOL_DIR", help="the spool directory")
@@ -45,7 +45,7 @@ def _kind(spool: Path, info: dict[str, Any]) -> str:
         return "torch"
     raise TraceError(
         f"{spool}: not a capture spool (no capture.json, part-*, profiler-*.log or *.tbds); "
-        "pass the .tbdtrace-spool-<pid> directory a capture left"
+        "pass the .tbdtrace-spool-<pid>-* directory a capture left"
     )
 
 

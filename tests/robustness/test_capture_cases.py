@@ -42,13 +42,20 @@ code = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 if len(sys.argv) > 4 and sys.argv[4] != "-":
     os.makedirs(sys.argv[4], exist_ok=True)
     os.chdir(sys.argv[4])  # as Hydra does: relative paths now mean something else
-fill = len(sys.argv) > 5
+fill = len(sys.argv) > 5 and sys.argv[5] == "fill"
+slow_stop = len(sys.argv) > 6 and sys.argv[6] == "slow-stop"
 steps_file = os.environ.get("TBDTRACE_STEPS_FILE")
 x = torch.ones(32, 32)
 for i in range(steps):
-    t0 = time.time_ns()
-    y = torch.nn.functional.linear(x, x).relu().sum()
-    time.sleep(delay)
+    try:
+        t0 = time.time_ns()
+        y = torch.nn.functional.linear(x, x).relu().sum()
+        time.sleep(delay)
+    except KeyboardInterrupt:
+        if not slow_stop:
+            raise
+        print("saving a checkpoint", file=sys.stderr, flush=True)
+        time.sleep(120)  # a program that takes long to stop: a second Ctrl-C ends it
     if steps_file:
         with open(steps_file, "a") as f:
             f.write(json.dumps({"step": i, "start_ns": t0, "end_ns": time.time_ns(),
@@ -110,8 +117,11 @@ def _wait(cond: Any, timeout: float) -> bool:
     return False
 
 
+FOREIGN_STEPS = '{"step": 0, "start_ns": 1, "end_ns": 2}\n'
+
+
 def _spool(out: Path) -> Path | None:
-    found = sorted(out.glob(f"{outdir.SPOOL_PREFIX}*"))
+    found = sorted(p for p in out.glob(f"{outdir.SPOOL_PREFIX}*") if not p.name.endswith("-old"))
     return found[0] if found else None
 
 
@@ -140,6 +150,10 @@ class Run:
         if sc.mount:
             self.mounted = _mount_tmpfs(self.out.parent, sc.mount)
         self.script = script
+        if sc.pre == "foreign-spool":
+            other = self.out / f"{outdir.SPOOL_PREFIX}1-old"
+            other.mkdir(parents=True)
+            (other / "steps.jsonl").write_text(FOREIGN_STEPS)
 
     def go(self) -> None:
         try:
@@ -212,7 +226,9 @@ class Run:
             os.kill(proc.pid, signal.SIGTERM)
         elif a == "int-int":
             os.kill(proc.pid, signal.SIGINT)
-            time.sleep(0.05)
+            saving = self.dir / "stderr"
+            if not _wait(lambda: "saving a checkpoint" in saving.read_text(), 120):
+                raise RuntimeError("the program never got the first SIGINT")
             os.kill(proc.pid, signal.SIGINT)
         elif a in ("kill-child", "term-child"):
             assert self.child_pid is not None
@@ -379,6 +395,9 @@ def _scenario_check(chk: str, r: Run, tmp_path: Path) -> None:
         )
         assert cp.returncode == 0 and cp.stdout.strip(), cp.stderr
         _no_traceback(cp.stderr)
+    elif name == "foreign-spool-kept":
+        other = r.out / f"{outdir.SPOOL_PREFIX}1-old" / "steps.jsonl"
+        assert other.read_text() == FOREIGN_STEPS
     elif name == "quiet":
         assert "USDT:" not in r.stderr and "gpuGetDeviceCount" not in r.stderr, r.stderr
     elif name == "log-has":
