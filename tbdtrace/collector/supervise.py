@@ -77,14 +77,23 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM when tbdtrace dies (even by SIGKILL), so the
-    command writes what it captured and ends instead of running on, orphaned."""
+def _die_with_parent() -> Callable[[], None] | None:
+    """A function to run in the child before exec: SIGTERM when tbdtrace dies (even by
+    SIGKILL), so the command writes what it captured and ends instead of running on,
+    orphaned. ``prctl`` is looked up here, in the parent: the child only calls it (no
+    dynamic loading between fork and exec, where another thread may hold a lock)."""
     import ctypes
 
     pr_set_pdeathsig = 1  # linux/prctl.h
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM))
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def child() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM))
+
+    return child
 
 
 def spool_writers(spool: os.PathLike[str] | str) -> list[int]:
@@ -117,7 +126,7 @@ def run(
     """Start ``command`` in its own process group, forward signals, wait for its end."""
     try:
         proc = subprocess.Popen(
-            list(command), env=env, process_group=0, preexec_fn=_die_with_parent
+            list(command), env=env, process_group=0, preexec_fn=_die_with_parent()
         )
     except OSError as e:
         raise TraceError(

@@ -298,7 +298,7 @@ def run_capture(command: Sequence[str], out: outdir.Output,
         raise TraceError(f"{e} (the capture's spool is kept at {spool}; after fixing it, "
                          f"`tbdtrace recover {spool} --out DIR`)") from None
     if not meta["extra"]["profiled_pids"] and stop is None:
-        shutil.rmtree(spool, ignore_errors=True)
+        _remove_spool(spool, outcome.pid)  # kept while a process of the command runs
         raise TraceError(f"{command[0]}: the command wrote no torch profile (exit code "
                          f"{outcome.exit_code}); --backend torch needs a Python program "
                          "that imports torch")
