@@ -305,7 +305,8 @@ class Scenario:
     it), ``host-samples``, ``no-spool``, ``spool-left``, ``child-gone``, ``quiet`` (no
     Kineto noise on stderr), ``log-has:TEXT`` (in the trace's capture.log),
     ``recovers`` (tbdtrace recover of the spool left gives the steps),
-    ``foreign-spool-kept`` (another capture's spool in --out is left as it was)."""
+    ``foreign-spool-kept`` (another capture's spool in --out is left as it was),
+    ``user-file-kept`` (the user's notes.txt in --out is as it was)."""
 
     id: str
     cls: str
@@ -319,7 +320,9 @@ class Scenario:
     out: str = "t"  # --out, relative to the scenario's directory (cwd: "run")
     mount: str = ""  # a tmpfs size for the output's file system ("" none)
     module: str = ""  # run this module (python -m) with ``workload`` as its arguments
-    pre: str = ""  # foreign-spool: --out holds the spool another capture left
+    pre: str = ""  # foreign-spool: --out holds the spool another capture left;
+    # old-trace: --out holds a trace (steps only) and the user's notes.txt
+    flags: tuple[str, ...] = ()  # more capture options
 
 
 LONG = ("1000", "0.2")
@@ -337,6 +340,11 @@ SCENARIOS: tuple[Scenario, ...] = (
              "capture into a directory holding another capture's leftover spool",
              ("2", "0"), "none", "none", 0, r"^wrote ",
              ("steps=2", "complete", "foreign-spool-kept"), pre="foreign-spool"),
+    Scenario("capture-force", "outputs",
+             "capture --force over a trace holding the user's notes: notes kept, trace new",
+             ("2", "0"), "none", "none", 0, r"^wrote ",
+             ("steps=2", "ops>0", "complete", "user-file-kept", "no-spool"),
+             pre="old-trace", flags=("--force",)),
     Scenario("exit-code", "signals", "the command exits with 3: tbdtrace exits with 3",
              ("2", "0", "3"), "none", "none", 3, r"command exit code 3\)",
              ("steps=2", "complete", "ops>0")),

@@ -150,6 +150,10 @@ class Run:
         if sc.mount:
             self.mounted = _mount_tmpfs(self.out.parent, sc.mount)
         self.script = script
+        if sc.pre == "old-trace":
+            cols = {"step": [0], "start_ns": [1], "end_ns": [2], "source": ["old"]}
+            tbdtrace.write(self.out, {"steps": cols}, {"source": "test"})
+            (self.out / "notes.txt").write_text(FOREIGN_STEPS)
         if sc.pre == "foreign-spool":
             other = self.out / f"{outdir.SPOOL_PREFIX}1-old"
             other.mkdir(parents=True)
@@ -173,6 +177,7 @@ class Run:
             "torch",
             "--sample-hz",
             "20",
+            *sc.flags,
             "--out",
             sc.out,
             "--",
@@ -398,6 +403,8 @@ def _scenario_check(chk: str, r: Run, tmp_path: Path) -> None:
     elif name == "foreign-spool-kept":
         other = r.out / f"{outdir.SPOOL_PREFIX}1-old" / "steps.jsonl"
         assert other.read_text() == FOREIGN_STEPS
+    elif name == "user-file-kept":
+        assert (r.out / "notes.txt").read_text() == FOREIGN_STEPS
     elif name == "quiet":
         assert "USDT:" not in r.stderr and "gpuGetDeviceCount" not in r.stderr, r.stderr
     elif name == "log-has":
