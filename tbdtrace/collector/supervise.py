@@ -80,8 +80,9 @@ def group_alive(pgid: int) -> bool:
 def _die_with_parent() -> Callable[[], None] | None:
     """A function to run in the child before exec: SIGTERM when tbdtrace dies (even by
     SIGKILL), so the command writes what it captured and ends instead of running on,
-    orphaned. ``prctl`` is looked up here, in the parent: the child only calls it (no
-    dynamic loading between fork and exec, where another thread may hold a lock)."""
+    orphaned; SIGINT and SIGTERM at their default action. ``prctl`` is looked up here,
+    in the parent: the child only calls it (no dynamic loading between fork and exec,
+    where another thread may hold a lock)."""
     import ctypes
 
     pr_set_pdeathsig = 1  # linux/prctl.h
@@ -92,6 +93,10 @@ def _die_with_parent() -> Callable[[], None] | None:
 
     def child() -> None:
         prctl(pr_set_pdeathsig, int(signal.SIGTERM))
+        # A tbdtrace started with SIGINT ignored (a background job of a shell script)
+        # would pass that on: the command then ignores the Ctrl-C tbdtrace forwards.
+        for s in FORWARDED:
+            signal.signal(s, signal.SIG_DFL)
 
     return child
 
@@ -124,34 +129,48 @@ def run(
     on_start: Callable[[int], None] | None = None,
 ) -> Outcome:
     """Start ``command`` in its own process group, forward signals, wait for its end."""
-    try:
-        proc = subprocess.Popen(
-            list(command), env=env, process_group=0, preexec_fn=_die_with_parent()
-        )
-    except OSError as e:
-        raise TraceError(
-            f"{command[0]}: cannot start ({e.strerror}); check the command after --"
-        ) from None
-    out = Outcome(proc.pid, 0)
+    out = Outcome(0, 0)
+    procs: list[subprocess.Popen[bytes]] = []
+    pending: list[int] = []  # signals that came before the command existed
 
     def forward(sig: int, _frame: Any) -> None:
         out.received.append(signal.Signals(sig).name)
         kill = sig if len(out.received) == 1 else signal.SIGKILL
         out.escalated = out.escalated or kill == signal.SIGKILL
+        if not procs:
+            pending.append(kill)
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, kill)
+            os.killpg(procs[0].pid, kill)
 
+    # Installed before the command starts: a signal in between is not lost.
     old = {s: signal.signal(s, forward) for s in FORWARDED}
     try:
-        if on_start is not None:
-            on_start(proc.pid)
-        out.returncode = proc.wait()
-    except BaseException:
-        # tbdtrace itself fails: the command must not run on, orphaned.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
+        try:
+            procs.append(
+                subprocess.Popen(
+                    list(command), env=env, process_group=0, preexec_fn=_die_with_parent()
+                )
+            )
+        except OSError as e:
+            raise TraceError(
+                f"{command[0]}: cannot start ({e.strerror}); check the command after --"
+            ) from None
+        proc = procs[0]
+        out.pid = proc.pid
+        for kill in pending:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, kill)
+        try:
+            if on_start is not None:
+                on_start(proc.pid)
+            out.returncode = proc.wait()
+        except BaseException:
+            # tbdtrace itself fails: the command must not run on, orphaned.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
     finally:
         for s, h in old.items():
             signal.signal(s, h)

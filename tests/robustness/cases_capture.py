@@ -321,7 +321,8 @@ class Scenario:
     mount: str = ""  # a tmpfs size for the output's file system ("" none)
     module: str = ""  # run this module (python -m) with ``workload`` as its arguments
     pre: str = ""  # foreign-spool: --out holds the spool another capture left;
-    # old-trace: --out holds a trace (steps only) and the user's notes.txt
+    # old-trace: --out holds a trace (steps only) and the user's notes.txt;
+    # sigint-ignored: tbdtrace starts with SIGINT ignored, as a shell's background job
     flags: tuple[str, ...] = ()  # more capture options
 
 
@@ -352,6 +353,10 @@ SCENARIOS: tuple[Scenario, ...] = (
              LONG, "steps:3", "int", 130,
              r"^tbdtrace: partial trace: tbdtrace received SIGINT \(forwarded",
              ("steps>=3", "ops>0", "partial", "report", "no-spool", "host-samples")),
+    Scenario("sigint-ignored-parent", "signals",
+             "SIGINT to a tbdtrace started with SIGINT ignored (a script's background job)",
+             LONG, "steps:3", "int", 130, r"partial trace: tbdtrace received SIGINT",
+             ("steps>=3", "ops>0", "partial", "no-spool"), pre="sigint-ignored"),
     Scenario("sigterm", "signals", "SIGTERM to tbdtrace after the first steps",
              LONG, "steps:3", "term", 143, r"partial trace: tbdtrace received SIGTERM",
              ("steps>=3", "ops>0", "partial", "report", "no-spool", "host-samples")),

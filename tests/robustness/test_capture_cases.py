@@ -186,8 +186,10 @@ class Run:
             *sc.workload,
         ]
         err = (self.dir / "stderr").open("w")
+        ignore = sc.pre == "sigint-ignored"
         proc = subprocess.Popen(
             argv,
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore else None,
             cwd=self.run_dir,
             env=ENV,
             stdout=subprocess.DEVNULL,
