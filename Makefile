@@ -116,7 +116,7 @@ DEMO_OUT ?= out/demo-resnet50
 # tiny on a CPU (seconds per step); small on a GPU.
 DEMO_SIZE ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo small || echo tiny)
 demo: native
-	$(PY) -m tbdtrace capture --out $(DEMO_OUT) -- $(PY) -m workloads.pytorch.resnet50 --size $(DEMO_SIZE) --steps 3 --warmup 1
+	$(PY) -m tbdtrace capture --force --out $(DEMO_OUT) -- $(PY) -m workloads.pytorch.resnet50 --size $(DEMO_SIZE) --steps 3 --warmup 1
 	$(PY) -m tbdtrace report $(DEMO_OUT) --top 15
 
 # The style gates (.ci/run runs them before the tests): ruff lint and format, mypy on the

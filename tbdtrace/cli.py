@@ -2,8 +2,10 @@
 
 Each subcommand lives in ``tbdtrace/commands/<name>.py`` and exposes
 ``register(subparsers) -> None``, which adds its parser and sets ``func`` (called with
-the parsed namespace, returning an exit code). The CLI turns TraceError into one line on
-stderr and exit code 1; argparse usage errors exit 2.
+the parsed namespace, returning an exit code). The CLI turns TraceError, OSError and the
+Arrow/DuckDB errors of bad input into one line on stderr and exit code 1
+(tbdtrace/cli_errors.py); argparse usage errors exit 2; anything else is a bug and
+prints its traceback with a line asking for a report.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ COMMANDS = (
     "bench",
     "export",
     "upgrade",
+    "recover",
 )
 
 
@@ -141,16 +144,21 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from tbdtrace import cli_errors
+
     try:
-        return int(args.func(args) or 0)
+        with cli_errors.guarded_stdout():
+            rc = int(args.func(args) or 0)
+            sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers
+        return rc
     except TraceError as e:
         print(f"tbdtrace: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("tbdtrace: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
+    except Exception as e:  # noqa: BLE001 - every other error: one line, or a bug report
+        return cli_errors.handle(e, argv)
 
 
 def _tune_process(command: str | None, paths: list[str]) -> None:
@@ -178,7 +186,10 @@ def run() -> None:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except BrokenPipeError:
+        except OSError:
             pass
         os._exit(rc)
+    from tbdtrace import cli_errors
+
+    cli_errors.quiet_stdout_if_broken()
     raise SystemExit(rc)

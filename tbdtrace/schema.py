@@ -458,6 +458,8 @@ META_KEYS: dict[str, str] = {
     "source_files": "list[str]: files an importer read",
     "ranks": "list[int]: distributed ranks present",
     "dropped_records": "object: records the collector dropped, per context",
+    "partial": "bool|null: captures: true when the capture was stopped or a process's "
+    "profile is missing (extra.partial says why; docs/RELIABILITY.md)",
     "extra": "object: source-specific fields",
 }
 

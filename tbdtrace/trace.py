@@ -2,12 +2,13 @@
 
 ``open(path)`` validates a trace and returns a :class:`Trace` whose tables are read
 lazily, memory-mapped, and only for the columns asked for. ``write(path, tables, meta)``
-writes one atomically: everything goes to a sibling temporary directory that replaces
-the target only once complete, so a failed write never destroys an earlier trace.
+writes one: everything goes to a staging directory first and is moved into place only
+once complete, so a failed write never destroys an earlier trace (see :func:`write`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -238,36 +239,107 @@ def write(
     path: str | os.PathLike[str],
     tables: Mapping[str, pa.Table | Mapping[str, Any]],
     meta: Mapping[str, Any],
+    files: Mapping[str, bytes] | None = None,
 ) -> Path:
-    """Write a trace directory atomically and return its path.
+    """Write a trace directory and return its path.
 
     ``tables`` maps table names to Arrow tables (conforming to the schema) or to column
-    mappings for :func:`to_table`. ``meta`` gets ``schema_version`` filled in.
-    An existing trace at ``path`` is replaced; any other existing non-empty directory or
-    file is left alone and raises TraceError.
+    mappings for :func:`to_table`. ``meta`` gets ``schema_version`` filled in. ``files``
+    adds other files to the trace (name -> content, e.g. ``capture.log``).
+
+    Everything is written to a staging directory first, so a failed write (a full disk)
+    leaves an earlier trace at ``path`` as it was. An absent ``path`` then appears whole
+    (one rename); into an existing empty directory or trace the files are moved one by
+    one, the marker (tbdtrace.outdir.MARKER) last, and only files the earlier trace's
+    marker lists are replaced or removed: files of the user's own in a trace directory
+    stay. Any other existing non-empty directory or file is left alone and raises
+    TraceError. Directories follow the umask.
     """
-    out = Path(path)
-    if out.exists() and not (out / META_FILE).exists() and (out.is_file() or any(out.iterdir())):
+    from tbdtrace import outdir
+
+    out = Path(os.path.abspath(os.fspath(path)))
+    st = outdir.state(out)
+    if st in ("file", "other"):
         raise TraceError(
             f"{out}: exists and is not a tbdtrace trace; choose another output directory"
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    if st == "absent":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix=outdir.STAGING_PREFIX, dir=out))
     try:
-        for name, data in tables.items():
-            tbl = data if isinstance(data, pa.Table) else to_table(name, data)
-            want = schema.table(name).arrow_schema()
-            if tbl.schema != want:
-                tbl = _conform(tbl, want, tmp / name)
-            decl = schema.table(name)
-            tablefile.write(tmp / f"{name}{TABLE_SUFFIX}", decl, stored(decl, tbl))
-        full_meta = _full_meta(meta)
-        (tmp / META_FILE).write_text(json.dumps(full_meta, indent=2, sort_keys=True) + "\n")
-        _replace_dir(tmp, out)
+        try:
+            names = _write_files(tmp, tables, meta, files or {})
+        except OSError as e:
+            kept = "; the trace there is unchanged" if st == "trace" else ""
+            raise TraceError(
+                f"{out}: cannot write the trace ({outdir.describe_os_error(e)}){kept}"
+            ) from None
+        if st == "absent":
+            os.chmod(tmp, outdir.dir_mode())
+            tmp.rename(out)
+        else:
+            _install(tmp, out, names)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _write_files(
+    tmp: Path,
+    tables: Mapping[str, pa.Table | Mapping[str, Any]],
+    meta: Mapping[str, Any],
+    files: Mapping[str, bytes],
+) -> list[str]:
+    """The trace's files in ``tmp``; returns their names (the marker included)."""
+    from tbdtrace import outdir
+
+    names = []
+    for name, data in tables.items():
+        tbl = data if isinstance(data, pa.Table) else to_table(name, data)
+        want = schema.table(name).arrow_schema()
+        if tbl.schema != want:
+            tbl = _conform(tbl, want, tmp / name)
+        decl = schema.table(name)
+        tablefile.write(tmp / f"{name}{TABLE_SUFFIX}", decl, stored(decl, tbl))
+        names.append(f"{name}{TABLE_SUFFIX}")
+    for name, content in files.items():
+        if "/" in name or name in (META_FILE, outdir.MARKER) or outdir.is_private(name):
+            raise ValueError(f"{name!r} cannot be an extra file of a trace")
+        (tmp / name).write_bytes(content)
+        names.append(name)
+    full_meta = _full_meta(meta)
+    (tmp / META_FILE).write_text(json.dumps(full_meta, indent=2, sort_keys=True) + "\n")
+    names.append(META_FILE)
+    (tmp / outdir.MARKER).write_text(outdir.marker_text(names))
+    return [*names, outdir.MARKER]
+
+
+def _install(tmp: Path, out: Path, names: list[str]) -> None:
+    """Move the staged files ``names`` into the existing directory ``out`` (empty or a
+    trace), replacing only tbdtrace's own files there."""
+    from tbdtrace import outdir
+
+    old = set(outdir.own_files(out) or [])
+    for n in names:
+        if n not in old and n != outdir.MARKER and os.path.lexists(out / n):
+            raise TraceError(
+                f"{out / n}: is not a file tbdtrace wrote, and the new trace has a file of "
+                "that name; move it away and run again"
+            )
+    # Not a trace while its files change: a crash here leaves no marker over a mix.
+    with contextlib.suppress(FileNotFoundError):
+        (out / outdir.MARKER).unlink()
+    for n in sorted(old - set(names)):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            (out / n).unlink()
+    for n in names:
+        if n != outdir.MARKER:
+            os.replace(tmp / n, out / n)
+    os.replace(tmp / outdir.MARKER, out / outdir.MARKER)
+    tmp.rmdir()
 
 
 def _ordered(s: np.ndarray, e: np.ndarray) -> bool:
@@ -340,13 +412,3 @@ def from_tables(
         want = schema.table(name).arrow_schema()
         conformed[name] = tbl if tbl.schema == want else _conform(tbl, want, Path(str(path)))
     return MemoryTrace(Path(path), _full_meta(meta), conformed)
-
-
-def _replace_dir(new: Path, target: Path) -> None:
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old.{os.getpid()}")
-        target.rename(old)
-    new.rename(target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

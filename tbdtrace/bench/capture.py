@@ -122,6 +122,7 @@ def command(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> tuple[list[s
             "-m",
             "tbdtrace",
             "capture",
+            "--force",  # the job's own trace from an earlier run of this bench
             "--out",
             str(paths.trace_dir),
             "--",
@@ -152,7 +153,9 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
         log.flush()
         proc = subprocess.Popen(
             argv,
-            cwd=REPO,
+            # Not the checkout: what a workload writes to its working directory stays
+            # with the job's logs (the package is found through PYTHONPATH).
+            cwd=paths.log.parent,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -5,9 +5,11 @@ CUDA driver calls its ``InitializeInjection`` in every process that initializes 
 children included, since they inherit the environment) and ``NVTX_INJECTION64_PATH`` set
 to the same library, which hands NVTX to the libcupti already in the process (so NVTX
 ranges reach CUPTI's MARKER records from the one CUPTI that is enabled). Each process writes
-``<pid>.tbds`` in a temporary spool directory; when the command ends the spools, the
-harness steps file and the host samples become one trace. The command's exit code is
-returned. SIGINT and SIGTERM are passed on to the command, whose processes then flush.
+``<pid>.tbds`` in the spool directory ``<out>/.tbdtrace-spool-<pid>-*``; when the command
+ends the spools, the harness steps file and the host samples become one trace. The
+command's exit code is returned. SIGINT and SIGTERM are forwarded to the command's process
+group (:mod:`.supervise`), whose processes then flush; a process killed outright loses
+only its last spool chunk, and the trace is marked partial.
 
 Python processes of the command also get the capture bootstrap (``sitecustomize/``) on
 their PYTHONPATH: in a process that imports torch it records the caching allocator's
@@ -21,20 +23,20 @@ rows (``CuptiConfig.torch_flops``; ``capture --no-torch-flops``).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from tbdtrace import trace
-from tbdtrace.collector import cpuinfo, merge, spool
+from tbdtrace import outdir, trace
+from tbdtrace.collector import cpuinfo, merge, spool, supervise
 from tbdtrace.collector.cupti_backend import (
     INJECT_LIB,
     CuptiConfig,
@@ -42,8 +44,17 @@ from tbdtrace.collector.cupti_backend import (
     probe,
     resolve_activities,
 )
-from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
-from tbdtrace.collector.torch_child import BOOTSTRAP_DIR, STEPS_FILE_ENV, read_steps
+from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig, read_spill
+from tbdtrace.collector.torch_child import (
+    BOOTSTRAP_DIR,
+    HOST_SPILL,
+    SPOOL_INFO,
+    STEPS_FILE_ENV,
+    STEPS_NAME,
+    Result,
+    _remove_spool,
+    read_steps,
+)
 from tbdtrace.collector.torch_flops import SPOOL_ENV as TORCH_FLOPS_ENV
 from tbdtrace.errors import TraceError
 from tbdtrace.memory.torch_cuda import SPOOL_ENV as TORCH_MEMORY_ENV
@@ -77,25 +88,6 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, 
     if cfg.torch_flops:
         env[TORCH_FLOPS_ENV] = str(spool_dir)
     return env
-
-
-def _run(command: Sequence[str], env: dict[str, str]) -> int:
-    try:
-        proc = subprocess.Popen(list(command), env=env)
-    except OSError as e:
-        raise TraceError(f"cannot run {command[0]!r}: {e.strerror}") from None
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def forward(sig: int, _frame: Any) -> None:
-        proc.send_signal(sig)
-
-    for s in old:
-        signal.signal(s, forward)
-    try:
-        return proc.wait()
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def read_spools(spool_dir: Path) -> list[spool.Spool]:
@@ -173,19 +165,39 @@ def _match_thread_ids(ops: pa.Table, st: dict[str, Any], rt_tids: set[int]) -> p
     return ops.set_column(i, ops.schema.field(i), pa.array(tid, ops.schema.field(i).type))
 
 
-def capture_command(
+def assemble_spool(spool_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(tables, meta) from a CUPTI spool directory: the per-process spools (a process
+    killed mid-write loses only its last chunk), the steps file, the torch memory parts
+    and, when spilled, the host samples."""
+    spools = read_spools(spool_dir)
+    tables, meta = merge.merge(spools)
+    steps = read_steps(spool_dir / STEPS_NAME)
+    if steps["step"]:
+        tables["steps"] = steps
+    if (spool_dir / HOST_SPILL).exists():
+        tables["host_samples"] = read_spill(spool_dir / HOST_SPILL)
+    extra = dict(meta["extra"])
+    join_torch_memory(spool_dir, tables, extra)
+    join_torch_ops(spool_dir, tables, extra)
+    extra["spools"] = len(spools)
+    meta["extra"] = extra
+    return tables, meta
+
+
+def run_capture(
     command: Sequence[str],
-    out: str | os.PathLike[str],
+    out: outdir.Output,
     cfg: CuptiConfig,
     sampler: SamplerConfig,
     reason: str,
     keep_spools: str | os.PathLike[str] | None = None,
-) -> tuple[Path, int]:
-    """Run ``command`` under the injection library; returns (trace dir, exit code).
+) -> Result:
+    """Run ``command`` under the injection library into the claimed output ``out``.
 
     ``keep_spools``: a directory to copy the raw spools (``<pid>.tbds``, ``torchmem-<pid>``,
     the steps file) into before they are merged, for debugging the collector; they are
-    copied even when merging fails.
+    copied even when merging fails. The spool itself is ``<out>/.tbdtrace-spool-<pid>-*``,
+    removed once the trace is written and no process of the command is left.
     """
     check_config(cfg)
     resolve_activities(cfg)
@@ -194,43 +206,91 @@ def capture_command(
     ok, status, msg = probe()
     if not ok:
         raise TraceError(f"cupti backend: {msg}")
-    spool_dir = Path(tempfile.mkdtemp(prefix="tbdtrace-spool-"))
+    spool_dir = Path(tempfile.mkdtemp(prefix=f"{outdir.SPOOL_PREFIX}{os.getpid()}-", dir=out.path))
+    info = {
+        "backend": "cupti",
+        "command": list(command),
+        "out": str(out.path),
+        "tbdtrace_pid": os.getpid(),
+        "started_ns": time.time_ns(),
+        "backend_choice": reason,
+    }
+    (spool_dir / SPOOL_INFO).write_text(json.dumps(info, indent=2) + "\n")
+    hs = HostSampler(sampler, spill=spool_dir / HOST_SPILL)
+    hs.start()
     try:
-        steps_file = spool_dir / "steps.jsonl"
-        hs = HostSampler(sampler)
-        hs.start()
-        rc = _run(command, child_env(spool_dir, cfg, steps_file))
-        samples = hs.stop()
-        if keep_spools is not None:
-            shutil.copytree(spool_dir, keep_spools, dirs_exist_ok=True)
-        spools = read_spools(spool_dir)
-        tables, meta = merge.merge(spools)
-        steps = read_steps(steps_file)
-        if steps["step"]:
-            tables["steps"] = steps
-        tables["host_samples"] = samples
-        extra = dict(meta["extra"])
-        join_torch_memory(spool_dir, tables, extra)
-        join_torch_ops(spool_dir, tables, extra)
-        extra.update(
-            backend_choice=reason,
-            exit_code=rc,
-            spools=len(spools),
-            cpu=cpuinfo.describe(),
-            host_sampler={"rate_hz": sampler.rate_hz, "nvml": hs.nvml_status},
-        )
-        meta.update(backend="cupti", host=socket.gethostname(), command=list(command), extra=extra)
-        path = trace.write(out, tables, meta)
-    finally:
+        outcome = supervise.run(command, child_env(spool_dir, cfg, spool_dir / STEPS_NAME))
+    except TraceError:
+        hs.stop()
         shutil.rmtree(spool_dir, ignore_errors=True)
-    return path, rc
+        raise
+    samples = hs.stop()
+    if keep_spools is not None:
+        shutil.copytree(spool_dir, keep_spools, dirs_exist_ok=True)
+    try:
+        tables, meta = assemble_spool(spool_dir)
+    except TraceError as e:
+        raise TraceError(f"{e} (the capture's spool is kept at {spool_dir})") from None
+    tables["host_samples"] = samples
+    partial = outcome.stop_reason()
+    extra = meta["extra"]
+    extra.update(
+        backend_choice=reason,
+        exit_code=outcome.exit_code,
+        cpu=cpuinfo.describe(),
+        host_sampler={"rate_hz": sampler.rate_hz, "nvml": hs.nvml_status},
+    )
+    if partial:
+        extra["partial"] = partial
+    meta.update(
+        backend="cupti",
+        host=socket.gethostname(),
+        command=list(command),
+        extra=extra,
+        partial=partial is not None,
+    )
+    try:
+        path = trace.write(out.path, tables, meta)
+    except (OSError, TraceError) as e:
+        what = outdir.describe_os_error(e) if isinstance(e, OSError) else str(e)
+        raise TraceError(
+            f"{what} (the capture's spool is kept at {spool_dir}: "
+            f"`tbdtrace recover {spool_dir} --out DIR` writes it elsewhere)"
+        ) from None
+    steps = len(tables["steps"]["step"]) if "steps" in tables else 0
+    res = Result(path, outcome, partial, [], steps)
+    res.spool_kept = _remove_spool(spool_dir, outcome.pid)
+    if res.spool_kept is not None:
+        res.notes.append(
+            f"processes of the command still run; their spool is kept at "
+            f"{spool_dir} (`tbdtrace recover` reads it once they end)"
+        )
+    return res
+
+
+def capture_command(
+    command: Sequence[str],
+    out: str | os.PathLike[str],
+    cfg: CuptiConfig,
+    sampler: SamplerConfig,
+    reason: str,
+    keep_spools: str | os.PathLike[str] | None = None,
+    force: bool = True,
+) -> tuple[Path, int]:
+    """:func:`run_capture` into ``out``; returns (trace dir, the command's exit code)."""
+    with outdir.claim(out, force=force) as claimed:
+        res = run_capture(command, claimed, cfg, sampler, reason, keep_spools)
+    assert res.path is not None
+    return res.path, res.outcome.exit_code
 
 
 __all__ = [
     "INJECT_LIB",
+    "assemble_spool",
     "capture_command",
     "child_env",
     "join_torch_memory",
     "join_torch_ops",
     "read_spools",
+    "run_capture",
 ]

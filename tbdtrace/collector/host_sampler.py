@@ -15,14 +15,21 @@ row per metric per sample). Metrics:
 When NVML does not answer (no driver, no device) GPU metrics are skipped and
 :attr:`HostSampler.nvml_status` says why; capture writes it to
 ``meta.extra.host_sampler.nvml`` and the ``capture`` command says so in one info line.
+
+With ``spill`` (a file path), every sample's rows are also appended to that file as JSON
+lines ``[ts_ns, metric, index, value]`` as they are taken, so the samples of a capture
+whose tbdtrace process died can still be recovered (``tbdtrace recover``;
+:func:`read_spill`).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import psutil
 
@@ -44,7 +51,11 @@ class HostSampler:
     """
 
     def __init__(
-        self, config: SamplerConfig = SamplerConfig(), pid: int | None = None, nvml: Any = None
+        self,
+        config: SamplerConfig = SamplerConfig(),
+        pid: int | None = None,
+        spill: Path | None = None,
+        nvml: Any = None,
     ):
         if config.rate_hz <= 0:
             raise ValueError("sampling rate must be > 0 Hz")
@@ -58,6 +69,8 @@ class HostSampler:
         self._procs: dict[int, psutil.Process] = {}
         self._last_cpu: dict[int, float] = {}
         self._last_wall = 0.0
+        self._spill: IO[str] | None = spill.open("a") if spill is not None else None
+        self._spilled = 0
 
     def _tree(self) -> list[psutil.Process]:
         try:
@@ -99,6 +112,13 @@ class HostSampler:
         if self._nvml is not None:
             self._nvml.sample(ts, out)
         self._last_wall = wall
+        if self._spill is not None:
+            try:
+                self._spill.writelines(json.dumps(r) + "\n" for r in out[self._spilled :])
+                self._spill.flush()
+            except OSError:  # a full disk: the rows stay in memory, the spill stops
+                self._spill = None
+            self._spilled = len(out)
 
     def _loop(self) -> None:
         period = 1.0 / self.config.rate_hz
@@ -120,6 +140,9 @@ class HostSampler:
         self.sample()
         if self._nvml is not None:
             self._nvml.close()
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
         return self.columns()
 
     def columns(self) -> dict[str, list[Any]]:
@@ -130,3 +153,19 @@ class HostSampler:
             "index": [r[2] for r in rows],
             "value": [r[3] for r in rows],
         }
+
+
+def read_spill(path: Path) -> dict[str, list[Any]]:
+    """``host_samples`` columns from a spill file (a torn last line is skipped)."""
+    cols: dict[str, list[Any]] = {"ts_ns": [], "metric": [], "index": [], "value": []}
+    if not path.exists():
+        return cols
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            ts, metric, index, value = json.loads(line)
+            row = (int(ts), str(metric), int(index), float(value))
+        except (ValueError, TypeError):
+            continue
+        for c, v in zip(cols.values(), row, strict=True):
+            c.append(v)
+    return cols

@@ -4,6 +4,7 @@ for model x framework x batch size, each workload captured in its own process.""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,7 @@ def _config(args: argparse.Namespace) -> BenchConfig:
     if any(b < 1 for b in batches):
         p.error("--batch-sizes must be >= 1")
     return BenchConfig(
-        out_dir=Path(args.out),
+        out_dir=Path(os.path.abspath(args.out)),  # jobs run elsewhere: not relative
         models=tuple(args.models),
         frameworks=tuple(args.frameworks),
         batch_sizes=batches,

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
+from tbdtrace import outdir
 from tbdtrace.collector import BACKENDS, choose_backend
 from tbdtrace.collector.host_sampler import SamplerConfig
 from tbdtrace.collector.torch_backend import TorchConfig
@@ -23,6 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "e.g. a full disk).",
     )
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing trace at --out (only tbdtrace's own files in it; other "
+        "files there are kept)",
+    )
     p.add_argument("--backend", choices=BACKENDS, default="auto", help="capture backend")
     p.add_argument(
         "--sample-hz", type=float, default=10.0, metavar="HZ", help="host sampler rate (default 10)"
@@ -118,21 +127,39 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if backend == "cupti":
-        return _run_cupti(args, cmd, reason)
-    from tbdtrace.collector.torch_child import capture_command
+    # The output is checked (and locked) before the workload runs, not after.
+    with outdir.claim(args.out, force=args.force) as out:
+        if backend == "cupti":
+            return _run_cupti(args, cmd, reason, out)
+        from tbdtrace.collector.torch_child import run_capture
 
-    out, rc = capture_command(
-        cmd, args.out, TorchConfig(cuda=args.cuda), SamplerConfig(rate_hz=args.sample_hz), reason
-    )
-    print(f"wrote {out} (backend {backend}; command exit code {rc})", file=sys.stderr)
-    _nvml_info(out)
-    return rc
+        res = run_capture(
+            cmd, out, TorchConfig(cuda=args.cuda), SamplerConfig(rate_hz=args.sample_hz), reason
+        )
+    _say(res, backend)
+    if res.path is not None:
+        _nvml_info(res.path)
+    return res.outcome.exit_code
 
 
-def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
+def _say(res: Any, backend: str) -> None:
+    """The capture's summary line, and a line for each note."""
+    rc = res.outcome.exit_code
+    if res.partial:
+        print(
+            f"tbdtrace: partial trace: {res.partial}; wrote {res.path} with what was captured "
+            f"({res.steps} steps; backend {backend}; command exit code {rc})",
+            file=sys.stderr,
+        )
+    else:
+        print(f"wrote {res.path} (backend {backend}; command exit code {rc})", file=sys.stderr)
+    for note in res.notes:
+        print(f"tbdtrace: {note}", file=sys.stderr)
+
+
+def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str, out: Any) -> int:
     from tbdtrace.collector.cupti_backend import CuptiConfig
-    from tbdtrace.collector.cupti_command import capture_command as cupti_capture
+    from tbdtrace.collector.cupti_command import run_capture as cupti_capture
 
     acts = tuple(a.strip() for a in args.activities.split(",") if a.strip())
     cfg = CuptiConfig(
@@ -150,12 +177,13 @@ def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str) -> int:
             "trace are perturbed) and has not been verified on a GPU yet",
             file=sys.stderr,
         )
-    out, rc = cupti_capture(
-        cmd, args.out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, args.keep_spools
-    )
-    print(f"wrote {out} (backend cupti; command exit code {rc})", file=sys.stderr)
-    _nvml_info(out)
-    return _incomplete_status(out, rc)
+    keep = os.path.abspath(args.keep_spools) if args.keep_spools else None
+    res = cupti_capture(cmd, out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, keep)
+    _say(res, "cupti")
+    if res.path is None:
+        return int(res.outcome.exit_code)
+    _nvml_info(res.path)
+    return _incomplete_status(res.path, int(res.outcome.exit_code))
 
 
 def _nvml_info(out: Path) -> None:

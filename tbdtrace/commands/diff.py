@@ -7,8 +7,8 @@ import json
 import sys
 from typing import Any
 
-import tbdtrace
 from tbdtrace.commands import _output, _window
+from tbdtrace.commands._open import open_or_import
 from tbdtrace.passes import diff, window
 from tbdtrace.report.fmt import fmt_ns
 from tbdtrace.report.textui import Console, Table
@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Compare two traces (frameworks, batch sizes, versions): "
         "throughput, utilization, per-category and per-kernel deltas (B - A).",
     )
-    p.add_argument("a", metavar="A", help="baseline trace directory")
-    p.add_argument("b", metavar="B", help="trace directory compared with A")
+    p.add_argument("a", metavar="A", help="baseline trace directory or profiler file")
+    p.add_argument("b", metavar="B", help="trace directory or profiler file compared with A")
     p.add_argument(
         "--top",
         type=int,
@@ -46,7 +46,7 @@ def _run(args: argparse.Namespace) -> int:
     spec = _window.spec(args, "diff")
     if spec is None:
         return 2
-    a, b = tbdtrace.open(args.a), tbdtrace.open(args.b)
+    a, b = open_or_import(args.a), open_or_import(args.b)
     wa, wb = window.resolve(a, spec), window.resolve(b, spec)
     doc = diff.compare(window.view(a, wa), window.view(b, wb), top=args.top)
     doc["window"] = {"a": wa.to_json(), "b": wb.to_json()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tbdtrace import importers, trace
+from tbdtrace import importers, outdir, trace
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,6 +18,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="input files (.json, .json.gz, ...)")
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing trace at --out (only tbdtrace's own files in it)",
+    )
     p.add_argument(
         "--format",
         choices=sorted(importers.FORMATS),
@@ -36,16 +41,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _run(args: argparse.Namespace) -> int:
     from tbdtrace.importers import validate
 
-    tables, meta = importers.import_files(args.files, args.format)
-    skipped = validate.summary(meta.get("skipped_events") or {})
-    if skipped and args.strict:
-        print(
-            f"tbdtrace: {', '.join(args.files)}: {skipped}; nothing written (--strict); "
-            "drop --strict to import the rest",
-            file=sys.stderr,
-        )
-        return 1
-    out = trace.write(args.out, tables, meta)
+    with outdir.claim(args.out, force=args.force) as claimed:
+        tables, meta = importers.import_files(args.files, args.format)
+        skipped = validate.summary(meta.get("skipped_events") or {})
+        if skipped and args.strict:
+            print(
+                f"tbdtrace: {', '.join(args.files)}: {skipped}; nothing written (--strict); "
+                "drop --strict to import the rest",
+                file=sys.stderr,
+            )
+            return 1
+        out = trace.write(claimed.path, tables, meta)
     counts = ", ".join(f"{n} {t}" for t, n in _counts(tables).items())
     print(f"wrote {out} ({counts or 'no events'})", file=sys.stderr)
     if skipped:

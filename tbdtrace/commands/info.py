@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-import tbdtrace
 from tbdtrace import schema
+from tbdtrace.commands._open import open_or_import
 from tbdtrace.report.textui import Console, Table
 
 
@@ -16,13 +16,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="show a trace's metadata and table sizes",
         description="Show a trace directory's metadata and row counts.",
     )
-    p.add_argument("trace", metavar="TRACE", help="trace directory")
+    p.add_argument("trace", metavar="TRACE", help="trace directory or profiler file")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    tr = tbdtrace.open(args.trace)
+    tr = open_or_import(args.trace)
     counts = {t.name: tr.num_rows(t.name) for t in schema.TABLES}
     if args.format == "json":
         print(json.dumps({"meta": tr.meta, "rows": counts}, indent=2, sort_keys=True))
@@ -33,6 +33,8 @@ def _run(args: argparse.Namespace) -> int:
     for k in ("source", "backend", "framework", "workload", "host", "clock", "start_time_ns"):
         if m.get(k) is not None:
             con.print(f"  {k}: {m[k]}")
+    if m.get("partial"):
+        con.print(f"  partial: {(m.get('extra') or {}).get('partial') or 'yes'}")
     if m.get("command"):
         con.print(f"  command: {' '.join(m['command'])}")
     if m.get("source_files"):

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-import tbdtrace
+from tbdtrace.commands._open import open_or_import
 from tbdtrace.passes import sql
 from tbdtrace.report.build import table_records
 from tbdtrace.report.textui import Console, Table
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "devices, sync, overhead, host_samples) is registered under its name. The query "
         "is sandboxed: no file, network or extension access, SELECT/EXPLAIN only.",
     )
-    p.add_argument("trace", metavar="TRACE", help="trace directory")
+    p.add_argument("trace", metavar="TRACE", help="trace directory or profiler file")
     p.add_argument("query", metavar="SQL", help='the query, e.g. "SELECT count(*) FROM kernels"')
     p.add_argument("--format", choices=("text", "csv", "json"), default="text")
     p.add_argument(
@@ -40,7 +40,7 @@ def _run(args: argparse.Namespace) -> int:
     from tbdtrace.commands import sql_output
 
     out = sql_output.check(args.output, args.trace) if args.output else None
-    tr = tbdtrace.open(args.trace)
+    tr = open_or_import(args.trace)
     res = sql.query(tr, args.query)
     if out is not None:
         sql_output.write(res, out)

@@ -70,6 +70,7 @@ def test_capture_command_wraps_the_workload(tmp_path: Path) -> None:
         "-m",
         "tbdtrace",
         "capture",
+        "--force",
         "--out",
         str(tmp_path / "wgan-pytorch-b16"),
         "--",

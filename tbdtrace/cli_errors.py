@@ -1,0 +1,127 @@
+"""How the CLI ends on an error that is not a TraceError: one line, or a bug report.
+
+* ``OSError`` (a path that cannot be read or written, a full disk, a closed or full
+  standard output): one line naming the path and the problem, exit 1. A closed pipe
+  (``tbdtrace report T | head -1``) ends quietly with exit 0, as it did before.
+* Arrow and DuckDB errors: they come from the data a user gave (a damaged Arrow file, a
+  query DuckDB rejects): one line naming the command's inputs and the error, exit 1.
+* Anything else is a bug in tbdtrace: its traceback, then one line asking for a report,
+  exit 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+from tbdtrace.outdir import describe_os_error
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError):  # stderr itself is gone: nothing left to tell
+        print(f"tbdtrace: {line}", file=sys.stderr)
+
+
+def quiet_stdout_if_broken() -> None:
+    """Flush stdout; when it is closed or full, point it at /dev/null so the interpreter's
+    own flush at exit does not print a second error."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _devnull_stdout()
+
+
+def _devnull_stdout() -> None:
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError):
+        pass
+
+
+class StdoutError(OSError):
+    """Writing the standard output failed (full, closed): raised by :func:`guarded_stdout`."""
+
+
+class _Guard:
+    """sys.stdout as it was, except that its write errors become StdoutError."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError as e:
+            raise StdoutError(e.errno, e.strerror or str(e)) from e
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as e:
+            raise StdoutError(e.errno, e.strerror or str(e)) from e
+
+
+@contextlib.contextmanager
+def guarded_stdout() -> Iterator[None]:
+    """Tell the standard output's write errors from other OSErrors for the block."""
+    old = sys.stdout
+    sys.stdout = _Guard(old)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout = old
+
+
+def _user_data_error(e: BaseException) -> bool:
+    mods = [sys.modules.get("pyarrow"), sys.modules.get("duckdb")]
+    kinds = []
+    if mods[0] is not None:
+        kinds.append(mods[0].lib.ArrowException)
+    if mods[1] is not None:
+        kinds.append(mods[1].Error)
+    return bool(kinds) and isinstance(e, tuple(kinds))
+
+
+def _inputs(argv: list[str]) -> str:
+    paths = [a for a in argv[1:] if not a.startswith("-") and os.path.exists(a)]
+    return ", ".join(paths) if paths else "the input"
+
+
+def handle(e: BaseException, argv: list[str]) -> int:
+    """Print what ``e`` means for the user; returns the exit code."""
+    if isinstance(e, BrokenPipeError) or (isinstance(e, OSError) and e.errno == errno.EPIPE):
+        _devnull_stdout()
+        return 0
+    if isinstance(e, StdoutError):
+        _devnull_stdout()
+        _say(f"cannot write the standard output ({e.strerror or e})")
+        return 1
+    if isinstance(e, OSError):
+        if e.filename is None:
+            _say(f"{_inputs(argv)}: {describe_os_error(e)}")
+            return 1
+        _say(describe_os_error(e))
+        return 1
+    if _user_data_error(e):
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        _say(f"{_inputs(argv)}: {type(e).__name__}: {first}")
+        return 1
+    traceback.print_exception(e)
+    _say(
+        f"internal error ({type(e).__name__}); this is a bug in tbdtrace: please report it "
+        "with the command line and the traceback above"
+    )
+    return 1
+
+
+__all__ = ["handle", "quiet_stdout_if_broken"]
