@@ -13,13 +13,23 @@ from tbdtrace.trace import Trace
 SHOWN_THREADS = 10
 
 
+def _where(opts: ReportOptions) -> str:
+    """What the figures cover: the trace, or the report's window of it."""
+    covers = opts.covers or "whole trace"
+    return (
+        "this trace"
+        if covers == "whole trace"
+        else f"this window ({covers}; --window all: the whole trace)"
+    )
+
+
 def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     threads = data["threads"]
     if not data["device_activity"]:
         con.print(
-            "No GPU activity in this trace: it holds CPU activity only."
+            f"No GPU activity in {_where(opts)}: it holds CPU activity only."
             if threads
-            else "No device or CPU activity in this trace."
+            else f"No device or CPU activity in {_where(opts)}."
         )
     if not threads:
         return

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import io
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -231,7 +232,14 @@ def svg(fig: Any, prefix: str) -> str:
     import matplotlib
 
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": prefix}):
+    # A layout matplotlib cannot fit (a plot with many labels) is drawn as it is; its
+    # warning would be a second line on the user's stderr, not news about their trace.
+    with (
+        matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": prefix}),
+        warnings.catch_warnings(),
+    ):
+        warnings.filterwarnings("ignore", category=UserWarning, module="matplotlib")
+        warnings.filterwarnings("ignore", message="constrained_layout not applied")
         fig.savefig(buf, format="svg")
     text = buf.getvalue()
     text = text[text.index("<svg") :]

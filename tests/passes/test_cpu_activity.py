@@ -80,10 +80,13 @@ def test_cpu_only_profile_reports_its_cpu_activity(
     with gzip.open(src) as f:
         raw = json.load(f)
     ops = [e for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    # Its ops all come after its one profiler step: the whole trace, not the measured window.
     assert main(["report", str(src)]) == 0
+    assert "No device or CPU activity in this window" in capsys.readouterr().out
+    assert main(["report", str(src), "--window", "all"]) == 0
     text = capsys.readouterr().out
     assert "No device activity" not in text and "CPU activity only" in text
-    assert main(["report", str(src), "--format", "json"]) == 0
+    assert main(["report", str(src), "--format", "json", "--window", "all"]) == 0
     doc = json.loads(capsys.readouterr().out)
     section = doc["cpu_activity"]
     assert section["device_activity"] is False
