@@ -18,8 +18,8 @@ backend sees it:
   "eval_ns"}`` and, on the evaluation that first met the target, ``time_to_quality_ns``
   (wall time from the first step's start to that evaluation's end, evaluations included:
   MLPerf's time-to-train) and ``steps_to_quality`` (training steps run, warm-up included).
-  Every run is evaluated once after its last step; ``--eval-every N`` adds one every N
-  steps, and ``--to-quality`` trains until the target is met (evaluating every
+  Every run is evaluated once after its last step (``--no-eval``: never); ``--eval-every
+  N`` adds one every N steps, and ``--to-quality`` trains until the target is met (evaluating every
   ``--eval-every`` steps, 10 by default) or ``--max-steps`` steps have run.
 
 The steps file is the one documented place where a workload talks to tbdtrace, with one
@@ -67,6 +67,7 @@ class HarnessArgs:
     max_steps: int = 2000  # --to-quality: give up after this many training steps
     eval_every: int = 0  # evaluate every N steps (0: after the last step only; 10 with
     # --to-quality)
+    no_eval: bool = False  # --no-eval: no held-out evaluation at all
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,15 @@ def parse_args(
         help="evaluate on the held-out split every N steps (default: after the last step "
         "only; 10 with --to-quality)",
     )
+    p.add_argument(
+        "--no-eval",
+        action="store_true",
+        help="skip the held-out evaluation (it runs after the timed steps, but at paper "
+        "size it can take tens of seconds on a CPU)",
+    )
     ns = p.parse_args(argv)
+    if ns.to_quality and ns.no_eval:
+        p.error("--to-quality needs the evaluation; drop --no-eval")
     if ns.steps < 1 or ns.warmup < 0:
         p.error("--steps must be >= 1 and --warmup >= 0")
     if ns.max_steps < 1 or (ns.eval_every is not None and ns.eval_every < 1):
@@ -124,7 +133,16 @@ def parse_args(
         p.error("--batch-size must be >= 1")
     every = ns.eval_every if ns.eval_every is not None else (10 if ns.to_quality else 0)
     return HarnessArgs(
-        batch, ns.steps, ns.warmup, ns.device, ns.size, ns.seed, ns.to_quality, ns.max_steps, every
+        batch,
+        ns.steps,
+        ns.warmup,
+        ns.device,
+        ns.size,
+        ns.seed,
+        ns.to_quality,
+        ns.max_steps,
+        every,
+        ns.no_eval,
     )
 
 
@@ -266,6 +284,8 @@ def train(
             file=sys.stderr,
         )
         raise SystemExit(2)
+    if args.no_eval:
+        evaluate = None
     rec = StepRecorder(model, framework)
     total = args.max_steps if args.to_quality else args.warmup + args.steps
     samples = args.batch_size if samples_per_step is None else samples_per_step
@@ -300,7 +320,7 @@ def train(
     if rec.qualities:
         q = rec.qualities[-1]
         value = "nan" if q["value"] is None else f"{q['value']:.6g}"
-        ttq = "none" if reached_ns is None else f"{reached_ns / 1e9:.3f}"
+        ttq = "none" if reached_ns is None else f"{reached_ns / 1e9:.9f}"  # exact ns
         print(
             f"{model} {framework} quality metric={q['metric']} value={value} "
             f"target={q['target']} reached={'yes' if reached_ns is not None else 'no'} "

@@ -73,12 +73,18 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _steps_text(cfg: BenchConfig) -> str:
+    if cfg.to_quality:
+        return "training until each held-out quality target was met (time-to-quality)"
+    return f"{cfg.steps} measured steps"
+
+
 def markdown(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> str:
     """The markdown document: a heading, the run's settings, the table."""
     lines = [
         "# TBD benchmark",
         "",
-        f"size `{cfg.size}`, {cfg.steps} measured steps after {cfg.warmup} warm-up, "
+        f"size `{cfg.size}`, {_steps_text(cfg)} after {cfg.warmup} warm-up, "
         f"device `{cfg.device}`. Throughput is the median over measured steps of "
         "samples / step time; memory columns are the breakdown at the peak; an "
         "empty cell is a figure the trace does not provide.",

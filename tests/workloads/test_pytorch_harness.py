@@ -72,3 +72,33 @@ def test_cuda_without_a_device_is_one_line(tmp_path: Path) -> None:
     assert run.returncode == 1
     assert "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines()[-1].startswith("workloads: --device cuda")
+
+
+def test_eval_every_and_no_eval(tmp_path: Path) -> None:
+    run = run_workload(
+        MODULE,
+        tmp_path / "a",
+        "--steps",
+        "3",
+        "--warmup",
+        "1",
+        "--eval-every",
+        "2",
+        "--device",
+        "cpu",
+    )
+    check_trained(run, "wgan", "pytorch", steps=3, warmup=1, samples=8)
+    # after 2 and 4 steps run (indices 1 and 3; the last step is one of them)
+    assert [r["step"] for r in run.records if "quality" in r] == [1, 3]
+    assert "wgan pytorch quality metric=moment_distance" in run.stderr
+    run = run_workload(MODULE, tmp_path / "b", "--steps", "2", "--no-eval", "--device", "cpu")
+    check_trained(run, "wgan", "pytorch", steps=2, warmup=1, samples=8)
+    assert not any("quality" in r for r in run.records)
+    assert " quality " not in run.stderr
+
+
+def test_to_quality_without_evaluation_is_a_usage_error(tmp_path: Path) -> None:
+    run = run_workload(MODULE, tmp_path, "--to-quality", "--no-eval")
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr
+    assert run.records == []

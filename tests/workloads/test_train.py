@@ -18,7 +18,7 @@ from workloads import registry
 # Samples in one tiny step, from each model's tiny preset.
 TINY_SAMPLES = {
     ("resnet50", "pytorch"): 4,  # batch of 4 images
-    ("inception_v3", "pytorch"): 2,
+    ("inception_v3", "pytorch"): 8,
     ("seq2seq", "pytorch"): 4,  # sentences
     ("transformer", "pytorch"): 4,
     ("deepspeech2", "pytorch"): 2,  # utterances
@@ -26,7 +26,7 @@ TINY_SAMPLES = {
     ("wgan", "pytorch"): 8,
     ("a3c", "pytorch"): 10,  # 2 workers x t_max 5 frames per update
     ("resnet50", "tensorflow"): 4,
-    ("inception_v3", "tensorflow"): 2,
+    ("inception_v3", "tensorflow"): 8,
     ("seq2seq", "tensorflow"): 4,
     ("transformer", "tensorflow"): 4,
     ("deepspeech2", "tensorflow"): 2,

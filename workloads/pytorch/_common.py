@@ -11,6 +11,7 @@ import random
 import sys
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from workloads import harness, quality
@@ -151,7 +152,7 @@ def translation_eval(
     )
     s, sl = src.to(device), src_len.to(device)
 
-    def logits(_s: object, _sl: object, ys: object) -> object:
+    def logits(_s: np.ndarray, _sl: np.ndarray, ys: np.ndarray) -> np.ndarray:
         y = torch.as_tensor(ys, dtype=torch.long, device=device)
         return decode_step(s, sl, y).float().cpu().numpy()
 
