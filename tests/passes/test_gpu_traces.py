@@ -112,3 +112,20 @@ def test_steps_come_from_the_nvtx_step_ranges_without_a_steps_table() -> None:
     summary = steps.summarize(table)
     assert (summary["warmup_count"], summary["measured_count"]) == (3, 20)
     assert summary["measured_ns"] == sum(e - s for n, (s, e) in expected.items() if n >= 0)
+
+
+def test_a_gpu_capture_without_the_flop_recorder_says_it_has_no_flop_source(
+    tmp_path: Path,
+) -> None:
+    # The same capture as if taken without --torch-flops: no ops rows, no recorder meta.
+    import tbdtrace
+
+    src = tbdtrace.open(RESNET)
+    meta = dict(src.meta)
+    meta["extra"] = {k: v for k, v in (meta.get("extra") or {}).items() if k != "torch_flops"}
+    out = tmp_path / "no_recorder"
+    tbdtrace.write(out, {n: src.table(n) for n in ("kernels", "devices", "markers")}, meta)
+    doc = _report(out)
+    assert all(r["flops"] is None for r in doc["flops"]["rows"])
+    assert "--torch-flops" in doc["flops"]["note"]
+    assert _report(RESNET)["flops"]["note"] is None
