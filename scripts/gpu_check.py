@@ -438,6 +438,18 @@ def reports() -> None:
                 res[f"{name}_memory"] = {
                     k: mem.get(k) for k in ("level", "peak_bytes", "breakdown_at_peak", "levels")
                 }
+    # The capture has no steps file: its steps come from the NVTX "step N" ranges (N < 0
+    # warm-up), so the default window is the STEPS measured steps.
+    win = ((load("report.json") or {}).get("window") or {}).get("ranks") or [{}]
+    got = {k: win[0].get(k) for k in ("first_step", "last_step", "step_count")}
+    got["warmup_steps_excluded"] = win[0].get("warmup_steps_excluded")
+    check(
+        "report_window_is_the_nvtx_measured_steps",
+        got
+        == {"first_step": 0, "last_step": STEPS - 1, "step_count": STEPS}
+        | {"warmup_steps_excluded": 3},
+        got,
+    )
 
 
 @section

@@ -6,16 +6,17 @@
 #  1. build tbdtrace._native + libtbdtrace_inject.so;
 #  2. ResNet-50 training (scripts/gpu_train.py: batch BATCH, STEPS measured steps after 3
 #     warm-up steps, an NVTX range per step): plain, under `tbdtrace capture --backend
-#     cupti` (with and without PyTorch tensor memory), under torch.profiler, in-process
+#     cupti` (the defaults; and --torch-flops without PyTorch tensor memory), under torch.profiler, in-process
 #     `tbdtrace.capture(backend="cupti")`, plain again (throughput spread);
 #  3. report / hotspots on the traces, import of the torch.profiler trace;
 #  4. `make demo`'s command (capture of workloads.pytorch.resnet50, auto backend) and the
 #     torch backend with --cuda;
-#  5. (after the training runs) an FP32 GEMM loop under `capture --counters flops`
-#     (scripts/gpu_gemm.py); the collector's seam tests through the fake CUPTI (tests/native/test_collector_seam.py);
+#  5. (after the training runs) an FP32 GEMM loop alone (scripts/gpu_gemm.py, 1024^3 x 3:
+#     a few kernels) under `capture --counters flops`; the collector's seam tests through the fake CUPTI (tests/native/test_collector_seam.py);
 #  6. scripts/gpu_check.py: the checks (also NVML samples, spool errors, overhead goals),
 #     written to $OUT/results.json.
-# Brings back (in $OUT): results.json, logs.tar.gz, traces.tar.gz (our traces and the raw
+# Brings back (in $OUT): results.json, logs.tar.gz (stage logs, reports and the bench
+# jobs' own logs, bench/logs/*.log), traces.tar.gz (our traces and the raw
 # spools), h200_resnet50_torch_profiler.json.gz. Exit code 0 only when every check passes.
 #
 #   OUT=/tmp/gpu_check PY=python3 scripts/gpu_check.sh
@@ -88,15 +89,19 @@ run plain 120 $TR plain "$STEPS" "$BATCH" "$OUT/plain.json"
 rm -rf "$W/trace" "$W/spools"
 run capture 150 $CAP --out "$W/trace" --keep-spools "$W/spools" -- \
     $TR capture "$STEPS" "$BATCH" "$OUT/capture.json"
-run nomem 150 $CAP --no-torch-memory --out "$W/trace_nomem" -- \
+# The FLOP recorder is off by default (its host cost): this run has it, without memory.
+run nomem 150 $CAP --no-torch-memory --torch-flops --out "$W/trace_nomem" -- \
     $TR capture "$STEPS" "$BATCH" "$OUT/nomem.json"
 run profile 150 $TR profile "$STEPS" "$BATCH" "$OUT/profile.json"
 run inproc 120 $TR inproc "$STEPS" "$BATCH" "$OUT/inproc.json"
 run plain2 120 $TR plain "$STEPS" "$BATCH" "$OUT/plain2.json"
 # Hardware FLOP counters: an FP32 GEMM loop under --counters flops (kernel replay); the
 # collector's seam tests. Before the optional stages: `bench` takes what is left.
-run flops 90 $CAP --no-torch-memory --counters flops --out "$W/flops" -- \
-    $PY scripts/gpu_gemm.py 2048 2048 2048 10 "$OUT/gemm.json"
+# Kernel replay runs every kernel of the process once per counter pass, each pass with its
+# own range set-up: the program is the GEMM loop alone (randn x2, ITERS products, one sum),
+# small enough to finish in the limit; no PyTorch hooks (memory, FLOP recorder) beside it.
+run flops 120 $CAP --no-torch-memory --no-torch-flops --counters flops --out "$W/flops" -- \
+    $PY scripts/gpu_gemm.py 1024 1024 1024 3 "$OUT/gemm.json"
 run seam 60 $PY -m pytest -q -p no:cacheprovider tests/native/test_collector_seam.py
 
 # Analysis commands on the real traces (report JSON for the checks, text for people).
@@ -124,6 +129,7 @@ run torchcap 150 $PY -m tbdtrace capture --backend torch --cuda --out "$W/torchc
 
 # The TBD table on the GPU, if time is left.
 if (( $(left) > 150 )); then
+  # Each job's stdout+stderr is in bench/logs/<job>.log, kept in logs.tar.gz.
   run bench $(( $(left) - 40 )) $PY -m tbdtrace bench --frameworks pytorch --size small --steps 5 \
       --timeout 45 --out "$W/bench"
 fi
@@ -139,8 +145,8 @@ rm -f "$OUT/trace" "$OUT/kineto" "$OUT/demo" "$OUT/torchcap" "$OUT/flops"
 log "done in $(( $(date +%s) - t0 ))s, rc=$rc"
 cp "$OUT"/*.json "$W/" 2>/dev/null
 tar -C "$W" -czf "$OUT/logs.tar.gz" --exclude=trace --exclude=trace_nomem --exclude=spools --exclude=kineto \
-    --exclude=demo --exclude=torchcap --exclude=flops --exclude=inproc_trace --exclude='*.pkl' --exclude='./bench/*-*' \
-    --exclude='*.torch_trace.json' .
+    --exclude=demo --exclude=torchcap --exclude=flops --exclude=inproc_trace --exclude='*.pkl' \
+    --exclude='*.torch_trace.json' --no-wildcards-match-slash --exclude='./bench/*-*' .
 tar -C "$W" -czf "$OUT/traces.tar.gz" trace spools demo inproc_trace trace_nomem flops 2>/dev/null
 cp "$OUT/capture.json.history.pkl" "$W/" 2>/dev/null
 gzip -c "$OUT/capture.json.history.pkl" > "$OUT/history.pkl.gz" 2>/dev/null

@@ -12,7 +12,7 @@ mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 timeout 300 "$PY" setup.py -q build_ext --inplace >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 T="$OUT/trace"
-timeout 180 "$PY" -m tbdtrace capture --backend cupti -o "$T" -- "$PY" scripts/gpu_flops_train.py 2>&1 | tail -5
+timeout 180 "$PY" -m tbdtrace capture --backend cupti --torch-flops -o "$T" -- "$PY" scripts/gpu_flops_train.py 2>&1 | tail -5
 timeout 120 "$PY" -m tbdtrace report "$T" --format json >"$OUT/report.json" || exit 1
 timeout 120 "$PY" -m tbdtrace report "$T" | sed -n '/FLOPs by precision/,$p'
 "$PY" - "$T" "$OUT/report.json" <<'PY'

@@ -4,10 +4,17 @@ A step is measured unless it is a warm-up step. Warm-up comes from the ``steps.w
 column; where a rank's steps carry no flag at all, ``StepsConfig.warmup_steps`` marks the
 first K steps of that rank as warm-up (default 0). Throughput of a step is
 samples / duration (samples/s), null when the step has no samples.
+
+A trace without a ``steps`` table (a CUPTI capture of a script that marks its iterations
+with NVTX, or an older trace) gets its steps from the ``markers`` table: every range named
+``step N`` with an integer N (``step -1``, ``step 12``) is step N of its rank and process,
+with source ``nvtx``. A negative N marks a warm-up step; where a rank has no negative N,
+its flags stay unknown so ``StepsConfig.warmup_steps`` applies. Samples are unknown (null).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +55,7 @@ def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
     step); warmup (the effective flag after the config default); source.
     """
     cfg = config or StepsConfig()
-    t = trace.table("steps", ["step", "start_ns", "end_ns", "rank", "samples", "warmup", "source"])
+    t = trace.memo(("steps_table",), lambda: _steps_table(trace))
     if t.num_rows == 0:
         return SCHEMA.empty_table()
     rank = int_column(t, "rank")
@@ -77,6 +84,49 @@ def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
             "source": t.column("source").cast(pa.string()),
         },
         schema=SCHEMA,
+    )
+
+
+_COLUMNS = ["step", "start_ns", "end_ns", "rank", "samples", "warmup", "source"]
+_NVTX_STEP = re.compile(r"step (-?[0-9]+)")
+
+
+def _steps_table(trace: Trace) -> pa.Table:
+    """The trace's ``steps`` table, or steps from NVTX ``step N`` ranges when it has none."""
+    t = trace.table("steps", _COLUMNS)
+    if t.num_rows or not trace.num_rows("markers"):
+        return t
+    m = trace.table("markers", ["name", "kind", "rank", "start_ns", "end_ns"])
+    names = m.column("name").cast(pa.string()).to_pylist()
+    kinds = m.column("kind").cast(pa.string()).to_pylist()
+    idx: list[int] = []
+    nums: list[int] = []
+    for i, (name, kind) in enumerate(zip(names, kinds, strict=True)):
+        hit = _NVTX_STEP.fullmatch(name) if kind == "range" and name else None
+        if hit:
+            idx.append(i)
+            nums.append(int(hit.group(1)))
+    if not idx:
+        return t
+    sel = m.take(pa.array(idx, pa.int64()))
+    num = np.asarray(nums, dtype=np.int64)
+    rank = int_column(sel, "rank")
+    # Warm-up is known (True) for negative N; non-negative N are unknown where the rank has
+    # no negative N (the config default applies), else measured.
+    warm: list[bool | None] = []
+    has_neg = {int(r) for r in np.unique(rank[num < 0])}
+    for n, r in zip(num, rank, strict=True):
+        warm.append(True if n < 0 else (False if int(r) in has_neg else None))
+    return pa.table(
+        {
+            "step": pa.array(num, pa.int64()),
+            "start_ns": sel.column("start_ns"),
+            "end_ns": sel.column("end_ns"),
+            "rank": sel.column("rank"),
+            "samples": pa.nulls(len(idx), pa.int64()),
+            "warmup": pa.array(warm, pa.bool_()),
+            "source": pa.array(["nvtx"] * len(idx), pa.string()),
+        }
     )
 
 

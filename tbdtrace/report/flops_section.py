@@ -27,6 +27,8 @@ def _count(v: int | None) -> str:
 
 def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     rows = data["rows"]
+    if data.get("note"):
+        con.print(f"FLOPs: {data['note']}")
     if not rows:
         return
     thr = data["coverage_threshold"]
@@ -54,8 +56,8 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     con.print(t)
     if data.get("recorder"):
         con.print(
-            "  PyTorch ops were recorded at dispatch during this capture (about 10 us of host "
-            "time per op, in every time here; capture --no-torch-flops turns it off)"
+            "  PyTorch ops were recorded at dispatch during this capture (capture "
+            "--torch-flops: about 5-10 us of host time per op, in every time here)"
         )
     seen: set[Any] = set()
     for r in rows:
@@ -119,10 +121,22 @@ def flops_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     kt = kernel_flops.run(trace, cfg)
     if opts.top_json is not None:
         kt = kt.slice(0, opts.top_json)
+    extra = trace.meta.get("extra") or {}
+    rows = flops.run(trace, cfg)
+    note = None
+    counted = rows.column("flops").null_count < rows.num_rows
+    if trace.meta.get("source") == "cupti" and not extra.get("torch_flops") and not counted:
+        # The recorder is off by default (its host cost); counters are a separate run mode.
+        note = (
+            "none counted: this GPU capture has no FLOP source (capture --backend cupti "
+            "records PyTorch op FLOPs only with --torch-flops, hardware counts with "
+            "--counters flops)"
+        )
     return {
         "coverage_threshold": cfg.coverage_threshold,
         "kernels": table_records(kt),
         # capture --backend cupti's dispatch-level recorder ran (its overhead is in the times)
-        "recorder": bool((trace.meta.get("extra") or {}).get("torch_flops")),
-        "rows": table_records(flops.run(trace, cfg)),
+        "recorder": bool(extra.get("torch_flops")),
+        "rows": table_records(rows),
+        "note": note,
     }

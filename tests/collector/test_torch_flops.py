@@ -81,11 +81,19 @@ def test_cupti_capture_env_switches_the_recorder(tmp_path: Path) -> None:
     from tbdtrace.collector.cupti_backend import CuptiConfig
     from tbdtrace.collector.cupti_command import child_env
 
-    on = child_env(tmp_path, CuptiConfig(activities=("kernel",)), tmp_path / "s")
-    off = child_env(
-        tmp_path, CuptiConfig(activities=("kernel",), torch_flops=False), tmp_path / "s"
-    )
-    assert on[SPOOL_ENV] == str(tmp_path) and SPOOL_ENV not in off
+    on = child_env(tmp_path, CuptiConfig(activities=("kernel",), torch_flops=True), tmp_path / "s")
+    off = child_env(tmp_path, CuptiConfig(activities=("kernel",)), tmp_path / "s")
+    assert on[SPOOL_ENV] == str(tmp_path) and SPOOL_ENV not in off  # off by default
+
+
+def test_capture_records_flops_only_with_the_torch_flops_option() -> None:
+    from tbdtrace.cli import build_parser
+
+    p = build_parser()
+    base = ["capture", "--backend", "cupti", "--out", "x"]
+    assert p.parse_args([*base, "--", "true"]).torch_flops is False
+    assert p.parse_args([*base, "--torch-flops", "--", "true"]).torch_flops is True
+    assert p.parse_args([*base, "--no-torch-flops", "--", "true"]).torch_flops is False
 
 
 def test_capture_maps_recorded_threads_to_the_runtime_records_ids() -> None:

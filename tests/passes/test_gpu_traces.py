@@ -69,11 +69,13 @@ def test_every_nvtx_step_range_was_captured() -> None:
 
 def test_flops_of_a_real_gpu_capture_equal_a_per_layer_count() -> None:
     # cuDNN convolutions and cuBLAS matmuls run as TF32 under PyTorch's defaults, so the
-    # work is reported as tf32; 23 steps of batch 64 in the whole trace.
+    # work is reported as tf32. The FLOP figures cover the measured steps: the NVTX ranges
+    # "step 0".."step 19" of batch 64 (the three "step -N" ranges are warm-up).
     doc = _report(RESNET, "--window", "all")
     rows = {r["precision"]: r for r in doc["flops"]["rows"]}
     counted = sum(r["flops"] for r in rows.values())
-    expected = _resnet50_training_flops(64, 23)
+    expected = _resnet50_training_flops(64, 20)
+    assert all(r["window_source"].startswith("measured steps (20") for r in rows.values())
     assert abs(counted - expected) / expected < 0.01
     assert rows["tf32"]["coverage"] > 0.99
 
@@ -83,3 +85,47 @@ def test_demo_capture_has_the_harness_steps() -> None:
     s = doc["steps"]["summary"]
     assert (s["step_count"], s["warmup_count"]) == (3, 0)  # the measured window's steps
     assert doc["window"]["kind"] == "measured"
+
+
+def test_steps_come_from_the_nvtx_step_ranges_without_a_steps_table() -> None:
+    # The capture has no steps.arrow: its 23 steps are the NVTX ranges "step N", and the
+    # three with a negative N are warm-up. Start times are the running sum of the stored
+    # deltas, end = start + the stored length.
+    import tbdtrace
+    from tbdtrace.passes import steps
+
+    assert not (RESNET / "steps.arrow").exists()
+    raw = _raw(RESNET, "markers")
+    start, expected = 0, {}
+    for name, delta, length in zip(
+        raw["name"], raw["start_ns.delta"], raw["end_ns.minus_start_ns"], strict=True
+    ):
+        start += delta
+        if name.startswith("step "):
+            expected[int(name[5:])] = (start, start + length)
+    table = steps.run(tbdtrace.open(RESNET))
+    got = {
+        r["step"]: (r["start_ns"], r["end_ns"], r["warmup"], r["source"]) for r in table.to_pylist()
+    }
+    assert len(got) == table.num_rows == 23
+    assert got == {n: (s, e, n < 0, "nvtx") for n, (s, e) in expected.items()}
+    summary = steps.summarize(table)
+    assert (summary["warmup_count"], summary["measured_count"]) == (3, 20)
+    assert summary["measured_ns"] == sum(e - s for n, (s, e) in expected.items() if n >= 0)
+
+
+def test_a_gpu_capture_without_the_flop_recorder_says_it_has_no_flop_source(
+    tmp_path: Path,
+) -> None:
+    # The same capture as if taken without --torch-flops: no ops rows, no recorder meta.
+    import tbdtrace
+
+    src = tbdtrace.open(RESNET)
+    meta = dict(src.meta)
+    meta["extra"] = {k: v for k, v in (meta.get("extra") or {}).items() if k != "torch_flops"}
+    out = tmp_path / "no_recorder"
+    tbdtrace.write(out, {n: src.table(n) for n in ("kernels", "devices", "markers")}, meta)
+    doc = _report(out)
+    assert all(r["flops"] is None for r in doc["flops"]["rows"])
+    assert "--torch-flops" in doc["flops"]["note"]
+    assert _report(RESNET)["flops"]["note"] is None
