@@ -38,7 +38,7 @@ class CuptiConfig:
     torch_memory: bool = True
     # capture command: PyTorch matmul/convolution/attention ops with shapes and FLOPs, from
     # a dispatch-level recorder (tbdtrace.collector.torch_flops), as ``ops`` rows
-    torch_flops: bool = False  # capture --torch-flops (its host cost: docs/DECISIONS.md 74)
+    torch_flops: bool = False  # capture --torch-flops (its host cost: docs/DECISIONS.md 75)
     # capture command: "flops" = per-kernel FLOPs from hardware counters (Range Profiling API,
     # kernel replay: serializes and replays kernels; a separate run mode). "" = off.
     counters: str = ""
