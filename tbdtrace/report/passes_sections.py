@@ -15,8 +15,8 @@ from tbdtrace.passes import (
     summary,
     utilization,
 )
-from tbdtrace.report.build import ReportOptions, section, table_records, titled
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.section_api import ReportOptions, section, table_records, titled
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 

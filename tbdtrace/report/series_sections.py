@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.passes import collective_skew, memory_series, step_timeline
-from tbdtrace.report.build import ReportOptions, section, table_records
 from tbdtrace.report.fmt import fmt_ns
+from tbdtrace.report.section_api import ReportOptions, section, table_records
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 

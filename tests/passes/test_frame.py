@@ -9,7 +9,7 @@ import pytest
 
 from tbdtrace import intervals
 from tbdtrace.passes import _frame, hotspots, idle
-from tbdtrace.passes.attribution import _NULL, join_sorted
+from tbdtrace.passes.joins import NULL_ID, join_sorted
 from tests.passes.tiny import kernels, make
 
 
@@ -17,7 +17,7 @@ def _brute_join(a, b):
     first = {}
     for i, x in enumerate(b.tolist()):
         first.setdefault(x, i)
-    return np.array([-1 if x == _NULL else first.get(x, -1) for x in a.tolist()])
+    return np.array([-1 if x == NULL_ID else first.get(x, -1) for x in a.tolist()])
 
 
 @pytest.mark.parametrize("case", ["dense", "sparse", "unsorted", "duplicates", "nulls"])
@@ -32,8 +32,8 @@ def test_join_sorted_matches_a_dictionary(case):
         b = np.sort(rng.integers(0, 300, 1000)).astype(np.int64)
     elif case == "nulls":
         b = b.copy()
-        b[::5] = _NULL
-    a = np.concatenate([rng.choice(b, 400), rng.integers(-5, 3000, 400), [_NULL]])
+        b[::5] = NULL_ID
+    a = np.concatenate([rng.choice(b, 400), rng.integers(-5, 3000, 400), [NULL_ID]])
     assert np.array_equal(join_sorted(a, b), _brute_join(a, b))
 
 
