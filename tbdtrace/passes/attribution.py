@@ -25,9 +25,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace.passes import _frame
-from tbdtrace.passes._intervals_ext import innermost
-from tbdtrace.passes._util import int_column
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import shared_arrays
+from tbdtrace.passes.interval_ops import innermost
 from tbdtrace.passes.joins import NULL_ID, join_pairs
 from tbdtrace.trace import Trace
 
@@ -74,7 +74,9 @@ def range_groups(trace: Trace, table: str) -> Groups:
     """:func:`thread_groups` of a range table (ops, markers), once per trace."""
     return trace.memo(
         ("thread_groups", table),
-        lambda: thread_groups(_frame.ints(trace, table, "pid"), _frame.ints(trace, table, "tid")),
+        lambda: thread_groups(
+            shared_arrays.ints(trace, table, "pid"), shared_arrays.ints(trace, table, "tid")
+        ),
     )
 
 
@@ -84,7 +86,7 @@ def on_threads(trace: Trace, table: str, keep: np.ndarray, queries: Groups, q_t:
     thread (:func:`thread_groups`)."""
     out = np.full(q_t.size, -1, dtype=np.int64)
     ranges = range_groups(trace, table)
-    s, e = _frame.ints(trace, table, "start_ns"), _frame.ints(trace, table, "end_ns")
+    s, e = shared_arrays.ints(trace, table, "start_ns"), shared_arrays.ints(trace, table, "end_ns")
     for th, qsel in queries.items():
         rows = ranges.get(th)
         if rows is None:
@@ -108,25 +110,25 @@ def _attribute(trace: Trace) -> Attribution:
     n = trace.num_rows("kernels")
     # "Not attributed" for every kernel: a read-only view of one value, no memory.
     none = np.broadcast_to(np.int64(-1), (n,))
-    m = _frame.runtime_match(trace, "kernels")
+    m = shared_arrays.runtime_match(trace, "kernels")
     hit = m >= 0
     launched = (
-        hit | (_frame.ints(trace, "kernels", "tid") >= 0)
-        if _frame.has_values(trace, "kernels", "tid")
+        hit | (shared_arrays.ints(trace, "kernels", "tid") >= 0)
+        if shared_arrays.has_values(trace, "kernels", "tid")
         else hit
     )
     ops = trace.table("ops", ["rank", "external_id", "name", "category"])
-    o_codes, o_labels = _frame.codes(trace, "ops", "name")
+    o_codes, o_labels = shared_arrays.codes(trace, "ops", "name")
     if ops.num_rows and trace.column("kernels", "external_id").null_count < n:
         by_ext = join_pairs(
-            _frame.ints(trace, "kernels", "rank"),
-            _frame.ints(trace, "kernels", "external_id", NULL_ID),
+            shared_arrays.ints(trace, "kernels", "rank"),
+            shared_arrays.ints(trace, "kernels", "external_id", NULL_ID),
             int_column(ops, "rank"),
             int_column(ops, "external_id", NULL_ID),
         )
     else:
         by_ext = none
-    m_codes, m_labels = _frame.codes(trace, "markers", "name")
+    m_codes, m_labels = shared_arrays.codes(trace, "markers", "name")
     tq = np.flatnonzero(launched)
     if tq.size == 0 or (ops.num_rows == 0 and trace.num_rows("markers") == 0):
         op_idx, mod_idx, mark_idx = by_ext, none, none
@@ -164,16 +166,16 @@ def _on_launch_threads(
     h = hit[tq]
 
     def at_launch(col: str, own: I64) -> I64:
-        r = _frame.ints(trace, "runtime", col)
+        r = shared_arrays.ints(trace, "runtime", col)
         return np.where(h, r[mc] if r.size else -1, own[tq])
 
-    q_pid = at_launch("pid", _frame.ints(trace, "kernels", "pid"))
-    q_tid = at_launch("tid", _frame.ints(trace, "kernels", "tid"))
-    q_t = at_launch("start_ns", _frame.ints(trace, "kernels", "start_ns"))
+    q_pid = at_launch("pid", shared_arrays.ints(trace, "kernels", "pid"))
+    q_tid = at_launch("tid", shared_arrays.ints(trace, "kernels", "tid"))
+    q_t = at_launch("start_ns", shared_arrays.ints(trace, "kernels", "start_ns"))
     queries = thread_groups(q_pid, q_tid)
     del q_pid, q_tid
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
-    is_py = _frame.label_mask(trace, "ops", "category", lambda x: x == "python_function")
+    is_py = shared_arrays.label_mask(trace, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module
     op_idx = np.full(n, -1, dtype=np.int64)
     found = on_threads(trace, "ops", keep, queries, q_t)
@@ -181,8 +183,10 @@ def _on_launch_threads(
     op_idx = np.where(op_idx >= 0, op_idx, by_ext)
     mod_idx = np.full(n, -1, dtype=np.int64)
     mod_idx[tq] = on_threads(trace, "ops", is_module, queries, q_t)
-    is_step = _frame.label_mask(trace, "markers", "name", lambda x: x.startswith("ProfilerStep#"))
-    is_range = _frame.label_mask(trace, "markers", "kind", lambda x: x == "range")
+    is_step = shared_arrays.label_mask(
+        trace, "markers", "name", lambda x: x.startswith("ProfilerStep#")
+    )
+    is_range = shared_arrays.label_mask(trace, "markers", "kind", lambda x: x == "range")
     mark_idx = np.full(n, -1, dtype=np.int64)
     mark_idx[tq] = on_threads(trace, "markers", is_range & ~is_step, queries, q_t)
     return op_idx, mod_idx, mark_idx
@@ -198,9 +202,12 @@ def _skip_own_op(
     if not own.any():
         return op_idx
     oc = np.clip(op_idx, 0, None)
-    o_s, o_e = _frame.ints(trace, "ops", "start_ns"), _frame.ints(trace, "ops", "end_ns")
-    ks = _frame.ints(trace, "kernels", "start_ns")[tq]
-    ke = _frame.ints(trace, "kernels", "end_ns")[tq]
+    o_s, o_e = (
+        shared_arrays.ints(trace, "ops", "start_ns"),
+        shared_arrays.ints(trace, "ops", "end_ns"),
+    )
+    ks = shared_arrays.ints(trace, "kernels", "start_ns")[tq]
+    ke = shared_arrays.ints(trace, "kernels", "end_ns")[tq]
     same = own & (o_s[oc] == ks) & (o_e[oc] == ke)
     if not same.any():
         return op_idx

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace.passes import _frame
+from tbdtrace.passes import shared_arrays
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -35,8 +35,8 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     """
 
     def compute() -> pa.Table:
-        codes, labels = _frame.codes(trace, "kernels", "name")
-        return stats(codes, labels, _frame.durations(trace, "kernels"))
+        codes, labels = shared_arrays.codes(trace, "kernels", "name")
+        return stats(codes, labels, shared_arrays.durations(trace, "kernels"))
 
     return trace.memo(("kernels",), compute)
 

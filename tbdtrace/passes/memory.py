@@ -24,8 +24,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from tbdtrace.arrow_ints import int_column
 from tbdtrace.passes._memory_devices import BREAKDOWN, Events, Series, series
-from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace.passes.grouping import dict_codes
 from tbdtrace.passes.memory_blocks import INT64_MAX, Blocks, group_codes, pair
 from tbdtrace.schema import MEMORY_CATEGORIES, MEMORY_LEVELS
 from tbdtrace.trace import Trace

@@ -20,7 +20,7 @@ import pytest
 
 from tbdtrace import _pandas_gate, importers
 from tbdtrace.passes import memory
-from tbdtrace.passes._util import dense_codes, group_sum
+from tbdtrace.passes.grouping import dense_codes, group_sum
 from tbdtrace.trace import from_tables
 from tests.conftest import KINETO
 

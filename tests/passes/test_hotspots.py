@@ -164,7 +164,7 @@ def test_join_fast_and_general_paths_agree() -> None:
 def test_row_codes_groups_equal_rows() -> None:
     import numpy as np
 
-    from tbdtrace.passes._util import row_codes
+    from tbdtrace.passes.grouping import row_codes
 
     rng = np.random.default_rng(5)
     cols = [rng.integers(-1, 3, 2000) for _ in range(4)]

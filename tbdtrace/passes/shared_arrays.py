@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import intervals
-from tbdtrace.passes._util import device_keys, dict_codes, int_column
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes.grouping import device_keys, dict_codes
 from tbdtrace.passes.joins import NULL_ID, join_pairs, join_sorted
 from tbdtrace.trace import Trace
 
@@ -182,7 +183,7 @@ def merged(trace: Trace, key: int, what: str) -> tuple[I64, I64]:
 def merged_with_cum(trace: Trace, key: int, what: str) -> tuple[I64, I64, I64]:
     """``merged(trace, key, what)`` and its ``_intervals_ext.cumulative`` lengths, the
     three arguments of ``covered_in_merged`` for repeated window queries."""
-    from tbdtrace.passes._intervals_ext import cumulative
+    from tbdtrace.passes.interval_ops import cumulative
 
     def compute() -> tuple[I64, I64, I64]:
         ms, me = merged(trace, key, what)
