@@ -181,7 +181,7 @@ def merged(trace: Trace, key: int, what: str) -> tuple[I64, I64]:
 
 
 def merged_with_cum(trace: Trace, key: int, what: str) -> tuple[I64, I64, I64]:
-    """``merged(trace, key, what)`` and its ``_intervals_ext.cumulative`` lengths, the
+    """``merged(trace, key, what)`` and its ``interval_ops.cumulative`` lengths, the
     three arguments of ``covered_in_merged`` for repeated window queries."""
     from tbdtrace.passes.interval_ops import cumulative
 
