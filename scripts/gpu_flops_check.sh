@@ -19,7 +19,7 @@ timeout 120 "$PY" -m tbdtrace report "$T" | sed -n '/FLOPs by precision/,$p'
 import json, sys
 import numpy as np
 import tbdtrace
-from tbdtrace.passes import _frame
+from tbdtrace.passes import shared_arrays
 from tbdtrace.passes.attribution import on_threads, thread_groups
 tr = tbdtrace.open(sys.argv[1])
 ops = tr.table("ops").to_pylist()
@@ -29,8 +29,8 @@ print("op tids", sorted({o["tid"] for o in ops})[:5], "runtime tids",
       sorted(set(rt.column("tid").to_pylist()))[:5])
 # runtime calls inside a recorded op on the same (pid, tid)
 keep = np.ones(len(ops), dtype=bool)
-q = thread_groups(_frame.ints(tr, "runtime", "pid"), _frame.ints(tr, "runtime", "tid"))
-hit = on_threads(tr, "ops", keep, q, _frame.ints(tr, "runtime", "start_ns"))
+q = thread_groups(shared_arrays.ints(tr, "runtime", "pid"), shared_arrays.ints(tr, "runtime", "tid"))
+hit = on_threads(tr, "ops", keep, q, shared_arrays.ints(tr, "runtime", "start_ns"))
 print("runtime calls inside a recorded op:", int((hit >= 0).sum()), "of", rt.num_rows)
 print("ops with a runtime call inside:", len(set(hit[hit >= 0].tolist())), "of", len(ops))
 doc = json.load(open(sys.argv[2]))

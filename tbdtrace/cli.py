@@ -15,9 +15,9 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from tbdtrace.errors import TraceError
+from tbdtrace.heap import glibc
 
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS = (
@@ -99,18 +99,6 @@ def keep_freed_memory(big: bool = True) -> None:
     libc.mallopt(m_trim_threshold, 2**31 - 1)
 
 
-def glibc() -> Any:
-    """The C library, when it is glibc (has mallopt and malloc_trim); else None."""
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return None
-    return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
-
-
 def _positionals(argv: list[str]) -> list[str]:
     """The command name and the paths after it (arguments not starting with -)."""
     return [a for a in argv if not a.startswith("-")]
@@ -157,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tbdtrace: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # noqa: BLE001 - every other error: one line, or a bug report
+    except Exception as e:  # every other error: one line, or a bug report
         return cli_errors.handle(e, argv)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace import schema
+from tbdtrace.arrow_ints import int_values
 from tbdtrace.errors import TraceError
 
 PARQUET_SUFFIX = ".parquet"  # version 3
@@ -192,26 +193,11 @@ def _read_plan(
     return plan
 
 
-def ints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """int64 values of an int64 column with nulls as 0 (numpy only: pc.fill_null
-    imports pandas)."""
-    if arr.null_count == 0:
-        return np.asarray(arr.to_numpy(), dtype=np.int64)
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    # The values buffer holds some number at null slots; read it raw, then zero them.
-    buf = arr.buffers()[1]
-    out = np.frombuffer(buf, dtype=np.int64, count=len(arr), offset=arr.offset * 8).copy()
-    out[~valid] = 0
-    return out
-
-
 def decode(col: schema.Column, stored: pa.Array, start: pa.Array | None) -> pa.Array:
     """A version-2 encoded field's true values (int64 arithmetic wraps, as it did when
     the field was encoded)."""
     mask = stored.is_null().to_numpy(zero_copy_only=False) if stored.null_count else None
-    d = stored if mask is None else pa.array(ints(stored), type=pa.int64())
+    d = stored if mask is None else pa.array(int_values(stored, 0), type=pa.int64())
     # Decode in place when the values buffer is a private, writable copy (a decompressed
     # read): a 10M-row column then costs no second allocation.
     buf = d.buffers()[1]

@@ -22,8 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import schema, tablefile
+from tbdtrace.arrow_ints import int_values
 from tbdtrace.errors import TraceError
-from tbdtrace.tablefile import combine, ints
+from tbdtrace.tablefile import combine
 from tbdtrace.tablefile import null_array as null_array  # re-exported
 
 META_FILE = "meta.json"
@@ -352,11 +353,11 @@ def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
     """``tbl`` as it is kept on disk: in time order (see the schema's storage notes)."""
     tc = decl.time_column
     if tc is not None and tbl.num_rows > 1:
-        t = ints(tbl.column(tc))
+        t = int_values(tbl.column(tc), 0)
         if tc == "start_ns":
             # Ranges: by start, then the longer first, so enclosing ranges precede the
             # ranges they contain (what interval searches over nested ranges want).
-            e = ints(tbl.column("end_ns"))
+            e = int_values(tbl.column("end_ns"), 0)
             if not _ordered(t, e):
                 keys = [("start_ns", "ascending"), ("end_ns", "descending")]
                 tbl = tbl.take(pc.sort_indices(tbl, keys))  # stable

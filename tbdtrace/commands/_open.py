@@ -47,7 +47,7 @@ def _note_skipped(path: Path, meta: dict[str, Any]) -> None:
 def _trim_heap() -> None:
     """Hand the parser's freed staging memory back to the system (glibc malloc_trim), so
     the analysis that follows does not grow the process on top of it."""
-    from tbdtrace.cli import glibc
+    from tbdtrace.heap import glibc
 
     libc = glibc()
     if libc is not None:

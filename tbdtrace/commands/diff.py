@@ -10,7 +10,7 @@ from typing import Any
 from tbdtrace.commands import _output, _window
 from tbdtrace.commands._open import open_or_import
 from tbdtrace.passes import diff, window
-from tbdtrace.report.fmt import fmt_ns
+from tbdtrace.report.fmt import clip, fmt_ns
 from tbdtrace.report.textui import Console, Table
 
 
@@ -112,7 +112,7 @@ def _render(doc: dict[str, Any]) -> None:
     for col in ("B - A", "A", "B", "A n", "B n", "Category", "Name"):
         k.add_column(col, justify="left" if col in ("Category", "Name") else "right", no_wrap=True)
     for r in doc["kernels"]:
-        name = r["name"] if len(r["name"]) <= 70 else r["name"][:69] + "…"
+        name = clip(r["name"], 70, blank="")
         k.add_row(
             fmt_ns(r["delta_ns"]),
             fmt_ns(r["a_total_ns"]),

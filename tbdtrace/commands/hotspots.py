@@ -8,6 +8,7 @@ import sys
 
 from tbdtrace.commands import _window
 from tbdtrace.commands._open import begin_open
+from tbdtrace.report.fmt import clip
 from tbdtrace.report.textui import Console, Table
 
 BY = ("kernel", "op", "category")  # tbdtrace.passes.hotspots.BY, without loading the pass
@@ -82,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
             f"{100 * r['share']:.1f}",
             fmt_ns(r["total_ns"]),
             *_extra(args.by, r),
-            _clip(r[name_col], 48 if args.by == "kernel" else 70),
+            clip(r[name_col], 48 if args.by == "kernel" else 70),
         )
     con.print(t)
     return 0
@@ -95,14 +96,9 @@ def _extra(by: str, r: dict) -> list[str]:  # type: ignore[type-arg]
             f"{r['count']:,}",
             r["category"],
             launch,
-            _clip(r["op"], 24),
-            _clip(r["marker"], 24),
+            clip(r["op"], 24),
+            clip(r["marker"], 24),
         ]
     if by == "op":
-        return [f"{r['kernel_count']:,}", str(r["distinct_kernels"]), _clip(r["top_kernel"], 50)]
+        return [f"{r['kernel_count']:,}", str(r["distinct_kernels"]), clip(r["top_kernel"], 50)]
     return [f"{r['count']:,}"]
-
-
-def _clip(s: str | None, n: int) -> str:
-    s = s or "-"
-    return s if len(s) <= n else s[: n - 1] + "…"

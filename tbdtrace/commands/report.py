@@ -73,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
     if _rankset.is_rank_set(args.trace):
         return _run_ranks(args, win)
     pending = begin_open(args.trace[0])  # a profiler file parses while the modules load
-    from tbdtrace.report import sections  # noqa: F401 - every section and pass, loaded now
+    from tbdtrace.report import contents  # noqa: F401 - every section and pass, loaded now
 
     tr = pending.trace()
     return _emit(tr, args, win)

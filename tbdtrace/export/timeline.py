@@ -26,10 +26,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes import _frame
-from tbdtrace.passes._util import dense_codes
+from tbdtrace.passes import shared_arrays
 from tbdtrace.passes.attribution import attribute
 from tbdtrace.passes.categories import CATEGORIES, kernel_categories
+from tbdtrace.passes.grouping import dense_codes
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -214,11 +214,11 @@ def build(trace: Trace) -> Timeline:
 
 
 def _rank_pid(trace: Trace, table: str) -> tuple[I64, I64]:
-    return _frame.ints(trace, table, "rank"), _frame.ints(trace, table, "pid")
+    return shared_arrays.ints(trace, table, "rank"), shared_arrays.ints(trace, table, "pid")
 
 
 def _labels(trace: Trace, tl: Timeline, table: str, column: str, none: str) -> I64:
-    codes, labels = _frame.codes(trace, table, column)
+    codes, labels = shared_arrays.codes(trace, table, column)
     lut = tl.intern_labels(labels, none)
     return lut[codes] if len(lut) else np.full(len(codes), tl.intern(none), np.int64)
 
@@ -226,7 +226,7 @@ def _labels(trace: Trace, tl: Timeline, table: str, column: str, none: str) -> I
 def _flows(trace: Trace) -> dict[str, I64]:
     """Per device table, the flow id of each row (runtime row index + 1; 0 = none)."""
     return {
-        t: _frame.runtime_match(trace, t) + 1
+        t: shared_arrays.runtime_match(trace, t) + 1
         for t in ("kernels", "memcpy", "memset")
         if trace.num_rows(t) and trace.num_rows("runtime")
     }
@@ -236,10 +236,10 @@ def _device_part(
     trace: Trace, tl: Timeline, table: str, source: int, flows: dict[str, I64]
 ) -> dict[str, object]:
     n = trace.num_rows(table)
-    rank = _frame.ints(trace, table, "rank")
-    dev = _frame.ints(trace, table, "device_id")
-    dtype_codes, dtype_labels = _frame.codes(trace, table, "device_type")
-    stream = _frame.ints(trace, table, "stream_id")
+    rank = shared_arrays.ints(trace, table, "rank")
+    dev = shared_arrays.ints(trace, table, "device_id")
+    dtype_codes, dtype_labels = shared_arrays.codes(trace, table, "device_type")
+    stream = shared_arrays.ints(trace, table, "stream_id")
     uniq, inv = groups(rank, dev, np.asarray(dtype_codes, np.int64), stream)
     track_of = np.empty(len(uniq), np.int64)
     for j, (r, d, tcode, s) in enumerate(uniq):
@@ -261,7 +261,7 @@ def _device_part(
             args.append(Arg("op", op_lut[np.clip(att.op, 0, None)], att.op >= 0, string=True))
     else:
         kinds = "copy_kind" if table == "memcpy" else "memory_kind"
-        codes, labels = _frame.codes(trace, table, kinds)
+        codes, labels = shared_arrays.codes(trace, table, kinds)
         pre = "Memcpy" if table == "memcpy" else "Memset"
         lut = np.array([t(f"{pre} {x}" if x else pre) for x in labels], np.int64)
         name = lut[codes] if len(lut) else np.full(n, t(pre), np.int64)
@@ -269,8 +269,8 @@ def _device_part(
         args = [Arg(c, *_int_arg(trace, table, c)) for c in ("bytes", "correlation_id")]
     return {
         "track": track_of[inv],
-        "start": _frame.ints(trace, table, "start_ns"),
-        "end": _frame.ints(trace, table, "end_ns"),
+        "start": shared_arrays.ints(trace, table, "start_ns"),
+        "end": shared_arrays.ints(trace, table, "end_ns"),
         "name": name,
         "cat": cat,
         "flow_in": flows.get(table, np.zeros(n, np.int64)),
@@ -285,7 +285,7 @@ def _launch(trace: Trace, tl: Timeline) -> Arg | None:
     "grid [256, 1, 1] block [128, 1, 1] registers 32 shared 0+1024 B" (static+dynamic)."""
     if not _has(trace, "kernels", "grid_x"):
         return None
-    vals = [_frame.ints(trace, "kernels", c, -1, keep=False) for c in LAUNCH_COLUMNS]
+    vals = [shared_arrays.ints(trace, "kernels", c, -1, keep=False) for c in LAUNCH_COLUMNS]
     uniq, inv = groups(*vals)
 
     def text(u: tuple[int, ...]) -> str:
@@ -305,7 +305,7 @@ def _launch(trace: Trace, tl: Timeline) -> Arg | None:
 
 
 def _has(trace: Trace, table: str, column: str) -> bool:
-    return _frame.has_values(trace, table, column)
+    return shared_arrays.has_values(trace, table, column)
 
 
 def _int_arg(trace: Trace, table: str, column: str) -> tuple[I64, npt.NDArray[np.bool_]]:
@@ -315,7 +315,7 @@ def _int_arg(trace: Trace, table: str, column: str) -> tuple[I64, npt.NDArray[np
         if col.null_count == 0
         else np.asarray(col.is_valid().to_numpy(zero_copy_only=False), bool)
     )
-    return _frame.ints(trace, table, column, 0, keep=False), valid
+    return shared_arrays.ints(trace, table, column, 0, keep=False), valid
 
 
 def _stream_track(tl: Timeline, rank: int, dev: int, dtype: str | None, stream: int) -> Track:
@@ -341,7 +341,7 @@ def _host_process(tl: Timeline, rank: int, pid: int) -> int:
 def _host_part(trace: Trace, tl: Timeline, table: str, flows: dict[str, I64]) -> dict[str, object]:
     n = trace.num_rows(table)
     rank, pid = _rank_pid(trace, table)
-    tid = _frame.ints(trace, table, "tid")
+    tid = shared_arrays.ints(trace, table, "tid")
     uniq, inv = groups(rank, pid, tid)
     track_of = np.empty(len(uniq), np.int64)
     suffix = " annotations" if table == "markers" else ""
@@ -373,8 +373,8 @@ def _host_part(trace: Trace, tl: Timeline, table: str, flows: dict[str, I64]) ->
         cat = _labels(trace, tl, table, "domain", "annotation")
     return {
         "track": track_of[inv],
-        "start": _frame.ints(trace, table, "start_ns"),
-        "end": _frame.ints(trace, table, "end_ns"),
+        "start": shared_arrays.ints(trace, table, "start_ns"),
+        "end": shared_arrays.ints(trace, table, "end_ns"),
         "name": name,
         "cat": cat,
         "flow_in": np.zeros(n, np.int64),
@@ -391,7 +391,7 @@ def _bools(arr: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
 def _steps_part(trace: Trace, tl: Timeline) -> dict[str, object]:
     n = trace.num_rows("steps")
     rank, pid = _rank_pid(trace, "steps")
-    step = _frame.ints(trace, "steps", "step")
+    step = shared_arrays.ints(trace, "steps", "step")
     warm = trace.column("steps", "warmup")
     warm_b = _bools(warm) & _bools(warm.is_valid()) if len(warm) else np.zeros(0, bool)
     track = np.empty(n, np.int64)
@@ -404,8 +404,8 @@ def _steps_part(trace: Trace, tl: Timeline) -> dict[str, object]:
         names[i] = tl.intern(f"step {step[i]}" + (" (warm-up)" if warm_b[i] else ""))
     return {
         "track": track,
-        "start": _frame.ints(trace, "steps", "start_ns"),
-        "end": _frame.ints(trace, "steps", "end_ns"),
+        "start": shared_arrays.ints(trace, "steps", "start_ns"),
+        "end": shared_arrays.ints(trace, "steps", "end_ns"),
         "name": names,
         "cat": np.full(n, tl.intern("step"), np.int64),
         "flow_in": np.zeros(n, np.int64),
@@ -514,8 +514,8 @@ def _counters(trace: Trace, tl: Timeline) -> None:
             vals.append(v)
     if trace.num_rows("host_samples"):
         metric = _labels(trace, tl, "host_samples", "metric", "sample")
-        index = _frame.ints(trace, "host_samples", "index")
-        t = _frame.ints(trace, "host_samples", "ts_ns")
+        index = shared_arrays.ints(trace, "host_samples", "index")
+        t = shared_arrays.ints(trace, "host_samples", "ts_ns")
         v = np.asarray(trace.column("host_samples", "value").to_numpy(), np.float64)
         proc = tl.process(("host samples",), DEVICE_PID_BASE - (1 << 21), "host samples")
         uniq, inv = groups(metric, index)

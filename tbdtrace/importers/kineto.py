@@ -15,66 +15,42 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import re
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tbdtrace import schema
 from tbdtrace.errors import TraceError
 from tbdtrace.importers import collectives, json_stream, validate
 from tbdtrace.importers import sniff as _sniff
 from tbdtrace.importers.columns import TableBuilder
-from tbdtrace.importers.kineto_feed import (  # noqa: F401 - the categories live there
+from tbdtrace.importers.kineto_header import FileHeaders, FileInfo, file_meta  # noqa: F401 - API
+from tbdtrace.importers.kineto_vocab import (  # noqa: F401 - part of this module's API
     ANNOTATION_CATS,
+    C10_DEVICE_TYPES,
     DRIVER_CATS,
     KERNEL_CATS,
     MEMCPY_CATS,
+    MEMCPY_RE,
+    MEMORY_KIND,
     MEMSET_CATS,
+    MEMSET_RE,
     OP_CATS,
+    ROUTED_CATS,
     RUNTIME_CATS,
+    STEP_RE,
     SYNC_CATS,
+    SYNC_KINDS,
+    _int,
+    _u64,
 )
 from tbdtrace.importers.validate import us_to_ns  # noqa: F401 - part of this module's API
 
 log = logging.getLogger(__name__)
-
-# Categories of X events that become rows (any other X event is ignored).
-ROUTED_CATS = frozenset(
-    KERNEL_CATS
-    | MEMCPY_CATS
-    | MEMSET_CATS
-    | RUNTIME_CATS
-    | DRIVER_CATS
-    | SYNC_CATS
-    | OP_CATS
-    | ANNOTATION_CATS
-)
-
-_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-_MEMCPY_RE = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
-_MEMSET_RE = re.compile(r"^Memset \((\w+)\)")
-_SYNC_KINDS = {
-    "Event Sync": "event",
-    "Stream Sync": "stream",
-    "Context Sync": "context",
-    "Stream Wait Event": "stream_wait_event",
-}
-# c10::DeviceType values used in profiler memory events.
-_C10_DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "rocm"}
-_MEMORY_KIND = {
-    "Pageable": "pageable",
-    "Pinned": "pinned",
-    "Device": "device",
-    "Array": "array",
-    "Managed": "managed",
-}
 
 
 def read_json(path: Path) -> Any:
@@ -112,55 +88,13 @@ def read_json(path: Path) -> Any:
         raise TraceError(f"{path}: invalid JSON ({e}); re-export the trace") from e
 
 
-_I64_MIN, _I64_MAX, _U64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
-
-
-def _any_int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str):
-        s = v.strip()
-        if s.lstrip("-").isdigit():
-            return int(s)
-        if s.startswith("stream "):
-            return _any_int(s[7:])
-    return None
-
-
-def _int(v: Any) -> int | None:
-    """An integer that fits int64 columns; out of range (seen in real args) -> None."""
-    x = _any_int(v)
-    return x if x is not None and _I64_MIN <= x <= _I64_MAX else None
-
-
-def _u64(v: Any) -> int | None:
-    """An integer for uint64 columns (addresses); negative or out of range -> None."""
-    x = _any_int(v)
-    return x if x is not None and 0 <= x <= _U64_MAX else None
-
-
 def _triple(v: Any) -> tuple[int | None, int | None, int | None]:
     if isinstance(v, list) and len(v) == 3:
         return _int(v[0]), _int(v[1]), _int(v[2])
     return None, None, None
 
 
-@dataclass(frozen=True)
-class FileInfo:
-    """One input file's top-level keys, as the importer uses them."""
-
-    path: Path
-    doc: dict[str, Any]  # top-level keys (traceEvents aside)
-    dist: dict[str, Any]  # distributedInfo, or {}
-    rank: int | None
-    base: int  # baseTimeNanoseconds, added to every time
-    rocm: bool
-    devices: Any  # deviceProperties as written
-
-
-class KinetoImporter:
+class KinetoImporter(FileHeaders):
     """Accumulates the events of one or more Kineto files into column builders."""
 
     def __init__(self) -> None:
@@ -179,9 +113,7 @@ class KinetoImporter:
                 "sync",
             )
         }
-        self.meta_files: list[dict[str, Any]] = []
-        self.is_rocm = False
-        self.skipped: Counter[str] = Counter()  # reason -> events left out (validate.py)
+        super().__init__(self.t)
         # Per kernel row, the collective args (collectives.ARGS) for the collectives table.
         self.coll_args: dict[str, list[Any]] = {c: [] for c in collectives.ARGS}
 
@@ -202,56 +134,6 @@ class KinetoImporter:
                     "re-export the trace or report the file"
                 ) from e
         self.end_file(f, n_events, self.skipped - before)
-
-    def begin_file(self, path: Path, doc: dict[str, Any], rank_if_unknown: int | None) -> FileInfo:
-        """What a file's top-level keys say (rank, time base, devices); adds its devices."""
-        info = doc.get("distributedInfo")
-        dist: dict[str, Any] = info if isinstance(info, dict) else {}
-        rank = _int(dist.get("rank"))
-        if rank is None:
-            rank = rank_if_unknown
-        base = _int(doc.get("baseTimeNanoseconds")) or 0
-        devices = doc.get("deviceProperties") or []
-        rocm = any("AMD" in str(d.get("name", "")) for d in devices if isinstance(d, dict))
-        self.is_rocm = self.is_rocm or rocm
-        for d in devices:
-            if isinstance(d, dict):
-                self._device(d, rank, "rocm" if rocm else "cuda")
-        return FileInfo(path, doc, dist, rank, base, rocm, devices)
-
-    def end_file(self, f: FileInfo, n_events: int, skipped: dict[str, int] | None = None) -> None:
-        """Records the file's meta; ``skipped``: its events left out, by reason (already
-        added to :attr:`skipped` on the Python path; added here for the native one)."""
-        self.meta_files.append(
-            {
-                "file": str(f.path),
-                "rank": f.rank,
-                "schemaVersion": f.doc.get("schemaVersion"),
-                "traceName": f.doc.get("traceName"),
-                "baseTimeNanoseconds": f.base,
-                "world_size": _int(f.dist.get("world_size")),
-                "backend": f.dist.get("backend"),
-                "deviceProperties": f.devices,
-                "events": n_events,
-                "skipped_events": validate.merged(skipped or {}),
-            }
-        )
-
-    def _device(self, d: dict[str, Any], rank: int | None, device_type: str) -> None:
-        self.t["devices"].append(
-            device_id=_int(d.get("id")),
-            device_type=device_type,
-            rank=rank,
-            name=str(d.get("name", "unknown")),
-            sm_count=_int(d.get("numSms")),
-            compute_capability_major=_int(d.get("computeMajor")),
-            compute_capability_minor=_int(d.get("computeMinor")),
-            memory_bytes=_int(d.get("totalGlobalMem")),
-            max_threads_per_block=_int(d.get("maxThreadsPerBlock")),
-            shared_memory_per_block_bytes=_int(d.get("sharedMemPerBlock")),
-            registers_per_block=_int(d.get("regsPerBlock")),
-            warp_size=_int(d.get("warpSize")),
-        )
 
     def _event(self, ev: dict[str, Any], base: int, rank: int | None, rocm: bool) -> None:
         ph = ev.get("ph")
@@ -299,7 +181,7 @@ class KinetoImporter:
                 else:
                     self.coll_args[c].append(_int(v))
         elif cat in MEMCPY_CATS:
-            m = _MEMCPY_RE.match(str(name))
+            m = MEMCPY_RE.match(str(name))
             self.t["memcpy"].append(
                 start_ns=start,
                 end_ns=end,
@@ -312,11 +194,11 @@ class KinetoImporter:
                 rank=rank,
                 bytes=_int(args.get("bytes")) or 0,
                 copy_kind=m.group(1) if m else None,
-                src_kind=_MEMORY_KIND.get(m.group(2), "unknown") if m else None,
-                dst_kind=_MEMORY_KIND.get(m.group(3), "unknown") if m else None,
+                src_kind=MEMORY_KIND.get(m.group(2), "unknown") if m else None,
+                dst_kind=MEMORY_KIND.get(m.group(3), "unknown") if m else None,
             )
         elif cat in MEMSET_CATS:
-            m = _MEMSET_RE.match(str(name))
+            m = MEMSET_RE.match(str(name))
             self.t["memset"].append(
                 start_ns=start,
                 end_ns=end,
@@ -328,7 +210,7 @@ class KinetoImporter:
                 external_id=ext,
                 rank=rank,
                 bytes=_int(args.get("bytes")) or 0,
-                memory_kind=_MEMORY_KIND.get(m.group(1), "unknown") if m else None,
+                memory_kind=MEMORY_KIND.get(m.group(1), "unknown") if m else None,
             )
         elif cat in RUNTIME_CATS or cat in DRIVER_CATS:
             self.t["runtime"].append(
@@ -355,7 +237,7 @@ class KinetoImporter:
                 pid=_int(ev.get("pid")),
                 tid=_int(ev.get("tid")),
                 rank=rank,
-                sync_kind=_SYNC_KINDS.get(str(kind), "unknown"),
+                sync_kind=SYNC_KINDS.get(str(kind), "unknown"),
             )
         elif cat in OP_CATS or cat in ANNOTATION_CATS:
             self._host_range(ev, cat, start, end, ext, rank)
@@ -391,7 +273,7 @@ class KinetoImporter:
         args = ev.get("args") or {}
         pid, tid = _int(ev.get("pid")), _int(ev.get("tid"))
         on_gpu = cat == "gpu_user_annotation"
-        step = _STEP_RE.match(name)
+        step = STEP_RE.match(name)
         if step and not on_gpu:
             self.t["steps"].append(
                 step=int(step.group(1)),
@@ -445,7 +327,7 @@ class KinetoImporter:
         if isinstance(ts, str):
             self.skipped[ts] += 1
             return
-        dev_type = _C10_DEVICE_TYPES.get(_int(args.get("Device Type")) or 0, "cuda")
+        dev_type = C10_DEVICE_TYPES.get(_int(args.get("Device Type")) or 0, "cuda")
         addr = _u64(args.get("Addr"))
         self.t["memory"].append(
             ts_ns=base + ts,
@@ -555,31 +437,6 @@ def _collectives(
         return None
     names = schema.table("collectives").column_names
     return {k: cols[k] for k in names if k in cols and cols[k].null_count < len(cols[k])}
-
-
-def file_meta(
-    imp: KinetoImporter, files: list[Path], tables: dict[str, dict[str, pa.Array]]
-) -> dict[str, Any]:
-    """meta.json content of an import (shared by the Python and native paths)."""
-    starts = [pc.min(cols["start_ns"]).as_py() for cols in tables.values() if "start_ns" in cols]
-    ranks = sorted({m["rank"] for m in imp.meta_files if m["rank"] is not None})
-    return {
-        "source": "kineto",
-        "framework": "pytorch",
-        "source_files": [str(p) for p in files],
-        "ranks": ranks,
-        "start_time_ns": min(starts) if starts else None,
-        "clock": "CLOCK_REALTIME",
-        "clock_offset_ns": imp.meta_files[0]["baseTimeNanoseconds"] if imp.meta_files else 0,
-        "devices": [d for m in imp.meta_files for d in m["deviceProperties"]],
-        "skipped_events": validate.merged(imp.skipped),
-        "extra": {
-            "files": [
-                {k: v for k, v in m.items() if k != "deviceProperties"} for m in imp.meta_files
-            ],
-            "rocm": imp.is_rocm,
-        },
-    }
 
 
 sniff = _sniff.kineto  # the format test (tbdtrace.importers.sniff)

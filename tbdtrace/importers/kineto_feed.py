@@ -21,6 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from tbdtrace.importers.kineto_vocab import (
+    ANNOTATION_CATS,
+    DRIVER_CATS,
+    KERNEL_CATS,
+    MEMCPY_CATS,
+    MEMSET_CATS,
+    OP_CATS,
+    RUNTIME_CATS,
+    SYNC_CATS,
+)
+
 _zlib: types.ModuleType
 try:
     from isal import isal_zlib as _zlib
@@ -32,16 +43,6 @@ try:
     from tbdtrace import _native
 except ImportError:  # pragma: no cover - the extension is built by `make native`
     _native = None  # type: ignore[assignment]
-
-# Kineto event categories (current names and pre-1.10 ones).
-KERNEL_CATS = {"kernel", "Kernel"}
-MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
-MEMSET_CATS = {"gpu_memset", "Memset"}
-RUNTIME_CATS = {"cuda_runtime", "Runtime"}
-DRIVER_CATS = {"cuda_driver"}
-OP_CATS = {"cpu_op", "Operator", "python_function"}
-ANNOTATION_CATS = {"user_annotation", "gpu_user_annotation"}
-SYNC_CATS = {"cuda_sync"}
 
 READ_BYTES = 1 << 18  # compressed bytes read at a time
 PIECE_BYTES = 1 << 20  # most decompressed bytes handed to the parser at a time
@@ -144,7 +145,7 @@ def _run(job: ParseJob) -> None:
                     parser.skipped(),
                 )
             )
-    except BaseException as e:  # noqa: BLE001 - handed to wait()
+    except BaseException as e:  # handed to wait()
         job.error = e
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tbdtrace.importers import kineto
+from tbdtrace.importers import kineto_header
 from tbdtrace.importers.kineto_feed import (  # noqa: F401 - part of this module's API
     DECOMPRESS_ERROR,
     ROUTES,
@@ -33,6 +33,7 @@ from tbdtrace.importers.kineto_feed import (  # noqa: F401 - part of this module
     feed_file,
     start,
 )
+from tbdtrace.importers.kineto_tables import Staging, assemble
 
 
 def import_files(
@@ -40,11 +41,9 @@ def import_files(
 ) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
     """Same contract as :func:`tbdtrace.importers.kineto.import_files`; ``job``: a parse
     of ``files`` already started with :func:`tbdtrace.importers.kineto_feed.start`."""
-    from tbdtrace.importers.kineto_tables import Staging, assemble
-
     job = (job or start(files, background=False)).wait()
-    imp = kineto.KinetoImporter()  # devices and per-file meta, as on the Python path
-    segments: list[tuple[kineto.FileInfo, list[int]]] = []
+    imp = kineto_header.FileHeaders()  # devices and per-file meta, as on the Python path
+    segments: list[tuple[kineto_header.FileInfo, list[int]]] = []
     for i, fp in enumerate(job.parsed):
         doc = {} if fp.top_level_list else _header(fp.header)
         info = imp.begin_file(fp.path, doc, i if len(files) > 1 else None)
@@ -59,7 +58,7 @@ def import_files(
     devices = imp.t["devices"]
     if len(devices):
         tables["devices"] = devices.arrow_columns()
-    return tables, kineto.file_meta(imp, files, tables)
+    return tables, kineto_header.file_meta(imp, files, tables)
 
 
 def _header(raw: bytes) -> dict[str, Any]:

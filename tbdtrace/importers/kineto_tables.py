@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import _native, schema
-from tbdtrace.importers import collectives, kineto
+from tbdtrace.importers import collectives, kineto_header, kineto_vocab
 from tbdtrace.importers.columns import bool_array, int_array, str_array
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -44,7 +44,9 @@ class Staging:
     """The parser's output: columns per staging table, the string dictionary, and which
     rows came from which file (rows are in file order)."""
 
-    def __init__(self, parsed: dict[str, Any], segments: list[tuple[kineto.FileInfo, list[int]]]):
+    def __init__(
+        self, parsed: dict[str, Any], segments: list[tuple[kineto_header.FileInfo, list[int]]]
+    ):
         self.cols: dict[str, dict[str, tuple[np.ndarray, np.ndarray | None, int]]] = parsed[
             "tables"
         ]
@@ -238,10 +240,10 @@ def _memcpy(s: Staging) -> dict[str, pa.Array]:
     cols = _device_cols(s, t)
     cols["bytes"] = _copy_bytes(s, t)
     ids, names = s.distinct(t, "name")
-    m = [kineto._MEMCPY_RE.match(n) for n in names]
+    m = [kineto_vocab.MEMCPY_RE.match(n) for n in names]
     cols["copy_kind"] = mapped(ids, None, [x.group(1) if x else None for x in m])
     for i, c in ((2, "src_kind"), (3, "dst_kind")):
-        lut = [kineto._MEMORY_KIND.get(x.group(i), "unknown") if x else None for x in m]
+        lut = [kineto_vocab.MEMORY_KIND.get(x.group(i), "unknown") if x else None for x in m]
         cols[c] = mapped(ids, None, lut)
     return cols
 
@@ -251,8 +253,8 @@ def _memset(s: Staging) -> dict[str, pa.Array]:
     cols = _device_cols(s, t)
     cols["bytes"] = _copy_bytes(s, t)
     ids, names = s.distinct(t, "name")
-    m = [kineto._MEMSET_RE.match(n) for n in names]
-    lut = [kineto._MEMORY_KIND.get(x.group(1), "unknown") if x else None for x in m]
+    m = [kineto_vocab.MEMSET_RE.match(n) for n in names]
+    lut = [kineto_vocab.MEMORY_KIND.get(x.group(1), "unknown") if x else None for x in m]
     cols["memory_kind"] = mapped(ids, None, lut)
     return cols
 
@@ -260,7 +262,7 @@ def _memset(s: Staging) -> dict[str, pa.Array]:
 def _runtime(s: Staging) -> dict[str, pa.Array]:
     t = "runtime"
     ids, cats = s.distinct(t, "category")
-    api = ["driver" if c in kineto.DRIVER_CATS else "runtime" for c in cats]
+    api = ["driver" if c in kineto_vocab.DRIVER_CATS else "runtime" for c in cats]
     return {
         "start_ns": s.times(t, "start_ns"),
         "end_ns": s.times(t, "end_ns"),
@@ -278,7 +280,7 @@ def _runtime(s: Staging) -> dict[str, pa.Array]:
 def _sync(s: Staging) -> dict[str, pa.Array]:
     t = "sync"
     ids, kinds = s.distinct(t, "sync_kind")
-    lut = [kineto._SYNC_KINDS.get(k, "unknown") for k in kinds] + ["unknown"]
+    lut = [kineto_vocab.SYNC_KINDS.get(k, "unknown") for k in kinds] + ["unknown"]
     cols = {
         c: s.col(t, c)
         for c in ("device_id", "stream_id", "context_id", "correlation_id", "pid", "tid")
@@ -341,9 +343,9 @@ def _markers(s: Staging) -> dict[str, dict[str, pa.Array]]:
     t = "markers"
     name_ids, names = s.distinct(t, "name")
     cat_ids, cats = s.distinct(t, "category")
-    steps = [kineto._STEP_RE.match(n) for n in names]
+    steps = [kineto_vocab.STEP_RE.match(n) for n in names]
     is_step = np.array([m is not None for m in steps], bool)[name_ids]
-    annot = np.array([c in kineto.ANNOTATION_CATS for c in cats], bool)[cat_ids]
+    annot = np.array([c in kineto_vocab.ANNOTATION_CATS for c in cats], bool)[cat_ids]
     if not (annot | is_step).all():
         # The parser routed an op named "ProfilerStep#..." here by its prefix; the Python
         # path keeps it an op when the rest of the name is not a step number.

@@ -73,7 +73,7 @@ def _tables(db: sqlite3.Connection) -> set[str]:
 
 
 def _rows(db: sqlite3.Connection, table: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    cur = db.execute(f'SELECT * FROM "{table}" ORDER BY start')  # noqa: S608 (fixed names)
+    cur = db.execute(f'SELECT * FROM "{table}" ORDER BY start')  # fixed names
     return [d[0] for d in cur.description], cur.fetchall()
 
 

@@ -79,7 +79,7 @@ def _xspace(path: Path) -> Any:
     xs = _xplane_pb2(path).XSpace()
     try:
         xs.ParseFromString(path.read_bytes())
-    except Exception as e:  # noqa: BLE001 (protobuf raises DecodeError and others)
+    except Exception as e:  # protobuf raises DecodeError and others
         raise TraceError(
             f"{path}: not a readable XSpace protobuf ({e}); re-capture the profile"
         ) from e

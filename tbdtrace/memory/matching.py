@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from tbdtrace import trace as trace_io
 from tbdtrace.memory import workspace
-from tbdtrace.memory.blocks import Blocks, pair
+from tbdtrace.passes.memory_blocks import Blocks, pair
 
 # Category codes of sightings, best first: a block seen as several things takes the first.
 PRIORITY = ("weights", "optimizer_state", "gradients", "inputs", "activations")

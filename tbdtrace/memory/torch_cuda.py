@@ -160,7 +160,7 @@ class CudaHistoryRecorder:
             torch.cuda.memory._record_memory_history(
                 "all", context=None, stacks="python", max_entries=self.max_entries
             )
-        except Exception as e:  # noqa: BLE001 - any failure only loses the allocated level
+        except Exception as e:  # any failure only loses the allocated level
             self.stats["error"] = f"_record_memory_history: {e}"
             return
         self._recording = True

@@ -22,8 +22,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.memory.blocks import group_codes
-from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes.grouping import dict_codes
+from tbdtrace.passes.memory_blocks import group_codes
 from tbdtrace.schema import MEMORY_CATEGORIES
 
 I64 = npt.NDArray[np.int64]

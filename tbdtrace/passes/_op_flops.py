@@ -17,10 +17,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes import _frame
+from tbdtrace.arrow_ints import int_column
 from tbdtrace.passes import flop_formulas as ff
-from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace.passes import shared_arrays
 from tbdtrace.passes.attribution import on_threads, thread_groups
+from tbdtrace.passes.grouping import dict_codes
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -111,11 +112,14 @@ def _without_concrete_inputs(
 def _forward_from_nodes(
     trace: Trace, idx: I64, plain: Any, shape_codes: I64, shape_labels: list[Any], an: I64
 ) -> None:
-    node = _frame.label_mask(trace, "ops", "name", lambda x: "ConvolutionBackward" in x)
+    node = shared_arrays.label_mask(trace, "ops", "name", lambda x: "ConvolutionBackward" in x)
     node_rows = np.flatnonzero(node)
     if node_rows.size == 0:
         return
-    rank, seq = _frame.ints(trace, "ops", "rank"), _frame.ints(trace, "ops", "sequence_number")
+    rank, seq = (
+        shared_arrays.ints(trace, "ops", "rank"),
+        shared_arrays.ints(trace, "ops", "sequence_number"),
+    )
     nkey = (rank[node_rows] + 1) * (1 << 40) + seq[node_rows]
     order = np.argsort(nkey, kind="stable")
     nkey, node_rows = nkey[order], node_rows[order]
@@ -148,7 +152,7 @@ def _old_backward_from_children(
     parents = idx[old]
     keep = np.zeros(trace.num_rows("ops"), dtype=bool)
     keep[parents] = True
-    kids = _frame.label_mask(
+    kids = shared_arrays.label_mask(
         trace,
         "ops",
         "name",
@@ -158,9 +162,10 @@ def _old_backward_from_children(
     if krows.size == 0:
         return
     q = thread_groups(
-        _frame.ints(trace, "ops", "pid")[krows], _frame.ints(trace, "ops", "tid")[krows]
+        shared_arrays.ints(trace, "ops", "pid")[krows],
+        shared_arrays.ints(trace, "ops", "tid")[krows],
     )
-    parent = on_threads(trace, "ops", keep, q, _frame.ints(trace, "ops", "start_ns")[krows])
+    parent = on_threads(trace, "ops", keep, q, shared_arrays.ints(trace, "ops", "start_ns")[krows])
     grads = np.bincount(parent[parent >= 0], minlength=keep.size)[parents]
     sc = shape_codes[old]
     one = np.array(
@@ -175,8 +180,14 @@ def _outermost(trace: Trace, has: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_
     rows = np.flatnonzero(has)
     if rows.size < 2:
         return out
-    pid, tid = _frame.ints(trace, "ops", "pid")[rows], _frame.ints(trace, "ops", "tid")[rows]
-    s, e = _frame.ints(trace, "ops", "start_ns")[rows], _frame.ints(trace, "ops", "end_ns")[rows]
+    pid, tid = (
+        shared_arrays.ints(trace, "ops", "pid")[rows],
+        shared_arrays.ints(trace, "ops", "tid")[rows],
+    )
+    s, e = (
+        shared_arrays.ints(trace, "ops", "start_ns")[rows],
+        shared_arrays.ints(trace, "ops", "end_ns")[rows],
+    )
     for g in thread_groups(pid, tid).values():
         order = g[np.lexsort((-e[g], s[g]))]
         ends = e[order]

@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace import schema
-from tbdtrace.passes._util import int_column
+from tbdtrace.arrow_ints import int_column
 from tbdtrace.tablefile import combine as _combine
 from tbdtrace.trace import Trace
 

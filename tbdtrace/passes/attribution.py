@@ -19,22 +19,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace import intervals
-from tbdtrace.passes import _frame
-from tbdtrace.passes._intervals_ext import innermost
-from tbdtrace.passes._util import int_column
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import shared_arrays
+from tbdtrace.passes.interval_ops import innermost
+from tbdtrace.passes.joins import NULL_ID, join_pairs
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
-_NULL = -(1 << 62)  # fill for null ids: never equal to a real id
-_BLOCK = 1 << 20  # rows per block in the lookup-table join
 
 
 @dataclass(frozen=True)
@@ -47,101 +44,6 @@ class Attribution:
     module_labels: list[str]
     marker: I64
     marker_labels: list[str]
-
-
-def runtime_match(k: pa.Table, rt: pa.Table) -> I64:
-    """Per kernel row of ``k``, the index of its runtime row by (rank, correlation_id), -1."""
-    kc, rc = int_column(k, "correlation_id", _NULL), int_column(rt, "correlation_id", _NULL)
-    kr, rr = int_column(k, "rank"), int_column(rt, "rank")
-    return _join(kr, kc, rr, rc)
-
-
-def join_sorted(a: I64, b: I64) -> I64:
-    """For each id of ``a``, the index of the first equal id in ``b``, -1 if none (ids
-    equal to _NULL never match). Linear when ``b``'s ids are unique and dense, as CUPTI's
-    and Kineto's correlation ids are (consecutive numbers, in whatever row order); else
-    one stable sort, skipped when ``b`` is already sorted."""
-    out = np.full(a.size, -1, dtype=np.int64)
-    if a.size == 0 or b.size == 0:
-        return out
-    lut = _dense_lookup(b)
-    if lut is not None:
-        lut_t, base = lut
-        # Read a block at a time, so the temporaries stay small at 10M rows.
-        for s in range(0, a.size, _BLOCK):
-            i = a[s : s + _BLOCK] - base  # a _NULL id is far below 0
-            ok = (i >= 0) & (i < lut_t.size)
-            np.clip(i, 0, lut_t.size - 1, out=i)
-            out[s : s + _BLOCK] = np.where(ok, lut_t[i], -1)
-        return out
-    if intervals.is_sorted(b):
-        order, sk = None, b
-    else:
-        order = np.argsort(b, kind="stable")
-        sk = b[order]
-    pos = np.searchsorted(sk, a, side="left")
-    np.minimum(pos, sk.size - 1, out=pos)
-    ok = (sk[pos] == a) & (a != _NULL)
-    out[ok] = pos[ok] if order is None else order[pos[ok]]
-    return out
-
-
-def _dense_lookup(b: I64) -> tuple[np.ndarray, int] | None:
-    """(table id - base -> row of ``b``, base) when ``b``'s ids are unique, not null and
-    span at most ~4 per row; None otherwise (duplicates would need "first" semantics)."""
-    lo, hi = int(b.min()), int(b.max())
-    if lo == _NULL or hi - lo >= 4 * b.size + 1024:
-        return None
-    small: type[np.signedinteger[Any]] = np.int32 if b.size < 2**31 else np.int64
-    lut: npt.NDArray[np.signedinteger[Any]] = np.full(hi - lo + 1, -1, dtype=small)
-    for s in range(0, b.size, _BLOCK):
-        lut[b[s : s + _BLOCK] - lo] = np.arange(s, min(s + _BLOCK, b.size), dtype=small)
-    if np.count_nonzero(lut >= 0) != b.size:  # a repeated id: not unique
-        return None
-    return lut, lo
-
-
-def _join(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
-    """For each (a_hi, a_lo), the index of the first equal (b_hi, b_lo) pair, -1 if none."""
-    out = np.full(a_lo.size, -1, dtype=np.int64)
-    if a_lo.size == 0 or b_lo.size == 0:
-        return out
-    a_ok, b_ok = a_lo != _NULL, b_lo != _NULL
-    lo_all = np.concatenate([a_lo[a_ok], b_lo[b_ok]])
-    hi_all = np.concatenate([a_hi, b_hi])
-    if (
-        (lo_all.size == 0 or (lo_all.min() >= 0 and lo_all.max() < 1 << 42))
-        and hi_all.min() >= -1
-        and hi_all.max() < (1 << 20) - 1
-    ):
-        # Both ids fit one int64 key: a single sort and search.
-        ak = ((a_hi + 1) << 42) | np.where(a_ok, a_lo, 0)
-        bk = np.where(b_ok, ((b_hi + 1) << 42) | np.where(b_ok, b_lo, 0), -1)
-        order = np.argsort(bk, kind="stable")
-        sk = bk[order]
-        pos = np.clip(np.searchsorted(sk, ak, side="left"), 0, sk.size - 1)
-        ok = a_ok & (sk[pos] == ak)
-        out[ok] = order[pos[ok]]
-        return out
-    order = np.lexsort((b_lo, b_hi))
-    bh, bl = b_hi[order], b_lo[order]
-    # General case: binary search on hi, then a vectorized bisection on lo inside each run.
-    lo = np.searchsorted(bh, a_hi, side="left")
-    hi = np.searchsorted(bh, a_hi, side="right")
-    left, right = lo.copy(), hi.copy()
-    while True:
-        active = left < right
-        if not active.any():
-            break
-        mid = (left + right) // 2
-        midc = np.clip(mid, 0, bl.size - 1)
-        go_right = active & (bl[midc] < a_lo)
-        left = np.where(go_right, mid + 1, left)
-        right = np.where(active & ~go_right, mid, right)
-    posc = np.clip(left, 0, bl.size - 1)
-    ok = (left < hi) & (bl[posc] == a_lo) & a_ok
-    out[ok] = order[posc[ok]]
-    return out
 
 
 Groups = dict[tuple[int, int], I64]  # (pid, tid) -> row indices, ascending
@@ -172,7 +74,9 @@ def range_groups(trace: Trace, table: str) -> Groups:
     """:func:`thread_groups` of a range table (ops, markers), once per trace."""
     return trace.memo(
         ("thread_groups", table),
-        lambda: thread_groups(_frame.ints(trace, table, "pid"), _frame.ints(trace, table, "tid")),
+        lambda: thread_groups(
+            shared_arrays.ints(trace, table, "pid"), shared_arrays.ints(trace, table, "tid")
+        ),
     )
 
 
@@ -182,7 +86,7 @@ def on_threads(trace: Trace, table: str, keep: np.ndarray, queries: Groups, q_t:
     thread (:func:`thread_groups`)."""
     out = np.full(q_t.size, -1, dtype=np.int64)
     ranges = range_groups(trace, table)
-    s, e = _frame.ints(trace, table, "start_ns"), _frame.ints(trace, table, "end_ns")
+    s, e = shared_arrays.ints(trace, table, "start_ns"), shared_arrays.ints(trace, table, "end_ns")
     for th, qsel in queries.items():
         rows = ranges.get(th)
         if rows is None:
@@ -206,25 +110,25 @@ def _attribute(trace: Trace) -> Attribution:
     n = trace.num_rows("kernels")
     # "Not attributed" for every kernel: a read-only view of one value, no memory.
     none = np.broadcast_to(np.int64(-1), (n,))
-    m = _frame.runtime_match(trace, "kernels")
+    m = shared_arrays.runtime_match(trace, "kernels")
     hit = m >= 0
     launched = (
-        hit | (_frame.ints(trace, "kernels", "tid") >= 0)
-        if _frame.has_values(trace, "kernels", "tid")
+        hit | (shared_arrays.ints(trace, "kernels", "tid") >= 0)
+        if shared_arrays.has_values(trace, "kernels", "tid")
         else hit
     )
     ops = trace.table("ops", ["rank", "external_id", "name", "category"])
-    o_codes, o_labels = _frame.codes(trace, "ops", "name")
+    o_codes, o_labels = shared_arrays.codes(trace, "ops", "name")
     if ops.num_rows and trace.column("kernels", "external_id").null_count < n:
-        by_ext = _join(
-            _frame.ints(trace, "kernels", "rank"),
-            _frame.ints(trace, "kernels", "external_id", _NULL),
+        by_ext = join_pairs(
+            shared_arrays.ints(trace, "kernels", "rank"),
+            shared_arrays.ints(trace, "kernels", "external_id", NULL_ID),
             int_column(ops, "rank"),
-            int_column(ops, "external_id", _NULL),
+            int_column(ops, "external_id", NULL_ID),
         )
     else:
         by_ext = none
-    m_codes, m_labels = _frame.codes(trace, "markers", "name")
+    m_codes, m_labels = shared_arrays.codes(trace, "markers", "name")
     tq = np.flatnonzero(launched)
     if tq.size == 0 or (ops.num_rows == 0 and trace.num_rows("markers") == 0):
         op_idx, mod_idx, mark_idx = by_ext, none, none
@@ -262,16 +166,16 @@ def _on_launch_threads(
     h = hit[tq]
 
     def at_launch(col: str, own: I64) -> I64:
-        r = _frame.ints(trace, "runtime", col)
+        r = shared_arrays.ints(trace, "runtime", col)
         return np.where(h, r[mc] if r.size else -1, own[tq])
 
-    q_pid = at_launch("pid", _frame.ints(trace, "kernels", "pid"))
-    q_tid = at_launch("tid", _frame.ints(trace, "kernels", "tid"))
-    q_t = at_launch("start_ns", _frame.ints(trace, "kernels", "start_ns"))
+    q_pid = at_launch("pid", shared_arrays.ints(trace, "kernels", "pid"))
+    q_tid = at_launch("tid", shared_arrays.ints(trace, "kernels", "tid"))
+    q_t = at_launch("start_ns", shared_arrays.ints(trace, "kernels", "start_ns"))
     queries = thread_groups(q_pid, q_tid)
     del q_pid, q_tid
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
-    is_py = _frame.label_mask(trace, "ops", "category", lambda x: x == "python_function")
+    is_py = shared_arrays.label_mask(trace, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module
     op_idx = np.full(n, -1, dtype=np.int64)
     found = on_threads(trace, "ops", keep, queries, q_t)
@@ -279,8 +183,10 @@ def _on_launch_threads(
     op_idx = np.where(op_idx >= 0, op_idx, by_ext)
     mod_idx = np.full(n, -1, dtype=np.int64)
     mod_idx[tq] = on_threads(trace, "ops", is_module, queries, q_t)
-    is_step = _frame.label_mask(trace, "markers", "name", lambda x: x.startswith("ProfilerStep#"))
-    is_range = _frame.label_mask(trace, "markers", "kind", lambda x: x == "range")
+    is_step = shared_arrays.label_mask(
+        trace, "markers", "name", lambda x: x.startswith("ProfilerStep#")
+    )
+    is_range = shared_arrays.label_mask(trace, "markers", "kind", lambda x: x == "range")
     mark_idx = np.full(n, -1, dtype=np.int64)
     mark_idx[tq] = on_threads(trace, "markers", is_range & ~is_step, queries, q_t)
     return op_idx, mod_idx, mark_idx
@@ -296,9 +202,12 @@ def _skip_own_op(
     if not own.any():
         return op_idx
     oc = np.clip(op_idx, 0, None)
-    o_s, o_e = _frame.ints(trace, "ops", "start_ns"), _frame.ints(trace, "ops", "end_ns")
-    ks = _frame.ints(trace, "kernels", "start_ns")[tq]
-    ke = _frame.ints(trace, "kernels", "end_ns")[tq]
+    o_s, o_e = (
+        shared_arrays.ints(trace, "ops", "start_ns"),
+        shared_arrays.ints(trace, "ops", "end_ns"),
+    )
+    ks = shared_arrays.ints(trace, "kernels", "start_ns")[tq]
+    ke = shared_arrays.ints(trace, "kernels", "end_ns")[tq]
     same = own & (o_s[oc] == ks) & (o_e[oc] == ke)
     if not same.any():
         return op_idx

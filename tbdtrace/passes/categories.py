@@ -33,8 +33,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes import _frame, _kernel_names, kernels
-from tbdtrace.passes._util import dict_codes
+from tbdtrace.passes import _kernel_names, kernels, shared_arrays
+from tbdtrace.passes.grouping import dict_codes
 from tbdtrace.trace import Trace
 
 CATEGORIES = (
@@ -217,7 +217,7 @@ def kernel_codes(trace: Trace) -> KernelCategories:
 
 
 def _kernel_codes(trace: Trace) -> KernelCategories:
-    codes, labels = _frame.codes(trace, "kernels", "name")
+    codes, labels = shared_arrays.codes(trace, "kernels", "name")
     cat, decisive = _lut(labels)
     name_src = np.where(cat == OTHER, BY_NONE, BY_NAME).astype(np.int8)
     op = _op_path(trace)
@@ -239,7 +239,7 @@ def _op_path(trace: Trace) -> npt.NDArray[np.int8] | None:
     def compute() -> npt.NDArray[np.int8] | None:
         if trace.num_rows("ops") == 0 or trace.num_rows("kernels") == 0:
             return None
-        codes, labels = _frame.codes(trace, "kernels", "name")
+        codes, labels = shared_arrays.codes(trace, "kernels", "name")
         _, decisive = _lut(labels)
         if decisive.all():
             return None
@@ -297,7 +297,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
         np.add.at(total, (cat, src), per_name.column("total_ns").to_numpy())
     else:
         kc = kernel_codes(trace)
-        dur = _frame.durations(trace, "kernels")
+        dur = shared_arrays.durations(trace, "kernels")
         count += np.bincount(kc.code, minlength=n)
         key = kc.code.astype(np.int64) * 3 + kc.source
         # float64 sums of int64 durations are exact below 2**53 ns (104 days).
@@ -305,7 +305,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
             np.rint(np.bincount(key, weights=dur, minlength=3 * n)).astype(np.int64).reshape(n, 3)
         )
     for table, c in (("memcpy", "memcpy"), ("memset", "memset")):
-        d = _frame.durations(trace, table)
+        d = shared_arrays.durations(trace, table)
         count[CAT_INDEX[c]] += d.size
         total[CAT_INDEX[c], BY_NONE] += int(d.sum())
     return _table(count, total)
@@ -314,13 +314,13 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
 def name_categories(trace: Trace) -> dict[str, str]:
     """Per kernel name of ``trace``, the category holding most of its time (a name whose
     launching ops differ can have rows of several categories)."""
-    codes, labels = _frame.codes(trace, "kernels", "name")
+    codes, labels = shared_arrays.codes(trace, "kernels", "name")
     names = [x if x is not None else "<unknown>" for x in labels]
     if _op_path(trace) is None:
         return {nm: classify(lbl) for nm, lbl in zip(names, labels, strict=True)}
     kc = kernel_codes(trace)
     n = len(CATEGORIES)
-    dur = _frame.durations(trace, "kernels")
+    dur = shared_arrays.durations(trace, "kernels")
     t = np.bincount(codes.astype(np.int64) * n + kc.code, weights=dur, minlength=len(labels) * n)
     best = t.reshape(len(labels), n).argmax(axis=1)
     return {nm: CATEGORIES[int(b)] for nm, b in zip(names, best, strict=True)}
@@ -346,7 +346,7 @@ def _table(count: npt.NDArray[np.int64], total: npt.NDArray[np.int64]) -> pa.Tab
 
 def other_share(trace: Trace) -> float | None:
     """Share of kernel time (kernels table only) left in ``other``."""
-    dur = _frame.durations(trace, "kernels")
+    dur = shared_arrays.durations(trace, "kernels")
     if not dur.size or not dur.sum():
         return None
     other = kernel_codes(trace).code == OTHER

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.passes import _frame, categories
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import categories, shared_arrays
 from tbdtrace.passes import steps as steps_pass
-from tbdtrace.passes._util import decode_device_key, int_column
+from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -48,12 +49,14 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     first_start_ns, last_start_ns (earliest and latest start over the ranks, ns);
     skew_ns = last - first; last_rank (the rank that started it last).
     """
-    codes, labels = _frame.codes(trace, "kernels", "name")
+    codes, labels = shared_arrays.codes(trace, "kernels", "name")
     is_comm = np.array(
         [categories.classify(lbl) == "communication" for lbl in labels] or [False], dtype=bool
     )
-    starts = _frame.ints(trace, "kernels", "start_ns")
-    per_rank = [(decode_device_key(k)[0], rows) for k, rows in _frame.device_rows(trace, "kernels")]
+    starts = shared_arrays.ints(trace, "kernels", "start_ns")
+    per_rank = [
+        (decode_device_key(k)[0], rows) for k, rows in shared_arrays.device_rows(trace, "kernels")
+    ]
     if len({r for r, _ in per_rank if r is not None}) < 2:
         return SCHEMA.empty_table()
     st = steps_pass.run(trace)

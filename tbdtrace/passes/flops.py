@@ -33,14 +33,15 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace import intervals
-from tbdtrace.passes import _frame, _peaks, categories
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import _peaks, categories, shared_arrays
 from tbdtrace.passes import flop_formulas as ff
 from tbdtrace.passes import steps as steps_pass
-from tbdtrace.passes._devices import device_props
-from tbdtrace.passes._intervals_ext import covered_in_merged
 from tbdtrace.passes._op_flops import op_counts, tf32_allowed
-from tbdtrace.passes._util import decode_device_key, int_column
 from tbdtrace.passes.attribution import on_threads, thread_groups
+from tbdtrace.passes.device_peaks import device_props
+from tbdtrace.passes.grouping import decode_device_key
+from tbdtrace.passes.interval_ops import covered_in_merged
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -117,7 +118,7 @@ def measured_window(
     if sel.any():
         ms, me = intervals.merge(int_column(win, "start_ns")[sel], int_column(win, "end_ns")[sel])
         return Window(ms, me, f"measured steps ({int(sel.sum())}, warm-up excluded)")
-    ks = [_frame.spans(trace, "kernels", d) for d in keys]
+    ks = [shared_arrays.spans(trace, "kernels", d) for d in keys]
     lo = min(int(s.min()) for s, _ in ks)
     hi = max(int(e.max()) for _, e in ks)
     return Window(np.array([lo]), np.array([hi]), "whole trace (no measured steps)")
@@ -145,7 +146,7 @@ def run(trace: Trace, config: FlopsConfig | None = None) -> pa.Table:
     the window / this precision's peak).
     """
     cfg = config or FlopsConfig()
-    keys = _frame.device_keys_of(trace, ("kernels",))
+    keys = shared_arrays.device_keys_of(trace, ("kernels",))
     if not keys:
         return SCHEMA.empty_table()
     by_rank: dict[int, list[int]] = {}
@@ -165,7 +166,7 @@ def _rank_rows(
     w = measured_window(trace, r, rkeys, cfg.steps)
     busy = 0
     for d in rkeys:
-        kms, kme, cum = _frame.merged_with_cum(trace, d, "kernels")
+        kms, kme, cum = shared_arrays.merged_with_cum(trace, d, "kernels")
         busy += int(covered_in_merged(kms, kme, w.starts, w.ends, cum).sum())
     kin = kernels_in(trace, rkeys, w)
     per, bearing, counted = _hardware(trace, kin)
@@ -230,28 +231,28 @@ class _Kernels:
 
 
 def kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
-    ks = _frame.ints(trace, "kernels", "start_ns")
+    ks = shared_arrays.ints(trace, "kernels", "start_ns")
     parts = []
     for d in rkeys:
-        rows = _frame.rows_of(trace, "kernels", d)
+        rows = shared_arrays.rows_of(trace, "kernels", d)
         if rows is not None:
             idx = np.arange(ks.size) if isinstance(rows, slice) else rows
             parts.append(idx[in_window(ks[idx], w)])
     rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-    codes, labels = _frame.codes(trace, "kernels", "name")
+    codes, labels = shared_arrays.codes(trace, "kernels", "name")
     want = {categories.CAT_INDEX[c] for c in FLOP_CATEGORIES}
     lut = np.array([categories.CAT_INDEX[categories.classify(x)] in want for x in labels], bool)
     bearing = lut[codes[rows]] if rows.size else np.zeros(0, dtype=bool)
-    return _Kernels(rows, bearing, _frame.durations(trace, "kernels")[rows])
+    return _Kernels(rows, bearing, shared_arrays.durations(trace, "kernels")[rows])
 
 
 PerPrecision = dict[str, dict[str, int]]  # precision -> source -> FLOPs
 
 
 def _hardware(trace: Trace, k: _Kernels) -> tuple[PerPrecision | None, int, int]:
-    if not _frame.has_values(trace, "kernels", "flops"):
+    if not shared_arrays.has_values(trace, "kernels", "flops"):
         return None, 0, 0
-    f = _frame.ints(trace, "kernels", "flops")[k.rows]
+    f = shared_arrays.ints(trace, "kernels", "flops")[k.rows]
     has = f >= 0
     if not has.any():
         return None, 0, 0
@@ -269,8 +270,8 @@ def _hardware(trace: Trace, k: _Kernels) -> tuple[PerPrecision | None, int, int]
 
 def _ops(trace: Trace, r: int, w: Window, k: _Kernels) -> tuple[PerPrecision, int, int]:
     oc = op_counts(trace)
-    sel = oc.counted & (_frame.ints(trace, "ops", "rank") == r)
-    sel &= in_window(_frame.ints(trace, "ops", "start_ns"), w)
+    sel = oc.counted & (shared_arrays.ints(trace, "ops", "rank") == r)
+    sel &= in_window(shared_arrays.ints(trace, "ops", "start_ns"), w)
     per: PerPrecision = {}
     prec = op_precisions(trace)
     for pc_ in np.unique(prec[sel]).tolist():
@@ -291,15 +292,15 @@ def launching_counted_op(trace: Trace, rows: I64) -> I64:
     oc = op_counts(trace)
     if rows.size == 0 or not oc.counted.any():
         return np.full(rows.size, -1, dtype=np.int64)
-    m = _frame.runtime_match(trace, "kernels")[rows]
+    m = shared_arrays.runtime_match(trace, "kernels")[rows]
     hit = m >= 0
     mc = np.where(hit, m, 0)
 
     def at(col: str) -> I64:
-        own = _frame.ints(trace, "kernels", col)[rows]
+        own = shared_arrays.ints(trace, "kernels", col)[rows]
         if not hit.any():
             return own
-        return np.where(hit, _frame.ints(trace, "runtime", col)[mc], own)
+        return np.where(hit, shared_arrays.ints(trace, "runtime", col)[mc], own)
 
     q_t = at("start_ns")
     queries = thread_groups(at("pid"), at("tid"))
@@ -328,7 +329,9 @@ def _op_precisions(trace: Trace) -> I64:
     prec = oc.precision
     if not prec.size or not oc.counted.any():
         return prec
-    tf32 = _frame.label_mask(trace, "kernels", "name", lambda x: _TF32_KERNEL.search(x) is not None)
+    tf32 = shared_arrays.label_mask(
+        trace, "kernels", "name", lambda x: _TF32_KERNEL.search(x) is not None
+    )
     rows = np.flatnonzero(tf32)
     if rows.size == 0:
         return prec

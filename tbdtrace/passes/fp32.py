@@ -16,12 +16,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from tbdtrace.passes import _frame
 from tbdtrace.passes import flops as flops_mod
+from tbdtrace.passes import shared_arrays
 from tbdtrace.passes import steps as steps_pass
-from tbdtrace.passes._devices import device_props, gpu_fp32_peak
-from tbdtrace.passes._intervals_ext import covered_in_merged
-from tbdtrace.passes._util import decode_device_key
+from tbdtrace.passes.device_peaks import device_props, gpu_fp32_peak
+from tbdtrace.passes.grouping import decode_device_key
+from tbdtrace.passes.interval_ops import covered_in_merged
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -51,7 +51,7 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     none); achieved_flops_per_s_wall/_busy (FLOP/s); peak_flops_per_s (FLOP/s, null when
     unknown); peak_source (every factor's source, or the reason); efficiency_wall/_busy
     (ratio 0..1)."""
-    keys = _frame.device_keys_of(trace, ("kernels",))
+    keys = shared_arrays.device_keys_of(trace, ("kernels",))
     if not keys:
         return SCHEMA.empty_table()
     props = device_props(trace)
@@ -65,7 +65,7 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
         ms, me, window = w.starts, w.ends, w.length_ns
         busy = 0
         for d in rkeys:
-            kms, kme, cum = _frame.merged_with_cum(trace, d, "kernels")
+            kms, kme, cum = shared_arrays.merged_with_cum(trace, d, "kernels")
             busy += int(covered_in_merged(kms, kme, ms, me, cum).sum())
         flops, fsrc = flops_mod.fp32_flops(trace, r, rkeys, config)
         peak, psrc, names = _peak(trace, props, rkeys)

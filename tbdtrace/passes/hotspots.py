@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.passes import _frame, categories, kernels
-from tbdtrace.passes._util import group_sum, int_values, row_codes
+from tbdtrace.arrow_ints import int_values
+from tbdtrace.passes import categories, kernels, shared_arrays
 from tbdtrace.passes.attribution import attribute
+from tbdtrace.passes.grouping import group_sum, row_codes
 from tbdtrace.trace import Trace
 
 BY = ("kernel", "op", "category")
@@ -58,8 +59,8 @@ def by_kernel(trace: Trace) -> pa.Table:
     if base.num_rows == 0:
         return base.append_column("category", pa.array([], pa.string()))
     att = attribute(trace)
-    name, labels = _frame.codes(trace, "kernels", "name")
-    dur = _frame.durations(trace, "kernels")
+    name, labels = shared_arrays.codes(trace, "kernels", "name")
+    dur = shared_arrays.durations(trace, "kernels")
     names = [x if x is not None else "<unknown>" for x in labels]
     total = np.bincount(name, weights=dur, minlength=len(labels))
     launch, launch_label = _launch_codes(trace)
@@ -197,8 +198,8 @@ def by_op(trace: Trace) -> pa.Table:
     if trace.num_rows("kernels") == 0:
         return schema.empty_table()
     att = attribute(trace)
-    name, labels = _frame.codes(trace, "kernels", "name")
-    dur = _frame.durations(trace, "kernels")
+    name, labels = shared_arrays.codes(trace, "kernels", "name")
+    dur = shared_arrays.durations(trace, "kernels")
     # One hash aggregation over (op, name); everything else is over its few rows.
     # One hash grouping over (op, name) (op -1: unattributed); the rest is over its rows.
     op, nm, d, cnt = group_sum(att.op, name, dur)

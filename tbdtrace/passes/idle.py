@@ -30,9 +30,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import intervals
-from tbdtrace.passes import _frame
-from tbdtrace.passes._intervals_ext import covered_in_merged
-from tbdtrace.passes._util import decode_device_key, int_column
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import shared_arrays
+from tbdtrace.passes.grouping import decode_device_key
+from tbdtrace.passes.interval_ops import covered_in_merged
 from tbdtrace.trace import Trace
 
 
@@ -74,7 +75,7 @@ def run(trace: Trace, config: IdleConfig | None = None) -> pa.Table:
     cfg = config or IdleConfig()
     sync = _sync_intervals(trace)
     rows: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
-    for k in _frame.device_keys_of(trace):
+    for k in shared_arrays.device_keys_of(trace):
         rank, dtype, dev = decode_device_key(k)
         r = _device(
             trace, k, sync.get(-1 if rank is None else rank, (np.zeros(0, np.int64),) * 2), cfg
@@ -87,26 +88,32 @@ def run(trace: Trace, config: IdleConfig | None = None) -> pa.Table:
 
 def _sync_intervals(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     sy = trace.table("sync", ["start_ns", "end_ns", "rank"])
-    rsel = np.flatnonzero(_frame.label_mask(trace, "runtime", "name", lambda x: "Synchronize" in x))
+    rsel = np.flatnonzero(
+        shared_arrays.label_mask(trace, "runtime", "name", lambda x: "Synchronize" in x)
+    )
     # Only the sync calls' ranks are needed: taken from the column, not kept.
     rt_rank = trace.table("runtime", ["rank"], cache=False).column(0).take(pa.array(rsel))
     rank = np.concatenate([int_column(sy, "rank"), int_column(pa.table({"r": rt_rank}), "r")])
     s = np.concatenate(
-        [int_column(sy, "start_ns"), _frame.ints(trace, "runtime", "start_ns")[rsel]]
+        [int_column(sy, "start_ns"), shared_arrays.ints(trace, "runtime", "start_ns")[rsel]]
     )
-    e = np.concatenate([int_column(sy, "end_ns"), _frame.ints(trace, "runtime", "end_ns")[rsel]])
+    e = np.concatenate(
+        [int_column(sy, "end_ns"), shared_arrays.ints(trace, "runtime", "end_ns")[rsel]]
+    )
     return {int(r): intervals.merge(s[rank == r], e[rank == r]) for r in np.unique(rank)}
 
 
 def _kernel_gap_launches(trace: Trace, key: int) -> np.ndarray:
     """:func:`_gap_launches` for a device that ran only kernels: the merge already knows
     the kernel opening each busy interval, so only ties on its start need a look."""
-    s, e = _frame.spans(trace, "kernels", key)
-    first = _frame.merged_kernels_first(trace, key)[2][1:]
+    s, e = shared_arrays.spans(trace, "kernels", key)
+    first = shared_arrays.merged_kernels_first(trace, key)[2][1:]
     if not intervals.is_sorted(s) or (e == s).any():
-        return _gap_launches(trace, "kernels", key, _frame.merged(trace, key, "kernels")[0][1:])
-    rows = _frame.rows_of(trace, "kernels", key)
-    ls = _frame.launch_times(trace, "kernels")[rows]
+        return _gap_launches(
+            trace, "kernels", key, shared_arrays.merged(trace, key, "kernels")[0][1:]
+        )
+    rows = shared_arrays.rows_of(trace, "kernels", key)
+    ls = shared_arrays.launch_times(trace, "kernels")[rows]
     out = ls[first]
     # Later rows starting at the same ns come right after the first (stable order).
     nxt = np.minimum(first + 1, s.size - 1)
@@ -135,11 +142,11 @@ def _gap_launches(trace: Trace, table: str, key: int, gb: np.ndarray) -> np.ndar
     """Per gap end ``gb``: the latest launch-call start among the rows of ``table`` on
     device ``key`` that start exactly at ``gb``; -1 where none has a launch call."""
     out = np.full(gb.size, -1, dtype=np.int64)
-    rows = _frame.rows_of(trace, table, key)
+    rows = shared_arrays.rows_of(trace, table, key)
     if rows is None or not gb.size:
         return out
-    s, e = _frame.spans(trace, table, key)
-    ls = _frame.launch_times(trace, table)[rows]
+    s, e = shared_arrays.spans(trace, table, key)
+    ls = shared_arrays.launch_times(trace, table)[rows]
     if (e == s).any():  # zero-duration rows end no gap
         pos = e > s
         s, ls = s[pos], ls[pos]
@@ -163,19 +170,21 @@ def _gap_launches(trace: Trace, table: str, key: int, gb: np.ndarray) -> np.ndar
 def _device(
     trace: Trace, key: int, sync: tuple[np.ndarray, np.ndarray], cfg: IdleConfig
 ) -> dict[str, Any]:
-    ms, me = _frame.merged(trace, key, "all")
-    first_last = _frame.device_span(trace, key)  # zero-duration rows excluded
+    ms, me = shared_arrays.merged(trace, key, "all")
+    first_last = shared_arrays.device_span(trace, key)  # zero-duration rows excluded
     span = first_last[1] - first_last[0] if first_last else 0
     busy = int((me - ms).sum())
     ga, gb = me[:-1], ms[1:]  # gaps between merged busy intervals
     # The work ending each gap starts at gb; among several, the one with the latest launch.
     if (
-        _frame.rows_of(trace, "memcpy", key) is None
-        and _frame.rows_of(trace, "memset", key) is None
+        shared_arrays.rows_of(trace, "memcpy", key) is None
+        and shared_arrays.rows_of(trace, "memset", key) is None
     ):
         launch = _kernel_gap_launches(trace, key)
     else:
-        launch = np.max([_gap_launches(trace, t, key, gb) for t in _frame.EVENT_TABLES], axis=0)
+        launch = np.max(
+            [_gap_launches(trace, t, key, gb) for t in shared_arrays.EVENT_TABLES], axis=0
+        )
     known = launch >= 0
     cut = np.where(
         known, np.clip(launch, ga, gb), np.where(gb - ga < cfg.queued_threshold_ns, ga, gb)
@@ -224,13 +233,13 @@ def _covered_total(ms: np.ndarray, me: np.ndarray, ws: np.ndarray, we: np.ndarra
 
 def _launch_stats(trace: Trace, key: int) -> dict[str, Any]:
     """Launch latency and kernels shorter than their launch call, on device ``key``."""
-    rows = _frame.rows_of(trace, "kernels", key)
+    rows = shared_arrays.rows_of(trace, "kernels", key)
     out: dict[str, Any] = {"launch_count": 0, "short_kernel_count": 0, "short_kernel_ns": 0}
     out.update({f"launch_latency_{st}_ns": None for st in _STATS})
     if rows is None:
         return out
-    s, e = _frame.spans(trace, "kernels", key)
-    ls = _frame.launch_times(trace, "kernels")[rows]
+    s, e = shared_arrays.spans(trace, "kernels", key)
+    ls = shared_arrays.launch_times(trace, "kernels")[rows]
     launched = ls >= 0
     if not launched.any():
         return out
@@ -240,8 +249,8 @@ def _launch_stats(trace: Trace, key: int) -> dict[str, Any]:
     pct = np.percentile(lat, [50, 90, 99])
     for st, v in zip(_STATS, (lat.mean(), *pct, lat.max()), strict=True):
         out[f"launch_latency_{st}_ns"] = float(v)
-    dur = _frame.durations(trace, "kernels")[rows]
-    le = _frame.launch_times(trace, "kernels", "end_ns", keep=False)[rows]
+    dur = shared_arrays.durations(trace, "kernels")[rows]
+    le = shared_arrays.launch_times(trace, "kernels", "end_ns", keep=False)[rows]
     short_k = launched & (dur < (le - ls))
     out["short_kernel_count"] = int(short_k.sum())
     out["short_kernel_ns"] = int(dur[short_k].sum())

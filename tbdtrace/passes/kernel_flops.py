@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.passes import _frame, flops
 from tbdtrace.passes import flop_formulas as ff
-from tbdtrace.passes._devices import device_props
+from tbdtrace.passes import flops, shared_arrays
 from tbdtrace.passes._op_flops import op_counts
-from tbdtrace.passes._util import decode_device_key
+from tbdtrace.passes.device_peaks import device_props
+from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -44,7 +44,7 @@ def run(trace: Trace, config: flops.FlopsConfig | None = None) -> pa.Table:
     total_ns (ns); achieved_flops_per_s = flops / total_ns (FLOP/s); peak_flops_per_s
     (the rank's devices' peak, FLOP/s); efficiency (0..1); source."""
     cfg = config or flops.FlopsConfig()
-    keys = _frame.device_keys_of(trace, ("kernels",))
+    keys = shared_arrays.device_keys_of(trace, ("kernels",))
     by_rank: dict[int, list[int]] = {}
     for key in keys:
         rank = decode_device_key(key)[0]
@@ -67,7 +67,7 @@ def _rank(
     prec = np.full(k.rows.size, -1, dtype=np.int64)
     if op_prec.size:
         prec = np.where(launcher >= 0, op_prec[np.clip(launcher, 0, None)], -1)
-    hw = _frame.ints(trace, "kernels", "flops")[k.rows] if k.rows.size else k.rows
+    hw = shared_arrays.ints(trace, "kernels", "flops")[k.rows] if k.rows.size else k.rows
     if (hw >= 0).any():
         f, known, source = hw, hw >= 0, "hardware counters (kernels.flops)"
     else:
@@ -78,7 +78,7 @@ def _rank(
         source = "the launching op's FLOPs (an op that launched this kernel only)"
     if not known.any():
         return []
-    codes, labels = _frame.codes(trace, "kernels", "name")
+    codes, labels = shared_arrays.codes(trace, "kernels", "name")
     kc = codes[k.rows][known]
     pk = prec[known]
     key = kc * (len(ff.PRECISIONS) + 1) + (pk + 1)

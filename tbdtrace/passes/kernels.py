@@ -8,8 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace.passes import _frame
-from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace.passes import shared_arrays
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -36,18 +35,10 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     """
 
     def compute() -> pa.Table:
-        codes, labels = _frame.codes(trace, "kernels", "name")
-        return stats(codes, labels, _frame.durations(trace, "kernels"))
+        codes, labels = shared_arrays.codes(trace, "kernels", "name")
+        return stats(codes, labels, shared_arrays.durations(trace, "kernels"))
 
     return trace.memo(("kernels",), compute)
-
-
-def by_name(tbl: pa.Table) -> pa.Table:
-    """:func:`run` over a table with start_ns, end_ns and name columns."""
-    if tbl.num_rows == 0:
-        return SCHEMA.empty_table()
-    codes, labels = dict_codes(tbl, "name")
-    return stats(codes, labels, int_column(tbl, "end_ns") - int_column(tbl, "start_ns"))
 
 
 # Above this many distinct names, one sort of packed (name, duration) keys beats a

@@ -13,14 +13,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.passes._devices import device_props, dram_bandwidth
-from tbdtrace.passes._util import (
-    decode_device_key,
-    device_keys,
-    dict_codes,
-    int_column,
-    row_codes,
-)
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes.device_peaks import device_props, dram_bandwidth
+from tbdtrace.passes.grouping import decode_device_key, device_keys, dict_codes, row_codes
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(

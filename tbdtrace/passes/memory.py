@@ -1,9 +1,9 @@
 """Memory over time: live bytes per category, the peak and what it is made of, per step.
 
 Input: the ``memory`` table (alloc/free events, level reserved or allocated, category).
-Events are paired into blocks by :func:`tbdtrace.memory.blocks.pair`; a free without a
-matching alloc (the block predates the capture) is dropped, so no total ever goes
-negative, and a block's free subtracts exactly what its alloc added. A row without a
+Events are paired into blocks by :func:`tbdtrace.passes.memory_blocks.pair`; a free
+without a matching alloc (the block predates the capture) is dropped, so no total ever
+goes negative, and a block's free subtracts exactly what its alloc added. A row without a
 category counts as ``other``.
 
 Levels are never mixed: ``reserved`` (what the allocator took from the device, CUPTI) and
@@ -24,9 +24,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.memory.blocks import INT64_MAX, Blocks, group_codes, pair
+from tbdtrace.arrow_ints import int_column
 from tbdtrace.passes._memory_devices import BREAKDOWN, Events, Series, series
-from tbdtrace.passes._util import dict_codes, int_column
+from tbdtrace.passes.grouping import dict_codes
+from tbdtrace.passes.memory_blocks import INT64_MAX, Blocks, group_codes, pair
 from tbdtrace.schema import MEMORY_CATEGORIES, MEMORY_LEVELS
 from tbdtrace.trace import Trace
 

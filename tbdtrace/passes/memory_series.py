@@ -21,8 +21,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from tbdtrace.arrow_ints import int_column
 from tbdtrace.passes import memory
-from tbdtrace.passes._util import dict_codes, int_column, row_codes
+from tbdtrace.passes.grouping import dict_codes, row_codes
 from tbdtrace.schema import MEMORY_CATEGORIES
 from tbdtrace.trace import Trace
 

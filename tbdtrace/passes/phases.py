@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.passes import _frame, window
+from tbdtrace.passes import shared_arrays, window
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -47,7 +47,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     first, last = _activity_bounds(trace)
     k_rank = window.row_rank_keys(trace, "kernels")
     k_time = window.row_times(trace, "kernels") if trace.num_rows("kernels") else k_rank
-    k_dur = _frame.durations(trace, "kernels")
+    k_dur = shared_arrays.durations(trace, "kernels")
     phases = window.phase_bounds(trace)
     steps = window.step_rows(trace)
     rows: list[dict[str, Any]] = []
@@ -90,7 +90,7 @@ def _activity_bounds(trace: Trace) -> tuple[dict[int, int], dict[int, int]]:
         if not trace.num_rows(t):
             continue
         rank = window.row_rank_keys(trace, t)
-        s, e = _frame.ints(trace, t, "start_ns"), _frame.ints(trace, t, "end_ns")
+        s, e = shared_arrays.ints(trace, t, "start_ns"), shared_arrays.ints(trace, t, "end_ns")
         for r in np.unique(rank):
             sel = rank == r
             key = int(r)

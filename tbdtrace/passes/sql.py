@@ -73,7 +73,7 @@ def query(trace: Trace, sql: str) -> pa.Table:
         rel = None
         for st in statements:
             rel = con.sql(st.query)
-        return pa.table({}) if rel is None else _arrow(rel)
+        return pa.table({}) if rel is None else rel.to_arrow_table()
     except duckdb.PermissionException as e:
         raise TraceError(
             f"{trace.path}: SQL refused: the query reaches outside the trace "
@@ -90,13 +90,6 @@ def query(trace: Trace, sql: str) -> pa.Table:
 
 def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split())
-
-
-def _arrow(rel: Any) -> pa.Table:
-    # DuckDB 2 names it to_arrow_table; older releases call it arrow.
-    fn = getattr(rel, "to_arrow_table", None) or rel.arrow
-    tbl = fn()
-    return tbl if isinstance(tbl, pa.Table) else tbl.read_all()
 
 
 def run(trace: Trace, config: str) -> pa.Table:

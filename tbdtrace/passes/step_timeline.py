@@ -14,9 +14,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes import _frame, categories
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import categories, shared_arrays
 from tbdtrace.passes import steps as steps_pass
-from tbdtrace.passes._util import decode_device_key, int_column
+from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -115,11 +116,11 @@ def _overlapping(
     """(device key, rows) of ``table`` on ``rank``'s devices (every device for rank -1:
     no rank) that overlap [ws, we), from the per-device arrays passes share (_frame)."""
     found = []
-    for key, rows in _frame.device_rows(trace, table):
+    for key, rows in shared_arrays.device_rows(trace, table):
         key_rank = decode_device_key(key)[0]
         if rank != -1 and (-1 if key_rank is None else key_rank) != rank:
             continue
-        s, e = _frame.spans(trace, table, key)
+        s, e = shared_arrays.spans(trace, table, key)
         hit = np.flatnonzero((s < we) & (e > ws))
         if hit.size:
             found.append((key, hit if isinstance(rows, slice) else rows[hit]))
@@ -133,10 +134,10 @@ def _part(
     rank, dtype, dev = decode_device_key(key)
     # The one column no other pass reads: decoded for this call only.
     stream = trace.table(table, ["stream_id"], cache=False).column(0).take(pa.array(idx))
-    s = np.maximum(_frame.ints(trace, table, "start_ns")[idx], ws)
-    e = np.minimum(_frame.ints(trace, table, "end_ns")[idx], we)
+    s = np.maximum(shared_arrays.ints(trace, table, "start_ns")[idx], ws)
+    e = np.minimum(shared_arrays.ints(trace, table, "end_ns")[idx], we)
     if table == "kernels":
-        codes, labels = _frame.codes(trace, "kernels", "name")
+        codes, labels = shared_arrays.codes(trace, "kernels", "name")
         lut = np.array([categories.classify(lbl) for lbl in labels] or ["other"])
         cats = pa.array(lut[codes[idx]].tolist(), pa.string())
     else:

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace.passes._util import int_column
+from tbdtrace.arrow_ints import int_column
 from tbdtrace.trace import Trace
 
 

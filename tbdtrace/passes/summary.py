@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace import intervals
-from tbdtrace.passes import _frame
-from tbdtrace.passes._util import decode_device_key
+from tbdtrace.passes import shared_arrays
+from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace
 
 
@@ -35,24 +35,24 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
 
 def _run(trace: Trace) -> pa.Table:
     rows: dict[str, list[Any]] = {c: [] for c in _SCHEMA.names}
-    cbytes = _frame.ints(trace, "memcpy", "bytes", 0)
-    for key in _frame.device_keys_of(trace):
-        ks, _ = _frame.spans(trace, "kernels", key)
-        cs, _ = _frame.spans(trace, "memcpy", key)
-        ms, _ = _frame.spans(trace, "memset", key)
-        crow = _frame.rows_of(trace, "memcpy", key)
-        krow = _frame.rows_of(trace, "kernels", key)
-        first_last = _frame.device_span(trace, key)
+    cbytes = shared_arrays.ints(trace, "memcpy", "bytes", 0)
+    for key in shared_arrays.device_keys_of(trace):
+        ks, _ = shared_arrays.spans(trace, "kernels", key)
+        cs, _ = shared_arrays.spans(trace, "memcpy", key)
+        ms, _ = shared_arrays.spans(trace, "memset", key)
+        crow = shared_arrays.rows_of(trace, "memcpy", key)
+        krow = shared_arrays.rows_of(trace, "kernels", key)
+        first_last = shared_arrays.device_span(trace, key)
         span = first_last[1] - first_last[0] if first_last else 0
-        busy = _length(_frame.merged(trace, key, "all"))
-        compute = _length(_frame.merged(trace, key, "kernels"))
+        busy = _length(shared_arrays.merged(trace, key, "all"))
+        compute = _length(shared_arrays.merged(trace, key, "kernels"))
         rank, dtype, dev = decode_device_key(int(key))
         vals = {
             "rank": rank,
             "device_type": dtype,
             "device_id": dev,
             "kernel_count": int(ks.size),
-            "kernel_time_ns": int(_frame.durations(trace, "kernels")[krow].sum())
+            "kernel_time_ns": int(shared_arrays.durations(trace, "kernels")[krow].sum())
             if krow is not None
             else 0,
             "memcpy_count": int(cs.size),
@@ -122,16 +122,16 @@ def by_rank(trace: Trace) -> list[dict[str, Any]]:
     """
     devices = run(trace)
     keys: dict[int, list[int]] = {}
-    for key in _frame.device_keys_of(trace):
+    for key in shared_arrays.device_keys_of(trace):
         rank = decode_device_key(int(key))[0]
         keys.setdefault(-1 if rank is None else rank, []).append(int(key))
     drank = [-1 if r is None else r for r in devices.column("rank").to_pylist()]
     out = []
     for r in sorted(keys):
         mine = devices.filter(pa.array([x == r for x in drank]))
-        spans = [s for s in (_frame.device_span(trace, k) for k in keys[r]) if s is not None]
+        spans = [s for s in (shared_arrays.device_span(trace, k) for k in keys[r]) if s is not None]
         span = max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0
-        ms = [_frame.merged(trace, k, "all") for k in keys[r]]
+        ms = [shared_arrays.merged(trace, k, "all") for k in keys[r]]
         busy = _length(
             intervals.merge(np.concatenate([m[0] for m in ms]), np.concatenate([m[1] for m in ms]))
         )

@@ -17,10 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import intervals
-from tbdtrace.passes import _frame
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import shared_arrays
 from tbdtrace.passes import steps as steps_pass
-from tbdtrace.passes._intervals_ext import covered_in_merged
-from tbdtrace.passes._util import decode_device_key, int_column
+from tbdtrace.passes.grouping import decode_device_key
+from tbdtrace.passes.interval_ops import covered_in_merged
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -55,16 +56,16 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     w_rank = int_column(win, "rank")
     w_step, w_s, w_e = (int_column(win, c) for c in ("step", "start_ns", "end_ns"))
     rows: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
-    for key in _frame.device_keys_of(trace):
+    for key in shared_arrays.device_keys_of(trace):
         rank, dtype, dev = decode_device_key(key)
         sel = w_rank == (-1 if rank is None else rank)
         kern, mem, allm = (
-            _frame.merged_with_cum(trace, key, w) for w in ("kernels", "memops", "all")
+            shared_arrays.merged_with_cum(trace, key, w) for w in ("kernels", "memops", "all")
         )
         if sel.any():
             ws, we, st = w_s[sel], w_e[sel], [int(x) for x in w_step[sel]]
         else:
-            first, last = _frame.device_span(trace, key) or (0, 0)
+            first, last = shared_arrays.device_span(trace, key) or (0, 0)
             ws, we, st = np.array([first]), np.array([last]), []
         comp, memb, busy = (covered_in_merged(m[0], m[1], ws, we, m[2]) for m in (kern, mem, allm))
         length = np.maximum(we - ws, 0)

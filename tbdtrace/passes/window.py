@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from tbdtrace.arrow_ints import int_column
 from tbdtrace.errors import TraceError
 from tbdtrace.passes import steps as steps_pass
-from tbdtrace.passes._util import int_column
 from tbdtrace.trace import Trace
 
 KINDS = ("measured", "steps", "warmup", "init", "after", "all")
@@ -171,12 +171,12 @@ def row_rank_keys(trace: Trace, table: str) -> npt.NDArray[np.int64]:
 
 def row_times(trace: Trace, table: str) -> npt.NDArray[np.int64]:
     """Placement time of each row of ``table`` (see the module docstring)."""
-    from tbdtrace.passes import _frame
+    from tbdtrace.passes import shared_arrays
 
     tc = "ts_ns" if table in ("memory", "host_samples") else "start_ns"
-    start = _frame.ints(trace, table, tc)
-    if table in _frame.EVENT_TABLES and trace.num_rows("runtime"):
-        launch = _frame.launch_times(trace, table, keep=False)
+    start = shared_arrays.ints(trace, table, tc)
+    if table in shared_arrays.EVENT_TABLES and trace.num_rows("runtime"):
+        launch = shared_arrays.launch_times(trace, table, keep=False)
         return np.where(launch >= 0, launch, start)
     return start
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tbdtrace.passes import cpu_activity, summary
-from tbdtrace.report.build import ReportOptions, section, table_records
 from tbdtrace.report.fmt import fmt_ns, fmt_pct
+from tbdtrace.report.section_api import ReportOptions, section, table_records
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from tbdtrace.passes import flops, kernel_flops
-from tbdtrace.report.build import ReportOptions, section, table_records
-from tbdtrace.report.fmt import fmt_ns, fmt_pct
+from tbdtrace.report.fmt import clip, fmt_ns, fmt_pct
+from tbdtrace.report.section_api import ReportOptions, section, table_records
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
@@ -110,7 +110,7 @@ def _render_kernels(con: Console, rows: list[dict[str, Any]], opts: ReportOption
             _count(r["flops"]),
             _rate(r["achieved_flops_per_s"]),
             fmt_pct(r["efficiency"]),
-            name if len(name) <= room else name[: room - 1] + "…",
+            clip(name, room, blank=""),
         )
     con.print(t)
 

@@ -1,4 +1,4 @@
-"""Number formatting for text reports."""
+"""Number and text formatting for reports."""
 
 from __future__ import annotations
 
@@ -27,3 +27,10 @@ def fmt_bytes(n: float | int | None) -> str:
 
 def fmt_pct(r: float | None) -> str:
     return "-" if r is None else f"{100 * r:.1f}%"
+
+
+def clip(s: str | None, n: int, blank: str = "-") -> str:
+    """``s`` cut to ``n`` characters, ending in "…" when cut; None or "" -> ``blank``.
+    (For console columns, where a wide character takes two, see ``textui.clip``.)"""
+    s = s or blank
+    return s if len(s) <= n else s[: n - 1] + "…"

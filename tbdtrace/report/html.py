@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tbdtrace.report import html_page, tabular
-from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
 
 Doc = dict[str, Any]
 # Tables with more rows start folded, and rows past MAX_ROWS are left to the CSV and
@@ -360,7 +360,7 @@ def _cell(col: str, v: Any) -> str:
         return '<td data-v="">-</td>'
     if isinstance(v, bool) or not isinstance(v, int | float):
         s = str(v)
-        shown = s if len(s) <= 120 else s[:119] + "…"
+        shown = clip(s, 120, blank="")
         return f'<td class="s" title="{_e(s)}">{_e(shown)}</td>'
     return f'<td class="n" data-v="{v!r}">{_e(_num(col, v))}</td>'
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tbdtrace.passes import memory
-from tbdtrace.report.build import ReportOptions, section
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns
+from tbdtrace.report.section_api import ReportOptions, section
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.schema import MEMORY_CATEGORIES
 from tbdtrace.trace import Trace

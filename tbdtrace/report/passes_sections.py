@@ -15,8 +15,8 @@ from tbdtrace.passes import (
     summary,
     utilization,
 )
-from tbdtrace.report.build import ReportOptions, section, table_records, titled
-from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.section_api import ReportOptions, section, table_records, titled
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
@@ -132,11 +132,6 @@ def categories_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]
     return table_records(categories.run(trace))
 
 
-def _clip(s: str | None, n: int) -> str:
-    s = s or "-"
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
 def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     ops = data["ops"] if opts.top is None else data["ops"][: opts.top]
     if not ops:
@@ -152,8 +147,8 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
             fmt_ns(r["total_ns"]),
             f"{r['kernel_count']:,}",
             str(r["distinct_kernels"]),
-            _clip(r["op"], 40),
-            _clip(r["top_kernel"], 60),
+            clip(r["op"], 40),
+            clip(r["top_kernel"], 60),
         )
     con.print(t)
 

@@ -16,7 +16,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from tbdtrace.report.fmt import fmt_bytes
+from tbdtrace.report.fmt import clip, fmt_bytes
 
 Rows = Sequence[dict[str, Any]]
 _COLORS = (
@@ -433,5 +433,5 @@ def _wrap(s: str, n: int) -> str:
 
 def _clip(s: str, n: int) -> str:
     """``s`` cut to ``n`` characters, with ``$`` escaped (matplotlib reads $...$ as math)."""
-    s = s if len(s) <= n else s[: n - 1] + "…"
+    s = clip(s, n, blank="")
     return s.replace("$", r"\$")

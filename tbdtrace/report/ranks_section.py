@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tbdtrace.passes import ranks
-from tbdtrace.report.build import ReportOptions, section, titled
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.section_api import ReportOptions, section, titled
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tbdtrace.passes import kernels, summary
-from tbdtrace.report.build import ReportOptions, section, table_records, titled
-from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.section_api import ReportOptions, section, table_records, titled
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
@@ -134,7 +134,7 @@ def _render_kernels(con: Console, data: list[dict[str, Any]], opts: ReportOption
             fmt_ns(k["min_ns"]),
             fmt_ns(k["max_ns"]),
             fmt_ns(k["std_ns"]),
-            _clip(k["name"], room),
+            clip(k["name"], room, blank=""),
         )
     con.print(t)
 
@@ -145,19 +145,3 @@ def kernels_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
     if opts.top_json is not None:
         tbl = tbl.slice(0, opts.top_json)
     return table_records(tbl)
-
-
-def _clip(s: str, n: int) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
-import tbdtrace.report.cpu_section  # noqa: E402, F401 - registers "cpu_activity"
-import tbdtrace.report.passes_sections  # noqa: E402, F401 - registers the time-side passes
-import tbdtrace.report.window_section  # noqa: E402, F401 - registers "phases"
-
-# isort: split
-import tbdtrace.report.series_sections  # noqa: E402, F401 - registers the plot series
-from tbdtrace.report import memory_section, ranks_section  # noqa: E402, F401 - "memory", "ranks"
-
-# isort: split
-from tbdtrace.report import flops_section  # noqa: E402, F401 - registers "flops", after "fp32"

@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.passes import collective_skew, memory_series, step_timeline
-from tbdtrace.report.build import ReportOptions, section, table_records
-from tbdtrace.report.fmt import fmt_ns
+from tbdtrace.report.fmt import clip, fmt_ns
+from tbdtrace.report.section_api import ReportOptions, section, table_records
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
@@ -60,7 +60,7 @@ def _render_skew(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
             fmt_ns(r["skew_p99_ns"]),
             fmt_ns(r["skew_max_ns"]),
             f"rank {r['most_often_last_rank']} ({100 * r['last_rank_share']:.0f}%)",
-            name if len(name) <= 60 else name[:59] + "…",
+            clip(name, 60, blank=""),
         )
     con.print(t)
     con.print(

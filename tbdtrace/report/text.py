@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from tbdtrace.report.build import SECTIONS, ReportOptions
+from tbdtrace.report.contents import SECTIONS
+from tbdtrace.report.section_api import ReportOptions
 from tbdtrace.report.textui import Console
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from tbdtrace import _pandas_gate, importers
 from tbdtrace.passes import memory
-from tbdtrace.passes._util import dense_codes, group_sum
+from tbdtrace.passes.grouping import dense_codes, group_sum
 from tbdtrace.trace import from_tables
 from tests.conftest import KINETO
 
@@ -171,7 +171,7 @@ def test_hotspots_command_offers_the_pass_groupings() -> None:
 
 @pytest.mark.parametrize("case", ["dense_unsorted", "duplicates", "nulls", "sparse", "sorted"])
 def test_join_sorted_finds_the_first_equal_id(case: str) -> None:
-    from tbdtrace.passes.attribution import _NULL, join_sorted
+    from tbdtrace.passes.joins import NULL_ID, join_sorted
 
     rng = np.random.default_rng(11)
     b = np.arange(1, 5001, dtype=np.int64)
@@ -180,15 +180,15 @@ def test_join_sorted_finds_the_first_equal_id(case: str) -> None:
     if case == "duplicates":
         b[rng.integers(0, b.size, 300)] = rng.integers(1, 100, 300)
     if case == "nulls":
-        b[rng.integers(0, b.size, 50)] = _NULL
+        b[rng.integers(0, b.size, 50)] = NULL_ID
     if case == "sparse":
         b = b * 1000
     a = np.concatenate(
-        [rng.choice(b, 4000), rng.integers(-5, 6_000_000, 1000), np.full(10, _NULL)]
+        [rng.choice(b, 4000), rng.integers(-5, 6_000_000, 1000), np.full(10, NULL_ID)]
     ).astype(np.int64)
     first: dict[int, int] = {}
     for i, v in enumerate(b.tolist()):
-        if v != _NULL:
+        if v != NULL_ID:
             first.setdefault(v, i)
-    want = np.array([first.get(v, -1) if v != _NULL else -1 for v in a.tolist()])
+    want = np.array([first.get(v, -1) if v != NULL_ID else -1 for v in a.tolist()])
     assert np.array_equal(join_sorted(a, b), want)

@@ -144,18 +144,18 @@ def test_fixture_sums_match_the_raw_json(rel: str, tmp_path: Path) -> None:
 def test_join_fast_and_general_paths_agree() -> None:
     import numpy as np
 
-    from tbdtrace.passes.attribution import _NULL, _join
+    from tbdtrace.passes.joins import NULL_ID, join_pairs
 
     rng = np.random.default_rng(3)
     b_hi, b_lo = rng.integers(-1, 3, 300), rng.integers(0, 100, 300)
     a_hi, a_lo = rng.integers(-1, 3, 500), rng.integers(0, 120, 500)
-    a_lo[::7] = _NULL
-    fast = _join(a_hi, a_lo, b_hi, b_lo)
+    a_lo[::7] = NULL_ID
+    fast = join_pairs(a_hi, a_lo, b_hi, b_lo)
     big = 1 << 50  # forces the general path
-    slow = _join(a_hi, np.where(a_lo == _NULL, _NULL, a_lo + big), b_hi, b_lo + big)
+    slow = join_pairs(a_hi, np.where(a_lo == NULL_ID, NULL_ID, a_lo + big), b_hi, b_lo + big)
     for i in range(a_lo.size):
         cands = [j for j in range(b_lo.size) if b_hi[j] == a_hi[i] and b_lo[j] == a_lo[i]]
-        if a_lo[i] == _NULL or not cands:
+        if a_lo[i] == NULL_ID or not cands:
             assert fast[i] == -1 and slow[i] == -1
         else:
             assert fast[i] in cands and slow[i] in cands
@@ -164,7 +164,7 @@ def test_join_fast_and_general_paths_agree() -> None:
 def test_row_codes_groups_equal_rows() -> None:
     import numpy as np
 
-    from tbdtrace.passes._util import row_codes
+    from tbdtrace.passes.grouping import row_codes
 
     rng = np.random.default_rng(5)
     cols = [rng.integers(-1, 3, 2000) for _ in range(4)]

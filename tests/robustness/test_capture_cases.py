@@ -162,7 +162,7 @@ class Run:
     def go(self) -> None:
         try:
             self._go()
-        except Exception as e:  # noqa: BLE001 - reported by the test that reads it
+        except Exception as e:  # reported by the test that reads it
             self.error = f"{type(e).__name__}: {e}"
 
     def _go(self) -> None:

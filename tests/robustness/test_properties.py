@@ -250,7 +250,7 @@ def test_kineto_hostile_fields(
     src = _write(work, "h.json", doc.encode())
     try:
         native = kineto.import_files([src], parser="native")
-    except Exception:  # noqa: BLE001 - declined (or an error the CLI reports): compared below
+    except Exception:  # declined (or an error the CLI reports): compared below
         native = None
     rc, _, meta = _import(work, src, capsys)
     _one_line_or_counted(rc, meta)

@@ -17,7 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import intervals
-from tbdtrace.passes._util import device_keys, dict_codes, int_column
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes.grouping import device_keys, dict_codes
+from tbdtrace.passes.joins import NULL_ID, join_pairs, join_sorted
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -179,9 +181,9 @@ def merged(trace: Trace, key: int, what: str) -> tuple[I64, I64]:
 
 
 def merged_with_cum(trace: Trace, key: int, what: str) -> tuple[I64, I64, I64]:
-    """``merged(trace, key, what)`` and its ``_intervals_ext.cumulative`` lengths, the
+    """``merged(trace, key, what)`` and its ``interval_ops.cumulative`` lengths, the
     three arguments of ``covered_in_merged`` for repeated window queries."""
-    from tbdtrace.passes._intervals_ext import cumulative
+    from tbdtrace.passes.interval_ops import cumulative
 
     def compute() -> tuple[I64, I64, I64]:
         ms, me = merged(trace, key, what)
@@ -205,20 +207,19 @@ def merged_kernels_first(trace: Trace, key: int) -> tuple[I64, I64, I64]:
 
 def runtime_match(trace: Trace, table: str) -> I64:
     """Per row of ``table``, the index of its runtime call by (rank, correlation_id), -1."""
-    from tbdtrace.passes.attribution import _NULL, _join, join_sorted
 
     def compute() -> I64:
         n = trace.num_rows(table)
         if n == 0 or trace.num_rows("runtime") == 0:
             return _ro(np.full(n, -1, dtype=np.int64))
-        kc = ints(trace, table, "correlation_id", _NULL, keep=False)
-        rc = ints(trace, "runtime", "correlation_id", _NULL, keep=False)
+        kc = ints(trace, table, "correlation_id", NULL_ID, keep=False)
+        rc = ints(trace, "runtime", "correlation_id", NULL_ID, keep=False)
         kr = trace.table(table, ["rank"], cache=False).column(0)
         rr = trace.table("runtime", ["rank"], cache=False).column(0)
         if _constant(kr) and _constant(rr) and kr[0].as_py() == rr[0].as_py():
             return _ro(join_sorted(kc, rc))  # one rank: ids alone decide
         return _ro(
-            _join(
+            join_pairs(
                 ints(trace, table, "rank", keep=False),
                 kc,
                 ints(trace, "runtime", "rank", keep=False),

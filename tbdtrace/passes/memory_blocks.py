@@ -25,7 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes._util import dense_codes, dict_codes, int_column
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes.grouping import dense_codes, dict_codes
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max

@@ -100,8 +100,8 @@ def dram_bandwidth(dev: dict[str, Any]) -> tuple[float | None, str]:
 
 
 def device_props(trace: Any) -> dict[int, dict[str, Any]]:
-    """Device key (see passes._util.device_keys) -> the devices row as a dict."""
-    from tbdtrace.passes._util import device_keys
+    """Device key (see passes.grouping.device_keys) -> the devices row as a dict."""
+    from tbdtrace.passes.grouping import device_keys
 
     tbl = trace.table("devices")
     keys = device_keys(tbl).tolist()

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tbdtrace import intervals
-from tbdtrace.passes import _frame, hotspots, idle
-from tbdtrace.passes.attribution import _NULL, join_sorted
+from tbdtrace.passes import hotspots, idle, shared_arrays
+from tbdtrace.passes.joins import NULL_ID, join_sorted
 from tests.passes.tiny import kernels, make
 
 
@@ -17,7 +17,7 @@ def _brute_join(a, b):
     first = {}
     for i, x in enumerate(b.tolist()):
         first.setdefault(x, i)
-    return np.array([-1 if x == _NULL else first.get(x, -1) for x in a.tolist()])
+    return np.array([-1 if x == NULL_ID else first.get(x, -1) for x in a.tolist()])
 
 
 @pytest.mark.parametrize("case", ["dense", "sparse", "unsorted", "duplicates", "nulls"])
@@ -32,8 +32,8 @@ def test_join_sorted_matches_a_dictionary(case):
         b = np.sort(rng.integers(0, 300, 1000)).astype(np.int64)
     elif case == "nulls":
         b = b.copy()
-        b[::5] = _NULL
-    a = np.concatenate([rng.choice(b, 400), rng.integers(-5, 3000, 400), [_NULL]])
+        b[::5] = NULL_ID
+    a = np.concatenate([rng.choice(b, 400), rng.integers(-5, 3000, 400), [NULL_ID]])
     assert np.array_equal(join_sorted(a, b), _brute_join(a, b))
 
 
@@ -97,8 +97,8 @@ def test_launch_codes_pack_exactly(tmp_path: Path):
 def test_device_rows_split_in_file_order(tmp_path: Path):
     k = kernels([(0, 1, "a"), (2, 3, "b"), (4, 5, "c"), (6, 7, "d")], device_id=[1, 0, 1, 0])
     tr = make(tmp_path, {"kernels": k})
-    rows = dict(_frame.device_rows(tr, "kernels"))
+    rows = dict(shared_arrays.device_rows(tr, "kernels"))
     by_dev = {k_ & 0xFFFFFFFF: r.tolist() for k_, r in rows.items()}
     assert by_dev == {2: [0, 2], 1: [1, 3]}  # key holds device_id + 1
     one = make(tmp_path, {"kernels": kernels([(0, 1, "a"), (2, 3, "b")])}, name="one")
-    assert [r for _, r in _frame.device_rows(one, "kernels")] == [slice(None)]
+    assert [r for _, r in shared_arrays.device_rows(one, "kernels")] == [slice(None)]
