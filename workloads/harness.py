@@ -167,6 +167,19 @@ class _Nvtx:
             self._pop()
 
 
+def _rank() -> int | None:
+    """This process's rank in a distributed run (torch.distributed once initialized, else
+    the launcher's RANK), None outside one; the steps file keeps each rank's steps apart."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except Exception:  # noqa: BLE001 - a broken group: fall back on the environment
+        pass
+    r = os.environ.get("RANK")
+    return int(r) if r is not None and r.isdigit() else None
+
+
 @dataclass
 class StepRecorder:
     """Marks steps (NVTX + steps file) and keeps the losses for the summary line."""
@@ -222,6 +235,7 @@ class StepRecorder:
                 "warmup": warmup,
                 "loss": loss if math.isfinite(loss) else None,
                 "pid": os.getpid(),
+                "rank": _rank(),
                 "model": self.model,
                 "framework": self.framework,
             }
