@@ -67,6 +67,7 @@ class HarnessArgs:
     max_steps: int = 2000  # --to-quality: give up after this many training steps
     eval_every: int = 0  # evaluate every N steps (0: after the last step only; 10 with
     # --to-quality)
+    nproc: int = 1  # data-parallel ranks on this machine (PyTorch: DDP; see WORKLOADS.md)
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,16 @@ def parse_args(
         help="evaluate on the held-out split every N steps (default: after the last step "
         "only; 10 with --to-quality)",
     )
+    p.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="data-parallel ranks on this machine (PyTorch: DistributedDataParallel, gloo "
+        "on CPU, NCCL on GPU; --batch-size is per rank)",
+    )
     ns = p.parse_args(argv)
+    if ns.nproc < 1:
+        p.error("--nproc must be >= 1")
     if ns.steps < 1 or ns.warmup < 0:
         p.error("--steps must be >= 1 and --warmup >= 0")
     if ns.max_steps < 1 or (ns.eval_every is not None and ns.eval_every < 1):
@@ -124,7 +134,16 @@ def parse_args(
         p.error("--batch-size must be >= 1")
     every = ns.eval_every if ns.eval_every is not None else (10 if ns.to_quality else 0)
     return HarnessArgs(
-        batch, ns.steps, ns.warmup, ns.device, ns.size, ns.seed, ns.to_quality, ns.max_steps, every
+        batch,
+        ns.steps,
+        ns.warmup,
+        ns.device,
+        ns.size,
+        ns.seed,
+        ns.to_quality,
+        ns.max_steps,
+        every,
+        ns.nproc,
     )
 
 
