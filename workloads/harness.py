@@ -68,6 +68,7 @@ class HarnessArgs:
     eval_every: int = 0  # evaluate every N steps (0: after the last step only; 10 with
     # --to-quality)
     no_eval: bool = False  # --no-eval: no held-out evaluation at all
+    nproc: int = 1  # data-parallel ranks on this machine (PyTorch: DDP; see WORKLOADS.md)
 
 
 @dataclass(frozen=True)
@@ -121,9 +122,18 @@ def parse_args(
         help="skip the held-out evaluation (it runs after the timed steps, but at paper "
         "size it can take tens of seconds on a CPU)",
     )
+    p.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="data-parallel ranks on this machine (PyTorch: DistributedDataParallel, gloo "
+        "on CPU, NCCL on GPU; --batch-size is per rank)",
+    )
     ns = p.parse_args(argv)
     if ns.to_quality and ns.no_eval:
         p.error("--to-quality needs the evaluation; drop --no-eval")
+    if ns.nproc < 1:
+        p.error("--nproc must be >= 1")
     if ns.steps < 1 or ns.warmup < 0:
         p.error("--steps must be >= 1 and --warmup >= 0")
     if ns.max_steps < 1 or (ns.eval_every is not None and ns.eval_every < 1):
@@ -143,6 +153,7 @@ def parse_args(
         ns.max_steps,
         every,
         ns.no_eval,
+        ns.nproc,
     )
 
 
@@ -183,6 +194,19 @@ class _Nvtx:
     def pop(self) -> None:
         if self._pop is not None:
             self._pop()
+
+
+def _rank() -> int | None:
+    """This process's rank in a distributed run (torch.distributed once initialized, else
+    the launcher's RANK), None outside one; the steps file keeps each rank's steps apart."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except Exception:  # noqa: BLE001 - a broken group: fall back on the environment
+        pass
+    r = os.environ.get("RANK")
+    return int(r) if r is not None and r.isdigit() else None
 
 
 @dataclass
@@ -240,6 +264,7 @@ class StepRecorder:
                 "warmup": warmup,
                 "loss": loss if math.isfinite(loss) else None,
                 "pid": os.getpid(),
+                "rank": _rank(),
                 "model": self.model,
                 "framework": self.framework,
             }

@@ -234,6 +234,12 @@ class TorchBackend:
         try:
             prof.export_chrome_trace(tmp)
             tables, meta = kineto.import_files([Path(tmp)])
+            if "collectives" not in tables:  # gloo's host-side collectives (torch_dist)
+                from tbdtrace.collector.torch_dist import host_collectives
+
+                coll = host_collectives(Path(tmp))
+                if coll:
+                    tables["collectives"] = coll
         finally:
             os.unlink(tmp)
         # The importer gives Arrow columns; the ops and kernels edits below work on lists.

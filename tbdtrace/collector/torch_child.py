@@ -79,9 +79,24 @@ def stderr_to(path: Path) -> Iterator[None]:
         os.close(saved)
 
 
+# Helper processes multiprocessing starts (spawn/forkserver): no training runs there, and
+# they end when their parent does, often by a signal: they are not profiled.
+MP_HELPERS = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver")
+
+
+def _is_mp_helper() -> bool:
+    try:
+        cmdline = Path("/proc/self/cmdline").read_bytes()
+    except OSError:
+        return False
+    return any(h in cmdline for h in MP_HELPERS)
+
+
 def start_in_child() -> None:
     """Start torch.profiler in this process; write ``<spool>/part-<pid>`` at exit or on
     SIGTERM."""
+    if _is_mp_helper():
+        return
     spool = Path(os.environ[SPOOL_ENV])
     cfg = TorchConfig(**json.loads(os.environ.get(CONFIG_ENV, "{}")))
     owner = os.getpid()
@@ -98,6 +113,9 @@ def start_in_child() -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
         raise
+    from tbdtrace.collector import torch_dist
+
+    torch_dist.watch_init()
     state = ["profiling"]
 
     def finish() -> None:
@@ -107,6 +125,7 @@ def start_in_child() -> None:
         try:
             with stderr_to(log):
                 tables, meta = backend.stop()
+            _tag_rank(tables, meta, torch_dist.final_rank())
             trace.write(spool / f"part-{owner}", tables, meta)
         except (OSError, TraceError) as e:  # a full disk: one line, not a traceback
             what = outdir.describe_os_error(e) if isinstance(e, OSError) else str(e)
@@ -137,6 +156,16 @@ def start_in_child() -> None:
         signal.signal(signal.SIGTERM, on_term)
 
 
+def _tag_rank(tables: dict[str, Any], meta: dict[str, Any], info: dict[str, Any] | None) -> None:
+    """A part's rows and meta get the process's rank (None: the process is no rank)."""
+    meta.setdefault("extra", {})["process"] = {"pid": os.getpid(), **(info or {})}
+    if info is not None:
+        from tbdtrace.collector.torch_dist import set_rank
+
+        set_rank(tables, info["rank"])
+        meta["ranks"] = [info["rank"]]
+
+
 def _child_env(spool: Path, cfg: TorchConfig, steps_file: Path) -> dict[str, str]:
     env = dict(os.environ)
     old = env.get("PYTHONPATH")
@@ -151,7 +180,18 @@ def _child_env(spool: Path, cfg: TorchConfig, steps_file: Path) -> dict[str, str
 def read_steps(path: Path) -> dict[str, list[Any]]:
     """``steps`` columns from the harness steps file (JSON lines; see workloads/harness.py)."""
     cols: dict[str, list[Any]] = {
-        k: [] for k in ("step", "start_ns", "end_ns", "pid", "samples", "warmup", "loss", "source")
+        k: []
+        for k in (
+            "step",
+            "start_ns",
+            "end_ns",
+            "pid",
+            "rank",
+            "samples",
+            "warmup",
+            "loss",
+            "source",
+        )
     }
     if not path.exists():
         return cols
@@ -173,6 +213,7 @@ def read_steps(path: Path) -> dict[str, list[Any]]:
         for k, v in zip(("step", "start_ns", "end_ns"), vals, strict=True):
             cols[k].append(v)
         cols["pid"].append(r.get("pid"))
+        cols["rank"].append(r.get("rank"))
         cols["samples"].append(r.get("samples"))
         cols["warmup"].append(r.get("warmup"))
         cols["loss"].append(r.get("loss"))
@@ -180,21 +221,44 @@ def read_steps(path: Path) -> dict[str, list[Any]]:
     return cols
 
 
+def _process(meta: dict[str, Any]) -> dict[str, Any]:
+    return dict((meta.get("extra") or {}).get("process") or {})
+
+
 def _assemble(parts: list[Path]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One trace from the parts. When some processes are ranks (torch_dist), the parts of
+    processes that are not (the torchrun agent, a spawning parent) are left out of the
+    tables and listed in ``meta.extra.parts`` with ``rank`` null."""
     tables: dict[str, list[pa.Table]] = {}
-    metas = []
-    for p in parts:
+    metas = [trace.open(p).meta for p in parts]
+    procs = [_process(m) for m in metas]
+    ranked = any(pr.get("rank") is not None for pr in procs)
+    for p, pr in zip(parts, procs, strict=True):
+        if ranked and pr.get("rank") is None:
+            continue
         tr = trace.open(p)
-        metas.append(tr.meta)
         for name in _names(p):
             tables.setdefault(name, []).append(tr.table(name))
     out = {n: _concat(ts) for n, ts in tables.items()}
     meta: dict[str, Any] = dict(metas[0]) if metas else {"source": "torch"}
     meta["extra"] = dict(meta.get("extra") or {})
+    meta["extra"].pop("process", None)
     meta["extra"]["parts"] = [
-        {"dir": p.name, "start_time_ns": m.get("start_time_ns")}
-        for p, m in zip(parts, metas, strict=True)
+        {"dir": p.name, "start_time_ns": m.get("start_time_ns"), **pr}
+        for p, m, pr in zip(parts, metas, procs, strict=True)
     ]
+    if ranked:
+        ranks = sorted({pr["rank"] for pr in procs if pr.get("rank") is not None})
+        worlds = sorted({pr["world_size"] for pr in procs if pr.get("world_size") is not None})
+        meta["ranks"] = ranks
+        meta["extra"]["distributed"] = {
+            "ranks": ranks,
+            "world_size": worlds[0] if len(worlds) == 1 else worlds,
+            "rank_of_pid": {
+                str(pr["pid"]): pr["rank"] for pr in procs if pr.get("rank") is not None
+            },
+            "not_ranks": [pr["pid"] for pr in procs if pr.get("rank") is None and "pid" in pr],
+        }
     starts = [m["start_time_ns"] for m in metas if m.get("start_time_ns") is not None]
     meta["start_time_ns"] = min(starts) if starts else None
     return out, meta
@@ -239,6 +303,15 @@ def assemble_spool(spool: Path) -> tuple[dict[str, Any], dict[str, Any], list[st
         )
     meta["extra"]["profiled_pids"] = started
     steps = read_steps(spool / STEPS_NAME)
+    dist = meta["extra"].get("distributed")
+    if dist and steps["step"]:  # each rank's steps: its own rank, else its pid's
+        by_pid = dist["rank_of_pid"]
+        steps["rank"] = [
+            r if r is not None else by_pid.get(str(p))
+            for r, p in zip(steps["rank"], steps["pid"], strict=True)
+        ]
+    elif steps["step"]:
+        del steps["rank"]
     if steps["step"]:
         tables["steps"] = _concat(
             [t for t in (tables.get("steps"), trace.to_table("steps", steps)) if t is not None]
@@ -262,7 +335,7 @@ class Result:
 
 def _remove_spool(spool: Path, pgid: int) -> Path | None:
     """Remove ``spool`` unless a process of the command's group may still write it."""
-    for _ in range(20):  # processes of the group that are exiting right now
+    for _ in range(100):  # processes of the group that are exiting right now (5 s at most)
         if not supervise.group_alive(pgid) and not supervise.spool_writers(spool):
             shutil.rmtree(spool, ignore_errors=True)
             return None

@@ -7,7 +7,9 @@ or downloaded at run time and the input pipeline does not dominate the trace.
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
 import sys
 from collections.abc import Callable
 
@@ -43,8 +45,79 @@ def seed_all(seed: int) -> torch.Generator:
 
 
 def setup(args: harness.HarnessArgs) -> tuple[torch.device, torch.Generator]:
-    """Device and data generator for a run (models are built after this, so seeded)."""
+    """Device and data generator for a run (models are built after this, so seeded).
+
+    With ``--nproc N`` (N > 1) the first call starts N ranks of this same workload through
+    ``torch.distributed.run --standalone`` and exits with its status; in each rank (a
+    process with ``RANK`` and ``WORLD_SIZE`` > 1, so a workload started by the user's own
+    torchrun is a rank too) it
+    joins the process group (gloo on CPU, NCCL on GPU, one GPU per local rank) and seeds the
+    data with ``seed + rank`` (the model's initial weights are rank 0's: DDP broadcasts
+    them). Wrap the model with :func:`distribute`."""
+    if args.nproc > 1 and "RANK" not in os.environ:
+        _launch_ranks(args.nproc)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:
+        import torch.distributed as dist
+
+        device = device_for(args)
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        return device, seed_all(args.seed + dist.get_rank())
     return device_for(args), seed_all(args.seed)
+
+
+def _launch_ranks(nproc: int) -> None:
+    """Run this workload's module again as ``nproc`` ranks; exit with their status."""
+    main = sys.modules["__main__"]
+    spec = getattr(main, "__spec__", None)
+    if spec is None or not spec.name:
+        print(
+            "workloads: --nproc needs the workload run as a module (python -m ...)", file=sys.stderr
+        )
+        raise SystemExit(2)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        str(nproc),
+        "-m",
+        spec.name,
+        *_without_nproc(sys.argv[1:]),
+    ]
+    raise SystemExit(subprocess.run(cmd, check=False).returncode)
+
+
+def _without_nproc(argv: list[str]) -> list[str]:
+    """``argv`` less ``--nproc N`` / ``--nproc=N`` (the launcher's own option prefix would
+    take it; the ranks know they are ranks from WORLD_SIZE)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--nproc":
+            skip = True
+        elif not a.startswith("--nproc="):
+            out.append(a)
+    return out
+
+
+def distribute(net: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """``net`` as DistributedDataParallel when the process is a rank (``--nproc``), else
+    ``net`` itself."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return net
+    from torch.nn.parallel import DistributedDataParallel
+
+    return DistributedDataParallel(
+        net, device_ids=[device.index] if device.type == "cuda" else None
+    )
 
 
 def run(
