@@ -14,14 +14,6 @@ namespace tbdtrace {
 
 namespace {
 
-template <class T>
-T make_params(size_t size) {
-  T p{};
-  p.structSize = size;
-  return p;
-}
-#define PARAMS(T) make_params<T>(T##_STRUCT_SIZE)
-
 std::string err(const char* what, CUptiResult r) {
   return std::string(what) + ": " + cupti_result_name(r);
 }

@@ -12,15 +12,6 @@ namespace tbdtrace {
 
 namespace {
 
-// A params struct zeroed, with its structSize set (every CUPTI profiler call needs it).
-template <class T>
-T make_params(size_t size) {
-  T p{};
-  p.structSize = size;
-  return p;
-}
-#define PARAMS(T) make_params<T>(T##_STRUCT_SIZE)
-
 void check(CUptiResult r, const std::string& what) {
   if (r != CUPTI_SUCCESS) throw std::runtime_error(what + ": " + cupti_result_name(r));
 }

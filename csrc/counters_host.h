@@ -4,11 +4,21 @@
 // 13.0); the device side that records counter data is separate (it needs a GPU).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace tbdtrace {
+
+// A CUPTI params struct zeroed, with its structSize set (every profiler call needs it).
+template <class T>
+T make_params(size_t size) {
+  T p{};
+  p.structSize = size;
+  return p;
+}
+#define PARAMS(T) make_params<T>(T##_STRUCT_SIZE)
 
 struct MetricProperties {
   std::string name, description, hw_unit, dim_unit;

@@ -52,8 +52,9 @@ from tbdtrace.collector.torch_child import (
     STEPS_FILE_ENV,
     STEPS_NAME,
     Result,
-    _remove_spool,
     read_steps,
+    release_spool,
+    write_or_keep_spool,
 )
 from tbdtrace.collector.torch_flops import SPOOL_ENV as TORCH_FLOPS_ENV
 from tbdtrace.errors import TraceError
@@ -249,22 +250,10 @@ def run_capture(
         extra=extra,
         partial=partial is not None,
     )
-    try:
-        path = trace.write(out.path, tables, meta)
-    except (OSError, TraceError) as e:
-        what = outdir.describe_os_error(e) if isinstance(e, OSError) else str(e)
-        raise TraceError(
-            f"{what} (the capture's spool is kept at {spool_dir}: "
-            f"`tbdtrace recover {spool_dir} --out DIR` writes it elsewhere)"
-        ) from None
+    path = write_or_keep_spool(out.path, tables, meta, spool_dir)
     steps = len(tables["steps"]["step"]) if "steps" in tables else 0
     res = Result(path, outcome, partial, [], steps)
-    res.spool_kept = _remove_spool(spool_dir, outcome.pid)
-    if res.spool_kept is not None:
-        res.notes.append(
-            f"processes of the command still run; their spool is kept at "
-            f"{spool_dir} (`tbdtrace recover` reads it once they end)"
-        )
+    release_spool(res, spool_dir)
     return res
 
 

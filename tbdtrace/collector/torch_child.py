@@ -343,6 +343,36 @@ def _remove_spool(spool: Path, pgid: int) -> Path | None:
     return spool
 
 
+def write_or_keep_spool(
+    out: Path,
+    tables: dict[str, Any],
+    meta: dict[str, Any],
+    spool: Path,
+    files: dict[str, bytes] | None = None,
+) -> Path:
+    """``trace.write`` of a capture; when it fails, the spool stays and the one line says
+    how to recover it."""
+    try:
+        return trace.write(out, tables, meta, files=files)
+    except (OSError, TraceError) as e:
+        what = outdir.describe_os_error(e) if isinstance(e, OSError) else str(e)
+        raise TraceError(
+            f"{what} (the capture's spool is kept at {spool}: "
+            f"`tbdtrace recover {spool} --out DIR` writes it elsewhere)"
+        ) from None
+
+
+def release_spool(res: Result, spool: Path) -> None:
+    """Remove the capture's spool once no process of the command can write it; else keep
+    it and say so in ``res.notes``."""
+    res.spool_kept = _remove_spool(spool, res.outcome.pid)
+    if res.spool_kept is not None:
+        res.notes.append(
+            f"processes of the command still run; their spool is kept at "
+            f"{spool} (`tbdtrace recover` reads it once they end)"
+        )
+
+
 def run_capture(
     command: Sequence[str],
     out: outdir.Output,
@@ -412,26 +442,14 @@ def run_capture(
     )
     if partial:
         meta["extra"]["partial"] = partial
-    try:
-        path = trace.write(out.path, tables, meta, files={CAPTURE_LOG: log} if log else None)
-    except (OSError, TraceError) as e:
-        what = outdir.describe_os_error(e) if isinstance(e, OSError) else str(e)
-        raise TraceError(
-            f"{what} (the capture's spool is kept at {spool}: "
-            f"`tbdtrace recover {spool} --out DIR` writes it elsewhere)"
-        ) from None
+    path = write_or_keep_spool(out.path, tables, meta, spool, {CAPTURE_LOG: log} if log else None)
     res = Result(path, outcome, partial, [], len(tables["steps"]) if "steps" in tables else 0)
     if news:
         res.notes.append(
             f"the profiler printed {len(news)} message(s), first: "
             f"{news[0][:120]!r}; all in {path / CAPTURE_LOG}"
         )
-    res.spool_kept = _remove_spool(spool, outcome.pid)
-    if res.spool_kept is not None:
-        res.notes.append(
-            f"processes of the command still run; their spool is kept at "
-            f"{spool} (`tbdtrace recover` reads it once they end)"
-        )
+    release_spool(res, spool)
     return res
 
 

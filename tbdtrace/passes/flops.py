@@ -146,18 +146,23 @@ def run(trace: Trace, config: FlopsConfig | None = None) -> pa.Table:
     the window / this precision's peak).
     """
     cfg = config or FlopsConfig()
-    keys = shared_arrays.device_keys_of(trace, ("kernels",))
-    if not keys:
+    by_rank = kernel_devices_by_rank(trace)
+    if not by_rank:
         return SCHEMA.empty_table()
-    by_rank: dict[int, list[int]] = {}
-    for key in keys:
-        rank = decode_device_key(key)[0]
-        by_rank.setdefault(-1 if rank is None else rank, []).append(key)
     props = device_props(trace)
     rows: list[dict[str, Any]] = []
     for r, rkeys in sorted(by_rank.items()):
         rows.extend(_rank_rows(trace, cfg, r, rkeys, props))
     return pa.Table.from_pylist(rows, schema=SCHEMA)
+
+
+def kernel_devices_by_rank(trace: Trace) -> dict[int, list[int]]:
+    """rank (-1 for none) -> the device keys of that rank's kernels."""
+    by_rank: dict[int, list[int]] = {}
+    for key in shared_arrays.device_keys_of(trace, ("kernels",)):
+        rank = decode_device_key(key)[0]
+        by_rank.setdefault(-1 if rank is None else rank, []).append(key)
+    return by_rank
 
 
 def _rank_rows(

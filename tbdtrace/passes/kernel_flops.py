@@ -19,7 +19,6 @@ from tbdtrace.passes import flop_formulas as ff
 from tbdtrace.passes import flops, shared_arrays
 from tbdtrace.passes._op_flops import op_counts
 from tbdtrace.passes.device_peaks import device_props
-from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -44,11 +43,7 @@ def run(trace: Trace, config: flops.FlopsConfig | None = None) -> pa.Table:
     total_ns (ns); achieved_flops_per_s = flops / total_ns (FLOP/s); peak_flops_per_s
     (the rank's devices' peak, FLOP/s); efficiency (0..1); source."""
     cfg = config or flops.FlopsConfig()
-    keys = shared_arrays.device_keys_of(trace, ("kernels",))
-    by_rank: dict[int, list[int]] = {}
-    for key in keys:
-        rank = decode_device_key(key)[0]
-        by_rank.setdefault(-1 if rank is None else rank, []).append(key)
+    by_rank = flops.kernel_devices_by_rank(trace)
     props = device_props(trace)
     rows: list[dict[str, Any]] = []
     for r, rkeys in sorted(by_rank.items()):
