@@ -403,7 +403,7 @@ def memory() -> None:
 def history_raw() -> None:
     import pickle
 
-    from tbdtrace.memory.torch_cuda import history_rows
+    from tbdtrace.collector.memory.torch_cuda import history_rows
 
     p = OUT / "capture.json.history.pkl"
     snap = pickle.loads(p.read_bytes())

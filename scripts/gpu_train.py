@@ -109,7 +109,7 @@ def main() -> None:
         "torch": torch.__version__,
     }
     if mode == "capture":
-        # Under capture the allocator history is on (tbdtrace.memory.torch_cuda): keep a
+        # Under capture the allocator history is on (tbdtrace.collector.memory.torch_cuda): keep a
         # copy of its raw entries (no stack frames) to test the conversion against.
         try:
             snap = torch.cuda.memory._snapshot()

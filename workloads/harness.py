@@ -25,7 +25,7 @@ backend sees it:
 The steps file is the one documented place where a workload talks to tbdtrace, with one
 addition for MXNet, which no capture backend sees without a GPU: when
 ``TBDTRACE_MEMORY_TRACE`` names a directory (``tbdtrace bench`` sets it for MXNet jobs), the
-MXNet workloads record their memory there with ``tbdtrace.memory.mxnet``
+MXNet workloads record their memory there with ``tbdtrace.collector.memory.mxnet``
 (:func:`memory_trace_dir`).
 """
 

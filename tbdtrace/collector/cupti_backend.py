@@ -34,7 +34,7 @@ class CuptiConfig:
     buffer_count: int = 8  # buffers in the fixed pool: at most buffer_bytes x count in use
     flush_interval_ms: int = 1000  # periodic flush and spill to the spool
     # capture command: PyTorch tensor allocations from the caching allocator's history,
-    # labelled (tbdtrace.memory.torch_cuda), as the memory table's allocated level
+    # labelled (tbdtrace.collector.memory.torch_cuda), as the memory table's allocated level
     torch_memory: bool = True
     # capture command: PyTorch matmul/convolution/attention ops with shapes and FLOPs, from
     # a dispatch-level recorder (tbdtrace.collector.torch_flops), as ``ops`` rows

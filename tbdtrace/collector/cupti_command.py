@@ -13,7 +13,7 @@ only its last spool chunk, and the trace is marked partial.
 
 Python processes of the command also get the capture bootstrap (``sitecustomize/``) on
 their PYTHONPATH: in a process that imports torch it records the caching allocator's
-history and labels the tensors (``tbdtrace.memory.torch_cuda``), written as
+history and labels the tensors (``tbdtrace.collector.memory.torch_cuda``), written as
 ``torchmem-<pid>`` beside the spools and joined to the ``memory`` table as its
 ``allocated`` level (``CuptiConfig.torch_memory``; ``capture --no-torch-memory``), and
 it records matmul, convolution and attention ops with shapes and FLOPs
@@ -45,6 +45,7 @@ from tbdtrace.collector.cupti_backend import (
     resolve_activities,
 )
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig, read_spill
+from tbdtrace.collector.memory.torch_cuda import SPOOL_ENV as TORCH_MEMORY_ENV
 from tbdtrace.collector.torch_child import (
     BOOTSTRAP_DIR,
     HOST_SPILL,
@@ -58,7 +59,6 @@ from tbdtrace.collector.torch_child import (
 )
 from tbdtrace.collector.torch_flops import SPOOL_ENV as TORCH_FLOPS_ENV
 from tbdtrace.errors import TraceError
-from tbdtrace.memory.torch_cuda import SPOOL_ENV as TORCH_MEMORY_ENV
 
 
 def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, str]:

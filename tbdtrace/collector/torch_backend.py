@@ -195,7 +195,9 @@ class TorchBackend:
     def __init__(self, config: TorchConfig = TorchConfig()):
         self.config = config
         self.profiler: Any = None
-        self.memory: Any = None  # tbdtrace.memory TorchMemoryTracker (profile_memory only)
+        self.memory: Any = (
+            None  # tbdtrace.collector.memory TorchMemoryTracker (profile_memory only)
+        )
 
     @staticmethod
     def available() -> bool:
@@ -207,7 +209,7 @@ class TorchBackend:
 
         if self.config.profile_memory and self.config.classify_memory:
             # Labels each allocation (weights, gradients, ...): docs/MEMORY.md.
-            from tbdtrace.memory.torch_classify import TorchMemoryTracker
+            from tbdtrace.collector.memory.torch_classify import TorchMemoryTracker
 
             self.memory = TorchMemoryTracker()
             self.memory.start()

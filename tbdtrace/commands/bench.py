@@ -12,9 +12,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tbdtrace.bench import capture, plan, table
-from tbdtrace.bench.plan import DEVICES, SIZES, BenchConfig, Job
-from tbdtrace.bench.runner import run_jobs
+from tbdtrace.suite import capture, plan, table
+from tbdtrace.suite.plan import DEVICES, SIZES, BenchConfig, Job
+from tbdtrace.suite.runner import run_jobs
 
 
 class _Extend(argparse.Action):

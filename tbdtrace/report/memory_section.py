@@ -47,7 +47,7 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     if peak and data["breakdown_at_peak"]["other"] == peak:
         con.print(
             "No allocation in this trace carries a category, so all count as other "
-            "(PyTorch traces get categories from tbdtrace.memory or --backend torch)."
+            "(PyTorch traces get categories from tbdtrace.collector.memory or --backend torch)."
         )
     start = _first_ts(data)
     for lv, p in data["levels"].items():

@@ -58,7 +58,7 @@ def run(
     """Train through the harness; each step ends after the engine has run its work.
 
     When the harness names a memory trace directory (``tbdtrace bench`` does), training
-    runs under ``tbdtrace.memory.mxnet.profile`` with ``nets`` and ``trainers`` sizing the
+    runs under ``tbdtrace.collector.memory.mxnet.profile`` with ``nets`` and ``trainers`` sizing the
     weights, gradients and optimizer state (the repository root must be importable).
     ``evaluate`` and ``target``: the held-out quality (see :func:`harness.train`).
     """
@@ -67,7 +67,7 @@ def run(
         return harness.train(
             model, FRAMEWORK, args, step_fn, mx.nd.waitall, samples_per_step, evaluate, target
         )
-    from tbdtrace.memory import mxnet as mxm
+    from tbdtrace.collector.memory import mxnet as mxm
 
     with mxm.profile(out, net=list(nets), trainer=list(trainers), workload=model) as p:
 

@@ -10,7 +10,8 @@ after ours.
   written at exit.
 * ``--backend cupti`` (``TBDTRACE_TORCH_MEMORY_SPOOL``, ``TBDTRACE_TORCH_FLOPS_SPOOL``):
   nothing is imported here. When the program itself imports torch, the caching
-  allocator's history and the memory tracker start (tbdtrace.memory.torch_cuda.start_in_child),
+  allocator's history and the memory tracker start
+  (tbdtrace.collector.memory.torch_cuda.start_in_child),
   so tensor allocations join CUPTI's trace, and the dispatch-level FLOP recorder starts
   (tbdtrace.collector.torch_flops.start_in_child), so matmul, convolution and attention
   ops join it with their shapes and FLOPs; programs that never import torch are left alone.
@@ -77,7 +78,7 @@ class _AfterImport:
 def _start_torch_hooks(_torch) -> None:  # type: ignore[no-untyped-def]
     _package_on_path()
     if os.environ.get("TBDTRACE_TORCH_MEMORY_SPOOL"):
-        from tbdtrace.memory import torch_cuda
+        from tbdtrace.collector.memory import torch_cuda
 
         torch_cuda.start_in_child()
     if os.environ.get("TBDTRACE_TORCH_FLOPS_SPOOL"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tbdtrace.bench import BenchConfig, Job, run_jobs
+from tbdtrace.suite import BenchConfig, Job, run_jobs
 
 
 def _job(
@@ -44,7 +44,7 @@ def test_a_run_past_the_timeout_is_stopped(tmp_path: Path) -> None:
 
 
 def test_capture_command_wraps_the_workload(tmp_path: Path) -> None:
-    from tbdtrace.bench import capture
+    from tbdtrace.suite import capture
 
     cfg = BenchConfig(out_dir=tmp_path, size="small", steps=3, warmup=2, device="cpu")
     job = _job("workloads.pytorch.wgan", batch=16)
@@ -85,8 +85,8 @@ def test_capture_command_wraps_the_workload(tmp_path: Path) -> None:
 def test_without_a_gpu_other_frameworks_get_the_steps_or_memory_capture() -> None:
     import pytest
 
-    from tbdtrace.bench import capture
     from tbdtrace.collector import gpu_usable
+    from tbdtrace.suite import capture
 
     if gpu_usable()[0]:
         pytest.skip("a GPU is usable: every framework is captured")

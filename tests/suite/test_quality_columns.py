@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tbdtrace.bench import BenchConfig, Job
-from tbdtrace.bench.plan import workload_argv
-from tbdtrace.bench.runner import quality_from_log
+from tbdtrace.suite import BenchConfig, Job
+from tbdtrace.suite.plan import workload_argv
+from tbdtrace.suite.runner import quality_from_log
 
 REPO = Path(__file__).resolve().parents[2]
 

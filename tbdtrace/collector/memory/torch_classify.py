@@ -1,7 +1,7 @@
 """Label PyTorch allocations with what they hold, from the live framework objects.
 
 Entry point for capture backends (the torch backend calls it; so does
-:func:`tbdtrace.memory.profile`)::
+:func:`tbdtrace.collector.memory.profile`)::
 
     tracker = TorchMemoryTracker()
     tracker.start()                 # before the profiler starts
@@ -32,7 +32,7 @@ How a block gets its category (no framework is patched; only public hooks are us
 * ``activations``: tensors saved for backward (``torch.autograd.graph.saved_tensors_hooks``
   with identity pack/unpack), TBD's feature maps;
 * ``workspace``: still unlabelled blocks allocated and freed inside one framework op
-  (see :mod:`tbdtrace.memory.workspace`);
+  (see :mod:`tbdtrace.collector.memory.workspace`);
 * ``other``: the rest (temporaries between ops, the allocator's own blocks).
 
 An observation (a tensor seen at time ``t``) labels the block at the tensor's storage
@@ -55,7 +55,7 @@ from typing import Any
 import pyarrow as pa
 
 from tbdtrace import trace as trace_io
-from tbdtrace.memory.matching import PRIORITY, Obs, label
+from tbdtrace.collector.memory.matching import PRIORITY, Obs, label
 
 _RANK = {c: i for i, c in enumerate(PRIORITY)}
 

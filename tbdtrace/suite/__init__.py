@@ -7,8 +7,8 @@ table as markdown, CSV and JSON, and :mod:`runner` ties them together, one proce
 workload.
 """
 
-from tbdtrace.bench.plan import BenchConfig, Job, make_jobs
-from tbdtrace.bench.rows import COLUMNS
-from tbdtrace.bench.runner import run_jobs
+from tbdtrace.suite.plan import BenchConfig, Job, make_jobs
+from tbdtrace.suite.rows import COLUMNS
+from tbdtrace.suite.runner import run_jobs
 
 __all__ = ["COLUMNS", "BenchConfig", "Job", "make_jobs", "run_jobs"]

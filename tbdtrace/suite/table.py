@@ -1,6 +1,6 @@
 """Write the TBD table as markdown (for people), CSV and JSON (for tools).
 
-CSV and JSON hold every column of :data:`tbdtrace.bench.rows.COLUMNS` in its unit
+CSV and JSON hold every column of :data:`tbdtrace.suite.rows.COLUMNS` in its unit
 (nanoseconds, bytes, ratios 0..1); an unknown value is an empty CSV cell and a JSON null.
 The markdown table shows the same rows in readable units (ms, %, MiB), empty where unknown.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import schema
-from tbdtrace.bench.plan import BenchConfig
-from tbdtrace.bench.rows import COLUMN_NAMES, COLUMNS
+from tbdtrace.suite.plan import BenchConfig
+from tbdtrace.suite.rows import COLUMN_NAMES, COLUMNS
 
 MD_FILE, CSV_FILE, JSON_FILE = "bench.md", "bench.csv", "bench.json"
 MIB = 1 << 20

@@ -1,6 +1,6 @@
 """Match tensor sightings to allocation blocks and label every ``memory`` row.
 
-Used by :mod:`tbdtrace.memory.torch_classify`; pure functions of tables and sightings.
+Used by :mod:`tbdtrace.collector.memory.torch_classify`; pure functions of tables and sightings.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace import trace as trace_io
-from tbdtrace.memory import workspace
+from tbdtrace.collector.memory import workspace
 from tbdtrace.passes.memory_blocks import Blocks, pair
 
 # Category codes of sightings, best first: a block seen as several things takes the first.

@@ -1,10 +1,10 @@
-"""In-process PyTorch memory profiling: ``tbdtrace.memory.profile(out_dir)``.
+"""In-process PyTorch memory profiling: ``tbdtrace.collector.memory.profile(out_dir)``.
 
 Runs torch.profiler (CPU activity, and CUDA when available) with ``profile_memory=True``
-together with a :class:`~tbdtrace.memory.torch_classify.TorchMemoryTracker`, then writes a
+together with a :class:`~tbdtrace.collector.memory.torch_classify.TorchMemoryTracker`, then writes a
 trace whose ``memory`` table has every allocation labelled by category::
 
-    with tbdtrace.memory.profile("run.tbd") as p:
+    with tbdtrace.collector.memory.profile("run.tbd") as p:
         for batch in loader:
             train_step(batch)
             p.step()          # ends a step (a row of the steps table)
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace as trace_io
+from tbdtrace.collector.memory.torch_classify import TorchMemoryTracker, TrackerConfig
 from tbdtrace.errors import TraceError
-from tbdtrace.memory.torch_classify import TorchMemoryTracker, TrackerConfig
 
 
 @dataclass

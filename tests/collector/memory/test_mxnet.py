@@ -1,6 +1,6 @@
 """MXNet Gluon: storage totals from MXNet's profiler counter, model state from the arrays.
 
-Known answers from the layer shapes (tests/memory/mx_script.py), never from the code
+Known answers from the layer shapes (tests/collector/memory/mx_script.py), never from the code
 under test: P float32 trainable parameters are 4P bytes of weights and 4P of gradients
 (Gluon keeps a gradient array per trainable parameter); BatchNorm's running mean and
 variance are parameters without gradients, 2 x 4 C bytes more of weights; SGD momentum
@@ -21,9 +21,9 @@ import pytest
 
 import tbdtrace
 from tbdtrace.passes import memory
-from tests.memory import mx_script as s
+from tests.collector.memory import mx_script as s
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MXNET_PY = ROOT / ".venv-mxnet" / "bin" / "python"
 
 MLP_P = (s.IN * s.HIDDEN + s.HIDDEN) + (s.HIDDEN * s.CLASSES + s.CLASSES)
@@ -54,7 +54,7 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("mx")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     cp = subprocess.run(
-        [str(MXNET_PY), "-m", "tests.memory.mx_script", str(out)],
+        [str(MXNET_PY), "-m", "tests.collector.memory.mx_script", str(out)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -174,7 +174,7 @@ def test_after_a_finished_dump_one_line_or_a_trace(tmp_path: Path) -> None:
     code = (
         "import mxnet as mx, sys\n"
         "from tbdtrace.errors import TraceError\n"
-        "from tbdtrace.memory import mxnet as mxm\n"
+        "from tbdtrace.collector.memory import mxnet as mxm\n"
         f"mx.profiler.set_config(filename={str(tmp_path / 'own.json')!r})\n"
         "mx.profiler.set_state('run'); mx.profiler.set_state('stop'); mx.profiler.dump()\n"
         "try:\n"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tbdtrace.bench import BenchConfig, Job, run_jobs
-from tbdtrace.bench.capture import Paths
+from tbdtrace.suite import BenchConfig, Job, run_jobs
+from tbdtrace.suite.capture import Paths
 
 REPO = Path(__file__).resolve().parents[2]
 MXNET_PY = REPO / ".venv-mxnet" / "bin" / "python"

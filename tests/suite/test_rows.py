@@ -8,7 +8,7 @@ import pytest
 
 import tbdtrace
 from tbdtrace import trace
-from tbdtrace.bench import rows
+from tbdtrace.suite import rows
 
 S = 1_000_000_000  # one second in ns
 

@@ -30,7 +30,7 @@ class BenchConfig:
     warmup: int = 1  # warm-up steps per job (not measured)
     device: str = "auto"  # auto | cpu | cuda, passed to every workload
     timeout_s: float = 3600.0  # a job running longer is stopped and reported as failed
-    capture: str = "auto"  # auto | tbdtrace | steps (see tbdtrace.bench.capture)
+    capture: str = "auto"  # auto | tbdtrace | steps (see tbdtrace.suite.capture)
     to_quality: bool = False  # train each job until its held-out quality target is met
 
 

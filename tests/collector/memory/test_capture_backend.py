@@ -8,7 +8,7 @@ import torch
 
 import tbdtrace
 from tbdtrace.passes import memory
-from tests.memory.models import MLP_PARAMS, MLP_TENSORS, mlp, mlp_batch, train
+from tests.collector.memory.models import MLP_PARAMS, MLP_TENSORS, mlp, mlp_batch, train
 
 
 def test_capture_backend_torch_labels_memory(tmp_path: Path) -> None:

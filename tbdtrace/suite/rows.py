@@ -2,7 +2,7 @@
 
 Throughput follows TBD: per measured step (warm-up excluded), samples / step duration;
 the row gives the median over those steps. The other figures come from the analysis
-passes and report sections (:mod:`tbdtrace.bench.metrics`); a figure no pass provides
+passes and report sections (:mod:`tbdtrace.suite.metrics`); a figure no pass provides
 for this trace stays empty (null), never estimated.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from tbdtrace import schema
-from tbdtrace.bench import metrics
+from tbdtrace.suite import metrics
 from tbdtrace.trace import Trace
 
 

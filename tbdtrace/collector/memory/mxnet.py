@@ -9,7 +9,7 @@ in bytes, stamped in microseconds of CLOCK_REALTIME. This module runs that profi
 memory only (no operators, no API calls), reads the counter events back, and sizes the
 model from the live Gluon objects::
 
-    with tbdtrace.memory.mxnet.profile("run.tbd", net=net, trainer=trainer) as p:
+    with tbdtrace.collector.memory.mxnet.profile("run.tbd", net=net, trainer=trainer) as p:
         for x, y in data:
             train_step(x, y)
             p.step()
@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tbdtrace.collector.memory.torch_profile import check_out_dir
 from tbdtrace.errors import TraceError
-from tbdtrace.memory.torch_profile import check_out_dir
 
 MODEL_CATEGORIES = ("weights", "gradients", "optimizer_state")
 _ADDR = {"weights": 1, "gradients": 2, "optimizer_state": 3, "other": 4}

@@ -1,11 +1,11 @@
 """Memory profiling: allocations labelled weights, gradients, optimizer_state, inputs,
 activations, workspace or other (see docs/MEMORY.md).
 
-* :class:`TorchMemoryTracker` (``tbdtrace.memory.torch_classify``): the PyTorch
+* :class:`TorchMemoryTracker` (``tbdtrace.collector.memory.torch_classify``): the PyTorch
   classifier capture backends call at start/stop;
 * :func:`profile`: in-process PyTorch memory capture to a trace directory;
-* ``tbdtrace.memory.tensorflow``: TensorFlow allocator totals and variable sizes;
-* ``tbdtrace.memory.mxnet``: MXNet's profiler storage counter and Gluon model sizes.
+* ``tbdtrace.collector.memory.tensorflow``: TensorFlow allocator totals and variable sizes;
+* ``tbdtrace.collector.memory.mxnet``: MXNet's profiler storage counter and Gluon model sizes.
 The analysis over time is the ``memory`` pass (``tbdtrace.passes.memory``).
 """
 
@@ -17,13 +17,13 @@ __all__ = ["TorchMemoryTracker", "TrackerConfig", "profile"]
 
 
 def __getattr__(name: str) -> Any:
-    # Keep `import tbdtrace.memory` light: torch loads only when these are used.
+    # Keep `import tbdtrace.collector.memory` light: torch loads only when these are used.
     if name in ("TorchMemoryTracker", "TrackerConfig"):
-        from tbdtrace.memory import torch_classify
+        from tbdtrace.collector.memory import torch_classify
 
         return getattr(torch_classify, name)
     if name == "profile":
-        from tbdtrace.memory.torch_profile import profile
+        from tbdtrace.collector.memory.torch_profile import profile
 
         return profile
-    raise AttributeError(f"module 'tbdtrace.memory' has no attribute {name!r}")
+    raise AttributeError(f"module 'tbdtrace.collector.memory' has no attribute {name!r}")

@@ -6,8 +6,8 @@ import csv
 import json
 from pathlib import Path
 
-from tbdtrace.bench import BenchConfig, table
-from tbdtrace.bench.rows import COLUMN_NAMES, empty_row
+from tbdtrace.suite import BenchConfig, table
+from tbdtrace.suite.rows import COLUMN_NAMES, empty_row
 
 
 def test_empty_cells_stay_empty_and_units_convert(tmp_path: Path) -> None:

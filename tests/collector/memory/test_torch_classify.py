@@ -1,6 +1,6 @@
 """Known-answer PyTorch models on CPU: exact weight, gradient and optimizer bytes.
 
-Expected sizes come from the layer shapes (tests/memory/models.py), never from the
+Expected sizes come from the layer shapes (tests/collector/memory/models.py), never from the
 classifier: P float32 parameters are 4P bytes of weights and, after backward, 4P of
 gradients; SGD momentum keeps 4P of state, Adam 8P plus a 4-byte ``step`` per tensor.
 Module buffers (BatchNorm's running statistics and batch counter) count as weights.
@@ -15,9 +15,16 @@ import pytest
 import torch
 
 import tbdtrace
-from tbdtrace.memory import profile
+from tbdtrace.collector.memory import profile
 from tbdtrace.passes import memory
-from tests.memory.models import CASES, MLP_ACTIVATION_BYTES_PER_SAMPLE, Case, mlp, mlp_batch, train
+from tests.collector.memory.models import (
+    CASES,
+    MLP_ACTIVATION_BYTES_PER_SAMPLE,
+    Case,
+    mlp,
+    mlp_batch,
+    train,
+)
 
 
 def _opt(kind: str, model: torch.nn.Module) -> torch.optim.Optimizer | None:

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import tbdtrace
-from tbdtrace.memory import TorchMemoryTracker, profile
+from tbdtrace.collector.memory import TorchMemoryTracker, profile
 from tbdtrace.passes import memory
 
 
@@ -170,8 +170,8 @@ def test_profile_refuses_a_non_trace_directory_before_running(tmp_path: Path) ->
 
 
 def test_explicit_model_and_optimizer_without_gc_scan(tmp_path: Path) -> None:
-    from tbdtrace.memory import TrackerConfig
-    from tests.memory.models import MLP_PARAMS, mlp, mlp_batch, train
+    from tbdtrace.collector.memory import TrackerConfig
+    from tests.collector.memory.models import MLP_PARAMS, mlp, mlp_batch, train
 
     torch.manual_seed(0)
     model = mlp()

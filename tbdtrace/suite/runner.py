@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace
-from tbdtrace.bench import capture, rows
-from tbdtrace.bench.plan import BenchConfig, Job
 from tbdtrace.errors import TraceError
+from tbdtrace.suite import capture, rows
+from tbdtrace.suite.plan import BenchConfig, Job
 
 OnStart = Callable[[int, Job], None]
 OnDone = Callable[[int, Job, dict[str, Any]], None]

@@ -6,7 +6,7 @@ since the last ``reset_memory_stats``; it works for CPU:0 as well as GPU:i) at a
 interval on a background thread and at every ``step()``, and sizes the model from its
 variables::
 
-    with tbdtrace.memory.tensorflow.profile("run.tbd", model=model, optimizer=opt) as p:
+    with tbdtrace.collector.memory.tensorflow.profile("run.tbd", model=model, optimizer=opt) as p:
         for x, y in data:
             train_step(x, y)
             p.step()
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tbdtrace import trace as trace_io
-from tbdtrace.memory.torch_profile import check_out_dir
+from tbdtrace.collector.memory.torch_profile import check_out_dir
 
 _ADDR = {"weights": 1, "optimizer_state": 2, "other": 3}
 

@@ -16,10 +16,10 @@ import pyarrow as pa
 
 from tbdtrace import trace
 from tbdtrace.collector.cupti_command import join_torch_memory
+from tbdtrace.collector.memory.torch_cuda import SPOOL_ENV, history_rows
 from tbdtrace.collector.torch_child import BOOTSTRAP_DIR
-from tbdtrace.memory.torch_cuda import SPOOL_ENV, history_rows
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MB2 = 2 << 20
 
 
@@ -99,7 +99,7 @@ def test_bootstrap_starts_tracking_when_the_program_imports_torch(tmp_path: Path
         "import torch, sys\n"
         "from torch.nn.modules import module\n"
         "hooks = len(module._global_forward_pre_hooks)\n"
-        "print('tbdtrace.memory.torch_cuda' in sys.modules, hooks)\n"
+        "print('tbdtrace.collector.memory.torch_cuda' in sys.modules, hooks)\n"
         "m = torch.nn.Linear(4, 2); m(torch.ones(3, 4)).sum().backward()\n"
     )
     r = _bootstrapped(code, tmp_path)

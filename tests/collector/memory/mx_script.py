@@ -1,5 +1,5 @@
-"""Run by tests/memory/test_mxnet.py in .venv-mxnet (MXNet 1.9.1 needs NumPy < 1.24):
-trains known-answer Gluon models under tbdtrace.memory.mxnet.profile and writes one trace
+"""Run by tests/collector/memory/test_mxnet.py in .venv-mxnet (MXNet 1.9.1 needs NumPy < 1.24):
+trains known-answer Gluon models under tbdtrace.collector.memory.mxnet.profile and writes one trace
 per case under argv[1]. The constants are read by the test in .venv, which has no MXNet,
 so MXNet is imported inside main() only."""
 
@@ -31,7 +31,7 @@ def main(out: str) -> None:
     from mxnet import autograd, gluon
     from mxnet.gluon import nn
 
-    from tbdtrace.memory import mxnet as mxm
+    from tbdtrace.collector.memory import mxnet as mxm
 
     mx.random.seed(0)
 

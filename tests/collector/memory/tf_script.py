@@ -1,4 +1,4 @@
-"""Run by tests/memory/test_tensorflow.py in a fresh interpreter (TensorFlow must see
+"""Run by tests/collector/memory/test_tensorflow.py in a fresh interpreter (TensorFlow must see
 TF_CPU_ALLOCATOR_USE_BFC before it starts): writes traces under argv[1]."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def main(out: str) -> None:
     import keras
     import tensorflow as tf
 
-    from tbdtrace.memory import tensorflow as tfm
+    from tbdtrace.collector.memory import tensorflow as tfm
 
     model = keras.Sequential(
         [

@@ -3,7 +3,8 @@
 Used where torch.profiler cannot run beside the capture: under the native CUPTI collector
 (one CUPTI per process, docs/COLLECTOR.md) the ``allocated`` level of the memory timeline
 comes from ``torch.cuda.memory._record_memory_history`` instead of profiler memory events,
-and the :class:`~tbdtrace.memory.torch_classify.TorchMemoryTracker` labels it the same way.
+and the
+:class:`~tbdtrace.collector.memory.torch_classify.TorchMemoryTracker` labels it the same way.
 CUPTI's MEMORY2 records give the ``reserved`` level (the allocator's cudaMalloc/cudaFree).
 
 History entries (``torch.cuda.memory._snapshot()["device_traces"][device]``) map to rows:
@@ -28,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tbdtrace.memory.torch_classify import TorchMemoryTracker, TrackerConfig
+from tbdtrace.collector.memory.torch_classify import TorchMemoryTracker, TrackerConfig
 
 SPOOL_ENV = "TBDTRACE_TORCH_MEMORY_SPOOL"
 MAX_ENTRIES_ENV = "TBDTRACE_TORCH_MEMORY_MAX_ENTRIES"

@@ -19,9 +19,9 @@ import pytest
 
 import tbdtrace
 from tbdtrace.passes import memory
-from tests.memory import tf_script as s
+from tests.collector.memory import tf_script as s
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 P = (s.IN * s.HIDDEN + s.HIDDEN) + (s.HIDDEN * s.CLASSES + s.CLASSES)
 
 
@@ -30,7 +30,7 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("tf")
     env = {**os.environ, "TF_CPU_ALLOCATOR_USE_BFC": "true", "PYTHONPATH": str(ROOT)}
     subprocess.run(
-        [sys.executable, "-m", "tests.memory.tf_script", str(out)],
+        [sys.executable, "-m", "tests.collector.memory.tf_script", str(out)],
         cwd=ROOT,
         env=env,
         check=True,

@@ -14,7 +14,7 @@ Two implementations, chosen by ``BenchConfig.capture``:
 Without a GPU the capture command sees PyTorch only. TensorFlow jobs then fall back to
 ``steps``; MXNet jobs to ``memory``: the steps file, plus ``TBDTRACE_MEMORY_TRACE`` naming
 a directory where the workload records MXNet's storage counter and its model's sizes
-(``tbdtrace.memory.mxnet``); that trace's ``memory`` table joins the steps table.
+(``tbdtrace.collector.memory.mxnet``); that trace's ``memory`` table joins the steps table.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace
-from tbdtrace.bench.plan import REPO, BenchConfig, Job, workload_argv
 from tbdtrace.errors import TraceError
+from tbdtrace.suite.plan import REPO, BenchConfig, Job, workload_argv
 
 STEPS_ENV = "TBDTRACE_STEPS_FILE"
 MEMORY_ENV = "TBDTRACE_MEMORY_TRACE"  # read by workloads/harness.py (memory_trace_dir)
