@@ -3,8 +3,10 @@
 Runs `tbdtrace report FILE --format json --window all` (in a child process, with this
 checkout on PYTHONPATH) for every file under ../shared/fixtures/kineto (or
 $TBDTRACE_FIXTURES/kineto, or --fixtures DIR) and writes one `<relative path>.json` per
-file into OUT (stdout, or `exit N` plus stderr when the report fails). `--compare A B`
-diffs two such folders and exits 1 on a difference.
+file into OUT (stdout, or `exit N` plus stderr when the report fails), and
+`hostile-inputs.txt`: for every hostile-input case of tests/robustness/cases_input.py, the
+exit code and stderr of `tbdtrace import` (the case's temporary folder written as `TMP`).
+`--compare A B` diffs two such folders and exits 1 on a difference.
 
     .venv/bin/python bench/report_snapshot.py out/snap-before
     ... change the code ...
@@ -43,7 +45,35 @@ def snapshot(fixtures: Path, out: Path) -> int:
         text = r.stdout if r.returncode == 0 else f"exit {r.returncode}\n{r.stdout}{r.stderr}"
         dest.write_text(text)
         print(f"{rel}: exit {r.returncode}, {len(r.stdout)} characters")
+    r = subprocess.run(
+        [sys.executable, "-c", HOSTILE], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    if r.returncode:
+        print(f"report_snapshot: the hostile-input run failed:\n{r.stderr}", file=sys.stderr)
+        return 1
+    (out / "hostile-inputs.txt").write_text(r.stdout)
+    print(f"hostile inputs: {r.stdout.count(chr(10) + '== ') + 1} cases")
     return 0
+
+
+# Runs in a child process: every hostile-input case through `tbdtrace import`.
+HOSTILE = """
+import contextlib, io, sys, tempfile
+from pathlib import Path
+from tbdtrace.cli import main
+from tests.robustness.cases_input import CASES
+for case in CASES:
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / f"input{case.suffix}"
+        src.write_bytes(case.content)
+        args = ["import", str(src), "--out", str(Path(d) / "out")]
+        args += ["--format", case.fmt] if case.fmt else []
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = main(args)
+        print(f"== {case.name}: exit {rc}")
+        print(err.getvalue().replace(d, "TMP").rstrip())
+"""
 
 
 def _same(x: Path, y: Path) -> bool:
