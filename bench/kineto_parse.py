@@ -3,10 +3,10 @@
 ``python bench/kineto_parse.py FILE.json.gz [--runs 5]``
 
 The file is decompressed into memory first; each run feeds it to a fresh
-``tbdtrace._native.KinetoParser`` in 1 MiB pieces (as ``kineto_feed`` does) and finishes
-it, without taking the columns out; the parsing thread's CPU time of the fastest run counts
-(the machine is shared, and CPU time is less disturbed by other jobs than wall time). Run it
-with PYTHONPATH pointing at another checkout to compare two builds of the parser.
+``tbdtrace._native.KinetoParser`` in 1 MiB pieces (as ``tbdtrace.importers.kineto.feed``
+does) and finishes it, without taking the columns out; the parsing thread's CPU time of the
+fastest run counts (the machine is shared, and CPU time is less disturbed by other jobs than
+wall time). Run it with PYTHONPATH pointing at another checkout to compare two builds of the parser.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
     from tbdtrace import _native
-    from tbdtrace.importers.kineto_feed import PIECE_BYTES, ROUTES
+    from tbdtrace.importers.kineto.feed import PIECE_BYTES
+    from tbdtrace.importers.kineto.vocab import ROUTES
 
     raw = args.file.read_bytes()
     data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw

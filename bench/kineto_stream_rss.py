@@ -23,10 +23,11 @@ CHILD = """
 import resource, sys, time
 from pathlib import Path
 from tbdtrace.importers import kineto
+from tbdtrace.importers.kineto import python_rows
 if sys.argv[2] == "stream":
-    kineto.STREAM_ABOVE_BYTES = 0
+    python_rows.STREAM_ABOVE_BYTES = 0
 else:
-    kineto.STREAM_ABOVE_BYTES = 1 << 62
+    python_rows.STREAM_ABOVE_BYTES = 1 << 62
 t = time.perf_counter()
 parser = "native" if sys.argv[2] == "native" else "python"
 tables, meta = kineto.import_files([Path(sys.argv[1])], parser=parser)

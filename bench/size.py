@@ -39,6 +39,7 @@ import tbdtrace
 import tbdtrace.trace as trace_mod
 from tbdtrace import schema, tablefile
 from tbdtrace.importers import kineto
+from tbdtrace.importers.kineto import repair, vocab
 
 # The real fixtures are provided beside the checkout (shared/fixtures/), never committed.
 FIXTURES = Path(
@@ -50,12 +51,12 @@ FIXTURE = FIXTURES / "kineto" / "hta" / "df_index_resolver.json.gz"
 
 def kernel_json_gz_bytes(path: Path) -> tuple[int, int]:
     """(kernel events, bytes of those events as gzipped compact JSON)."""
-    doc = kineto.read_json(path)
+    doc = repair.read_json(path)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
     ks = [
         e
         for e in events
-        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in kineto.KERNEL_CATS
+        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in vocab.KERNEL_CATS
     ]
     text = json.dumps({"traceEvents": ks}, separators=(",", ":"))
     return len(ks), len(gzip.compress(text.encode(), compresslevel=6))

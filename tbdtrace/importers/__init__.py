@@ -175,8 +175,8 @@ def begin_import(
         raise TraceError(f"unknown format {fmt!r}; supported: {', '.join(FORMATS)}")
     job = None
     if fmt == "kineto" and background:
-        from tbdtrace.importers import kineto_feed
+        from tbdtrace.importers import kineto
 
-        if kineto_feed.available():
-            job = kineto_feed.start(files)
+        if kineto.available():
+            job = kineto.start(files)
     return PendingImport(files, fmt, job, forced)

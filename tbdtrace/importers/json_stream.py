@@ -4,11 +4,8 @@
 time from a (possibly gzipped) file, reading it in chunks, so memory holds one chunk plus
 one event instead of the whole document; ``header(path)`` gives the other top-level keys
 (distributedInfo, deviceProperties, baseTimeNanoseconds, ...). Decimals stay text
-(``parse_float=str``) as in :func:`tbdtrace.importers.kineto.read_json`; invalid UTF-8
+(``parse_float=str``) as in :func:`tbdtrace.importers.kineto.repair.read_json`; invalid UTF-8
 becomes U+FFFD. The entry point is one function so a faster parser can replace it.
-
-``repair_quotes(text)`` re-escapes double quotes inside ``"name"`` values, which old
-Kineto versions wrote unescaped (e.g. ``"name": "at::foo<"bar">", "pid": ...``).
 """
 
 from __future__ import annotations
@@ -16,7 +13,6 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -26,24 +22,6 @@ from tbdtrace.errors import TraceError
 CHUNK_CHARS = 1 << 20
 _DECODER = json.JSONDecoder(parse_float=str)
 _KEY = '"traceEvents"'
-# A name value runs to the quote that is followed by the next key Kineto writes after it
-# ("pid" in X/i/M events) or by the end of the object (M-event args {"name": ...}).
-_NAME_RE = re.compile(r'("name": ")([^\n]*?)("(?=, "(?:pid|tid|ts|ph|cat|args)"|\s*\}))')
-
-
-def repair_quotes(text: str) -> tuple[str, int]:
-    """(text with inner quotes of name values escaped, number of values changed)."""
-    changed = 0
-
-    def fix(m: re.Match[str]) -> str:
-        nonlocal changed
-        inner = m.group(2)
-        fixed = re.sub(r'(?<!\\)"', r'\\"', inner)
-        if fixed != inner:
-            changed += 1
-        return m.group(1) + fixed + m.group(3)
-
-    return _NAME_RE.sub(fix, text), changed
 
 
 def _open_text(path: Path) -> IO[bytes]:

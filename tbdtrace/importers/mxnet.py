@@ -29,7 +29,7 @@ from tbdtrace.errors import TraceError
 from tbdtrace.importers import sniff as _sniff
 from tbdtrace.importers import validate
 from tbdtrace.importers.columns import TableBuilder
-from tbdtrace.importers.kineto import read_json
+from tbdtrace.importers.kineto.repair import read_json
 
 _ASYNC_API = "MXNET_C_API"
 

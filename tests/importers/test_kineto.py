@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import tbdtrace
-from tbdtrace.importers import kineto
+from tbdtrace.importers import kineto, validate
 from tests.conftest import KINETO, KINETO_TRACES
 from tests.rawkineto import expected_report, load, ns
 
@@ -189,11 +189,11 @@ def test_base_time_offset_is_applied():
     ],
 )
 def test_us_to_ns_is_exact_decimal(text, expected):
-    assert kineto.us_to_ns(text) == expected
+    assert validate.us_to_ns(text) == expected
 
 
 def test_int_times_scale_exactly():
-    assert kineto.us_to_ns(2**53 + 1) == (2**53 + 1) * 1000
+    assert validate.us_to_ns(2**53 + 1) == (2**53 + 1) * 1000
 
 
 def _write_gz(path: Path, data: bytes) -> Path:

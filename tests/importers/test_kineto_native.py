@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from tbdtrace import _native
-from tbdtrace.importers import kineto, kineto_native
+from tbdtrace.importers import kineto, validate
+from tbdtrace.importers.kineto.vocab import ROUTES
 from tests.conftest import KINETO, KINETO_TRACES
 
 HTA = KINETO / "hta"
@@ -222,19 +223,19 @@ TIMES = [
 
 def test_times_convert_exactly() -> None:
     events = [f'{{"ph": "X", "cat": "kernel", "name": "k", "ts": {t}, "dur": 0}}' for t in TIMES]
-    parser = _native.KinetoParser(kineto_native.ROUTES)
+    parser = _native.KinetoParser(ROUTES)
     parser.begin_file()
     parser.feed(('{"traceEvents": [' + ",".join(events) + "]}").encode())
     parser.finish()
     got = parser.take()["tables"]["kernels"]["start_ns"][0].tolist()
     assert got == [_ns(t) for t in TIMES]
-    assert got == [kineto.us_to_ns(t if any(c in t for c in ".eE") else int(t)) for t in TIMES]
+    assert got == [validate.us_to_ns(t if any(c in t for c in ".eE") else int(t)) for t in TIMES]
 
 
 @pytest.mark.parametrize("ts", ['"1.5"', "1.00000000000000000000000000001", "1e401"])
 def test_times_it_does_not_reproduce_are_declined(tmp_path: Path, ts: str) -> None:
     p = write(tmp_path, "t.json", doc_text([f'{{"ph": "X", "cat": "kernel", "ts": {ts}}}']))
-    with pytest.raises(kineto_native.Declined):
+    with pytest.raises(kineto.Declined):
         kineto.import_files([p], parser="native")
 
 
@@ -267,7 +268,7 @@ def test_unusable_times_are_skipped_and_counted_like_the_python_path(
 def test_declined_file_is_read_by_the_python_path(tmp_path: Path) -> None:
     events = [*EVENTS[:3], '{"ph": "X", "cat": "kernel", "name": "s", "ts": "5.5"}']
     p = write(tmp_path, "t.json", doc_text(events))
-    with pytest.raises(kineto_native.Declined):
+    with pytest.raises(kineto.Declined):
         kineto.import_files([p], parser="native")
     assert_same(kineto.import_files([p]), kineto.import_files([p], parser="python"))
 
@@ -275,7 +276,7 @@ def test_declined_file_is_read_by_the_python_path(tmp_path: Path) -> None:
 def test_op_named_like_a_step_without_a_number_stays_an_op(tmp_path: Path) -> None:
     events = [*EVENTS[:3], '{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#x", "ts": 5}']
     p = write(tmp_path, "t.json", doc_text(events))
-    with pytest.raises(kineto_native.Declined):
+    with pytest.raises(kineto.Declined):
         kineto.import_files([p], parser="native")
     tables, _ = kineto.import_files([p])
     assert tables["ops"]["name"].to_pylist() == ["ProfilerStep#x"] and "markers" not in tables
@@ -329,7 +330,7 @@ def test_input_dims_text_is_json_dumps_compact(tmp_path: Path) -> None:
 
 
 def _pieces_parse(data: bytes, sizes: Any) -> dict[str, Any]:
-    parser = _native.KinetoParser(kineto_native.ROUTES)
+    parser = _native.KinetoParser(ROUTES)
     parser.begin_file()
     i = 0
     for n in sizes:
@@ -369,7 +370,7 @@ def test_pieces_cut_anywhere_give_the_same_columns() -> None:
 @pytest.mark.parametrize("cut", [1, 100, 2500, -300, -2])
 def test_truncated_input_is_an_error(cut: int) -> None:
     data = doc_text().encode()
-    parser = _native.KinetoParser(kineto_native.ROUTES)
+    parser = _native.KinetoParser(ROUTES)
     parser.begin_file()
     parser.feed(data[:cut])
     with pytest.raises(_native.KinetoError, match="end of input"):
@@ -389,7 +390,7 @@ def test_damaged_file_is_one_line_error(
         p = write(tmp_path, "d.json.gz", RANKS[0].read_bytes()[:-1000])
     else:
         p = write(tmp_path, "d.json", text + b"\n]")
-    with pytest.raises(kineto_native.Declined):
+    with pytest.raises(kineto.Declined):
         kineto.import_files([p], parser="native")
     assert main(["import", str(p), "--out", str(tmp_path / "o")]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
@@ -424,7 +425,7 @@ def test_robustness_cases_parse_the_same(tmp_path: Path, case: str) -> None:
     p = _robust_variant(tmp_path, case)
     want = kineto.import_files([p], parser="python")
     if case == "quotes":  # the native parser declines; the Python path repairs
-        with pytest.raises(kineto_native.Declined):
+        with pytest.raises(kineto.Declined):
             kineto.import_files([p], parser="native")
         assert_same(kineto.import_files([p]), want)
     else:
@@ -445,7 +446,7 @@ def test_top_level_list_and_pretty_printing(tmp_path: Path) -> None:
 
 def test_parsing_releases_the_gil() -> None:
     data = gzip.decompress(RANKS[0].read_bytes())
-    parser = _native.KinetoParser(kineto_native.ROUTES)
+    parser = _native.KinetoParser(ROUTES)
     parser.begin_file()
     body = data[data.index(b"[", data.index(b'"traceEvents"')) + 1 : data.rindex(b"]")]
     chunk = b'{"traceEvents": [' + b",".join([body.strip()] * 20)

@@ -16,6 +16,7 @@ import pytest
 import tbdtrace
 from tbdtrace.errors import TraceError
 from tbdtrace.importers import json_stream, kineto
+from tbdtrace.importers.kineto import python_rows
 from tests.conftest import KINETO
 from tests.rawkineto import expected_report, load
 
@@ -134,9 +135,9 @@ def test_iter_events_across_small_chunks(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_streamed_import_equals_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    want = kineto.import_files(RANKS)
-    monkeypatch.setattr(kineto, "STREAM_ABOVE_BYTES", 0)
-    got = kineto.import_files(RANKS)
+    want = kineto.import_files(RANKS, parser="python")
+    monkeypatch.setattr(python_rows, "STREAM_ABOVE_BYTES", 0)
+    got = kineto.import_files(RANKS, parser="python")
     assert got == want
 
 
@@ -145,6 +146,6 @@ def test_streamed_truncated_file_is_one_line_error(
 ) -> None:
     p = tmp_path / "cut.json"
     p.write_text(gzip.decompress(RANKS[0].read_bytes()).decode()[:5000])
-    monkeypatch.setattr(kineto, "STREAM_ABOVE_BYTES", 0)
+    monkeypatch.setattr(python_rows, "STREAM_ABOVE_BYTES", 0)
     with pytest.raises(TraceError, match=r"cut\.json: truncated"):
-        kineto.import_files([p])
+        kineto.import_files([p], parser="python")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tbdtrace import _native
-from tbdtrace.importers import kineto_feed
+from tbdtrace.importers.kineto import vocab
 
 
 def test_staging_columns_are_typed_like_the_schema() -> None:
@@ -33,7 +33,7 @@ def test_staging_columns_are_typed_like_the_schema() -> None:
                     assert native_type[typ] == ("dict" if t == schema.STR else str(t)), name
                     checked += 1
     assert checked > 50
-    assert [t for t, _ in _native.kineto_layout()] == list(kineto_feed._ROUTE_IDS) + ["memory"]
+    assert [t for t, _ in _native.kineto_layout()] == list(vocab._ROUTE_IDS) + ["memory"]
 
 
 def test_recode_numbers_strings_in_order_of_appearance() -> None:

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from tbdtrace.cli import main
 from tbdtrace.importers import kineto
+from tbdtrace.importers.kineto import vocab
 from tests.importers.test_kineto_native import assert_same
 
 SETTINGS = settings(
@@ -180,7 +181,7 @@ JSON_VALUE = st.recursive(
 KINETO_KEYS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "args"]
 FIELD_VALUES = {
     "ph": st.sampled_from(["X", "i", "B", "M"]),
-    "cat": st.sampled_from(sorted(kineto.ROUTED_CATS) + ["misc"]),
+    "cat": st.sampled_from(sorted(vocab.ROUTED_CATS) + ["misc"]),
     "name": st.sampled_from(["k", "[memory]", "ProfilerStep#3", "ProfilerStep#x"]),
     "args": st.dictionaries(
         st.sampled_from(

@@ -40,7 +40,7 @@ def _case_seeds() -> list[bytes]:
 
 
 def main(corpus: str, routes_file: str) -> int:
-    from tbdtrace.importers.kineto_feed import ROUTES
+    from tbdtrace.importers.kineto.vocab import ROUTES
 
     Path(routes_file).write_text("".join(f"{c} {r}\n" for c, r in ROUTES))
     out = Path(corpus)

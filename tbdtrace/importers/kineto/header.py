@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from tbdtrace.importers import validate
 from tbdtrace.importers.columns import TableBuilder
-from tbdtrace.importers.kineto_vocab import _int
+from tbdtrace.importers.kineto.vocab import _int
 
 
 @dataclass(frozen=True)

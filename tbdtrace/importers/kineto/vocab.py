@@ -1,12 +1,12 @@
-"""The Kineto vocabulary shared by the importer's modules (standard library only).
+"""The Kineto vocabulary, in one place (standard library only).
 
-Event categories (current and pre-1.10 names), the name patterns that carry memcpy
-directions, memset kinds and step numbers, the words Kineto uses for sync and memory
-kinds, and the reading of integers as Kineto writes them. The Python parser
-(:mod:`tbdtrace.importers.kineto`), the feed of the C++ parser
-(:mod:`tbdtrace.importers.kineto_feed`) and the assembly of its columns
-(:mod:`tbdtrace.importers.kineto_tables`) read them from here; ``csrc/kineto`` gets the
-categories from :data:`tbdtrace.importers.kineto_feed.ROUTES`.
+Event categories (current and pre-1.10 names) and the staging table each is routed to
+(:data:`ROUTES`, handed to the C++ parser, ``csrc/kineto``), the name patterns that carry
+memcpy directions, memset kinds and step numbers, the words Kineto uses for sync and
+memory kinds, and the reading of integers as Kineto writes them (file metadata:
+:mod:`tbdtrace.importers.kineto.header`). The feed of the C++ parser
+(:mod:`tbdtrace.importers.kineto.feed`) and the assembly of its columns
+(:mod:`tbdtrace.importers.kineto.tables`) read them from here.
 """
 
 from __future__ import annotations
@@ -35,6 +35,26 @@ ROUTED_CATS = frozenset(
     | SYNC_CATS
     | OP_CATS
     | ANNOTATION_CATS
+)
+
+# Category -> staging table of "X" events (the Route enum of csrc/kineto/columns.h).
+_ROUTE_IDS = {
+    "kernels": 0,
+    "memcpy": 1,
+    "memset": 2,
+    "runtime": 3,
+    "sync": 4,
+    "ops": 5,
+    "markers": 6,
+}
+ROUTES = sorted(
+    [(c, _ROUTE_IDS["kernels"]) for c in KERNEL_CATS]
+    + [(c, _ROUTE_IDS["memcpy"]) for c in MEMCPY_CATS]
+    + [(c, _ROUTE_IDS["memset"]) for c in MEMSET_CATS]
+    + [(c, _ROUTE_IDS["runtime"]) for c in RUNTIME_CATS | DRIVER_CATS]
+    + [(c, _ROUTE_IDS["sync"]) for c in SYNC_CATS]
+    + [(c, _ROUTE_IDS["ops"]) for c in OP_CATS]
+    + [(c, _ROUTE_IDS["markers"]) for c in ANNOTATION_CATS]
 )
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")

@@ -1,4 +1,4 @@
-"""Import PyTorch profiler (Kineto) Chrome-trace JSON into tbdtrace tables.
+"""The Python row-by-row reading of Kineto files (the C++ parser's fallback).
 
 Handles current and pre-1.10 category names (kernel/Kernel, gpu_memcpy/Memcpy,
 gpu_memset/Memset, cuda_runtime/Runtime, cpu_op/Operator), ROCm traces, CPU-only traces,
@@ -12,12 +12,10 @@ decimal *text* to integer nanoseconds (no float in between), so ``ts`` 1.5 is ex
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
-import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +24,10 @@ import pyarrow as pa
 from tbdtrace import schema
 from tbdtrace.errors import TraceError
 from tbdtrace.importers import collectives, json_stream, validate
-from tbdtrace.importers import sniff as _sniff
 from tbdtrace.importers.columns import TableBuilder
-from tbdtrace.importers.kineto_header import FileHeaders, FileInfo, file_meta  # noqa: F401 - API
-from tbdtrace.importers.kineto_vocab import (  # noqa: F401 - part of this module's API
+from tbdtrace.importers.kineto.header import FileHeaders, file_meta
+from tbdtrace.importers.kineto.repair import read_json
+from tbdtrace.importers.kineto.vocab import (
     ANNOTATION_CATS,
     C10_DEVICE_TYPES,
     DRIVER_CATS,
@@ -48,44 +46,8 @@ from tbdtrace.importers.kineto_vocab import (  # noqa: F401 - part of this modul
     _int,
     _u64,
 )
-from tbdtrace.importers.validate import us_to_ns  # noqa: F401 - part of this module's API
 
 log = logging.getLogger(__name__)
-
-
-def read_json(path: Path) -> Any:
-    """Parse a (possibly gzipped) JSON file keeping decimals as their text."""
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read ({e.strerror}); check the path") from e
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
-            raise TraceError(
-                f"{path}: gzip data is truncated or corrupt ({e}); re-export the trace"
-            ) from e
-    # Invalid UTF-8 (seen in real traces in kernel and op names) becomes U+FFFD.
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        return json.loads(text, parse_float=str)
-    except json.JSONDecodeError as e:
-        # Old Kineto versions wrote quotes inside names unescaped: re-escape, retry once.
-        fixed, n = json_stream.repair_quotes(text)
-        if n:
-            try:
-                return json.loads(fixed, parse_float=str)
-            except json.JSONDecodeError:
-                pass
-        cut = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
-        what = "truncated" if cut else "invalid"
-        raise TraceError(
-            f"{path}: {what} JSON at line {e.lineno} column {e.colno} ({e.msg}); "
-            "re-export the trace from the profiler"
-        ) from e
-    except (ValueError, RecursionError) as e:  # an int of > 4300 digits; absurd nesting
-        raise TraceError(f"{path}: invalid JSON ({e}); re-export the trace") from e
 
 
 def _triple(v: Any) -> tuple[int | None, int | None, int | None]:
@@ -371,36 +333,7 @@ def _compact(v: Any) -> str | None:
     return json.dumps(v, separators=(",", ":"))
 
 
-def import_files(
-    paths: Sequence[str | Path], parser: str = "auto", job: Any = None
-) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
-    """Read Kineto files; returns (tables as mappings of Arrow columns, meta) for trace.write.
-
-    Several files (one per rank) become one trace; each row keeps its file's rank
-    (distributedInfo.rank, else the file's position in ``paths``). Columns that are null
-    in every row are left out, as are tables without rows.
-
-    ``parser``: "auto" reads with the C++ parser (``kineto_native``) and falls back to the
-    Python one for a file it declines (damaged JSON to repair or to report, values it does
-    not reproduce); "native" raises ``kineto_native.Declined`` instead; "python" skips it.
-    ``job``: the native parse of ``paths`` already started (``kineto_feed.start``).
-    """
-    files = [Path(p) for p in paths]
-    if parser not in ("auto", "native", "python"):
-        raise ValueError(f"parser must be auto, native or python, not {parser!r}")
-    if parser != "python":
-        from tbdtrace.importers import kineto_native
-
-        try:
-            return kineto_native.import_files(files, job)
-        except kineto_native.Declined as e:
-            if parser == "native":
-                raise
-            log.debug("native Kineto parser declined (%s); using the Python parser", e)
-    return _import_python(files)
-
-
-def _import_python(files: list[Path]) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
+def import_files(files: list[Path]) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
     imp = KinetoImporter()
     for i, p in enumerate(files):
         imp.add_file(p, rank_if_unknown=i if len(files) > 1 else None)
@@ -437,6 +370,3 @@ def _collectives(
         return None
     names = schema.table("collectives").column_names
     return {k: cols[k] for k in names if k in cols and cols[k].null_count < len(cols[k])}
-
-
-sniff = _sniff.kineto  # the format test (tbdtrace.importers.sniff)

@@ -12,7 +12,9 @@ numpy indexing. ops and markers keep the parser's buffers (no copy).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,8 +22,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import _native, schema
-from tbdtrace.importers import collectives, kineto_header, kineto_vocab
+from tbdtrace.importers import collectives
 from tbdtrace.importers.columns import bool_array, int_array, str_array
+from tbdtrace.importers.kineto import header as kineto_header
+from tbdtrace.importers.kineto import vocab as kineto_vocab
+from tbdtrace.importers.kineto.feed import Declined, ParseJob, start
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _PA_TYPES = {"int32": pa.int32(), "int64": pa.int64(), "uint64": pa.uint64(), "string": pa.int32()}
@@ -377,3 +382,35 @@ def _markers(s: Staging) -> dict[str, dict[str, pa.Array]]:
     step_cols["step"] = int_array(per_row, pa.int64(), step_null[name_ids][step_mask])
     step_cols["source"] = constant(len(per_row), "profiler_step")
     return {"markers": markers, "steps": step_cols}
+
+
+def import_files(
+    files: list[Path], job: ParseJob | None = None
+) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
+    """Same contract as :func:`tbdtrace.importers.kineto.import_files`; ``job``: a parse
+    of ``files`` already started with :func:`tbdtrace.importers.kineto.feed.start`."""
+    job = (job or start(files, background=False)).wait()
+    imp = kineto_header.FileHeaders()  # devices and per-file meta, as on the Python path
+    segments: list[tuple[kineto_header.FileInfo, list[int]]] = []
+    for i, fp in enumerate(job.parsed):
+        doc = {} if fp.top_level_list else _header(fp.header)
+        info = imp.begin_file(fp.path, doc, i if len(files) > 1 else None)
+        imp.skipped.update(fp.skipped)
+        imp.end_file(info, fp.events, fp.skipped)
+        segments.append((info, fp.rows))
+    staging = Staging(job.parser.take(), segments)
+    try:
+        tables = assemble(staging)
+    except (OverflowError, ValueError) as e:  # what the Python path does differently
+        raise Declined(str(e)) from e
+    devices = imp.t["devices"]
+    if len(devices):
+        tables["devices"] = devices.arrow_columns()
+    return tables, kineto_header.file_meta(imp, files, tables)
+
+
+def _header(raw: bytes) -> dict[str, Any]:
+    """The top-level keys other than traceEvents (the parser kept their JSON text)."""
+    doc = json.loads("{" + raw.decode("utf-8", errors="replace") + "}", parse_float=str)
+    assert isinstance(doc, dict)
+    return doc

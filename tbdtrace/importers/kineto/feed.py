@@ -2,7 +2,7 @@
 
 The parse (``tbdtrace._native.KinetoParser``, which releases the GIL) needs neither
 pyarrow nor numpy, so it can start before they are imported: :func:`start` runs it on a
-background thread and returns a :class:`ParseJob`; :mod:`tbdtrace.importers.kineto_native`
+background thread and returns a :class:`ParseJob`; :mod:`tbdtrace.importers.kineto.tables`
 turns the finished job into tables. ``tbdtrace report FILE`` starts the job first and
 loads the analysis modules while the file is parsed (docs/DECISIONS.md).
 
@@ -21,16 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from tbdtrace.importers.kineto_vocab import (
-    ANNOTATION_CATS,
-    DRIVER_CATS,
-    KERNEL_CATS,
-    MEMCPY_CATS,
-    MEMSET_CATS,
-    OP_CATS,
-    RUNTIME_CATS,
-    SYNC_CATS,
-)
+from tbdtrace.importers.kineto.vocab import ROUTES
 
 _zlib: types.ModuleType
 try:
@@ -47,26 +38,6 @@ except ImportError:  # pragma: no cover - the extension is built by `make native
 READ_BYTES = 1 << 18  # compressed bytes read at a time
 PIECE_BYTES = 1 << 20  # most decompressed bytes handed to the parser at a time
 PREFETCH_PIECES = 2  # pieces decompressed ahead of the parser
-
-# Category -> staging table of "X" events (the Route enum of csrc/kineto/columns.h).
-_ROUTE_IDS = {
-    "kernels": 0,
-    "memcpy": 1,
-    "memset": 2,
-    "runtime": 3,
-    "sync": 4,
-    "ops": 5,
-    "markers": 6,
-}
-ROUTES = sorted(
-    [(c, _ROUTE_IDS["kernels"]) for c in KERNEL_CATS]
-    + [(c, _ROUTE_IDS["memcpy"]) for c in MEMCPY_CATS]
-    + [(c, _ROUTE_IDS["memset"]) for c in MEMSET_CATS]
-    + [(c, _ROUTE_IDS["runtime"]) for c in RUNTIME_CATS | DRIVER_CATS]
-    + [(c, _ROUTE_IDS["sync"]) for c in SYNC_CATS]
-    + [(c, _ROUTE_IDS["ops"]) for c in OP_CATS]
-    + [(c, _ROUTE_IDS["markers"]) for c in ANNOTATION_CATS]
-)
 
 
 class Declined(Exception):
