@@ -86,6 +86,13 @@ def compare(a: Path, b: Path) -> int:
     for n in differ:
         print(f"differs: {n}")
     print(f"{len(names) - len(differ)} of {len(names)} report JSON files identical")
+    hostile = Path("hostile-inputs.txt")
+    if (a / hostile).is_file() or (b / hostile).is_file():
+        if _same(a / hostile, b / hostile):
+            print("hostile inputs: exit codes and messages identical")
+        else:
+            print(f"differs: {hostile} (diff {a / hostile} {b / hostile})")
+            differ.append(hostile)
     return 1 if differ else 0
 
 
