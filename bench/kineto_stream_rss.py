@@ -1,13 +1,10 @@
-"""Peak RSS and time of Kineto import: the native parser, and the Python parser in memory
-(json.loads) and streamed.
+"""Peak RSS and time of Kineto import (the C++ parser, fed the file in pieces).
 
 Usage: python bench/kineto_stream_rss.py [EVENTS]   (default 400000 events)
 
 Writes a synthetic Kineto trace (kernels, runtime calls and cpu ops in the shape real
-traces have) to a temporary file, then imports it in fresh subprocesses: with the native
-parser (the default), and with the Python parser, the whole document parsed at once and
-streamed through json_stream.iter_events. Prints one JSON line per mode: file size,
-events, seconds, peak RSS (ru_maxrss).
+traces have) to a temporary file, then imports it in a fresh subprocess. Prints one JSON
+line: file size, events, seconds, peak RSS (ru_maxrss) of the importing process.
 """
 
 from __future__ import annotations
@@ -23,14 +20,8 @@ CHILD = """
 import resource, sys, time
 from pathlib import Path
 from tbdtrace.importers import kineto
-from tbdtrace.importers.kineto import python_rows
-if sys.argv[2] == "stream":
-    python_rows.STREAM_ABOVE_BYTES = 0
-else:
-    python_rows.STREAM_ABOVE_BYTES = 1 << 62
 t = time.perf_counter()
-parser = "native" if sys.argv[2] == "native" else "python"
-tables, meta = kineto.import_files([Path(sys.argv[1])], parser=parser)
+tables, meta = kineto.import_files([Path(sys.argv[1])])
 dt = time.perf_counter() - t
 print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
@@ -102,7 +93,7 @@ def main() -> None:
         p = Path(tmp) / "big.json"
         make(p, n)
         size = p.stat().st_size
-        for mode in ("native", "in_memory", "stream"):
+        for mode in ("native",):
             env = dict(os.environ, PYTHONPATH=str(root))
             out = subprocess.run(
                 [sys.executable, "-c", CHILD, str(p), mode],

@@ -194,6 +194,16 @@ void bind_kineto(py::module_& m) {
   py::class_<kt::Parser>(m, "KinetoParser")
       .def(py::init<const std::vector<std::pair<std::string, int>>&>(), py::arg("routes"))
       .def("begin_file", &kt::Parser::begin_file)
+      .def("set_base", &kt::Parser::set_base, py::arg("base"))
+      .def("set_skip_lists", &kt::Parser::set_skip_lists, py::arg("n"))
+      .def("set_hook",
+           [](kt::Parser& p, py::function f) {
+             // Called from feed()/finish(), which run without the GIL.
+             p.set_hook([f](int kind, const char* s, size_t n) -> std::string {
+               py::gil_scoped_acquire gil;
+               return f(kind, py::bytes(s, n)).cast<std::string>();
+             });
+           })
       .def("feed",
            [](kt::Parser& p, py::buffer b) {
              py::buffer_info info = b.request();

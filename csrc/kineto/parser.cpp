@@ -1,6 +1,7 @@
 #include "kineto/parser.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace tbdtrace::kineto {
@@ -104,6 +105,29 @@ const KeyTable kArgKeys = {{"External id", P::kExtUpper},
                            {"dtype", P::kCollDtype},
                            {"Process Group Name", P::kPgName}};
 
+// The hook's answer for an integer string (Parser::kHookInt) as an IntVal.
+IntVal hooked_int(const std::string& r) {
+  IntVal v;
+  if (r.empty()) {
+    v.state = IntVal::kNone;
+    return v;
+  }
+  if (r[0] == '!') {
+    v.state = IntVal::kBad;
+    return v;
+  }
+  size_t i = r[0] == '-';
+  uint64_t mag = 0;
+  bool overflow = false;
+  for (; i < r.size(); ++i) {
+    if (r[i] < '0' || r[i] > '9') throw KinetoError("the integer hook answered '" + r + "'");
+    overflow = overflow || __builtin_mul_overflow(mag, 10, &mag) ||
+               __builtin_add_overflow(mag, static_cast<uint64_t>(r[i] - '0'), &mag);
+  }
+  v.set(r[0] == '-', mag, overflow);
+  return v;
+}
+
 }  // namespace
 
 Parser::Parser(const std::vector<std::pair<std::string, int>>& routes) : routes_(routes) {
@@ -122,6 +146,14 @@ void Parser::begin_file() {
   buf_.clear();
   buf_offset_ = fed_ = 0;
   retry_at_ = 0;
+  base_ = 0;
+  has_base_ = false;
+  skip_lists_ = lists_seen_ = 0;
+}
+
+std::string Parser::ask(int kind, const char* s, size_t n) const {
+  if (!hook_) throw KinetoError("a value read by Python's rules, without a hook");
+  return hook_(kind, s, n);
 }
 
 std::vector<size_t> Parser::rows() const {
@@ -269,8 +301,15 @@ void Parser::member(Cur& c) {
   c.expect(':');
   c.ws();
   if (kn == 11 && std::memcmp(ks, "traceEvents", 11) == 0) {
-    if (seen_events_) c.fail("a second traceEvents");
-    c.expect('[');  // else the Python path says what is wrong
+    if (lists_seen_ > skip_lists_) c.fail("a second traceEvents");
+    if (lists_seen_ < skip_lists_ || *c.p != '[') {  // passed over, or not a list
+      skip_value(c);
+      ++lists_seen_;
+      state_ = kObjNext;
+      return;
+    }
+    ++c.p;
+    ++lists_seen_;
     seen_events_ = true;
     state_ = kArrFirst;
     return;
@@ -434,15 +473,26 @@ void Parser::str_field(Cur& c, std::string& scratch, Str& out) {
       out = {Str::kOther, "False", 5};
       return;
     case '[':
-    case '{':
+    case '{': {
+      const char* b = c.p;
       skip_value(c);
       out.kind = Str::kBad;
+      if (hook_) {  // str(list), str(dict): Python's repr
+        scratch = ask(kHookText, b, static_cast<size_t>(c.p - b));
+        out = {Str::kOther, scratch.data(), scratch.size()};
+      }
       return;
+    }
     default: {
       Num num;
+      const char* b = c.p;
       lex_number(c, num);
       if (num.special) {
         out.kind = Str::kBad;
+        if (hook_) {  // str(float("nan")) is "nan"
+          scratch = ask(kHookText, b, static_cast<size_t>(c.p - b));
+          out = {Str::kOther, scratch.data(), scratch.size()};
+        }
         return;
       }
       num_text(num, scratch);
@@ -459,7 +509,9 @@ IntVal Parser::int_field(Cur& c) {
       const char* s;
       size_t n;
       read_string(c, tmp_buf_, s, n);
-      return str_to_int(s, n);
+      v = str_to_int(s, n);
+      if (v.state == IntVal::kBad && hook_) v = hooked_int(ask(kHookInt, s, n));
+      return v;
     }
     case 't':
       skip_value(c);
@@ -521,6 +573,20 @@ void Parser::triple(Cur& c, Triple& t) {
 }
 
 uint8_t Parser::time_field(Cur& c, int64_t& out) {
+  const char* b = c.p;
+  uint8_t state = time_value(c, out);
+  if (state != kTimeDefer || !hook_) return state;
+  // "<TimeState> <ns>" from validate.us_to_ns_checked
+  std::string r = ask(kHookTime, b, static_cast<size_t>(c.p - b));
+  char* end = nullptr;
+  long st = std::strtol(r.c_str(), &end, 10);
+  if (st == kTimeOk) out = std::strtoll(end, nullptr, 10);
+  if (st < kTimeOk || st > kTimeNotNumber || st == kTimeDefer)
+    throw KinetoError("the time hook answered '" + r + "'");
+  return static_cast<uint8_t>(st);
+}
+
+uint8_t Parser::time_value(Cur& c, int64_t& out) {
   char ch = *c.p;
   if (ch == '-' || (ch >= '0' && ch <= '9') || ch == 'N' || ch == 'I') {
     if (quick_ns(c, out)) return kTimeOk;

@@ -6,15 +6,18 @@
 // top-level members are kept as their raw JSON text (header()): they are small, and Python
 // parses them. Unparsed input held between feed() calls is one event plus a piece.
 //
-// The parser reproduces tbdtrace/importers/kineto.py's KinetoImporter on the events (same
-// rows, values and nulls); where that path would raise, repair the file, or produce a value
-// this parser does not reproduce, it throws KinetoError and Python re-reads the file with
-// the Python path. It does no aggregation: it routes events by category (the map comes from
-// Python) and columnarizes their fields.
+// The parser is the one implementation of Kineto event semantics (docs/IMPORTERS.md): which
+// events become rows, of which table, with which values and nulls. The few values whose
+// reading follows Python's rules (a time written as text, an integer in Unicode digits, a
+// name that is a list) are asked of a hook the importer sets (set_hook). Invalid JSON, or
+// an event it cannot store, throws KinetoError; tbdtrace/importers/kineto/repair.py says
+// what is wrong or repairs the file and feeds it again. It does no aggregation: it routes
+// events by category (the map comes from Python) and columnarizes their fields.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -36,6 +39,27 @@ class Parser {
   explicit Parser(const std::vector<std::pair<std::string, int>>& routes);
 
   void begin_file();  // resets the per-file state; tables and strings carry on
+  // Per file, after begin_file: add `base` (its baseTimeNanoseconds) to every time, an event
+  // whose time then leaves int64 skipped as out of range (the importer learns the base from
+  // the header, which may follow the events: it sets it when a second parse needs it).
+  void set_base(int64_t base) {
+    base_ = base;
+    has_base_ = true;
+  }
+  // Per file: pass over the first `n` traceEvents members (JSON keeps the last of
+  // duplicated keys; a second one throws "a second traceEvents" and the importer parses
+  // the file again skipping one more).
+  void set_skip_lists(int n) { skip_lists_ = n; }
+  // Values read by Python's rules, asked of the importer: kind, the value's text -> answer.
+  //   kHookTime: a time's JSON text -> "<TimeState> <ns>"
+  //   kHookInt:  a string's text that _any_int reads -> "" (None), "!<why>" (int() raises),
+  //              or the integer in decimal
+  //   kHookText: the JSON text of a list, object, NaN or Infinity -> str(value)
+  //   kHookStep: a name "ProfilerStep#..." with non-ASCII bytes -> "1" if it is a step
+  // Without a hook those values throw KinetoError (the fuzz harness runs without one).
+  enum HookKind : int { kHookTime, kHookInt, kHookText, kHookStep };
+  using Hook = std::function<std::string(int kind, const char* s, size_t n)>;
+  void set_hook(Hook h) { hook_ = std::move(h); }
   void feed(const char* data, size_t n);
   void finish();
 
@@ -141,6 +165,7 @@ class Parser {
   IntVal int_field(Cur& c);
   void triple(Cur& c, Triple& t);
   uint8_t time_field(Cur& c, int64_t& out);
+  uint8_t time_value(Cur& c, int64_t& out);
 
   void dispatch();
   void add_memory();
@@ -150,7 +175,9 @@ class Parser {
   const IntVal& arg(int k) const;
   const IntVal& arg_or(int k, const IntVal& fallback) const;
   int64_t val(const IntVal& v, bool& ok) const;
-  int32_t name_code();
+  int32_t name_code(bool stored = true);
+  bool step_name(const Str& n) const;
+  std::string ask(int kind, const char* s, size_t n) const;
   int32_t str_code(const Str& s);
   int route_of(const Str& cat) const;
 
@@ -166,6 +193,11 @@ class Parser {
   std::string header_;
   int64_t events_ = 0;
   std::array<int64_t, kNumSkipReasons> skipped_file_{};
+  int64_t base_ = 0;
+  bool has_base_ = false;
+  int skip_lists_ = 0;  // traceEvents members to pass over
+  int lists_seen_ = 0;  // traceEvents members met so far
+  Hook hook_;
   std::string buf_;          // input not parsed yet (the tail of a cut unit)
   uint64_t buf_offset_ = 0;  // file offset of buf_[0]
   uint64_t fed_ = 0;         // file bytes fed so far

@@ -1,5 +1,5 @@
-// Parser::dispatch: one parsed event -> one staging row, following
-// tbdtrace/importers/kineto.py (KinetoImporter._event, _memory) field by field.
+// Parser::dispatch: one parsed event -> one staging row (docs/IMPORTERS.md says which
+// fields each table takes; tests/rawkineto.py, the tests' oracle, reads them independently).
 #include <cstring>
 
 #include "kineto/parser.h"
@@ -23,8 +23,25 @@ bool Parser::skip_time(uint8_t state) {
   }
 }
 
+// An event the importer cannot store: "<why> in event <index>" (repair.py makes it one line).
 void Parser::decline(const char* why) const {
   throw KinetoError(std::string(why) + " in event " + std::to_string(events_));
+}
+
+// ^ProfilerStep#(\d+)$ (Python's re: $ also matches before a final newline, \d any
+// Unicode digit, which the hook decides).
+bool Parser::step_name(const Str& n) const {
+  if (n.kind != Str::kString || n.n < 14 || std::memcmp(n.s, "ProfilerStep#", 13) != 0)
+    return false;
+  const char* d = n.s + 13;
+  size_t k = n.n - 13;
+  if (d[k - 1] == '\n') --k;
+  bool ascii_digits = k > 0;
+  for (size_t i = 0; i < k && ascii_digits; ++i) ascii_digits = d[i] >= '0' && d[i] <= '9';
+  if (ascii_digits) return true;
+  for (size_t i = 0; i < n.n - 13; ++i)
+    if (static_cast<uint8_t>(d[i]) >= 0x80) return hook_ && ask(kHookStep, n.s, n.n) == "1";
+  return false;
 }
 
 const IntVal& Parser::arg(int k) const {
@@ -38,15 +55,19 @@ const IntVal& Parser::arg_or(int k, const IntVal& fallback) const {
 
 // _int(v): the value when it fits int64, else null (ok = false).
 int64_t Parser::val(const IntVal& v, bool& ok) const {
-  if (v.state == IntVal::kBad) decline("an integer Python's int() rejects");
+  if (v.state == IntVal::kBad) decline("an integer field int() cannot read");
   ok = v.i64_ok();
   return v.i64;
 }
 
-int32_t Parser::name_code() {
+// `stored`: the name is a column of the table (memcpy and memset names are only matched
+// against patterns, where an unpaired surrogate and its U+FFFD replacement read the same).
+int32_t Parser::name_code(bool stored) {
   const Str& n = ev_.name;
   if (n.kind == Str::kAbsent) return dict_.intern("None", 4);  // str(ev.get("name"))
-  if (n.kind != Str::kString && n.kind != Str::kOther) decline("a name that is not text");
+  if (n.kind == Str::kLone && stored)
+    decline("a name with an unpaired UTF-16 surrogate, which cannot be stored,");
+  if (n.kind == Str::kBad) decline("a name that is not text");
   return dict_.intern(n.s, n.n);
 }
 
@@ -78,16 +99,16 @@ void Parser::dispatch() {
   int64_t dur = e.dur_state ? e.dur : 0, start = e.ts, end;
   if (dur < 0) return skip(kSkipNegativeDur);
   if (__builtin_add_overflow(start, dur, &end)) return skip(kSkipOutOfRange);
+  if (has_base_ &&
+      (__builtin_add_overflow(start, base_, &start) || __builtin_add_overflow(end, base_, &end)))
+    return skip(kSkipOutOfRange);
   if (e.args_state == 2) return skip(kSkipBadArgs);
   bool ok;
   const IntVal& ext_v = arg_or(kExtUpper, arg(kExtLower));
   int64_t ext = val(ext_v, ok);
   bool ext_ok = ok;
-  // An op range named ProfilerStep#... is a marker (and a step): Python checks the name
-  // in full (^ProfilerStep#(\d+)$) and declines the file if one here does not match.
-  if (route == OPS && e.name.kind == Str::kString && e.name.n >= 13 &&
-      std::memcmp(e.name.s, "ProfilerStep#", 13) == 0)
-    route = MARKERS;
+  // An op range named ProfilerStep#<n> is a marker (and a step).
+  if (route == OPS && step_name(e.name)) route = MARKERS;
   KTable& t = tables_[route];
   auto i64 = [&](size_t r, int col, const IntVal& v) {
     int64_t x = val(v, ok);
@@ -145,7 +166,7 @@ void Parser::dispatch() {
       i64(r, k::correlation_id, arg(kCorrelation));
       t.set_i64(k::external_id, r, ext, ext_ok);
       i64(r, k::bytes, arg(kBytes));
-      code(r, k::name, name_code());
+      code(r, k::name, name_code(false));
       return;
     }
     case RUNTIME: {
@@ -226,13 +247,15 @@ void Parser::add_memory() {
   if (!ok || e.ts_state == 0) return;
   if (e.ts_state == kTimeDefer) decline("a time given as text");
   if (skip_time(e.ts_state)) return;
+  int64_t ts = e.ts;
+  if (has_base_ && __builtin_add_overflow(ts, base_, &ts)) return skip(kSkipOutOfRange);
   namespace k = kcol::memory;
   KTable& t = tables_[MEMORY];
   size_t r = t.begin_row();
-  t.set_i64(k::ts_ns, r, e.ts, true);
+  t.set_i64(k::ts_ns, r, ts, true);
   t.set_i64(k::bytes, r, nbytes, true);
   const IntVal& addr = arg(kAddr);
-  if (addr.state == IntVal::kBad) decline("an integer Python's int() rejects");
+  if (addr.state == IntVal::kBad) decline("an integer field int() cannot read");
   t.set_u64(k::address, r, addr.u64, addr.u64_ok());
   auto i64 = [&](int col, const IntVal& v) {
     int64_t x = val(v, ok);

@@ -15,8 +15,7 @@ import pytest
 
 import tbdtrace
 from tbdtrace.errors import TraceError
-from tbdtrace.importers import json_stream, kineto
-from tbdtrace.importers.kineto import python_rows
+from tbdtrace.importers import kineto
 from tests.conftest import KINETO
 from tests.rawkineto import expected_report, load
 
@@ -96,6 +95,23 @@ def test_quote_repair_does_not_hide_real_damage(tmp_path: Path) -> None:
         kineto.import_files([p])
 
 
+def test_repaired_file_still_damaged_reports_the_files_own_error(tmp_path: Path) -> None:
+    # Unescaped quotes and a cut: the repair is tried, and the line says where the file
+    # as written went wrong (line and column counted in the file, not the repair).
+    doc = _raw(SMALL)
+    doc["traceEvents"][_first(doc, {"cpu_op"})]["name"] = 'a "q" b'
+    text = json.dumps(doc, indent=1).replace('\\"', '"')
+    p = tmp_path / "both.json"
+    p.write_text(text[: len(text) - 200])
+    with pytest.raises(TraceError) as e:
+        kineto.import_files([p])
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: invalid JSON at line ") and "re-export" in msg
+    line, column = (int(x) for x in msg.split(" at line ")[1].split(" (")[0].split(" column "))
+    bad = text.splitlines()[line - 1]
+    assert 'a "q" b' in bad and bad[column - 1] == "q"
+
+
 def test_missing_distributed_info(tmp_path: Path) -> None:
     doc = _raw(RANKS[1])
     del doc["distributedInfo"]
@@ -117,35 +133,3 @@ def test_one_file_per_rank_becomes_one_trace(tmp_path: Path) -> None:
         assert int((sub.end_ns - sub.start_ns).sum()) == exp["kernel_time_ns"]
         raw_rank = load(src)["distributedInfo"]["rank"]
         assert raw_rank == rank
-
-
-def test_iter_events_matches_json_load() -> None:
-    for src in (SMALL, RANKS[0]):
-        raw = json.loads(gzip.decompress(src.read_bytes()), parse_float=str)
-        assert list(json_stream.iter_events(src)) == raw["traceEvents"]
-        head = json_stream.header(src)
-        assert head == {k: v for k, v in raw.items() if k != "traceEvents"} | {"traceEvents": []}
-
-
-def test_iter_events_across_small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Chunks far smaller than one event: every event spans several reads.
-    monkeypatch.setattr(json_stream, "CHUNK_CHARS", 97)
-    raw = json.loads(gzip.decompress(SMALL.read_bytes()), parse_float=str)
-    assert list(json_stream.iter_events(SMALL)) == raw["traceEvents"]
-
-
-def test_streamed_import_equals_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    want = kineto.import_files(RANKS, parser="python")
-    monkeypatch.setattr(python_rows, "STREAM_ABOVE_BYTES", 0)
-    got = kineto.import_files(RANKS, parser="python")
-    assert got == want
-
-
-def test_streamed_truncated_file_is_one_line_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    p = tmp_path / "cut.json"
-    p.write_text(gzip.decompress(RANKS[0].read_bytes()).decode()[:5000])
-    monkeypatch.setattr(python_rows, "STREAM_ABOVE_BYTES", 0)
-    with pytest.raises(TraceError, match=r"cut\.json: truncated"):
-        kineto.import_files([p], parser="python")

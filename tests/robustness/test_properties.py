@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from tbdtrace.cli import main
 from tbdtrace.importers import kineto
 from tbdtrace.importers.kineto import vocab
-from tests.importers.test_kineto_native import assert_same
+from tests.importers.test_kineto_parser import assert_matches_oracle
 
 SETTINGS = settings(
     database=None,  # nothing written into the checkout; a failure prints its example
@@ -153,9 +153,8 @@ def test_kineto_kernels_kept_or_skipped_as_the_oracle_says(
     )
     src = _write(work, "k.json", doc.encode())
     want_skipped = Counter(r for _, r in events if r is not None)
-    native = kineto.import_files([src])
-    assert_same(native, kineto.import_files([src], parser="python"))
-    tables, meta = native
+    tables, meta = kineto.import_files([src])
+    assert_matches_oracle((tables, meta), [src])
     assert meta["skipped_events"] == dict(want_skipped)
     kept = 1 + sum(r is None for _, r in events)
     assert len(tables["kernels"]["start_ns"]) == kept
@@ -249,14 +248,10 @@ def test_kineto_hostile_fields(
 ) -> None:
     doc = f'{{{header}, "traceEvents": [' + ", ".join(events) + "]}"
     src = _write(work, "h.json", doc.encode())
-    try:
-        native = kineto.import_files([src], parser="native")
-    except Exception:  # declined (or an error the CLI reports): compared below
-        native = None
     rc, _, meta = _import(work, src, capsys)
     _one_line_or_counted(rc, meta)
-    if native is not None and rc == 0:
-        assert_same(native, kineto.import_files([src], parser="python"))
+    if rc == 0:
+        assert_matches_oracle(kineto.import_files([src]), [src])
 
 
 @SETTINGS

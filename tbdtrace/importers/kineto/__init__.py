@@ -11,54 +11,39 @@ decimal *text* to integer nanoseconds (no float in between), so ``ts`` 1.5 is ex
 
 Modules: :mod:`.vocab` (categories, routes, name patterns), :mod:`.header` (what a file's
 top-level keys say), :mod:`.feed` (the C++ parser, ``csrc/kineto``, fed on a thread),
-:mod:`.tables` (its staging columns -> tables), :mod:`.repair` (damaged JSON). This module
+:mod:`.tables` (its staging columns -> tables), :mod:`.repair` (damaged files). The C++
+parser is the one implementation of the events' meaning; tests/rawkineto.py, which shares
+no code with it, is the tests' oracle. This module
 loads neither pyarrow nor numpy: :func:`start` can begin a parse before they are imported.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tbdtrace.importers import sniff as _sniff
-from tbdtrace.importers.kineto.feed import Declined, ParseJob, available, start
+from tbdtrace.importers.kineto.feed import ParseJob, available, start
 
-__all__ = ["Declined", "ParseJob", "available", "import_files", "sniff", "start"]
-
-log = logging.getLogger(__name__)
+__all__ = ["ParseJob", "available", "import_files", "sniff", "start"]
 
 
 def import_files(
-    paths: Sequence[str | Path], parser: str = "auto", job: Any = None
+    paths: Sequence[str | Path], job: ParseJob | None = None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Read Kineto files; returns (tables as mappings of Arrow columns, meta) for trace.write.
 
     Several files (one per rank) become one trace; each row keeps its file's rank
     (distributedInfo.rank, else the file's position in ``paths``). Columns that are null
-    in every row are left out, as are tables without rows.
+    in every row are left out, as are tables without rows. The C++ parser reads every
+    file; a damaged one is repaired and read again, or reported in one line (TraceError).
 
-    ``parser``: "auto" reads with the C++ parser (:mod:`.tables`) and falls back to the
-    Python one for a file it declines (damaged JSON to repair or to report, values it does
-    not reproduce); "native" raises :class:`Declined` instead; "python" skips it.
-    ``job``: the native parse of ``paths`` already started (:func:`start`).
+    ``job``: the parse of ``paths`` already started (:func:`start`).
     """
-    files = [Path(p) for p in paths]
-    if parser not in ("auto", "native", "python"):
-        raise ValueError(f"parser must be auto, native or python, not {parser!r}")
-    if parser != "python":
-        from tbdtrace.importers.kineto import tables
+    from tbdtrace.importers.kineto import tables
 
-        try:
-            return tables.import_files(files, job)
-        except Declined as e:
-            if parser == "native":
-                raise
-            log.debug("native Kineto parser declined (%s); using the Python parser", e)
-    from tbdtrace.importers.kineto import python_rows
-
-    return python_rows.import_files(files)
+    return tables.import_files([Path(p) for p in paths], job)
 
 
 sniff = _sniff.kineto  # the format test (tbdtrace.importers.sniff)

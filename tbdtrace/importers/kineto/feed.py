@@ -7,11 +7,18 @@ turns the finished job into tables. ``tbdtrace report FILE`` starts the job firs
 loads the analysis modules while the file is parsed (docs/DECISIONS.md).
 
 Each file is read in pieces (gzip decompressed on yet another thread, with ``isal``, while
-the parser works on the previous piece).
+the parser works on the previous piece). A file the parser cannot read ends the job with a
+:class:`ParseFailure`; :mod:`tbdtrace.importers.kineto.repair` says what is wrong in one
+line, or gives a :class:`FileFix` (the file's repaired text, traceEvents lists to pass
+over, the time base to add) with which the files are parsed again.
+
+The few values the C++ parser reads by Python's rules (a time written as text, an integer
+in Unicode digits, a name that is a list) it asks of :func:`python_value`.
 """
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
 import types
@@ -21,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from tbdtrace.importers.kineto.vocab import ROUTES
+from tbdtrace.errors import TraceError
+from tbdtrace.importers import validate
+from tbdtrace.importers.kineto.vocab import ROUTES, STEP_RE, _any_int
 
 _zlib: types.ModuleType
 try:
@@ -40,12 +49,50 @@ PIECE_BYTES = 1 << 20  # most decompressed bytes handed to the parser at a time
 PREFETCH_PIECES = 2  # pieces decompressed ahead of the parser
 
 
-class Declined(Exception):
-    """The native parser does not take this file; the Python path reads it instead."""
+# Parser::HookKind and TimeState (csrc/kineto/parser.h, json.h).
+HOOK_TIME, HOOK_INT, HOOK_TEXT, HOOK_STEP = range(4)
+_TIME_STATES = {"time_not_finite": 3, "time_out_of_range": 4, "time_not_a_number": 5}
 
 
 def available() -> bool:
     return _native is not None and hasattr(_native, "KinetoParser")
+
+
+def python_value(kind: int, data: bytes) -> bytes:
+    """The parser's hook (``KinetoParser.set_hook``): a value read by Python's rules."""
+    text = data.decode("utf-8", errors="replace")
+    if kind == HOOK_TIME:  # the value's JSON text; decimals stay text, as Kineto wrote them
+        ns = validate.us_to_ns_checked(json.loads(text, parse_float=str))
+        return f"{_TIME_STATES[ns]} 0".encode() if isinstance(ns, str) else f"1 {ns}".encode()
+    if kind == HOOK_INT:  # a string value read as an integer
+        try:
+            x = _any_int(text)
+        except ValueError as e:  # int() refuses text that str.isdigit() accepts
+            return b"!" + str(e).encode()
+        return b"" if x is None else str(x).encode()
+    if kind == HOOK_TEXT:  # str() of a list, object, NaN or Infinity
+        return str(json.loads(text, parse_float=str)).encode(errors="replace")
+    if kind == HOOK_STEP:
+        return b"1" if STEP_RE.match(text) else b"0"
+    raise ValueError(f"unknown hook kind {kind}")
+
+
+@dataclass(frozen=True)
+class FileFix:
+    """How to parse one file again (:mod:`tbdtrace.importers.kineto.repair`)."""
+
+    source: bytes | None = None  # repaired content, parsed instead of the file's
+    skip_lists: int = 0  # traceEvents members to pass over (the last one counts)
+    base: int | None = None  # baseTimeNanoseconds for the parser to add
+    error: str | None = None  # the parser's first complaint about the file as it is
+
+
+class ParseFailure(Exception):
+    """The parser (or the file's reading) stopped on file ``index`` of the job."""
+
+    def __init__(self, path: Path, index: int, what: str, error: BaseException):
+        super().__init__(f"{path}: {error}")
+        self.path, self.index, self.what, self.error = path, index, what, error
 
 
 @dataclass
@@ -58,6 +105,7 @@ class FileParse:
     top_level_list: bool
     header: bytes  # JSON text of the top-level keys other than traceEvents
     skipped: dict[str, int]  # events left out, by reason (tbdtrace/importers/validate.py)
+    base_added: int = 0  # baseTimeNanoseconds the parser already added to the times
 
 
 @dataclass
@@ -66,12 +114,13 @@ class ParseJob:
 
     files: list[Path]
     parser: Any = None
+    fixes: dict[int, FileFix] = field(default_factory=dict)  # by file index
     parsed: list[FileParse] = field(default_factory=list)
     error: BaseException | None = None
     thread: threading.Thread | None = None
 
     def wait(self) -> ParseJob:
-        """Joins the thread; raises :class:`Declined` (or what the parse raised)."""
+        """Joins the thread; raises :class:`ParseFailure` (or what the parse raised)."""
         if self.thread is not None:
             self.thread.join()
             self.thread = None
@@ -80,11 +129,21 @@ class ParseJob:
         return self
 
 
-def start(files: list[Path], background: bool = True) -> ParseJob:
-    """Begin parsing ``files`` into one parser (on a thread when ``background``)."""
+class GzipError(Exception):
+    """The gzip stream of a file is cut short, corrupt, or followed by other bytes."""
+
+
+def start(
+    files: list[Path], background: bool = True, fixes: dict[int, FileFix] | None = None
+) -> ParseJob:
+    """Begin parsing ``files`` into one parser (on a thread when ``background``);
+    ``fixes``: by file index, how to parse a file again (:class:`FileFix`)."""
     if not available():
-        raise Declined("tbdtrace._native has no Kineto parser (run `make native`)")
-    job = ParseJob(list(files), _native.KinetoParser(ROUTES))
+        raise TraceError(
+            "tbdtrace._native has no Kineto parser: build the extension (`make native`)"
+        )
+    job = ParseJob(list(files), _native.KinetoParser(ROUTES), dict(fixes or {}))
+    job.parser.set_hook(python_value)
     if background:
         job.thread = threading.Thread(
             target=_run, args=(job,), name="tbdtrace-kineto-parse", daemon=True
@@ -98,14 +157,21 @@ def start(files: list[Path], background: bool = True) -> ParseJob:
 def _run(job: ParseJob) -> None:
     parser = job.parser
     try:
-        for path in job.files:
+        for i, path in enumerate(job.files):
             parser.begin_file()
+            fix = job.fixes.get(i, FileFix())
+            if fix.base is not None:
+                parser.set_base(fix.base)
+            parser.set_skip_lists(fix.skip_lists)
             before = parser.rows()
             try:
-                feed_file(parser, path)
-            # The parser's KinetoError is a ValueError.
-            except (ValueError, OSError, EOFError, DECOMPRESS_ERROR) as e:
-                raise Declined(f"{path}: {e}") from e
+                feed_file(parser, path, fix.source)
+            except OSError as e:
+                raise ParseFailure(path, i, "read", e) from e
+            except (GzipError, EOFError, DECOMPRESS_ERROR) as e:
+                raise ParseFailure(path, i, "gzip", e) from e
+            except ValueError as e:  # the parser's KinetoError is a ValueError
+                raise ParseFailure(path, i, "parse", e) from e
             job.parsed.append(
                 FileParse(
                     path,
@@ -114,14 +180,22 @@ def _run(job: ParseJob) -> None:
                     parser.top_level_list,
                     b"" if parser.top_level_list else parser.header(),
                     parser.skipped(),
+                    fix.base or 0,
                 )
             )
     except BaseException as e:  # handed to wait()
         job.error = e
 
 
-def feed_file(parser: Any, path: Path) -> None:
-    """Feeds the file's (decompressed) bytes to the parser and finishes it."""
+def feed_file(parser: Any, path: Path, source: bytes | None = None) -> None:
+    """Feeds the file's (decompressed) bytes, or ``source`` instead, to the parser and
+    finishes it."""
+    if source is not None:
+        view = memoryview(source)
+        for at in range(0, len(source), PIECE_BYTES):
+            parser.feed(view[at : at + PIECE_BYTES])
+        parser.finish()
+        return
     for piece in _prefetch(lambda: _pieces(path)):
         parser.feed(piece)
     parser.finish()
@@ -140,7 +214,7 @@ def _pieces(path: Path) -> Iterator[bytes]:
 
 def _gunzip(f: Any) -> Iterator[bytes]:
     """gzip members one after another (as gzip.decompress); anything else after the last
-    member, a truncated member or a CRC error raises Declined (the Python path reports it)."""
+    member, or a truncated member, raises GzipError (a CRC error: the zlib error)."""
     d = _zlib.decompressobj(31)
     pending = b""
     while True:
@@ -151,12 +225,12 @@ def _gunzip(f: Any) -> Iterator[bytes]:
                 if tail:
                     yield tail
                 if not d.eof:
-                    raise Declined(f"{f.name}: gzip data ends inside a member")
+                    raise GzipError("the data ends inside a gzip member")
                 return
         if d.eof:  # the next member, or trailing bytes the Python path rejects
             pending += f.read(2) if len(pending) < 2 else b""
             if pending[:2] != b"\x1f\x8b":
-                raise Declined(f"{f.name}: data after the gzip stream")
+                raise GzipError(f"not gzip data after the gzip stream: {pending[:2]!r}")
             d = _zlib.decompressobj(31)
         out = d.decompress(pending, PIECE_BYTES)
         pending = d.unused_data if d.eof else d.unconsumed_tail

@@ -1,10 +1,20 @@
 """Damaged Kineto (and other Chrome-trace) JSON: what can be repaired, and what cannot.
 
-Old Kineto versions wrote double quotes inside ``"name"`` values unescaped (e.g.
-``"name": "at::foo<"bar">", "pid": ...``): :func:`repair_quotes` re-escapes them.
-:func:`read_json` reads a whole (possibly gzipped) JSON document with that repair, keeping
-decimals as their text and reading invalid UTF-8 as U+FFFD; a file it cannot read is one
-clear line (:class:`tbdtrace.errors.TraceError`) saying what is wrong.
+When the C++ parser stops on a file (:class:`~tbdtrace.importers.kineto.feed.ParseFailure`),
+:func:`resolve` either repairs it and says how to parse it again (a
+:class:`~tbdtrace.importers.kineto.feed.FileFix`), or raises one line
+(:class:`tbdtrace.errors.TraceError`) naming the file, what is wrong and what to do:
+
+- old Kineto versions wrote double quotes inside ``"name"`` values unescaped (e.g.
+  ``"name": "at::foo<"bar">", "pid": ...``): :func:`repair_quotes` re-escapes them and the
+  repaired text is parsed instead of the file;
+- a duplicated ``traceEvents`` key: JSON keeps the last one, so the file is parsed again
+  passing over the first;
+- a truncated or invalid document, a corrupt gzip stream, an event whose value cannot be
+  stored: the one line, with the line and column in the (decompressed) content.
+
+:func:`read_json` reads a whole (possibly gzipped) JSON document with the quote repair,
+keeping decimals as their text and reading invalid UTF-8 as U+FFFD (the MXNet importer).
 """
 
 from __future__ import annotations
@@ -13,10 +23,18 @@ import gzip
 import json
 import re
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
+from tbdtrace.importers.kineto.feed import FileFix, ParseFailure
+
+# Content (decompressed) above this size is neither repaired nor searched for the line
+# and column of an error (the message gives the byte offset instead).
+REPAIR_MAX_BYTES = 256 << 20
+# Parses of one import, repairs included, before giving up.
+MAX_PARSES = 64
 
 # A name value runs to the quote that is followed by the next key Kineto writes after it
 # ("pid" in X/i/M events) or by the end of the object (M-event args {"name": ...}).
@@ -71,3 +89,69 @@ def read_json(path: Path) -> Any:
         ) from e
     except (ValueError, RecursionError) as e:  # an int of > 4300 digits; absurd nesting
         raise TraceError(f"{path}: invalid JSON ({e}); re-export the trace") from e
+
+
+def resolve(failure: ParseFailure, fixes: dict[int, FileFix]) -> dict[int, FileFix]:
+    """The fixes to parse the files again with, or TraceError saying what is wrong."""
+    path, error = failure.path, failure.error
+    fix = fixes.get(failure.index, FileFix())
+    if failure.what == "read":
+        why = getattr(error, "strerror", None) or str(error)
+        raise TraceError(f"{path}: cannot read ({why}); check the path") from error
+    if failure.what == "gzip":
+        raise TraceError(
+            f"{path}: gzip data is truncated or corrupt ({error}); re-export the trace"
+        ) from error
+    msg = str(error)
+    if msg.startswith("a second traceEvents"):  # JSON keeps the last of duplicated keys
+        return {**fixes, failure.index: _replace(fix, skip_lists=fix.skip_lists + 1)}
+    if msg == "no traceEvents list":
+        raise TraceError(
+            f"{path}: no traceEvents list; this is not a PyTorch profiler (Kineto) trace"
+        ) from error
+    event = re.fullmatch(r"(.*) in event (\d+)", msg, re.S)
+    if event:
+        raise TraceError(
+            f"{path}: event {event[2]} is malformed ({event[1]}); "
+            "re-export the trace or report the file"
+        ) from error
+    # Invalid JSON: repair the quotes once; else report the file as it is.
+    content = _content(path)
+    if fix.source is None and content is not None:
+        fixed, n = repair_quotes(content.decode("utf-8", errors="replace"))
+        if n:
+            return {**fixes, failure.index: _replace(fix, source=fixed.encode(), error=msg)}
+    raise TraceError(json_error(path, fix.error or msg, content)) from error
+
+
+def _replace(fix: FileFix, **changes: Any) -> FileFix:
+    return replace(fix, **changes)
+
+
+def _content(path: Path) -> bytes | None:
+    """The file's (decompressed) content, or None above REPAIR_MAX_BYTES."""
+    try:
+        if path.stat().st_size > REPAIR_MAX_BYTES:
+            return None
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error):
+        return None
+    return raw if len(raw) <= REPAIR_MAX_BYTES else None
+
+
+def json_error(path: Path, msg: str, content: bytes | None) -> str:
+    """One line for the parser's complaint ``msg`` ("<what> at byte <n>", or "unexpected
+    end of input" at the end): truncated or invalid JSON, where, and what to do."""
+    m = re.fullmatch(r"(.*) at byte (\d+)", msg, re.S)
+    why, at = (m[1], int(m[2])) if m else (msg, len(content) if content is not None else None)
+    what = "truncated" if why == "unexpected end of input" else "invalid"
+    if content is not None and at is not None:
+        before = content[:at].decode("utf-8", errors="replace")
+        line = before.count("\n") + 1
+        column = len(before) - before.rfind("\n")
+        where = f" at line {line} column {column}"
+    else:
+        where = f" at byte {at}" if at is not None else ""
+    return f"{path}: {what} JSON{where} ({why}); re-export the trace from the profiler"

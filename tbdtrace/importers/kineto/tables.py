@@ -1,19 +1,20 @@
-"""The native Kineto parser's staging columns -> tbdtrace tables, without per-row objects.
+"""The C++ Kineto parser's staging columns -> tbdtrace tables, without per-row objects.
 
 Staging tables (``csrc/kineto/columns.h``): kernels, memcpy, memset, runtime, sync, ops
 (cpu_op / python_function ranges), markers (annotations, and op ranges named
-ProfilerStep#..., which also give the steps) and memory. Their string columns are int32
+ProfilerStep#N, which also give the steps) and memory. Their string columns are int32
 codes into one dictionary of every string the parser interned; here each becomes a
-dictionary array in order of first appearance (what ``dictionary_encode`` gives the Python
-path). Rules that look at a string (memcpy and memset name patterns, ProfilerStep#N, sync
-kinds, the runtime/driver split) run once per distinct string and reach the rows through
-numpy indexing. ops and markers keep the parser's buffers (no copy).
+dictionary array in order of first appearance (what ``dictionary_encode`` gives). Rules
+that look at a string (memcpy and memset name patterns, ProfilerStep#N, sync kinds, the
+runtime/driver split) run once per distinct string and reach the rows through numpy
+indexing. ops and markers keep the parser's buffers (no copy).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import _native, schema
+from tbdtrace.errors import TraceError
 from tbdtrace.importers import collectives
 from tbdtrace.importers.columns import bool_array, int_array, str_array
 from tbdtrace.importers.kineto import header as kineto_header
+from tbdtrace.importers.kineto import repair
 from tbdtrace.importers.kineto import vocab as kineto_vocab
-from tbdtrace.importers.kineto.feed import Declined, ParseJob, start
+from tbdtrace.importers.kineto.feed import FileFix, ParseFailure, ParseJob, start
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _PA_TYPES = {"int32": pa.int32(), "int64": pa.int64(), "uint64": pa.uint64(), "string": pa.int32()}
@@ -45,18 +48,30 @@ ORDER = (
 )
 
 
+class BaseOverflow(OverflowError):
+    """A time plus its file's baseTimeNanoseconds leaves int64."""
+
+
 class Staging:
     """The parser's output: columns per staging table, the string dictionary, and which
     rows came from which file (rows are in file order)."""
 
     def __init__(
-        self, parsed: dict[str, Any], segments: list[tuple[kineto_header.FileInfo, list[int]]]
+        self,
+        parsed: dict[str, Any],
+        segments: list[tuple[kineto_header.FileInfo, list[int]]],
+        base_added: list[int] | None = None,
     ):
         self.cols: dict[str, dict[str, tuple[np.ndarray, np.ndarray | None, int]]] = parsed[
             "tables"
         ]
         self.types = {t: dict(cols) for t, cols in _native.kineto_layout()}
         self.files = [info for info, _ in segments]
+        # Per file, what is left to add to its times (the parser may have added its base).
+        self.base_todo = [
+            f.base - added
+            for f, added in zip(self.files, base_added or [0] * len(segments), strict=True)
+        ]
         names = [t for t, _ in _native.kineto_layout()]
         self.counts = {t: [c[i] for _, c in segments] for i, t in enumerate(names)}
         offsets, data = parsed["strings"]
@@ -80,17 +95,18 @@ class Staging:
         return pa.Array.from_buffers(typ, len(values), [bits, pa.py_buffer(values)], nulls)
 
     def times(self, table: str, name: str) -> pa.Array:
-        """A time column with each file's baseTimeNanoseconds added (in place, once)."""
+        """A time column with each file's baseTimeNanoseconds added (in place, once).
+        BaseOverflow when a time leaves int64 (the parser then adds the bases itself)."""
         values = self.cols[table][name][0]
         start = 0
-        for info, n in zip(self.files, self.counts[table], strict=True):
+        for base, n in zip(self.base_todo, self.counts[table], strict=True):
             seg = values[start : start + n]
             start += n
-            if info.base and n:
-                lo, hi = int(seg.min()) + info.base, int(seg.max()) + info.base
+            if base and n:
+                lo, hi = int(seg.min()) + base, int(seg.max()) + base
                 if lo < _I64_MIN or hi > _I64_MAX:
-                    raise OverflowError(f"{info.path}: a time plus baseTimeNanoseconds overflows")
-                seg += info.base
+                    raise BaseOverflow(f"a time plus baseTimeNanoseconds {base} overflows")
+                seg += base
         return self.col(table, name)
 
     def per_file(self, table: str, values: Sequence[Any]) -> np.ndarray:
@@ -302,8 +318,11 @@ def _sync(s: Staging) -> dict[str, pa.Array]:
 def _memory(s: Staging) -> dict[str, pa.Array]:
     t = "memory"
     nbytes = s.cols[t]["bytes"][0]
-    if len(nbytes) and nbytes.min() == _I64_MIN:
-        raise OverflowError("a [memory] event of -2**63 bytes")
+    if len(nbytes) and nbytes.min() == _I64_MIN:  # its size, 2**63, is beyond int64
+        paths = ", ".join(str(f.path) for f in s.files)
+        raise TraceError(
+            f"{paths}: a value cannot be stored (a [memory] event of -2**63 bytes); report the file"
+        )
     dt, dt_valid, _ = s.cols[t]["c10_device_type"]
     c10 = np.where(_unpack(dt_valid, len(dt)), dt, 0)  # `_int(...) or 0`
     n = len(nbytes)
@@ -350,11 +369,6 @@ def _markers(s: Staging) -> dict[str, dict[str, pa.Array]]:
     cat_ids, cats = s.distinct(t, "category")
     steps = [kineto_vocab.STEP_RE.match(n) for n in names]
     is_step = np.array([m is not None for m in steps], bool)[name_ids]
-    annot = np.array([c in kineto_vocab.ANNOTATION_CATS for c in cats], bool)[cat_ids]
-    if not (annot | is_step).all():
-        # The parser routed an op named "ProfilerStep#..." here by its prefix; the Python
-        # path keeps it an op when the rest of the name is not a step number.
-        raise ValueError("an op named ProfilerStep# without a step number")
     on_gpu = np.array([c == "gpu_user_annotation" for c in cats], bool)[cat_ids]
     n = len(on_gpu)
     dev = pc.if_else(bool_array(on_gpu), s.col(t, "device_id"), pa.nulls(n, pa.int32()))
@@ -388,29 +402,64 @@ def import_files(
     files: list[Path], job: ParseJob | None = None
 ) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
     """Same contract as :func:`tbdtrace.importers.kineto.import_files`; ``job``: a parse
-    of ``files`` already started with :func:`tbdtrace.importers.kineto.feed.start`."""
-    job = (job or start(files, background=False)).wait()
-    imp = kineto_header.FileHeaders()  # devices and per-file meta, as on the Python path
-    segments: list[tuple[kineto_header.FileInfo, list[int]]] = []
+    of ``files`` already started with :func:`tbdtrace.importers.kineto.feed.start`.
+
+    A file the parser stops on is repaired and the files parsed again, or reported in one
+    line (:func:`tbdtrace.importers.kineto.repair.resolve`)."""
+    fixes: dict[int, FileFix] = {}
+    for _ in range(repair.MAX_PARSES):
+        try:
+            done = (job or start(files, background=False, fixes=fixes)).wait()
+        except ParseFailure as failure:
+            fixes = repair.resolve(failure, fixes)
+            job = None
+            continue
+        try:
+            return _tables(files, done)
+        except BaseOverflow:  # parse again, the parser adding each file's base itself
+            bases = [info.base for info in _headers(files, done)[1]]
+            fixes = {i: replace(fixes.get(i, FileFix()), base=b) for i, b in enumerate(bases)}
+            job = None
+    raise TraceError(  # pragma: no cover - each repair changes one file once
+        f"{', '.join(map(str, files))}: the file still cannot be read after "
+        f"{repair.MAX_PARSES} repairs; report the file"
+    )
+
+
+def _headers(
+    files: list[Path], job: ParseJob
+) -> tuple[kineto_header.FileHeaders, list[kineto_header.FileInfo]]:
+    imp = kineto_header.FileHeaders()  # devices and per-file meta
+    infos = []
     for i, fp in enumerate(job.parsed):
-        doc = {} if fp.top_level_list else _header(fp.header)
+        doc = {} if fp.top_level_list else _header(fp.path, fp.header)
         info = imp.begin_file(fp.path, doc, i if len(files) > 1 else None)
         imp.skipped.update(fp.skipped)
         imp.end_file(info, fp.events, fp.skipped)
-        segments.append((info, fp.rows))
-    staging = Staging(job.parser.take(), segments)
-    try:
-        tables = assemble(staging)
-    except (OverflowError, ValueError) as e:  # what the Python path does differently
-        raise Declined(str(e)) from e
+        infos.append(info)
+    return imp, infos
+
+
+def _tables(
+    files: list[Path], job: ParseJob
+) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
+    imp, infos = _headers(files, job)
+    segments = [(info, fp.rows) for info, fp in zip(infos, job.parsed, strict=True)]
+    staging = Staging(job.parser.take(), segments, [fp.base_added for fp in job.parsed])
+    tables = assemble(staging)
     devices = imp.t["devices"]
     if len(devices):
         tables["devices"] = devices.arrow_columns()
     return tables, kineto_header.file_meta(imp, files, tables)
 
 
-def _header(raw: bytes) -> dict[str, Any]:
+def _header(path: Path, raw: bytes) -> dict[str, Any]:
     """The top-level keys other than traceEvents (the parser kept their JSON text)."""
-    doc = json.loads("{" + raw.decode("utf-8", errors="replace") + "}", parse_float=str)
+    try:
+        doc = json.loads("{" + raw.decode("utf-8", errors="replace") + "}", parse_float=str)
+    except (ValueError, RecursionError) as e:
+        raise TraceError(
+            f"{path}: invalid JSON outside traceEvents ({e}); re-export the trace"
+        ) from e
     assert isinstance(doc, dict)
     return doc
