@@ -2,7 +2,7 @@
 // bitmaps, grouped into the staging tables the parser fills, and a string dictionary.
 //
 // Staging tables are the parser's output, one per kind of event row it recognises; Python
-// (tbdtrace/importers/kineto_tables.py) turns them into schema tables (adds the file's
+// (tbdtrace/importers/kineto/tables.py) turns them into schema tables (adds the file's
 // time base and rank, finds steps among the annotations, maps names to enums).
 // Each staging column that shares its name with a column of the schema table(s) it feeds
 // has that column's type; tests/native/test_kineto_layout.py checks this against

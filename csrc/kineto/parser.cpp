@@ -432,10 +432,19 @@ void Parser::args(Cur& c) {
       bool& text = k == kDims ? a.dims_text : k == kTypes ? a.types_text : a.concrete_text;
       out.clear();
       text = *c.p != 'n';
-      if (text)
-        dump_value(c, out);
-      else
+      if (!text) {
         skip_value(c);
+      } else {
+        const char* b = c.p;
+        try {
+          dump_value(c, out);
+        } catch (const ParseError& e) {  // an object inside: json.dumps by the hook
+          if (!hook_ || std::strncmp(e.msg, "object inside", 13) != 0) throw;
+          c.p = b;
+          skip_value(c);
+          out = ask(kHookDump, b, static_cast<size_t>(c.p - b));
+        }
+      }
     } else {
       skip_value(c);
     }

@@ -56,8 +56,10 @@ class Parser {
   //              or the integer in decimal
   //   kHookText: the JSON text of a list, object, NaN or Infinity -> str(value)
   //   kHookStep: a name "ProfilerStep#..." with non-ASCII bytes -> "1" if it is a step
+  //   kHookDump: the JSON text of Input Dims/Input type/Concrete Inputs holding an object
+  //              -> its compact json.dumps
   // Without a hook those values throw KinetoError (the fuzz harness runs without one).
-  enum HookKind : int { kHookTime, kHookInt, kHookText, kHookStep };
+  enum HookKind : int { kHookTime, kHookInt, kHookText, kHookStep, kHookDump };
   using Hook = std::function<std::string(int kind, const char* s, size_t n)>;
   void set_hook(Hook h) { hook_ = std::move(h); }
   void feed(const char* data, size_t n);

@@ -364,6 +364,14 @@ def test_name_with_an_unpaired_surrogate_is_one_line(tmp_path: Path) -> None:
         kineto.import_files([p])
 
 
+def test_object_inside_input_dims_is_its_compact_json(tmp_path: Path) -> None:
+    # The parser hands a value with an object to json.dumps (a repeated key: the last).
+    dims = '[[1, 2], {"a": 1.50, "a": [NaN], "\\u00e9": null}]'
+    ev = f'{{"ph": "X", "cat": "cpu_op", "name": "op", "ts": 1, "args": {{"Input Dims": {dims}}}}}'
+    tables, _ = check([write(tmp_path, "t.json", doc_text([ev]))])
+    assert tables["ops"]["input_shapes"].to_pylist() == ['[[1,2],{"a":[NaN],"\\u00e9":null}]']
+
+
 def test_duplicated_trace_events_keep_the_last(tmp_path: Path) -> None:
     # JSON keeps the last of duplicated keys: the file is parsed again past the others.
     first, second = EVENTS[0], EVENTS[5]

@@ -50,7 +50,7 @@ PREFETCH_PIECES = 2  # pieces decompressed ahead of the parser
 
 
 # Parser::HookKind and TimeState (csrc/kineto/parser.h, json.h).
-HOOK_TIME, HOOK_INT, HOOK_TEXT, HOOK_STEP = range(4)
+HOOK_TIME, HOOK_INT, HOOK_TEXT, HOOK_STEP, HOOK_DUMP = range(5)
 _TIME_STATES = {"time_not_finite": 3, "time_out_of_range": 4, "time_not_a_number": 5}
 
 
@@ -74,6 +74,8 @@ def python_value(kind: int, data: bytes) -> bytes:
         return str(json.loads(text, parse_float=str)).encode(errors="replace")
     if kind == HOOK_STEP:
         return b"1" if STEP_RE.match(text) else b"0"
+    if kind == HOOK_DUMP:  # Input Dims and the like holding an object (last key wins)
+        return json.dumps(json.loads(text, parse_float=str), separators=(",", ":")).encode()
     raise ValueError(f"unknown hook kind {kind}")
 
 

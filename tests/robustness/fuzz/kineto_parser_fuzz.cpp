@@ -8,7 +8,7 @@
 // KinetoError (bad input, declined file) is the expected outcome for most inputs; any
 // other exception, a crash or a sanitizer report is a finding.
 //
-// The category routes are the importer's (tbdtrace.importers.kineto_feed.ROUTES), read
+// The category routes are the importer's (tbdtrace.importers.kineto.vocab.ROUTES), read
 // from the file named by TBDTRACE_FUZZ_ROUTES ("category route" per line), which the
 // Makefile writes from Python, so the two cannot drift apart.
 #include <cstdint>
