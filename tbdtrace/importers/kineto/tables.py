@@ -33,7 +33,7 @@ from tbdtrace.importers.kineto.feed import FileFix, ParseFailure, ParseJob, star
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _PA_TYPES = {"int32": pa.int32(), "int64": pa.int64(), "uint64": pa.uint64(), "string": pa.int32()}
-# Tables in the order KinetoImporter lists them.
+# The order the import returns its tables in.
 ORDER = (
     "kernels",
     "memcpy",
@@ -362,8 +362,8 @@ def _ops(s: Staging) -> dict[str, pa.Array]:
 
 
 def _markers(s: Staging) -> dict[str, dict[str, pa.Array]]:
-    """Annotation ranges and ProfilerStep#N ranges -> markers, and steps
-    (KinetoImporter._host_range)."""
+    """Annotation ranges and ProfilerStep#N ranges -> markers; the ProfilerStep#N ranges
+    not on a GPU -> steps."""
     t = "markers"
     name_ids, names = s.distinct(t, "name")
     cat_ids, cats = s.distinct(t, "category")
