@@ -140,7 +140,7 @@ class KTable {
     static_cast<uint64_t*>(c.data)[row] = ok ? v : 0;
     mark(c, row, ok);
   }
-  // int32 columns (and string codes): a value outside int32 is null, like the Python path.
+  // int32 columns (and string codes): a value outside int32 is null, as in every importer.
   void set_i32(int col, size_t row, int64_t v, bool ok) {
     ok = ok && v >= INT32_MIN && v <= INT32_MAX;
     KColumn& c = cols_[col];

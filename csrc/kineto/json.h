@@ -5,8 +5,9 @@
 // errors="replace"): strict strings (no raw control characters), NaN/Infinity/-Infinity
 // literals, invalid UTF-8 inside strings read as U+FFFD (one per maximal invalid
 // subsequence, as CPython's decoder does). Whatever that path would reject, or would turn
-// into something this parser does not reproduce, raises ParseError so that the caller
-// falls back to the Python path.
+// into something this parser does not reproduce, raises ParseError: the importer then
+// repairs the file or reports it (tbdtrace/importers/kineto/repair.py), or, for an object
+// inside Input Dims, hands the value to Python's json (Parser::kHookDump).
 //
 // Running out of input inside a token raises NeedMore (unless the input is final): the
 // caller keeps the unparsed tail and retries the whole unit when more data has arrived.
@@ -221,7 +222,7 @@ void dump_string(Cur& c, std::string& out);
 // Skips any value (depth-limited); returns true when Python would see it as falsy
 // (null, false, 0, "", [], {}).
 bool skip_value(Cur& c, int depth = 0);
-// Appends json.dumps(value, separators=(",", ":")) of the value as the Python path parses
+// Appends json.dumps(value, separators=(",", ":")) of the value as Python's json parses
 // it (floats are their source text, so they dump as strings). Objects raise ParseError
 // (duplicate-key semantics are not reproduced).
 void dump_value(Cur& c, std::string& out, int depth = 0);

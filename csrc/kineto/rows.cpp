@@ -93,7 +93,7 @@ void Parser::dispatch() {
   // one not routed, is ignored whatever its values.
   int route = e.cat.kind == Str::kString ? route_of(e.cat) : kNoRoute;
   if (route == kNoRoute) return;
-  // Value checks, in the Python path's order (KinetoImporter._span).
+  // Value checks, in the documented order (docs/IMPORTERS.md, "Skipped events").
   if (e.ts_state == kTimeDefer || e.dur_state == kTimeDefer) decline("a time given as text");
   if (skip_time(e.ts_state) || (e.dur_state != kTimeAbsent && skip_time(e.dur_state))) return;
   int64_t dur = e.dur_state ? e.dur : 0, start = e.ts, end;

@@ -2,7 +2,7 @@
 
 * analysis commands never import pandas, and ``Trace.df`` still works after them;
 * the background parse gives the same tables as the foreground one, including a file the
-  C++ parser declines (the Python path takes it);
+  C++ parser stops on and the importer repairs (then parsed again in the foreground);
 * the grouping helpers agree with a plain Python dictionary;
 * the memory pass's per-device peaks agree with a pandas groupby.
 """
@@ -89,9 +89,9 @@ def test_background_parse_equals_foreground(path: Path) -> None:
         assert fg[name].equals(bg[name]), name
 
 
-def test_background_parse_of_a_declined_file_falls_back(tmp_path: Path) -> None:
+def test_background_parse_of_a_repaired_file(tmp_path: Path) -> None:
     bad = tmp_path / "trace.json"
-    # An unescaped quote inside a name: the C++ parser declines, the Python one repairs.
+    # An unescaped quote inside a name: the parser stops, repair.py re-escapes it.
     bad.write_text(
         '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "a"b", "ts": 1, '
         '"dur": 2, "pid": 0, "tid": 7, "args": {"device": 0}}]}'
@@ -100,6 +100,7 @@ def test_background_parse_of_a_declined_file_falls_back(tmp_path: Path) -> None:
     bg = _tables(importers.begin_import([bad]))
     assert fg.keys() == bg.keys() and all(fg[n].equals(bg[n]) for n in fg)
     assert fg["kernels"].num_rows == 1
+    assert fg["kernels"].column("name").to_pylist() == ['a"b']
 
 
 def test_dense_codes_and_group_sum_match_a_dictionary() -> None:

@@ -5,7 +5,8 @@ Whatever the input, `tbdtrace import` exits 0 with the skipped events counted in
 meta.json, or 1 with one line naming the file; never a traceback. For Kineto kernels the
 expected outcome of each event is also computed here, from the generated values (an
 oracle written for the test: the reason an event must be skipped, in the documented
-order), and the C++ and Python parsers must agree row for row. Examples are bounded so
+order), and every import that succeeds must match tests/rawkineto.py's `expected_tables`
+column for column. Examples are bounded so
 the module runs in seconds.
 """
 

@@ -229,7 +229,7 @@ def _gunzip(f: Any) -> Iterator[bytes]:
                 if not d.eof:
                     raise GzipError("the data ends inside a gzip member")
                 return
-        if d.eof:  # the next member, or trailing bytes the Python path rejects
+        if d.eof:  # the next member, or trailing bytes (an error, as gzip.decompress)
             pending += f.read(2) if len(pending) < 2 else b""
             if pending[:2] != b"\x1f\x8b":
                 raise GzipError(f"not gzip data after the gzip stream: {pending[:2]!r}")

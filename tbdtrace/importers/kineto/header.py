@@ -60,8 +60,8 @@ class FileHeaders:
         return FileInfo(path, doc, dist, rank, base, rocm, devices)
 
     def end_file(self, f: FileInfo, n_events: int, skipped: dict[str, int] | None = None) -> None:
-        """Records the file's meta; ``skipped``: its events left out, by reason (already
-        added to :attr:`skipped` on the Python path; added here for the native one)."""
+        """Records the file's meta; ``skipped``: its events left out, by reason (the caller
+        adds them to :attr:`skipped`)."""
         self.meta_files.append(
             {
                 "file": str(f.path),
@@ -97,7 +97,7 @@ class FileHeaders:
 def file_meta(
     imp: FileHeaders, files: list[Path], tables: dict[str, dict[str, pa.Array]]
 ) -> dict[str, Any]:
-    """meta.json content of an import (shared by the Python and native paths)."""
+    """meta.json content of an import."""
     starts = [pc.min(cols["start_ns"]).as_py() for cols in tables.values() if "start_ns" in cols]
     ranks = sorted({m["rank"] for m in imp.meta_files if m["rank"] is not None})
     return {
