@@ -420,7 +420,7 @@ def import_files(
             bases = [info.base for info in _headers(files, done)[1]]
             fixes = {i: replace(fixes.get(i, FileFix()), base=b) for i, b in enumerate(bases)}
             job = None
-    raise TraceError(  # pragma: no cover - each repair changes one file once
+    raise TraceError(  # pragma: no cover - scores of duplicated traceEvents keys
         f"{', '.join(map(str, files))}: the file still cannot be read after "
         f"{repair.MAX_PARSES} repairs; report the file"
     )
