@@ -55,7 +55,8 @@ _TIME_STATES = {"time_not_finite": 3, "time_out_of_range": 4, "time_not_a_number
 
 
 def available() -> bool:
-    return _native is not None and hasattr(_native, "KinetoParser")
+    """The extension is built, from sources as new as this package (the hook)."""
+    return _native is not None and hasattr(getattr(_native, "KinetoParser", None), "set_hook")
 
 
 def python_value(kind: int, data: bytes) -> bytes:
@@ -142,7 +143,8 @@ def start(
     ``fixes``: by file index, how to parse a file again (:class:`FileFix`)."""
     if not available():
         raise TraceError(
-            "tbdtrace._native has no Kineto parser: build the extension (`make native`)"
+            "tbdtrace._native is missing or older than this checkout's Kineto parser: "
+            "build the extension (`make native`)"
         )
     job = ParseJob(list(files), _native.KinetoParser(ROUTES), dict(fixes or {}))
     job.parser.set_hook(python_value)
