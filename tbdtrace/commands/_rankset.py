@@ -27,8 +27,14 @@ def _natural(p: Path) -> list[object]:
 
 @dataclass
 class RankSet:
-    files: list[Path] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)  # rank files and rank trace directories
     problems: list[str] = field(default_factory=list)  # one line each, for stderr
+
+    @property
+    def has_traces(self) -> bool:
+        """True when some ranks are trace directories (``import --jobs/--workers``
+        writes one per rank): those are read rank by rank."""
+        return any(f.is_dir() for f in self.files)
 
 
 def is_rank_set(args: list[str]) -> bool:
@@ -55,10 +61,15 @@ def expand(args: list[str]) -> RankSet:
                     "the profiler files together instead (tbdtrace import A B --out T)"
                 )
             found = sorted(
-                {f for pat in PATTERNS for f in p.glob(pat) if f.is_file()}, key=_natural
+                {f for pat in PATTERNS for f in p.glob(pat) if f.is_file()}
+                | {d for d in p.iterdir() if (d / "meta.json").is_file()},
+                key=_natural,
             )
             if not found:
-                out.problems.append(f"{p}: no profiler files (*.json, *.json.gz) in this folder")
+                out.problems.append(
+                    f"{p}: no profiler files (*.json, *.json.gz) or trace directories in "
+                    "this folder"
+                )
             out.files += found
         elif p.is_file():
             out.files.append(p)
