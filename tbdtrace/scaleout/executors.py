@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from tbdtrace.errors import TraceError
 
@@ -52,7 +53,7 @@ def open_executor(spec: ExecutorSpec, tasks: int) -> Iterator[tuple[Executor, st
 
 @contextmanager
 def _dask(spec: ExecutorSpec) -> Iterator[tuple[Executor, str]]:
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if spec.scheduler is not None:
         try:
@@ -67,16 +68,29 @@ def _dask(spec: ExecutorSpec) -> Iterator[tuple[Executor, str]]:
             yield client.get_executor(), f"the Dask cluster at {spec.scheduler} ({n} workers)"
         return
     n = spec.workers or 1
-    # One thread per worker: the tasks are Python parses and numpy passes (GIL-bound);
-    # processes, not threads, run them side by side.
-    with (
-        LocalCluster(
-            n_workers=n,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    try:
+        cluster = local_cluster(n)
+    except (OSError, RuntimeError, TimeoutError) as e:
+        raise TraceError(
+            f"cannot start a local Dask cluster of {n} workers ({e}); use --jobs N (a "
+            "local process pool) or --scheduler ADDRESS"
+        ) from None
+    with cluster, Client(cluster) as client:
         yield client.get_executor(), f"a local Dask cluster ({n} worker processes)"
+
+
+def local_cluster(workers: int) -> Any:
+    """A started ``distributed.LocalCluster`` of ``workers`` worker processes."""
+    from distributed import LocalCluster
+
+    # One thread per worker: the tasks are Python parses and numpy passes (GIL-bound);
+    # processes, not threads, run them side by side. The scheduler's HTTP server (its
+    # dashboard) on a free port (":0"), not 8787, which another cluster on the machine
+    # may hold.
+    return LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
+        silence_logs=logging.ERROR,
+    )
