@@ -38,6 +38,7 @@ class RankPart:
     world_size: int | None = None  # from the file's distributedInfo
     problem: str | None = None  # one line, when the input could not be used
     skipped_events: dict[str, int] = field(default_factory=dict)
+    trace_dir: str | None = None  # the rank's trace directory (its input, or written)
 
 
 def part_folder(work_dir: Path, index: int) -> Path:
@@ -56,7 +57,7 @@ def analyse_rank(
 
     out = part_folder(Path(work_dir), index)
     try:
-        tr, meta = _open(index, Path(source), out / TRACE_DIR if keep_trace else None)
+        tr, meta, kept = _open(index, Path(source), out / TRACE_DIR if keep_trace else None)
         out.mkdir(parents=True, exist_ok=True)
         view = window_pass.view(tr, window_pass.resolve(tr, window))
         ranks = _write_parts(view, out)
@@ -75,22 +76,30 @@ def analyse_rank(
         tuple(ranks),
         int(world) if world else None,
         skipped_events=dict(meta.get("skipped_events") or {}),
+        trace_dir=None if kept is None else str(kept),
     )
 
 
-def _open(index: int, source: Path, keep: Path | None) -> tuple[Any, dict[str, Any]]:
-    """The rank's trace (written to ``keep`` first when given) and its meta."""
-    from tbdtrace import importers
+def _open(index: int, source: Path, keep: Path | None) -> tuple[Any, dict[str, Any], Path | None]:
+    """The rank's trace, its meta, and with ``keep`` its trace directory: ``source``
+    when it is one, else the import written to ``keep``."""
+    from tbdtrace import importers, schema
     from tbdtrace import trace as trace_io
 
     if (source / trace_io.META_FILE).is_file():
         tr = trace_io.open(source)
-        return tr, dict(tr.meta)
+        version = tr.meta.get("schema_version")
+        if keep is not None and version != schema.SCHEMA_VERSION:
+            raise TraceError(
+                f"{source}: schema version {version}, stored in files the rank set's SQL "
+                f"does not read; run tbdtrace upgrade {source} first"
+            )
+        return tr, dict(tr.meta), source if keep is not None else None
     tables, meta = importers.import_files([source])
     _fill_rank(tables, index)
     if keep is not None:
-        return trace_io.open(trace_io.write(keep, tables, meta)), meta
-    return trace_io.from_tables(tables, meta, source.parent), meta
+        return trace_io.open(trace_io.write(keep, tables, meta)), meta, keep
+    return trace_io.from_tables(tables, meta, source.parent), meta, None
 
 
 def _fill_rank(tables: dict[str, Any], rank: int) -> None:
@@ -201,3 +210,29 @@ def ranks_report(parts: list[RankPart]) -> dict[str, Any] | None:
         else None
     )
     return ranks_section.from_parts(rows, step_rows, matched)
+
+
+def rank_datasets(parts: list[RankPart]) -> dict[str, Any]:
+    """Per schema table, one ``pyarrow.dataset`` over the ranks' Parquet files (each
+    rank's trace directory), which DuckDB scans file by file; an empty table where no
+    rank has the table."""
+    import pyarrow.dataset as ds
+
+    from tbdtrace import schema
+
+    out: dict[str, Any] = {}
+    for t in schema.TABLES:
+        files = [
+            f
+            for p in parts
+            if p.trace_dir is not None
+            for f in [Path(p.trace_dir) / f"{t.name}.parquet"]
+            if f.is_file()
+        ]
+        want = t.arrow_schema()
+        out[t.name] = (
+            ds.dataset([str(f) for f in files], schema=want, format="parquet")
+            if files
+            else want.empty_table()
+        )
+    return out

@@ -17,13 +17,13 @@ from tbdtrace.cli import main
 from tbdtrace.errors import TraceError
 from tbdtrace.scaleout import ExecutorSpec, executors, open_executor
 from tests.conftest import fixture
+from tests.scaleout.conftest import STRAGGLER
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import gen_ranks  # noqa: E402
 
 NCCL = "kineto/hta/nccl_data.json.gz"
-STRAGGLER = (5, 2, 3_000_000)  # rank 5 sleeps 3 ms before step 2
 
 
 def _report(*args: str) -> tuple[int, dict | None, str]:
@@ -42,14 +42,6 @@ def _folder(tmp: Path, rels: list[str]) -> Path:
         f = fixture(rel)
         (tmp / f.name).symlink_to(f)
     return tmp
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("ranks8")
-    spec = gen_ranks.JobSpec(ranks=8, steps=3, kernels_per_step=60, stragglers=(STRAGGLER,))
-    gen_ranks.generate(fixture(NCCL), spec, out)
-    return out
 
 
 def _same_three_ways(folder: Path, scheduler: str) -> dict:
