@@ -105,6 +105,16 @@ def test_missing_and_broken_rank_files_named(tmp_path: Path, dask_scheduler: str
     assert rc == 1 and "rank-1.json.gz" in err
 
 
+def test_a_rank_given_twice_is_read_once(tmp_path: Path) -> None:
+    for r in (0, 1):
+        (tmp_path / f"rank-{r}.json.gz").symlink_to(fixture(f"kineto/hta/sampled_rank-{r}.json.gz"))
+    (tmp_path / "rank-9.json.gz").symlink_to(fixture("kineto/hta/sampled_rank-1.json.gz"))
+    rc, doc, err = _report(str(tmp_path), "--jobs", "2")
+    assert rc == 0 and doc is not None
+    assert any("rank-9.json.gz: rank 1 again" in x for x in err.splitlines()), err
+    assert [r["rank"] for r in doc["ranks"]["per_rank"]] == [0, 1]
+
+
 def test_unreachable_scheduler_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 1)
     with (
@@ -115,9 +125,14 @@ def test_unreachable_scheduler_is_one_line(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_options_checked(generated: Path) -> None:
-    for bad in (["--jobs", "0"], ["--workers", "2", "--scheduler", "tcp://x:1"]):
+    one = str(generated / "rank-0.json.gz")
+    for bad in (
+        [str(generated), "--jobs", "0"],
+        [str(generated), "--workers", "2", "--scheduler", "tcp://x:1"],
+        [one, "--jobs", "2"],  # one file: nothing to run rank by rank
+    ):
         r = subprocess.run(
-            [sys.executable, "-m", "tbdtrace", "report", str(generated), *bad],
+            [sys.executable, "-m", "tbdtrace", "report", *bad],
             capture_output=True,
             text=True,
         )
