@@ -48,6 +48,12 @@ def test_import_on_dask_then_sql_over_the_ranks(
     rc, text, err = _cli("sql", str(out), KERNELS_BY_RANK, "--format", "json")
     assert rc == 0, err
     assert json.loads(text) == expect
+    # The folder of rank trace directories reported (rank by rank, no re-import): the
+    # ranks section of the raw files imported as one trace in one process.
+    rc, text, err = _cli("report", str(out), "--format", "json")
+    assert rc == 0 and "rank by rank" in err, err
+    rc, whole, err = _cli("report", str(generated), "--format", "json")
+    assert rc == 0 and json.loads(text)["ranks"] == json.loads(whole)["ranks"], err
     # The raw files queried directly (imported to a work folder on the pool): the same.
     rc, text, err = _cli("sql", str(generated), KERNELS_BY_RANK, "--format", "json", "--jobs", "2")
     assert rc == 0 and json.loads(text) == expect, err
