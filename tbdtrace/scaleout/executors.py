@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tbdtrace.errors import TraceError
 
@@ -65,7 +65,7 @@ def _dask(spec: ExecutorSpec) -> Iterator[tuple[Executor, str]]:
             ) from None
         with client:
             n = len(client.scheduler_info().get("workers", {}))
-            yield client.get_executor(), f"the Dask cluster at {spec.scheduler} ({n} workers)"
+            yield _executor(client), f"the Dask cluster at {spec.scheduler} ({n} workers)"
         return
     n = spec.workers or 1
     try:
@@ -76,7 +76,13 @@ def _dask(spec: ExecutorSpec) -> Iterator[tuple[Executor, str]]:
             "local process pool) or --scheduler ADDRESS"
         ) from None
     with cluster, Client(cluster) as client:
-        yield client.get_executor(), f"a local Dask cluster ({n} worker processes)"
+        yield _executor(client), f"a local Dask cluster ({n} worker processes)"
+
+
+def _executor(client: Any) -> Executor:
+    # pure=False: a task writes files, so it always runs (Dask would otherwise hand back
+    # the result of an earlier task with the same arguments still held by the cluster).
+    return cast(Executor, client.get_executor(pure=False))
 
 
 def local_cluster(workers: int) -> Any:
