@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -140,10 +141,13 @@ def _run_rank_by_rank(args: argparse.Namespace, win: Any, rs: Any) -> int:
             "source": "rank by rank",
             "ranks": sum(len(p.ranks) for p in parts),
             "skipped_events": skipped,
+            # resolved on each rank's own steps, as the one-process report does
+            "window": win.name,
         },
         "ranks": section,
     }
-    return _write(doc, args, _options(args, win))
+    opts = dataclasses.replace(_options(args, win), covers=f"{win.name} window of each rank")
+    return _write(doc, args, opts)
 
 
 def _options(args: argparse.Namespace, win: Any) -> Any:
