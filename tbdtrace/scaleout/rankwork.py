@@ -59,6 +59,8 @@ def analyse_rank(
     try:
         tr, meta, kept = _open(index, Path(source), out / TRACE_DIR if keep_trace else None)
         out.mkdir(parents=True, exist_ok=True)
+        for name in PARTS:  # an earlier run's parts in a kept --work-dir
+            (out / f"{name}.parquet").unlink(missing_ok=True)
         view = window_pass.view(tr, window_pass.resolve(tr, window))
         ranks = _write_parts(view, out)
     except TraceError as e:
