@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from tbdtrace.errors import TraceError
 
 if TYPE_CHECKING:
@@ -27,8 +29,14 @@ def _natural(p: Path) -> list[object]:
 
 @dataclass
 class RankSet:
-    files: list[Path] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)  # rank files and rank trace directories
     problems: list[str] = field(default_factory=list)  # one line each, for stderr
+
+    @property
+    def has_traces(self) -> bool:
+        """True when some ranks are trace directories (``import --jobs/--workers``
+        writes one per rank): those are read rank by rank."""
+        return any(f.is_dir() for f in self.files)
 
 
 def is_rank_set(args: list[str]) -> bool:
@@ -55,10 +63,15 @@ def expand(args: list[str]) -> RankSet:
                     "the profiler files together instead (tbdtrace import A B --out T)"
                 )
             found = sorted(
-                {f for pat in PATTERNS for f in p.glob(pat) if f.is_file()}, key=_natural
+                {f for pat in PATTERNS for f in p.glob(pat) if f.is_file()}
+                | {d for d in p.iterdir() if (d / "meta.json").is_file()},
+                key=_natural,
             )
             if not found:
-                out.problems.append(f"{p}: no profiler files (*.json, *.json.gz) in this folder")
+                out.problems.append(
+                    f"{p}: no profiler files (*.json, *.json.gz) or trace directories in "
+                    "this folder"
+                )
             out.files += found
         elif p.is_file():
             out.files.append(p)
@@ -124,3 +137,39 @@ def _missing_ranks(meta: dict[str, object]) -> list[str]:
         f"{len(ranks)} of {world} ranks present (world_size in the files); no file for "
         f"rank {shown}; the report covers the ranks present"
     ]
+
+
+def one_rank(tr: Trace, rank: int) -> Trace:
+    """The rows of ``rank`` of a multi-rank trace, as a trace in memory (tables without a
+    rank column, such as ``devices``, kept whole). Raises TraceError when no row has it."""
+    import pyarrow.compute as pc
+
+    from tbdtrace import schema
+    from tbdtrace import trace as trace_io
+
+    tables = {}
+    found: set[int] = set()
+    for t in schema.TABLES:
+        if not tr.has(t.name):
+            continue
+        tbl = tr.table(t.name)
+        if "rank" in tbl.column_names:
+            found.update(r for r in pc.unique(tbl.column("rank")).to_pylist() if r is not None)
+            tbl = _compact(tbl.filter(pc.equal(tbl.column("rank"), rank)))
+        tables[t.name] = tbl
+    if rank not in found:
+        have = ", ".join(map(str, sorted(found))) or "none"
+        raise TraceError(f"{tr.path}: no rank {rank} in this trace (ranks: {have}); pick one")
+    meta = {**tr.meta, "ranks": [rank]}
+    return trace_io.from_tables(tables, meta, f"{tr.path} [rank {rank}]")
+
+
+def _compact(tbl: pa.Table) -> pa.Table:
+    """``tbl`` with each dictionary column's dictionary cut to the values its rows use:
+    passes read a dictionary as the names present (another rank's kernel names would
+    count as this rank's, with no rows)."""
+    for i, f in enumerate(tbl.schema):
+        if pa.types.is_dictionary(f.type):
+            col = tbl.column(i).cast(f.type.value_type).dictionary_encode()
+            tbl = tbl.set_column(i, f.name, col.cast(f.type))
+    return tbl

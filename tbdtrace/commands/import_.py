@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from tbdtrace import importers, outdir, trace
+from tbdtrace.commands import _perrank
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,13 +34,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--strict",
         action="store_true",
         help="fail (exit 1, nothing written) when any event has to be skipped "
-        "for an unusable value (see docs/IMPORTERS.md, 'Skipped events')",
+        "for an unusable value (see docs/IMPORTERS.md, 'Skipped events'); rank by rank: "
+        "when any rank file cannot be read",
     )
+    _perrank.add_options(p, "import")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from tbdtrace.importers import validate
+
+    usage = _perrank.check(args, "import")
+    if usage:
+        print(usage, file=sys.stderr)
+        return 2
+    if _perrank.requested(args):
+        if args.format is not None:
+            print(
+                "tbdtrace import: rank by rank detects each file's format; drop --format",
+                file=sys.stderr,
+            )
+            return 2
+        return _run_rank_by_rank(args)
 
     with outdir.claim(args.out, force=args.force) as claimed:
         tables, meta = importers.import_files(args.files, args.format)
@@ -70,3 +86,67 @@ def _counts(tables: dict) -> dict[str, int]:  # type: ignore[type-arg]
         if n:
             out[name] = n
     return out
+
+
+def _run_rank_by_rank(args: argparse.Namespace) -> int:
+    """One trace directory per rank under --out (``rank-00000``, ...), each imported in
+    its own task; ``tbdtrace report`` and ``sql`` read the folder as a rank set."""
+    import shutil
+    from pathlib import Path
+
+    from tbdtrace.commands import _rankset
+
+    rs = _rankset.expand(args.files)
+    for line in rs.problems:
+        print(f"tbdtrace import: warning: {line}", file=sys.stderr)
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        print(
+            f"tbdtrace import: {out}: exists and is not an empty folder; rank by rank, --out "
+            "names a new folder for the ranks' trace directories",
+            file=sys.stderr,
+        )
+        return 1
+    if not rs.files:
+        print("tbdtrace import: no rank files to import", file=sys.stderr)
+        return 1
+    if rs.has_traces:
+        d = next(f for f in rs.files if f.is_dir())
+        print(
+            f"tbdtrace import: {d}: already a trace directory; import profiler files only "
+            "(report and sql read trace directories as they are)",
+            file=sys.stderr,
+        )
+        return 1
+    made = not out.exists()
+    names: list[str] = []
+    out.mkdir(parents=True, exist_ok=True)
+    work = args.work_dir or str(out / ".tbdtrace-parts")  # same file system: renames
+    try:
+        with _perrank.work_dir(work) as wd:
+            parts, problems = _perrank.run_tasks(args, "import", rs.files, wd, keep_trace=True)
+            if (problems or rs.problems) and args.strict:
+                raise _Strict
+            for p in parts:
+                one = len(p.ranks) == 1
+                name = f"rank-{p.ranks[0]:05d}" if one else f"input-{p.index:05d}"
+                names.append(name)
+                shutil.move(p.trace_dir or "", out / name)
+        if args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    except BaseException as e:
+        # Nothing half-written is left: the folder is removed when this command made it.
+        for d in [out] if made else [Path(work), *(out / n for n in names)]:
+            shutil.rmtree(d, ignore_errors=True)
+        if isinstance(e, _Strict):
+            print(
+                "tbdtrace import: --strict: rank files unreadable; nothing written", file=sys.stderr
+            )
+            return 1
+        raise
+    print(f"wrote {out} ({len(names)} rank trace directories: {names[0]} ...)", file=sys.stderr)
+    return 0
+
+
+class _Strict(Exception):
+    """--strict met a rank file left out."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any
 
-from tbdtrace.commands import _output, _window
+from tbdtrace.commands import _output, _perrank, _window
 from tbdtrace.commands._open import begin_open
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="model FLOPs per training sample (forward + backward), for MFU in the flops section",
     )
     _window.add_options(p)
+    _perrank.add_options(p, "analyse")
     p.set_defaults(func=_run)
 
 
@@ -68,10 +70,21 @@ def _run(args: argparse.Namespace) -> int:
     win = _window.spec(args, "report")
     if win is None:
         return 2
+    usage = _perrank.check(args, "report")
+    if usage:
+        print(usage, file=sys.stderr)
+        return 2
     from tbdtrace.commands import _rankset
 
     if _rankset.is_rank_set(args.trace):
         return _run_ranks(args, win)
+    if _perrank.requested(args):
+        print(
+            "tbdtrace report: --jobs, --workers and --scheduler take per-rank files (a folder, "
+            "a glob or several files); one trace is reported in this process",
+            file=sys.stderr,
+        )
+        return 2
     pending = begin_open(args.trace[0])  # a profiler file parses while the modules load
     from tbdtrace.report import contents  # noqa: F401 - every section and pass, loaded now
 
@@ -85,6 +98,8 @@ def _run_ranks(args: argparse.Namespace, win: Any) -> int:
     from tbdtrace.commands import _rankset
 
     rs = _rankset.expand(args.trace)
+    if _perrank.requested(args) or rs.has_traces:
+        return _run_rank_by_rank(args, win, rs)
     tr, problems = _rankset.open_ranks(rs)
     for line in problems:
         print(f"tbdtrace report: warning: {line}", file=sys.stderr)
@@ -94,17 +109,68 @@ def _run_ranks(args: argparse.Namespace, win: Any) -> int:
     return _emit(tr, args, win)
 
 
-def _emit(tr: Trace, args: argparse.Namespace, win: Any) -> int:
-    from tbdtrace.report import ReportOptions, build
-    from tbdtrace.report.text import render
+def _run_rank_by_rank(args: argparse.Namespace, win: Any, rs: Any) -> int:
+    """Each rank analysed in its own task (process pool or Dask), then reduced across
+    ranks: the report holds the ``ranks`` section (the other sections add up or list
+    every rank's rows, which this path keeps apart)."""
+    from tbdtrace.scaleout import ranks_report
 
-    opts = ReportOptions(
+    for line in rs.problems:
+        print(f"tbdtrace report: warning: {line}", file=sys.stderr)
+    if not rs.files:
+        print("tbdtrace report: no rank files to analyse", file=sys.stderr)
+        return 1
+    with _perrank.work_dir(args.work_dir) as work:
+        parts, problems = _perrank.run_tasks(args, "report", rs.files, work, window=win)
+        section = ranks_report(parts)
+    if (problems or rs.problems) and args.strict:
+        print("tbdtrace report: --strict: rank files missing or unreadable", file=sys.stderr)
+        return 1
+    if section is None:
+        print(
+            "tbdtrace report: note: fewer than two ranks read; no cross-rank comparison",
+            file=sys.stderr,
+        )
+    skipped: dict[str, int] = {}
+    for p in parts:
+        for k, v in p.skipped_events.items():
+            skipped[k] = skipped.get(k, 0) + v
+    doc = {
+        "trace": {
+            "path": " ".join(args.trace),
+            "source": "rank by rank",
+            "ranks": sum(len(p.ranks) for p in parts),
+            "skipped_events": skipped,
+            # resolved on each rank's own steps, as the one-process report does
+            "window": win.name,
+        },
+        "ranks": section,
+    }
+    opts = dataclasses.replace(_options(args, win), covers=f"{win.name} window of each rank")
+    return _write(doc, args, opts)
+
+
+def _options(args: argparse.Namespace, win: Any) -> Any:
+    from tbdtrace.report import ReportOptions
+
+    return ReportOptions(
         top=args.top,
         top_json=args.top if args.top_json else None,
         window=win,
         model_flops_per_sample=args.model_flops_per_sample,
     )
-    doc = build(tr, opts)
+
+
+def _emit(tr: Trace, args: argparse.Namespace, win: Any) -> int:
+    from tbdtrace.report import build
+
+    opts = _options(args, win)
+    return _write(build(tr, opts), args, opts)
+
+
+def _write(doc: dict[str, Any], args: argparse.Namespace, opts: Any) -> int:
+    from tbdtrace.report.text import render
+
     if args.format in ("json", "csv"):
         return _output.emit_tables(doc, args, "report")
     if args.format == "html":

@@ -188,7 +188,29 @@ def match_collectives(trace: Trace) -> Matched | None:
     """Collective kernels grouped into collective instances across ranks."""
     if not trace.has("collectives") or not trace.num_rows("collectives"):
         return None
-    t = trace.table("collectives")
+    return match_collective_rows(trace.table("collectives", list(COLLECTIVE_COLUMNS)))
+
+
+# The collectives columns :func:`match_collective_rows` reads (a rank's share of the
+# cross-rank reduce, tbdtrace/scaleout/rankwork.py).
+COLLECTIVE_COLUMNS = (
+    "rank",
+    "start_ns",
+    "end_ns",
+    "op",
+    "process_group",
+    "sequence_number",
+    "in_bytes",
+    "out_bytes",
+    "group_size",
+)
+
+
+def match_collective_rows(t: pa.Table) -> Matched | None:
+    """:func:`match_collectives` over collectives rows of any number of ranks (a column
+    absent from ``t`` counts as null in every row)."""
+    if not t.num_rows:
+        return None
     n = t.num_rows
     rank, s, e = _np(t, "rank"), _np(t, "start_ns"), _np(t, "end_ns")
     op = t.column("op").to_pylist()
@@ -267,22 +289,48 @@ def steps(trace: Trace, config: RanksConfig) -> list[dict[str, Any]]:
     the others wait inside the collective, which this leaves out), its lead over the
     median rank, whether that lead makes it a straggler, and step_skew_ns (max - min
     step time)."""
+    return stragglers(step_rows(trace), config)
+
+
+STEP_ROWS = pa.schema(
+    [
+        ("step", pa.int64()),
+        ("rank", pa.int64()),
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("in_comm_ns", pa.int64()),
+    ]
+)
+
+
+def step_rows(trace: Trace) -> pa.Table:
+    """One row per step of a rank (rows without a rank left out): step, rank, start_ns,
+    end_ns, in_comm_ns (ns of the step covered by the rank's collective kernels). A
+    rank's rows need only that rank's tables, so ranks can be computed apart."""
     if not trace.has("steps") or not trace.num_rows("steps"):
-        return []
+        return STEP_ROWS.empty_table()
     st = trace.table("steps", ["step", "start_ns", "end_ns", "rank"])
     num, s, e, r = (_np(st, c) for c in ("step", "start_ns", "end_ns", "rank"))
+    m = r >= 0
+    num, s, e, r = num[m], s[m], e[m], r[m]
     comm = _comm_intervals(trace)
+    in_comm = [_covered(comm.get(rk), a, b) for rk, a, b in zip(r.tolist(), s, e, strict=True)]
+    return pa.table([num, r, s, e, np.array(in_comm, np.int64).reshape(-1)], schema=STEP_ROWS)
+
+
+def stragglers(rows: pa.Table, config: RanksConfig) -> list[dict[str, Any]]:
+    """:func:`steps` from :func:`step_rows` of any number of ranks."""
+    if not rows.num_rows:
+        return []
+    num, r, s, e, c = (_np(rows, x) for x in STEP_ROWS.names)
     out = []
     for n in np.unique(num).tolist():
-        m = (num == n) & (r >= 0)
+        m = num == n
         if len(np.unique(r[m])) < 2:
             continue
         ranks, ss, ee = r[m].tolist(), s[m], e[m]
         dur = ee - ss
-        in_comm = np.array(
-            [_covered(comm.get(rk), int(a), int(b)) for rk, a, b in zip(ranks, ss, ee, strict=True)]
-        )
-        work = dur - in_comm
+        work = dur - c[m]
         i = int(np.argmax(work))
         med = float(np.median(work))
         lead = float(work[i] - med)

@@ -13,6 +13,7 @@ tables cannot be dropped or replaced; results are written to files by the caller
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import duckdb
@@ -38,9 +39,15 @@ ALLOWED_STATEMENTS = ("SELECT", "EXPLAIN")
 
 def connect(trace: Trace) -> Any:
     """A sandboxed in-memory DuckDB connection with the trace's tables registered."""
+    return connect_tables({t.name: trace.table(t.name) for t in schema.TABLES})
+
+
+def connect_tables(tables: Mapping[str, Any]) -> Any:
+    """The sandboxed connection over ``tables`` (name -> Arrow table, or a
+    ``pyarrow.dataset`` that DuckDB scans file by file, as for the ranks of a rank set)."""
     con = duckdb.connect(":memory:", config=SANDBOX_CONFIG)
-    for t in schema.TABLES:
-        con.register(t.name, trace.table(t.name))
+    for name, tbl in tables.items():
+        con.register(name, tbl)
     return con
 
 
@@ -64,24 +71,29 @@ def check_statements(con: Any, sql: str) -> list[Any]:
 def query(trace: Trace, sql: str) -> pa.Table:
     """Run ``sql`` and return the result as an Arrow table; bad or refused SQL raises
     TraceError (one line)."""
-    con = connect(trace)
+    return query_on(connect(trace), sql, trace.path)
+
+
+def query_on(con: Any, sql: str, where: Any) -> pa.Table:
+    """:func:`query` on an open connection (closed afterwards); ``where`` names the data
+    in error lines."""
     try:
         try:
             statements = check_statements(con, sql)
         except TraceError as e:
-            raise TraceError(f"{trace.path}: {e}") from None
+            raise TraceError(f"{where}: {e}") from None
         rel = None
         for st in statements:
             rel = con.sql(st.query)
         return pa.table({}) if rel is None else rel.to_arrow_table()
     except duckdb.PermissionException as e:
         raise TraceError(
-            f"{trace.path}: SQL refused: the query reaches outside the trace "
+            f"{where}: SQL refused: the query reaches outside the trace "
             f"({_one_line(e)}); tbdtrace sql reads only the trace's tables"
         ) from e
     except duckdb.Error as e:
         raise TraceError(
-            f"{trace.path}: SQL error: {_one_line(e)}; "
+            f"{where}: SQL error: {_one_line(e)}; "
             f"tables: {', '.join(t.name for t in schema.TABLES)}"
         ) from e
     finally:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from tbdtrace.passes import ranks
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, section, titled
@@ -131,11 +133,19 @@ def _render_collectives(con: Console, c: dict[str, Any] | None) -> None:
 @section("ranks", _render)
 def ranks_section(trace: Trace, opts: ReportOptions) -> dict[str, Any] | None:
     """Null for a trace with fewer than two ranks."""
-    cfg = ranks.RanksConfig()
     rows = ranks.per_rank(trace)
     if len(rows) < 2:
         return None
-    matched = ranks.match_collectives(trace)
+    return from_parts(rows, ranks.step_rows(trace), ranks.match_collectives(trace))
+
+
+def from_parts(
+    rows: list[dict[str, Any]], step_rows: pa.Table, matched: ranks.Matched | None
+) -> dict[str, Any]:
+    """The section from the ranks' parts: :func:`ranks.per_rank` rows, :func:`ranks.step_rows`
+    and the matched collectives, whether computed in one trace or rank by rank
+    (tbdtrace/scaleout/rankwork.py)."""
+    cfg = ranks.RanksConfig()
     notes = []
     if ranks.disjoint(rows):
         notes.append(
@@ -150,6 +160,6 @@ def ranks_section(trace: Trace, opts: ReportOptions) -> dict[str, Any] | None:
         },
         "per_rank": rows,
         "across_ranks": ranks.spread(rows, _KEYS),
-        "steps": ranks.steps(trace, cfg),
+        "steps": ranks.stragglers(step_rows, cfg),
         "collectives": ranks.collectives(matched, cfg),
     }

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import tbdtrace
+from tbdtrace import trace as trace_io
 from tbdtrace.cli import main
 from tbdtrace.importers import kineto
 from tests import rawkineto
@@ -23,7 +23,7 @@ def dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     out = []
     for f in (A, B):
         tables, meta = kineto.import_files([f])
-        out.append(tbdtrace.trace.write(root / f.stem, tables, meta))
+        out.append(trace_io.write(root / f.stem, tables, meta))
     return out[0], out[1]
 
 
@@ -56,3 +56,45 @@ def test_text(dirs: tuple[Path, Path], capsys) -> None:
 def test_missing_b_is_one_line(dirs: tuple[Path, Path], tmp_path: Path, capsys) -> None:
     assert main(["diff", str(dirs[0]), str(tmp_path / "nope")]) == 1
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The two rank files as a folder (a rank set)."""
+    root = tmp_path_factory.mktemp("pair")
+    for f in (A, B):
+        (root / f.name).symlink_to(f)
+    return root
+
+
+def _diff_json(capsys, *argv: str) -> dict:
+    assert main(["diff", *argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_two_ranks_of_one_set(pair: Path, capsys) -> None:
+    """--rank 0 --rank 1 on the folder: the raw JSON's kernel time of each rank, and the
+    same document as the two files compared as whole traces."""
+    doc = _diff_json(capsys, str(pair), "--rank", "0", "--rank", "1")
+    h = doc["headline"]["kernel_time_ns"]
+    ka, kb = rawkineto.expected_report(A), rawkineto.expected_report(B)
+    assert (h["a"], h["b"]) == (ka["kernel_time_ns"], kb["kernel_time_ns"])
+    assert doc["a"].endswith("[rank 0]") and doc["b"].endswith("[rank 1]")
+    whole = _diff_json(capsys, str(A), str(B))
+    for k in ("headline", "categories", "kernels"):
+        assert doc[k] == whole[k], k
+
+
+def test_one_rank_of_two_runs(pair: Path, dirs: tuple[Path, Path], capsys) -> None:
+    doc = _diff_json(capsys, str(pair), str(dirs[1]), "--rank", "1")
+    h = doc["headline"]["kernel_time_ns"]
+    kb = rawkineto.expected_report(B)["kernel_time_ns"]
+    assert (h["a"], h["b"], h["delta"]) == (kb, kb, 0)
+    assert all(r["delta_ns"] == 0 for r in doc["kernels"])
+
+
+def test_rank_options_checked(pair: Path, capsys) -> None:
+    assert main(["diff", str(pair)]) == 2
+    assert main(["diff", str(pair), "--rank", "0", "--rank", "7"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "no rank 7 in this trace (ranks: 0, 1)" in err[-1] and "Traceback" not in "".join(err)
