@@ -37,10 +37,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "bench",
         help="run TBD workloads under capture and write the benchmark table",
-        description="Run each selected workload (model x framework x batch size) in its own "
-        "process under capture, then write the TBD table (throughput, utilization, FP32 "
-        "efficiency, peak memory and its breakdown) as bench.md, bench.csv and bench.json "
-        "in --out. A failed workload gets a row with its error; the others still run.",
+        description="Run each selected workload (model x framework x batch size x ranks x "
+        "precision x compilation) in its own process under capture, then write the TBD "
+        "table (throughput, scaling efficiency, utilization, FP32 efficiency, peak memory "
+        "and its breakdown) as bench.md, bench.csv and bench.json in --out. A failed "
+        "workload gets a row with its error, a combination its framework does not support "
+        "a row with status unsupported and the reason; the others still run.",
     )
     p.add_argument(
         "--list",

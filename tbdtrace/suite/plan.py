@@ -145,9 +145,16 @@ def unsupported(job: Job, device: str) -> str | None:
     registry()  # puts the checkout on sys.path
     from workloads import dimensions
 
-    return dimensions.unsupported(
+    why = dimensions.unsupported(
         job.framework, job.model, job.nproc, job.precision, job.compile, device
     )
+    if why is None and device == "cuda" and job.nproc > 1:
+        import torch
+
+        gpus = torch.cuda.device_count()
+        if job.nproc > gpus:
+            why = f"--nproc {job.nproc}: NCCL runs one rank per GPU and {gpus} GPU(s) are visible"
+    return why
 
 
 def workload_argv(job: Job, cfg: BenchConfig) -> list[str]:

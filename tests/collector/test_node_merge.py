@@ -154,3 +154,14 @@ def test_bad_parts_give_one_line(nodes: tuple[Path, Path, Path], tmp_path: Path)
         assert len(lines) == 1 and want in lines[0], cp.stderr
         assert "Traceback" not in cp.stderr
     assert not (tmp_path / "a").exists() and not (tmp_path / "d").exists()
+
+
+def test_missing_node_is_a_warning(nodes: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    cp = _merge(str(tmp_path / "half"), str(nodes[0]))
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stderr.strip().splitlines() == [
+        "tbdtrace merge: warning: ranks 1 are in no part (their node's part was not given); "
+        "the merged trace holds the others"
+    ]
+    half = tbdtrace.open(tmp_path / "half")
+    assert half.meta["ranks"] == [0] and half.meta["extra"]["merge_notes"]

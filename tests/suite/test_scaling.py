@@ -243,3 +243,15 @@ def test_pytorch_compile_wraps_the_model() -> None:
     got = pt_common.distribute(net, cpu, on)
     assert isinstance(got, torch._dynamo.eval_frame.OptimizedModule) and got._orig_mod is net
     assert pt_common.distribute(net, cpu, off) is net
+
+
+def test_more_ranks_than_gpus_is_unsupported_on_cuda() -> None:
+    import torch
+
+    job = Job("resnet50", "pytorch", "workloads.pytorch.resnet50", sys.executable, None, 2)
+    why = plan.unsupported(job, "cuda")
+    if torch.cuda.device_count() < 2:
+        assert why is not None and "one rank per GPU" in why
+    else:
+        assert why is None
+    assert plan.unsupported(job, "cpu") is None  # gloo: ranks share the CPU
