@@ -229,20 +229,33 @@ def test_tensorflow_bf16_is_keras_mixed_bfloat16() -> None:
         keras.mixed_precision.set_global_policy("float32")
 
 
+_COMPILE_CHECK = """
+import torch
+from workloads import harness
+from workloads.pytorch import _common
+net = torch.nn.Linear(8, 8)
+cpu = torch.device("cpu")
+on = harness.parse_args("resnet50", "pytorch", {"tiny": 4}, ["--compile"])
+off = harness.parse_args("resnet50", "pytorch", {"tiny": 4}, [])
+got = _common.distribute(net, cpu, on)
+print(type(got).__name__, got._orig_mod is net, _common.distribute(net, cpu, off) is net)
+"""
+
+
 def test_pytorch_compile_wraps_the_model() -> None:
     """``--compile`` is torch.compile of the model (compilation itself is lazy, at the first
-    step: minutes of C++ build on a loaded CPU, so not run here)."""
-    import torch
-
-    from workloads.pytorch import _common as pt_common
-
-    net = torch.nn.Linear(8, 8)
-    cpu = torch.device("cpu")
-    on = harness.parse_args("resnet50", "pytorch", {"tiny": 4}, ["--compile"])
-    off = harness.parse_args("resnet50", "pytorch", {"tiny": 4}, [])
-    got = pt_common.distribute(net, cpu, on)
-    assert isinstance(got, torch._dynamo.eval_frame.OptimizedModule) and got._orig_mod is net
-    assert pt_common.distribute(net, cpu, off) is net
+    step: minutes of C++ build on a loaded CPU, so not run here). In its own process:
+    torch._dynamo loads triton, which crashes a process that has loaded TensorFlow."""
+    cp = subprocess.run(
+        [sys.executable, "-c", _COMPILE_CHECK],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    assert cp.stdout.split() == ["OptimizedModule", "True", "True"]
 
 
 def test_more_ranks_than_gpus_is_unsupported_on_cuda() -> None:
