@@ -32,6 +32,7 @@ COMMANDS = (
     "export",
     "upgrade",
     "recover",
+    "merge",
 )
 
 

@@ -43,6 +43,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from workloads.dimensions import PRECISIONS, unsupported
+
 SIZES = ("tiny", "small", "paper")
 STEPS_FILE_ENV = "TBDTRACE_STEPS_FILE"
 MEMORY_TRACE_ENV = "TBDTRACE_MEMORY_TRACE"
@@ -69,6 +71,8 @@ class HarnessArgs:
     # --to-quality)
     no_eval: bool = False  # --no-eval: no held-out evaluation at all
     nproc: int = 1  # data-parallel ranks on this machine (PyTorch: DDP; see WORKLOADS.md)
+    precision: str = "fp32"  # fp32 | tf32 | bf16 | fp16 (workloads/dimensions.py)
+    compile: bool = False  # torch.compile / tf.function(jit_compile=True) / hybridize
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,18 @@ def parse_args(
         help="data-parallel ranks on this machine (PyTorch: DistributedDataParallel, gloo "
         "on CPU, NCCL on GPU; --batch-size is per rank)",
     )
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="fp32",
+        help="training precision: fp32, tf32 (GPU), bf16 (mixed, autocast / Keras "
+        "mixed_bfloat16), fp16 (mixed, GPU); what each framework supports: docs/WORKLOADS.md",
+    )
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile the model: torch.compile (PyTorch); see docs/WORKLOADS.md for the others",
+    )
     ns = p.parse_args(argv)
     if ns.to_quality and ns.no_eval:
         p.error("--to-quality needs the evaluation; drop --no-eval")
@@ -138,6 +154,9 @@ def parse_args(
         p.error("--steps must be >= 1 and --warmup >= 0")
     if ns.max_steps < 1 or (ns.eval_every is not None and ns.eval_every < 1):
         p.error("--max-steps and --eval-every must be >= 1")
+    why = unsupported(framework, model, ns.nproc, ns.precision, ns.compile, ns.device)
+    if why:
+        p.error(why)
     batch = ns.batch_size if ns.batch_size is not None else default_batch[ns.size]
     if batch < 1:
         p.error("--batch-size must be >= 1")
@@ -154,6 +173,8 @@ def parse_args(
         every,
         ns.no_eval,
         ns.nproc,
+        ns.precision,
+        ns.compile,
     )
 
 

@@ -343,6 +343,20 @@ def _remove_spool(spool: Path, pgid: int) -> Path | None:
     return spool
 
 
+def _apply_test_clock_shift(tables: dict[str, Any], meta: dict[str, Any]) -> None:
+    """Test-only: this node's clock reads ``TBDTRACE_TEST_CLOCK_SHIFT_NS`` ahead
+    (:mod:`.clock`), so every time the capture writes is shifted by it."""
+    from tbdtrace.collector import clock
+
+    delta = clock.shift_ns()
+    if not delta:
+        return
+    clock.shift_tables(tables, delta)
+    if meta.get("start_time_ns") is not None:
+        meta["start_time_ns"] += delta
+    meta["extra"]["test_clock_shift_ns"] = delta
+
+
 def write_or_keep_spool(
     out: Path,
     tables: dict[str, Any],
@@ -426,6 +440,7 @@ def run_capture(
             "that imports torch"
         )
     tables["host_samples"] = samples
+    _apply_test_clock_shift(tables, meta)
     log, news = profiler_log(spool)
     partial = "; ".join(x for x in (stop, *notes) if x) or None
     meta.update(

@@ -60,6 +60,7 @@ _CPP_TYPES = {
 _SAME_OUT = ("all_reduce", "broadcast")
 
 _from_torch: dict[str, Any] = {}  # filled by the init_process_group wrapper
+_clock: dict[str, Any] = {}  # this rank's clock offset to rank 0 (collector/clock.py)
 
 
 def _int(v: str | None) -> int | None:
@@ -117,6 +118,7 @@ def watch_init() -> None:
         found = _torch_rank()
         if found:
             _from_torch.update(found)
+            _measure_clock(found)
         return out
 
     init_process_group._tbdtrace = True  # type: ignore[attr-defined]
@@ -124,6 +126,21 @@ def watch_init() -> None:
     init_process_group.__doc__ = orig.__doc__
     c10d.init_process_group = init_process_group
     dist.init_process_group = init_process_group
+
+
+def _measure_clock(found: dict[str, Any]) -> None:
+    """Measure this rank's clock offset to rank 0 through the rendezvous store (every rank
+    does, right after init_process_group: rank 0 answers the others)."""
+    from tbdtrace.collector import clock
+
+    try:
+        import torch.distributed.distributed_c10d as c10d
+
+        store = c10d._get_default_store()
+    except Exception as e:  # noqa: BLE001 - no store: the offset stays unknown
+        _clock.update(method=clock.METHOD, offset_ns=None, error=f"no store: {e}"[:200])
+        return
+    _clock.update(clock.measure(store, found["rank"], found["world_size"]))
 
 
 def final_rank() -> dict[str, Any] | None:
@@ -135,6 +152,8 @@ def final_rank() -> dict[str, Any] | None:
         return env
     if env is not None and env.get("local_rank") is not None:
         found.setdefault("local_rank", env["local_rank"])
+    if _clock:
+        found["clock"] = dict(_clock)
     return found
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tbdtrace.suite import capture, plan, table
-from tbdtrace.suite.plan import DEVICES, SIZES, BenchConfig, Job
+from tbdtrace.suite.plan import DEVICES, PRECISIONS, SIZES, BenchConfig, Job
 from tbdtrace.suite.runner import run_jobs
 
 
@@ -37,10 +37,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "bench",
         help="run TBD workloads under capture and write the benchmark table",
-        description="Run each selected workload (model x framework x batch size) in its own "
-        "process under capture, then write the TBD table (throughput, utilization, FP32 "
-        "efficiency, peak memory and its breakdown) as bench.md, bench.csv and bench.json "
-        "in --out. A failed workload gets a row with its error; the others still run.",
+        description="Run each selected workload (model x framework x batch size x ranks x "
+        "precision x compilation) in its own process under capture, then write the TBD "
+        "table (throughput, scaling efficiency, utilization, FP32 efficiency, peak memory "
+        "and its breakdown) as bench.md, bench.csv and bench.json in --out. A failed "
+        "workload gets a row with its error, a combination its framework does not support "
+        "a row with status unsupported and the reason; the others still run.",
     )
     p.add_argument(
         "--list",
@@ -107,6 +109,33 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="train each run until its held-out quality target is met and report "
         "time-to-quality (MLPerf-style); --steps is then ignored",
     )
+    p.add_argument(
+        "--nproc",
+        nargs="+",
+        action=_Extend,
+        default=[],
+        metavar="N",
+        help="data-parallel ranks per run, one run per count, e.g. 1,2 (PyTorch DDP: gloo "
+        "on CPU, NCCL on GPU; --batch-sizes are per rank); adds the scaling columns "
+        "(default: 1)",
+    )
+    p.add_argument(
+        "--precision",
+        nargs="+",
+        action=_Extend,
+        default=[],
+        metavar="P",
+        help="training precisions, one run each: fp32, tf32, bf16, fp16 (default fp32); "
+        "what each framework supports: docs/WORKLOADS.md",
+    )
+    p.add_argument(
+        "--compile",
+        nargs="?",
+        const="on",
+        default="off",
+        metavar="on|off|off,on",
+        help="compile the models (torch.compile; --compile off,on runs both)",
+    )
     p.set_defaults(func=_run, _parser=p)
 
 
@@ -122,6 +151,19 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         p.error(f"--batch-sizes takes integers, got {' '.join(args.batch_sizes)}")
     if any(b < 1 for b in batches):
         p.error("--batch-sizes must be >= 1")
+    try:
+        nproc = tuple(int(n) for n in args.nproc) or (1,)
+    except ValueError:
+        p.error(f"--nproc takes integers, got {' '.join(args.nproc)}")
+    if any(n < 1 for n in nproc):
+        p.error("--nproc must be >= 1")
+    precisions = tuple(args.precision) or ("fp32",)
+    bad = [x for x in precisions if x not in PRECISIONS]
+    if bad:
+        p.error(f"--precision: unknown {', '.join(bad)}; use {', '.join(PRECISIONS)}")
+    modes = [m for m in args.compile.split(",") if m]
+    if not modes or any(m not in ("on", "off") for m in modes):
+        p.error(f"--compile takes on, off or off,on, got {args.compile}")
     return BenchConfig(
         out_dir=Path(os.path.abspath(args.out)),  # jobs run elsewhere: not relative
         models=tuple(args.models),
@@ -134,6 +176,9 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         timeout_s=args.timeout,
         capture=args.capture,
         to_quality=args.to_quality,
+        nproc=tuple(dict.fromkeys(nproc)),
+        precisions=tuple(dict.fromkeys(precisions)),
+        compile=tuple(dict.fromkeys(m == "on" for m in modes)),
     )
 
 
@@ -161,7 +206,9 @@ def _run(args: argparse.Namespace) -> int:
             bar.update(task, description=job.name)
 
         def done(_: int, job: Job, row: dict[str, Any]) -> None:
-            if row["status"] == "ok":
+            if row["status"] == "unsupported":
+                msg = f"[yellow]unsupported[/yellow] {job.name}: {row['error']}"
+            elif row["status"] == "ok":
                 rate = row["throughput_samples_per_s"]
                 msg = (
                     f"[green]ok[/green] {job.name}: {rate:.2f} samples/s"
@@ -178,7 +225,7 @@ def _run(args: argparse.Namespace) -> int:
     paths = table.write(rows, cfg)
     sys.stdout.write(table.markdown(rows, cfg))
     con.print("wrote " + ", ".join(str(p) for p in paths))
-    failed = sum(r["status"] != "ok" for r in rows)
+    failed = sum(r["status"] == "failed" for r in rows)
     if failed:
         con.print(f"tbdtrace: {failed} of {len(rows)} run(s) failed; see the error column")
         return 1

@@ -202,7 +202,17 @@ def read_steps_file(path: Path) -> dict[str, list]:  # type: ignore[type-arg]
     """The harness's JSON Lines records as ``steps`` table columns."""
     cols: dict[str, list] = {
         c: []
-        for c in ("step", "start_ns", "end_ns", "pid", "samples", "warmup", "loss", "source")  # type: ignore[type-arg]
+        for c in (  # type: ignore[type-arg]
+            "step",
+            "start_ns",
+            "end_ns",
+            "pid",
+            "rank",
+            "samples",
+            "warmup",
+            "loss",
+            "source",
+        )
     }
     if not path.exists():
         return cols
@@ -216,6 +226,7 @@ def read_steps_file(path: Path) -> dict[str, list]:  # type: ignore[type-arg]
                 int(r["start_ns"]),
                 int(r["end_ns"]),
                 r.get("pid"),
+                r.get("rank"),
                 r.get("samples"),
                 r.get("warmup"),
                 r.get("loss"),

@@ -15,6 +15,7 @@ from tbdtrace.errors import TraceError
 REPO = Path(__file__).resolve().parents[2]
 SIZES = ("tiny", "small", "paper")
 DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # as workloads/dimensions.py (tested alike)
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class BenchConfig:
     timeout_s: float = 3600.0  # a job running longer is stopped and reported as failed
     capture: str = "auto"  # auto | tbdtrace | steps (see tbdtrace.suite.capture)
     to_quality: bool = False  # train each job until its held-out quality target is met
+    nproc: tuple[int, ...] = (1,)  # data-parallel ranks per job, one job per count
+    precisions: tuple[str, ...] = ("fp32",)  # training precisions, one job per precision
+    compile: tuple[bool, ...] = (False,)  # compiled or not, one job per choice
 
 
 @dataclass(frozen=True)
@@ -43,12 +47,24 @@ class Job:
     module: str  # python -m target
     python: str  # interpreter path (absolute)
     batch_size: int | None  # None = the workload's default for the size
+    nproc: int = 1  # data-parallel ranks (--batch-size is per rank)
+    precision: str = "fp32"  # fp32 | tf32 | bf16 | fp16
+    compile: bool = False  # torch.compile / XLA / hybridize
 
     @property
     def name(self) -> str:
-        """``<model>-<framework>-b<batch>`` (``bdefault`` when the default is used)."""
+        """``<model>-<framework>-b<batch>`` (``bdefault`` when the default is used), then
+        ``-n<ranks>``, ``-<precision>``, ``-compiled`` where they differ from 1 rank, fp32
+        and not compiled."""
         b = "default" if self.batch_size is None else str(self.batch_size)
-        return f"{self.model}-{self.framework}-b{b}"
+        name = f"{self.model}-{self.framework}-b{b}"
+        if self.nproc != 1:
+            name += f"-n{self.nproc}"
+        if self.precision != "fp32":
+            name += f"-{self.precision}"
+        if self.compile:
+            name += "-compiled"
+        return name
 
 
 def registry() -> tuple:  # type: ignore[type-arg]
@@ -102,10 +118,43 @@ def make_jobs(cfg: BenchConfig) -> list[Job]:
         )
     batches: tuple[int | None, ...] = cfg.batch_sizes or (None,)
     return [
-        Job(w.model, w.framework, w.module, interpreter(w.python), b)
+        Job(w.model, w.framework, w.module, interpreter(w.python), b, n, prec, comp)
         for w in chosen
+        for prec in cfg.precisions
+        for comp in cfg.compile
         for b in batches
+        for n in cfg.nproc
     ]
+
+
+def resolved_device(cfg: BenchConfig) -> str:
+    """``cfg.device`` with ``auto`` decided as the PyTorch workloads decide it (cuda when
+    PyTorch sees a GPU); used to tell which precisions a run can have."""
+    if cfg.device != "auto":
+        return cfg.device
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def unsupported(job: Job, device: str) -> str | None:
+    """Why ``job`` cannot run (``workloads/dimensions.py``), or None."""
+    registry()  # puts the checkout on sys.path
+    from workloads import dimensions
+
+    why = dimensions.unsupported(
+        job.framework, job.model, job.nproc, job.precision, job.compile, device
+    )
+    if why is None and device == "cuda" and job.nproc > 1:
+        import torch
+
+        gpus = torch.cuda.device_count()
+        if job.nproc > gpus:
+            why = f"--nproc {job.nproc}: NCCL runs one rank per GPU and {gpus} GPU(s) are visible"
+    return why
 
 
 def workload_argv(job: Job, cfg: BenchConfig) -> list[str]:
@@ -127,4 +176,10 @@ def workload_argv(job: Job, cfg: BenchConfig) -> list[str]:
         argv += ["--batch-size", str(job.batch_size)]
     if cfg.to_quality:
         argv.append("--to-quality")
+    if job.nproc != 1:
+        argv += ["--nproc", str(job.nproc)]
+    if job.precision != "fp32":
+        argv += ["--precision", job.precision]
+    if job.compile:
+        argv.append("--compile")
     return argv

@@ -35,14 +35,29 @@ COLUMNS: tuple[RowColumn, ...] = (
     RowColumn("framework", "text", "pytorch, tensorflow or mxnet"),
     RowColumn("batch_size", "count", "samples per step as run (null: unknown)"),
     RowColumn("size", "text", "workload size: tiny, small or paper"),
-    RowColumn("status", "text", "ok or failed"),
+    RowColumn("nproc", "count", "data-parallel ranks of the run (batch_size is per rank)"),
+    RowColumn("precision", "text", "training precision: fp32, tf32, bf16 or fp16 (mixed)"),
+    RowColumn("compiled", "text", "yes: torch.compile / XLA / hybridize was asked for; no"),
+    RowColumn("status", "text", "ok, failed or unsupported (error says why)"),
     RowColumn("measured_steps", "count", "steps after warm-up with a duration"),
     RowColumn(
         "throughput_samples_per_s",
         "samples/s",
-        "median over measured steps of samples / step duration (TBD's throughput)",
+        "median over measured steps of samples / step duration (TBD's throughput); with "
+        "several ranks the sum of the ranks' medians",
     ),
-    RowColumn("step_time_ns", "ns", "median measured step duration"),
+    RowColumn(
+        "throughput_per_rank_samples_per_s",
+        "samples/s",
+        "throughput_samples_per_s / nproc",
+    ),
+    RowColumn(
+        "scaling_efficiency",
+        "ratio",
+        "throughput with nproc ranks / (nproc x throughput of the same run with one rank); "
+        "TBD's scaling figure (null without a one-rank row in the table)",
+    ),
+    RowColumn("step_time_ns", "ns", "median measured step duration (median over ranks)"),
     RowColumn(
         "utilization",
         "ratio",
@@ -96,6 +111,7 @@ class Steps:
     end_ns: np.ndarray
     samples: np.ndarray  # float, NaN where unknown
     losses: list[float | None]  # every step's loss, warm-up included
+    ranks: np.ndarray  # int64 rank of each measured step, -1 where the trace has none
 
     @property
     def window(self) -> tuple[int, int] | None:
@@ -112,7 +128,7 @@ def measured_steps(tr: Trace) -> Steps:
     source, which carries the samples, is preferred.
     """
     tbl = tr.table(
-        "steps", ["step", "start_ns", "end_ns", "samples", "warmup", "loss", "source"]
+        "steps", ["step", "start_ns", "end_ns", "samples", "warmup", "loss", "source", "rank"]
     ).to_pydict()
     rows = list(
         zip(
@@ -123,6 +139,7 @@ def measured_steps(tr: Trace) -> Steps:
             tbl["warmup"],
             tbl["loss"],
             tbl["source"],
+            tbl["rank"],
             strict=True,
         )
     )
@@ -136,6 +153,7 @@ def measured_steps(tr: Trace) -> Steps:
         np.array([r[2] for r in meas], dtype=np.int64),
         np.array([np.nan if r[3] is None else r[3] for r in meas], dtype=float),
         losses,
+        np.array([-1 if r[7] is None else r[7] for r in meas], dtype=np.int64),
     )
 
 
@@ -143,10 +161,43 @@ def throughput(steps: Steps) -> tuple[float | None, int | None]:
     """(median samples/s, median step ns) over measured steps; None when unknown."""
     if not steps.start_ns.size:
         return None, None
-    dur = steps.end_ns - steps.start_ns
-    rate = steps.samples / (dur / 1e9)
-    rate = rate[np.isfinite(rate)]
-    return (float(np.median(rate)) if rate.size else None), int(np.median(dur))
+    rates, durs = [], []
+    for r in np.unique(steps.ranks):  # each rank trains on its own batches
+        mine = steps.ranks == r
+        dur = steps.end_ns[mine] - steps.start_ns[mine]
+        rate = steps.samples[mine] / (dur / 1e9)
+        rate = rate[np.isfinite(rate)]
+        rates.append(float(np.median(rate)) if rate.size else None)
+        durs.append(float(np.median(dur)))
+    total = None if any(x is None for x in rates) else float(sum(rates))  # type: ignore[arg-type]
+    return total, int(np.median(durs))
+
+
+def add_scaling(rows: list[dict[str, Any]]) -> None:
+    """Fill ``throughput_per_rank_samples_per_s`` and ``scaling_efficiency`` in place: each
+    row against the one-rank row of the same run (model, framework, batch, size,
+    precision, compilation)."""
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(r.get(c) for c in SCALING_KEY)
+
+    one = {
+        key(r): r["throughput_samples_per_s"]
+        for r in rows
+        if r.get("nproc") == 1 and r.get("status") == "ok" and r.get("throughput_samples_per_s")
+    }
+    for r in rows:
+        rate, n = r.get("throughput_samples_per_s"), r.get("nproc")
+        if rate is None or not n:
+            continue
+        r["throughput_per_rank_samples_per_s"] = rate / n
+        base = one.get(key(r))
+        if base:
+            r["scaling_efficiency"] = rate / (n * base)
+
+
+# What makes two rows the same run at different rank counts.
+SCALING_KEY = ("model", "framework", "batch_size", "size", "precision", "compiled")
 
 
 def compute(tr: Trace) -> tuple[dict[str, Any], list[str]]:

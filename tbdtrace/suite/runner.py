@@ -9,7 +9,7 @@ from typing import Any
 
 from tbdtrace import trace
 from tbdtrace.errors import TraceError
-from tbdtrace.suite import capture, rows
+from tbdtrace.suite import capture, plan, rows
 from tbdtrace.suite.plan import BenchConfig, Job
 
 OnStart = Callable[[int, Job], None]
@@ -66,6 +66,27 @@ def quality_from_log(log: Path, job: Job) -> dict[str, Any]:
     }
 
 
+def _dimensions(job: Job) -> dict[str, Any]:
+    return {
+        "nproc": job.nproc,
+        "precision": job.precision,
+        "compiled": "yes" if job.compile else "no",
+    }
+
+
+def unsupported_row(job: Job, cfg: BenchConfig, why: str) -> dict[str, Any]:
+    """The row of a job that was not run because its settings are not supported."""
+    return rows.empty_row(
+        model=job.model,
+        framework=job.framework,
+        batch_size=job.batch_size,
+        size=cfg.size,
+        status="unsupported",
+        error=why,
+        **_dimensions(job),
+    )
+
+
 def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
     """Run one job under capture and return its table row (failed rows carry the error)."""
     paths = capture.Paths.for_job(Path(cfg.out_dir), job)
@@ -78,6 +99,7 @@ def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
         size=cfg.size,
         wall_ns=outcome.wall_ns,
         status="failed",
+        **_dimensions(job),
     )
     if row["batch_size"] is None:
         row["batch_size"] = _batch_from_log(paths.log, job)
@@ -114,12 +136,15 @@ def run_jobs(
 ) -> list[dict[str, Any]]:
     """Run every job (a failure does not stop the others); rows in job order."""
     mode = capture.resolve(cfg.capture)
+    device = plan.resolved_device(cfg)
     out: list[dict[str, Any]] = []
     for i, job in enumerate(jobs):
         if on_start:
             on_start(i, job)
-        row = run_job(job, cfg, mode)
+        why = plan.unsupported(job, device)
+        row = unsupported_row(job, cfg, why) if why else run_job(job, cfg, mode)
         out.append(row)
         if on_done:
             on_done(i, job, row)
+    rows.add_scaling(out)
     return out

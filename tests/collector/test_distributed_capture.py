@@ -67,6 +67,18 @@ def test_two_ranks_and_the_agent_is_none(torchrun: tbdtrace.Trace) -> None:
         assert set(ops[ops.pid == int(pid)]["rank"]) == {rank}
 
 
+def test_each_rank_measured_its_clock_against_rank_0(torchrun: tbdtrace.Trace) -> None:
+    # One machine, one clock: the true offset is 0, and rank 0's answer is read between
+    # the rank's t1 and t4, so the estimate is within half the round trip of it.
+    clocks = {
+        p["rank"]: p["clock"] for p in torchrun.meta["extra"]["parts"] if p.get("rank") is not None
+    }
+    assert clocks[0]["offset_ns"] == 0
+    c = clocks[1]
+    assert c["offset_ns"] is not None and "error" not in c, c
+    assert abs(c["offset_ns"]) <= c["error_bound_ns"]
+
+
 def test_each_rank_has_its_steps(torchrun: tbdtrace.Trace) -> None:
     st = torchrun.table("steps").to_pandas()
     st = st[st.source.astype(str) == "harness"]

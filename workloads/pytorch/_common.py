@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from workloads import harness, quality
+from workloads import dimensions, harness, quality
 
 FRAMEWORK = "pytorch"
 
@@ -54,6 +54,7 @@ def setup(args: harness.HarnessArgs) -> tuple[torch.device, torch.Generator]:
     joins the process group (gloo on CPU, NCCL on GPU, one GPU per local rank) and seeds the
     data with ``seed + rank`` (the model's initial weights are rank 0's: DDP broadcasts
     them). Wrap the model with :func:`distribute`."""
+    _check_precision(args)
     if args.nproc > 1 and "RANK" not in os.environ:
         _launch_ranks(args.nproc)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:
@@ -67,6 +68,24 @@ def setup(args: harness.HarnessArgs) -> tuple[torch.device, torch.Generator]:
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
         return device, seed_all(args.seed + dist.get_rank())
     return device_for(args), seed_all(args.seed)
+
+
+def _check_precision(args: harness.HarnessArgs) -> None:
+    """Refuse a GPU-only precision on the CPU (one line, exit 2); turn TF32 on or off."""
+    device = device_for(args)
+    why = dimensions.unsupported(FRAMEWORK, "", 1, args.precision, False, device.type)
+    if why:
+        print(f"workloads: {why}", file=sys.stderr)
+        raise SystemExit(2)
+    if device.type == "cuda":  # fp32 means fp32: PyTorch's own TF32 defaults vary
+        tf32 = args.precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+
+
+def autocast_dtype(args: harness.HarnessArgs) -> torch.dtype | None:
+    """The autocast dtype of ``--precision`` (bf16, fp16), None for fp32 and tf32."""
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision)
 
 
 def _launch_ranks(nproc: int) -> None:
@@ -89,7 +108,11 @@ def _launch_ranks(nproc: int) -> None:
         spec.name,
         *_without_nproc(sys.argv[1:]),
     ]
-    raise SystemExit(subprocess.run(cmd, check=False).returncode)
+    env = dict(os.environ)
+    # torch.distributed.run gives every rank one thread when OMP_NUM_THREADS is unset; a
+    # share of the cores each keeps N ranks on the cores one rank had (fair scaling).
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
+    raise SystemExit(subprocess.run(cmd, check=False, env=env).returncode)
 
 
 def _without_nproc(argv: list[str]) -> list[str]:
@@ -106,18 +129,24 @@ def _without_nproc(argv: list[str]) -> list[str]:
     return out
 
 
-def distribute(net: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+def distribute(
+    net: torch.nn.Module, device: torch.device, args: harness.HarnessArgs | None = None
+) -> torch.nn.Module:
     """``net`` as DistributedDataParallel when the process is a rank (``--nproc``), else
-    ``net`` itself."""
+    ``net`` itself; compiled with ``torch.compile`` when ``args.compile`` (after the DDP
+    wrap, as PyTorch's DDP documentation has it, so DDP's bucketing sees the compiled
+    graph's gradients)."""
     import torch.distributed as dist
 
-    if not (dist.is_available() and dist.is_initialized()):
-        return net
-    from torch.nn.parallel import DistributedDataParallel
+    if dist.is_available() and dist.is_initialized():
+        from torch.nn.parallel import DistributedDataParallel
 
-    return DistributedDataParallel(
-        net, device_ids=[device.index] if device.type == "cuda" else None
-    )
+        net = DistributedDataParallel(
+            net, device_ids=[device.index] if device.type == "cuda" else None
+        )
+    if args is not None and args.compile:
+        net = torch.compile(net)  # type: ignore[assignment]
+    return net
 
 
 def run(
@@ -132,6 +161,15 @@ def run(
     """Train through the harness; steps end after the device finishes their work.
     ``evaluate`` and ``target``: the held-out quality (see :func:`harness.train`)."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    dtype = autocast_dtype(args)
+    if dtype is not None:
+        plain = step_fn
+
+        def step_fn(i: int) -> float:
+            # Mixed precision: ops autocast lists run in ``dtype``, weights stay float32.
+            with torch.autocast(device.type, dtype=dtype):
+                return plain(i)
+
     return harness.train(model, FRAMEWORK, args, step_fn, sync, samples_per_step, evaluate, target)
 
 

@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
     cfg = CONFIGS[args.size]
     device, gen = _common.setup(args)
-    net = _common.distribute(DeepSpeech2(cfg).to(device), device)
+    net = _common.distribute(DeepSpeech2(cfg).to(device), device, args)
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=1e-5)
     ctc = nn.CTCLoss(blank=0, zero_infinity=True)
     templates = torch.rand(CHARS, cfg.freq_bins, generator=gen) * 2

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
     cfg = CONFIGS[args.size]
     device, gen = _common.setup(args)
-    net = _common.distribute(build_model(cfg).to(device), device)
+    net = _common.distribute(build_model(cfg).to(device), device, args)
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.SGD(params, lr=cfg.lr, momentum=0.9, weight_decay=1e-4)
     colours = torch.rand(cfg.classes, 3, generator=gen)

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
     cfg = CONFIGS[args.size]
     device, gen = _common.setup(args)
-    net = _common.distribute(build_model(cfg).to(device), device)
+    net = _common.distribute(build_model(cfg).to(device), device, args)
     opt = torch.optim.RMSprop(
         net.parameters(), lr=cfg.lr, alpha=0.9, momentum=0.9, eps=1.0, weight_decay=4e-5
     )

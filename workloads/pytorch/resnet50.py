@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
     cfg = CONFIGS[args.size]
     device, gen = _common.setup(args)
-    net = _common.distribute(build_model(cfg).to(device), device)
+    net = _common.distribute(build_model(cfg).to(device), device, args)
     opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.9, weight_decay=1e-4)
     loss_fn = torch.nn.CrossEntropyLoss()
     templates = _common.class_templates(cfg.classes, 3, cfg.image_px, gen)

@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
     cfg = CONFIGS[args.size]
     device, gen = _common.setup(args)
-    net = _common.distribute(Seq2Seq(cfg).to(device), device)
+    net = _common.distribute(Seq2Seq(cfg).to(device), device, args)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     loss_fn = nn.CrossEntropyLoss(ignore_index=0)
     vocab = min(cfg.src_vocab, cfg.tgt_vocab)

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(MODEL, _common.FRAMEWORK, BATCH, argv)
     cfg = CONFIGS[args.size]
     device, gen = _common.setup(args)
-    net = _common.distribute(TransformerNMT(cfg).to(device), device)
+    net = _common.distribute(TransformerNMT(cfg).to(device), device, args)
     opt = torch.optim.Adam(net.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from workloads import harness, quality
+from workloads import dimensions, harness, quality
 from workloads.tensorflow import synthetic
 
 FRAMEWORK = "tensorflow"
@@ -40,8 +40,21 @@ def setup(args: harness.HarnessArgs) -> tuple[str, np.random.Generator]:
     """Device name and a NumPy generator for the synthetic data; seeds Keras/TF."""
     import keras
 
+    device = device_for(args)
+    kind = "cuda" if device.startswith("/GPU") else "cpu"
+    why = dimensions.unsupported(FRAMEWORK, "", 1, args.precision, False, kind)
+    if why:
+        print(f"workloads: {why}", file=sys.stderr)
+        raise SystemExit(2)
     keras.utils.set_random_seed(args.seed)
-    return device_for(args), np.random.default_rng(args.seed + 1)
+    # Models are built after setup, so they take the global policy: bf16 is Keras mixed
+    # precision (variables float32, computation bfloat16).
+    keras.mixed_precision.set_global_policy(
+        "mixed_bfloat16" if args.precision == "bf16" else "float32"
+    )
+    if kind == "cuda":
+        tf.config.experimental.enable_tensor_float_32_execution(args.precision == "tf32")
+    return device, np.random.default_rng(args.seed + 1)
 
 
 def run(
