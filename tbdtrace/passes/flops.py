@@ -39,6 +39,7 @@ from tbdtrace.passes import flop_formulas as ff
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes._op_flops import op_counts, tf32_allowed
 from tbdtrace.passes.attribution import on_threads, thread_groups
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.device_peaks import device_props
 from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.passes.interval_ops import covered_in_merged
@@ -107,13 +108,16 @@ class Window:
         return int((self.ends - self.starts).sum())
 
 
+WINDOWS: Entry[pa.Table] = Entry("flops.windows", "the steps pass's windows, per config")
+
+
 def measured_window(
     trace: Trace, rank: int, keys: list[int], config: steps_pass.StepsConfig | None = None
 ) -> Window:
     """The window of ``rank`` (-1 for traces without ranks): the union of its measured
     steps (all steps minus warm-up), else the span of the kernels of its devices ``keys``.
     The one place the FLOP figures take their window from."""
-    win = trace.memo(("flops_windows", config), lambda: steps_pass.windows(trace, config))
+    win = PassCache.of(trace).get(WINDOWS, lambda: steps_pass.windows(trace, config), config)
     sel = int_column(win, "rank") == rank
     if sel.any():
         ms, me = intervals.merge(int_column(win, "start_ns")[sel], int_column(win, "end_ns")[sel])
@@ -323,10 +327,13 @@ _TF32_SOURCE = {
 }
 
 
+OP_PRECISIONS: Entry[I64] = Entry("flops.op_precisions", "per ops row, its precision index")
+
+
 def op_precisions(trace: Trace) -> I64:
     """Per ops row, the precision index (``op_counts``'s, with fp32 ops that launched a
     TF32 kernel, by its name, as tf32); computed once per trace."""
-    return trace.memo(("op_flop_precisions",), lambda: _op_precisions(trace))
+    return PassCache.of(trace).get(OP_PRECISIONS, lambda: _op_precisions(trace))
 
 
 def _op_precisions(trace: Trace) -> I64:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from tbdtrace.arrow_ints import int_values
 from tbdtrace.passes import categories, kernels, shared_arrays
 from tbdtrace.passes.attribution import attribute
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import group_sum, row_codes
 from tbdtrace.trace import Trace
 
@@ -94,6 +95,12 @@ def by_kernel(trace: Trace) -> pa.Table:
     return out
 
 
+LAUNCH_CODES: Entry[tuple[np.ndarray, Any]] = Entry(
+    "hotspots.launch_codes",
+    "per kernel row, its packed launch configuration and the label function",
+)
+
+
 def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
     """Per kernel row, a launch-configuration code (-1 without grid/block) and a function
     from code to its "grid=(x,y,z) block=(x,y,z)" label.
@@ -141,7 +148,7 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
         packed[~known] = -1
         return packed, _label_of(bits, [])
 
-    return trace.memo(("launch_codes",), compute)
+    return PassCache.of(trace).get(LAUNCH_CODES, compute)
 
 
 def _label_of(bits: list[int], _: list[Any]) -> Any:

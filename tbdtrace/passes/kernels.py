@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.passes import shared_arrays
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.trace import Trace
 
 SCHEMA = pa.schema(
@@ -26,6 +27,9 @@ SCHEMA = pa.schema(
 )
 
 
+STATS: Entry[pa.Table] = Entry("kernels.stats", "the kernels pass's table")
+
+
 def run(trace: Trace, config: Any = None) -> pa.Table:
     """One row per kernel name, sorted by total_ns descending (ties by name).
 
@@ -38,7 +42,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
         codes, labels = shared_arrays.codes(trace, "kernels", "name")
         return stats(codes, labels, shared_arrays.durations(trace, "kernels"))
 
-    return trace.memo(("kernels",), compute)
+    return PassCache.of(trace).get(STATS, compute)
 
 
 # Above this many distinct names, one sort of packed (name, duration) keys beats a

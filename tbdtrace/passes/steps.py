@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.trace import Trace
 
 
@@ -47,6 +48,9 @@ SCHEMA = pa.schema(
 )
 
 
+STEPS_TABLE: Entry[pa.Table] = Entry("steps.table", "the trace's steps, one row per step")
+
+
 def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
     """One row per step, ordered by (rank, start).
 
@@ -55,7 +59,7 @@ def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
     step); warmup (the effective flag after the config default); source.
     """
     cfg = config or StepsConfig()
-    t = trace.memo(("steps_table",), lambda: _steps_table(trace))
+    t = PassCache.of(trace).get(STEPS_TABLE, lambda: _steps_table(trace))
     if t.num_rows == 0:
         return SCHEMA.empty_table()
     rank = int_column(t, "rank")

@@ -19,8 +19,11 @@ import pyarrow as pa
 
 from tbdtrace import intervals
 from tbdtrace.passes import shared_arrays
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace
+
+SUMMARY: Entry[pa.Table] = Entry("summary.table", "the summary pass's table")
 
 
 def run(trace: Trace, config: Any = None) -> pa.Table:
@@ -30,7 +33,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     memcpy_bytes, memset_count, span_ns, busy_ns, compute_busy_ns (ns), utilization,
     compute_utilization (ratio 0..1; null when the span is 0).
     """
-    return trace.memo(("summary", config), lambda: _run(trace))
+    return PassCache.of(trace).get(SUMMARY, lambda: _run(trace), config)
 
 
 def _run(trace: Trace) -> pa.Table:
