@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes import _kernel_names, kernels, shared_arrays
+from tbdtrace.passes import _kernel_names, kernels, outputs, shared_arrays
 from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import dict_codes
 from tbdtrace.trace import Trace
@@ -59,16 +59,7 @@ OTHER = CAT_INDEX["other"]
 BY_NONE, BY_NAME, BY_OP = 0, 1, 2
 SOURCES = ("none", "name", "op")
 
-SCHEMA = pa.schema(
-    [
-        ("category", pa.string()),
-        ("count", pa.int64()),
-        ("total_ns", pa.int64()),
-        ("share", pa.float64()),
-        ("by_op_ns", pa.int64()),
-        ("by_name_ns", pa.int64()),
-    ]
-)
+SCHEMA = outputs.CATEGORIES.arrow_schema()  # declared in passes/outputs.py
 
 
 class Rule:

@@ -17,20 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace import intervals
+from tbdtrace.passes import outputs
 from tbdtrace.trace import Trace
 
 _NULL = -(2**62)  # stands for a null rank/pid/tid while grouping
-_SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("pid", pa.int32()),
-        ("tid", pa.int64()),
-        ("op_count", pa.int64()),
-        ("span_ns", pa.int64()),
-        ("busy_ns", pa.int64()),
-        ("busy_ratio", pa.float64()),
-    ]
-)
+_SCHEMA = outputs.CPU_ACTIVITY.arrow_schema()  # declared in passes/outputs.py
 
 
 def run(trace: Trace, config: Any = None) -> pa.Table:

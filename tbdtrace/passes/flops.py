@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from tbdtrace import intervals
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import _peaks, categories, shared_arrays
+from tbdtrace.passes import _peaks, categories, outputs, shared_arrays
 from tbdtrace.passes import flop_formulas as ff
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes._op_flops import op_counts, tf32_allowed
@@ -65,34 +65,7 @@ class FlopsConfig:
     coverage_threshold: float = COVERAGE_THRESHOLD
 
 
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("devices", pa.string()),
-        ("precision", pa.string()),
-        ("window_ns", pa.int64()),
-        ("window_source", pa.string()),
-        ("busy_ns", pa.int64()),
-        ("flops", pa.int64()),
-        ("hardware_flops", pa.int64()),
-        ("framework_flops", pa.int64()),
-        ("analytic_flops", pa.int64()),
-        ("flops_source", pa.string()),
-        ("achieved_flops_per_s_wall", pa.float64()),
-        ("achieved_flops_per_s_busy", pa.float64()),
-        ("peak_flops_per_s", pa.float64()),
-        ("peak_source", pa.string()),
-        ("efficiency_wall", pa.float64()),
-        ("efficiency_busy", pa.float64()),
-        ("flop_kernel_ns", pa.int64()),
-        ("counted_kernel_ns", pa.int64()),
-        ("coverage", pa.float64()),
-        ("samples", pa.int64()),
-        ("model_flops_per_sample", pa.float64()),
-        ("model_flops_source", pa.string()),
-        ("mfu", pa.float64()),
-    ]
-)
+SCHEMA = outputs.FLOPS.arrow_schema()  # declared in passes/outputs.py
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace import intervals
+from tbdtrace.passes import outputs
 from tbdtrace.passes.categories import CAT_INDEX, kernel_codes
 from tbdtrace.trace import Trace
 
@@ -258,7 +259,7 @@ def collective_stats(c: dict[str, Any]) -> dict[str, Any]:
 
 def run(trace: Trace, config: RanksConfig | None = None) -> pa.Table:
     """The per-rank table (:func:`per_rank`) as Arrow."""
-    return pa.Table.from_pylist(per_rank(trace))
+    return pa.Table.from_pylist(per_rank(trace), schema=outputs.RANKS.arrow_schema())
 
 
 def steps(trace: Trace, config: RanksConfig) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import outputs
 from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.trace import Trace
 
@@ -33,19 +34,7 @@ class StepsConfig:
     warmup_steps: int = 0
 
 
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("step", pa.int64()),
-        ("start_ns", pa.int64()),
-        ("end_ns", pa.int64()),
-        ("duration_ns", pa.int64()),
-        ("samples", pa.int64()),
-        ("throughput_per_s", pa.float64()),
-        ("warmup", pa.bool_()),
-        ("source", pa.string()),
-    ]
-)
+SCHEMA = outputs.STEPS.arrow_schema()  # declared in passes/outputs.py
 
 
 STEPS_TABLE: Entry[pa.Table] = Entry("steps.table", "the trace's steps, one row per step")

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace import intervals
-from tbdtrace.passes import shared_arrays
+from tbdtrace.passes import outputs, shared_arrays
 from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace
@@ -76,23 +76,7 @@ def _length(m: tuple[np.ndarray, np.ndarray]) -> int:
     return int((m[1] - m[0]).sum())
 
 
-_SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("device_type", pa.string()),
-        ("device_id", pa.int32()),
-        ("kernel_count", pa.int64()),
-        ("kernel_time_ns", pa.int64()),
-        ("memcpy_count", pa.int64()),
-        ("memcpy_bytes", pa.int64()),
-        ("memset_count", pa.int64()),
-        ("span_ns", pa.int64()),
-        ("busy_ns", pa.int64()),
-        ("compute_busy_ns", pa.int64()),
-        ("utilization", pa.float64()),
-        ("compute_utilization", pa.float64()),
-    ]
-)
+_SCHEMA = outputs.SUMMARY.arrow_schema()  # declared in passes/outputs.py
 
 
 def summarize(devices: pa.Table) -> dict[str, Any]:
