@@ -119,6 +119,12 @@ class Trace:
         _pandas_gate.open_()
         return self.table(name, columns).to_pandas()
 
+    def analyze(self, window: Any = None) -> Any:
+        """Every analysis of this trace: :func:`tbdtrace.analyze` (a ``TraceAnalysis``)."""
+        from tbdtrace.analysis import analyze
+
+        return analyze(self, window)
+
     def num_rows(self, name: str) -> int:
         if name not in self._rows:
             f = self._file(name)
