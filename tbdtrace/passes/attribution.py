@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.passes import shared_arrays
 from tbdtrace.passes.cache import Entry, PassCache
-from tbdtrace.passes.interval_ops import innermost
+from tbdtrace.passes.intervals import innermost
 from tbdtrace.passes.joins import NULL_ID, join_pairs
 from tbdtrace.trace import Trace
 

@@ -32,9 +32,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace import intervals
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import _peaks, categories, outputs, shared_arrays
+from tbdtrace.passes import _peaks, categories, intervals, outputs, shared_arrays
 from tbdtrace.passes import flop_formulas as ff
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes._op_flops import op_counts, tf32_allowed
@@ -42,7 +41,7 @@ from tbdtrace.passes.attribution import on_threads, thread_groups
 from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.device_peaks import device_props
 from tbdtrace.passes.grouping import decode_device_key
-from tbdtrace.passes.interval_ops import covered_in_merged
+from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]

@@ -21,7 +21,7 @@ from tbdtrace.passes import outputs, shared_arrays
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes.device_peaks import device_props, gpu_fp32_peak
 from tbdtrace.passes.grouping import decode_device_key
-from tbdtrace.passes.interval_ops import covered_in_merged
+from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
 
 SCHEMA = outputs.FP32.arrow_schema()  # declared in passes/outputs.py

@@ -29,11 +29,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace import intervals
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import outputs, shared_arrays
+from tbdtrace.passes import intervals, outputs, shared_arrays
 from tbdtrace.passes.grouping import decode_device_key
-from tbdtrace.passes.interval_ops import covered_in_merged
+from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
 
 

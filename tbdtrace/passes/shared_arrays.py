@@ -16,8 +16,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace import intervals
 from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import intervals
 from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import device_keys, dict_codes
 from tbdtrace.passes.joins import NULL_ID, join_pairs, join_sorted
@@ -220,9 +220,9 @@ def merged(trace: Trace, key: int, what: str) -> tuple[I64, I64]:
 
 
 def merged_with_cum(trace: Trace, key: int, what: str) -> tuple[I64, I64, I64]:
-    """``merged(trace, key, what)`` and its ``interval_ops.cumulative`` lengths, the
+    """``merged(trace, key, what)`` and its ``intervals.cumulative`` lengths, the
     three arguments of ``covered_in_merged`` for repeated window queries."""
-    from tbdtrace.passes.interval_ops import cumulative
+    from tbdtrace.passes.intervals import cumulative
 
     def compute() -> tuple[I64, I64, I64]:
         ms, me = merged(trace, key, what)

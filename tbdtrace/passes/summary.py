@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace import intervals
-from tbdtrace.passes import outputs, shared_arrays
+from tbdtrace.passes import intervals, outputs, shared_arrays
 from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace

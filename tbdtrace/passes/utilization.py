@@ -16,12 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace import intervals
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import outputs, shared_arrays
+from tbdtrace.passes import intervals, outputs, shared_arrays
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes.grouping import decode_device_key
-from tbdtrace.passes.interval_ops import covered_in_merged
+from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
 
 SCHEMA = outputs.UTILIZATION.arrow_schema()  # declared in passes/outputs.py
