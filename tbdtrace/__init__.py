@@ -4,6 +4,7 @@ Public API:
     open(path) -> Trace           read a trace directory (tbdtrace.trace)
     write(path, tables, meta)     write one
     capture(out_dir, ...)         context manager: capture the code inside (tbdtrace.collector)
+    analyze(trace) -> TraceAnalysis  every analysis of a trace as methods (tbdtrace.analysis)
     passes.<name>.run(trace)      analysis passes
 """
 
@@ -14,11 +15,12 @@ from typing import TYPE_CHECKING
 from tbdtrace.errors import TraceError
 
 if TYPE_CHECKING:
+    from tbdtrace.analysis import TraceAnalysis, analyze
     from tbdtrace.trace import Trace, open, write  # noqa: A004 - documented API name
 
 __version__ = "0.1.0"
 
-__all__ = ["Trace", "TraceError", "open", "write", "__version__"]
+__all__ = ["Trace", "TraceAnalysis", "TraceError", "analyze", "open", "write", "__version__"]
 
 
 def __getattr__(name: str) -> object:
@@ -28,6 +30,10 @@ def __getattr__(name: str) -> object:
         from tbdtrace import trace
 
         return getattr(trace, name)
+    if name in ("analyze", "TraceAnalysis"):
+        from tbdtrace import analysis
+
+        return getattr(analysis, name)
     # capture pulls in the native module and framework backends.
     if name in ("capture", "start", "stop"):
         from tbdtrace import collector

@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,9 @@ class Trace:
     """A trace directory opened for reading.
 
     Columns are read on first use (older versions decoded: ``tablefile``) and kept, one copy
-    per column, so passes that share a column share its memory. ``memo`` keeps values
-    derived from the tables (device keys, sort orders, merged intervals) for the passes
-    that run on the same trace.
+    per column, so passes that share a column share its memory. ``pass_cache`` holds the
+    values the passes derive from the tables (device keys, merged intervals, ...): it is
+    owned by :class:`tbdtrace.passes.cache.PassCache`, the one code that reads it.
     """
 
     def __init__(self, path: Path, meta: dict[str, Any]):
@@ -47,7 +47,7 @@ class Trace:
         self.meta = meta
         self._columns: dict[tuple[str, str], pa.Array] = {}
         self._rows: dict[str, int] = {}
-        self._memo: dict[Any, Any] = {}
+        self.pass_cache: object = None  # tbdtrace.passes.cache.PassCache, made on first use
 
     def __repr__(self) -> str:
         return f"Trace({str(self.path)!r}, source={self.meta.get('source')!r})"
@@ -119,20 +119,17 @@ class Trace:
         _pandas_gate.open_()
         return self.table(name, columns).to_pandas()
 
+    def analyze(self, window: Any = None) -> Any:
+        """Every analysis of this trace: :func:`tbdtrace.analyze` (a ``TraceAnalysis``)."""
+        from tbdtrace.analysis import analyze
+
+        return analyze(self, window)
+
     def num_rows(self, name: str) -> int:
         if name not in self._rows:
             f = self._file(name)
             self._rows[name] = 0 if f is None else tablefile.num_rows(f)
         return self._rows[name]
-
-    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """``compute()`` once per trace and ``key``; later calls return the same value.
-
-        For values derived from the (immutable) tables that several passes need.
-        """
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
 
     def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
         """Read ``cols`` of ``decl`` (one pass over the file)."""
@@ -377,7 +374,7 @@ def _full_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 class MemoryTrace(Trace):
     """A trace held in memory, e.g. an import analyzed without writing it: the same
-    reads, caches and memo as a trace directory. ``path`` names where it came from."""
+    reads, caches and pass cache as a trace directory. ``path`` names where it came from."""
 
     def __init__(self, path: Path, meta: dict[str, Any], tables: dict[str, pa.Table]):
         super().__init__(path, meta)

@@ -8,8 +8,6 @@ import sys
 
 from tbdtrace.commands import _window
 from tbdtrace.commands._open import begin_open
-from tbdtrace.report.fmt import clip
-from tbdtrace.report.textui import Console, Table
 
 BY = ("kernel", "op", "category")  # tbdtrace.passes.hotspots.BY, without loading the pass
 
@@ -39,66 +37,14 @@ def _run(args: argparse.Namespace) -> int:
     if spec is None:
         return 2
     pending = begin_open(args.trace)  # a profiler file parses while the passes load
-    from tbdtrace.passes import hotspots, window
-    from tbdtrace.report.build import table_records
-    from tbdtrace.report.fmt import fmt_ns
+    from tbdtrace.report import hotspots_view
 
-    tr = pending.trace()
-    win = window.resolve(tr, spec)
-    rows = table_records(
-        hotspots.run(window.view(tr, win), hotspots.HotspotsConfig(args.top, args.by))
-    )
+    doc = hotspots_view.document(pending.trace(), spec, args.top, args.by)
     if args.format == "json":
-        json.dump({"window": win.to_json(), "rows": rows}, sys.stdout, indent=2)
+        json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return 0
-    if args.format == "csv":
-        from tbdtrace.report import csvout, tabular
-
-        csvout.write(tabular.tables("hotspots", rows)[0], sys.stdout)
-        return 0
-    con = Console(width=None if sys.stdout.isatty() else 200)
-    if not rows:
-        con.print(f"{args.trace}: no kernels in this trace.")
-        return 0
-    name_col = {"kernel": "name", "op": "op", "category": "category"}[args.by]
-    pooled = f", {len(win.ranks)} ranks pooled" if len(win.ranks) > 1 else ""
-    title = f"Hotspots by {args.by} (top {len(rows)}, {win.label()}{pooled})"
-    t = Table(title=title, title_justify="left")
-    extra = {
-        "kernel": ("Instances", "Category", "Grid x block", "Op", "Marker"),
-        "op": ("Kernels", "Distinct", "Top kernel"),
-        "category": ("Count",),
-    }[args.by]
-    for c in ("Time %", "Total", *extra, name_col.capitalize()):
-        t.add_column(
-            c,
-            justify="right"
-            if c in ("Time %", "Total", "Instances", "Kernels", "Distinct", "Count")
-            else "left",
-            no_wrap=True,
-        )
-    for r in rows:
-        t.add_row(
-            f"{100 * r['share']:.1f}",
-            fmt_ns(r["total_ns"]),
-            *_extra(args.by, r),
-            clip(r[name_col], 48 if args.by == "kernel" else 70),
-        )
-    con.print(t)
+    elif args.format == "csv":
+        hotspots_view.write_csv(doc, sys.stdout)
+    else:
+        hotspots_view.render_text(doc, args.by, args.trace)
     return 0
-
-
-def _extra(by: str, r: dict) -> list[str]:  # type: ignore[type-arg]
-    if by == "kernel":
-        launch = (r["launch"] or "-").replace("grid=", "").replace(" block=", "x")
-        return [
-            f"{r['count']:,}",
-            r["category"],
-            launch,
-            clip(r["op"], 24),
-            clip(r["marker"], 24),
-        ]
-    if by == "op":
-        return [f"{r['kernel_count']:,}", str(r["distinct_kernels"]), clip(r["top_kernel"], 50)]
-    return [f"{r['count']:,}"]

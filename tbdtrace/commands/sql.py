@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
-from typing import Any
 
 from tbdtrace.commands import _perrank
 from tbdtrace.commands._open import open_or_import
 from tbdtrace.passes import sql
-from tbdtrace.report.build import table_records
-from tbdtrace.report.textui import Console, Table
+from tbdtrace.report import sql_view
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -90,25 +87,11 @@ def _print(res: Any, args: argparse.Namespace, out: Any) -> int:
         sql_output.write(res, out)
         print(f"wrote {out} ({res.num_rows} rows)", file=sys.stderr)
         return 0
-    rows = table_records(res)
     if args.format == "json":
-        json.dump(rows, sys.stdout, indent=2, default=str)
+        json.dump(sql_view.records(res), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "csv":
-        write_csv(sys.stdout, res.column_names, rows)
+        sql_view.write_csv(sys.stdout, res.column_names, sql_view.records(res))
     else:
-        con = Console(width=None if sys.stdout.isatty() else 160)
-        t = Table(title=f"{len(rows)} row{'s' if len(rows) != 1 else ''}", title_justify="left")
-        for c in res.column_names:
-            t.add_column(c, no_wrap=True)
-        for r in rows:
-            t.add_row(*["NULL" if r[c] is None else str(r[c]) for c in res.column_names])
-        con.print(t)
+        sql_view.render_text(res)
     return 0
-
-
-def write_csv(f: Any, columns: list[str], rows: list[dict[str, Any]]) -> None:
-    w = csv.writer(f)
-    w.writerow(columns)
-    for r in rows:
-        w.writerow(["" if r[c] is None else r[c] for c in columns])

@@ -58,10 +58,9 @@ def write(table: pa.Table, out: Path) -> None:
             with os.fdopen(fd, "wb") as fb:
                 pq.write_table(table, fb)
         else:
-            from tbdtrace.commands.sql import write_csv
-            from tbdtrace.report.build import table_records
+            from tbdtrace.report.sql_view import records, write_csv
 
-            rows = table_records(table)
+            rows = records(table)
             with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
                 if fmt == "json":
                     json.dump(rows, f, indent=2, default=str)

@@ -21,6 +21,7 @@ from tbdtrace.arrow_ints import int_column
 from tbdtrace.passes import flop_formulas as ff
 from tbdtrace.passes import shared_arrays
 from tbdtrace.passes.attribution import on_threads, thread_groups
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import dict_codes
 from tbdtrace.trace import Trace
 
@@ -39,9 +40,12 @@ class OpCounts:
     counted: npt.NDArray[np.bool_]
 
 
+OP_COUNTS: Entry[OpCounts] = Entry("op_flops.counts", "FLOPs of every ops row")
+
+
 def op_counts(trace: Trace) -> OpCounts:
     """FLOPs of every ops row (computed once per trace)."""
-    return trace.memo(("op_flop_counts",), lambda: _op_counts(trace))
+    return PassCache.of(trace).get(OP_COUNTS, lambda: _op_counts(trace))
 
 
 _OPS_COLS = ("name", "input_shapes", "input_dtypes", "concrete_inputs")

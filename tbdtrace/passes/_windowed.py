@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from tbdtrace import schema
 from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes.cache import PassCache
 from tbdtrace.tablefile import combine as _combine
 from tbdtrace.trace import Trace
 
@@ -105,10 +106,8 @@ class WindowedTrace(Trace):
         keep = (own >= rlo) & (own < rhi)
         if keep.all() and self.kept_rows("runtime") is None:
             return keep
-        had = set(self.base._memo)
-        t = w.row_times(self.base, name)
-        for k in set(self.base._memo) - had:
-            del self.base._memo[k]
+        with PassCache.of(self.base).scratch():
+            t = w.row_times(self.base, name)
         return (t >= rlo) & (t < rhi)
 
     def _selected_steps(self) -> npt.NDArray[np.bool_]:

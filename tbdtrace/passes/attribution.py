@@ -27,7 +27,8 @@ import pyarrow.compute as pc
 
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.passes import shared_arrays
-from tbdtrace.passes.interval_ops import innermost
+from tbdtrace.passes.cache import Entry, PassCache
+from tbdtrace.passes.intervals import innermost
 from tbdtrace.passes.joins import NULL_ID, join_pairs
 from tbdtrace.trace import Trace
 
@@ -70,13 +71,19 @@ def thread_groups(pid: I64, tid: I64) -> Groups:
     return {k: order[bounds[c] : bounds[c + 1]] for c, k in enumerate(keys)}
 
 
+THREAD_GROUPS: Entry[Groups] = Entry(
+    "attribution.thread_groups", "rows of a range table (ops, markers) per (pid, tid)"
+)
+
+
 def range_groups(trace: Trace, table: str) -> Groups:
     """:func:`thread_groups` of a range table (ops, markers), once per trace."""
-    return trace.memo(
-        ("thread_groups", table),
+    return PassCache.of(trace).get(
+        THREAD_GROUPS,
         lambda: thread_groups(
             shared_arrays.ints(trace, table, "pid"), shared_arrays.ints(trace, table, "tid")
         ),
+        table,
     )
 
 
@@ -100,10 +107,15 @@ def on_threads(trace: Trace, table: str, keep: np.ndarray, queries: Groups, q_t:
     return out
 
 
+ATTRIBUTION: Entry[Attribution] = Entry(
+    "attribution.attribute", "every kernel's op, module and marker"
+)
+
+
 def attribute(trace: Trace) -> Attribution:
     """Attribute every kernel of ``trace`` to ops, modules and markers (computed once
     per trace)."""
-    return trace.memo(("attribution",), lambda: _attribute(trace))
+    return PassCache.of(trace).get(ATTRIBUTION, lambda: _attribute(trace))
 
 
 def _attribute(trace: Trace) -> Attribution:

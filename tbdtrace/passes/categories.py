@@ -33,7 +33,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes import _kernel_names, kernels, shared_arrays
+from tbdtrace.passes import _kernel_names, kernels, outputs, shared_arrays
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import dict_codes
 from tbdtrace.trace import Trace
 
@@ -58,16 +59,7 @@ OTHER = CAT_INDEX["other"]
 BY_NONE, BY_NAME, BY_OP = 0, 1, 2
 SOURCES = ("none", "name", "op")
 
-SCHEMA = pa.schema(
-    [
-        ("category", pa.string()),
-        ("count", pa.int64()),
-        ("total_ns", pa.int64()),
-        ("share", pa.float64()),
-        ("by_op_ns", pa.int64()),
-        ("by_name_ns", pa.int64()),
-    ]
-)
+SCHEMA = outputs.CATEGORIES.arrow_schema()  # declared in passes/outputs.py
 
 
 class Rule:
@@ -210,10 +202,15 @@ def kernel_categories(tbl: pa.Table) -> npt.NDArray[np.int64]:
     return _lut(labels)[0].astype(np.int64)[codes] if codes.size else np.zeros(0, np.int64)
 
 
+KERNEL_CODES: Entry[KernelCategories] = Entry(
+    "categories.kernel_codes", "category and its source of every kernel row"
+)
+
+
 def kernel_codes(trace: Trace) -> KernelCategories:
     """Category of every kernel row of ``trace`` (the rule of the module docstring),
     computed once per trace. Other passes use it to split kernel time by category."""
-    return trace.memo(("kernel_categories",), lambda: _kernel_codes(trace))
+    return PassCache.of(trace).get(KERNEL_CODES, lambda: _kernel_codes(trace))
 
 
 def _kernel_codes(trace: Trace) -> KernelCategories:
@@ -229,6 +226,11 @@ def _kernel_codes(trace: Trace) -> KernelCategories:
         np.where(use_op, BY_OP, name_src[codes]).astype(np.int8),
         bool(use_op.any()),
     )
+
+
+OP_PATH: Entry[npt.NDArray[np.int8] | None] = Entry(
+    "categories.op_path", "per kernel row, the op table's category of its launching op"
+)
 
 
 def _op_path(trace: Trace) -> npt.NDArray[np.int8] | None:
@@ -247,7 +249,7 @@ def _op_path(trace: Trace) -> npt.NDArray[np.int8] | None:
             return None  # the names that do not decide label no row
         return _op_categories(trace)
 
-    return trace.memo(("kernel_categories_op",), compute)
+    return PassCache.of(trace).get(OP_PATH, compute)
 
 
 def _op_categories(trace: Trace) -> npt.NDArray[np.int8] | None:

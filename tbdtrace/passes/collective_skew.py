@@ -22,23 +22,12 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import categories, shared_arrays
+from tbdtrace.passes import categories, outputs, shared_arrays
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace
 
-SCHEMA = pa.schema(
-    [
-        ("name", pa.string()),
-        ("step", pa.int64()),
-        ("occurrence", pa.int64()),
-        ("ranks", pa.int64()),
-        ("first_start_ns", pa.int64()),
-        ("last_start_ns", pa.int64()),
-        ("skew_ns", pa.int64()),
-        ("last_rank", pa.int32()),
-    ]
-)
+SCHEMA = outputs.COLLECTIVE_SKEW.arrow_schema()  # declared in passes/outputs.py
 
 
 def run(trace: Trace, config: Any = None) -> pa.Table:

@@ -14,23 +14,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from tbdtrace import intervals
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import intervals, outputs
 from tbdtrace.trace import Trace
 
 _NULL = -(2**62)  # stands for a null rank/pid/tid while grouping
-_SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("pid", pa.int32()),
-        ("tid", pa.int64()),
-        ("op_count", pa.int64()),
-        ("span_ns", pa.int64()),
-        ("busy_ns", pa.int64()),
-        ("busy_ratio", pa.float64()),
-    ]
-)
+_SCHEMA = outputs.CPU_ACTIVITY.arrow_schema()  # declared in passes/outputs.py
 
 
 def run(trace: Trace, config: Any = None) -> pa.Table:
@@ -43,12 +33,8 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     if ops.num_rows == 0:
         return _SCHEMA.empty_table()
     # Nulls become a value no real id takes, so they group together.
-    fill = {
-        c: pc.fill_null(ops[c].cast(pa.int64()), _NULL).to_numpy().astype(np.int64)
-        for c in ("rank", "pid", "tid")
-    }
-    start = ops["start_ns"].to_numpy(zero_copy_only=False).astype(np.int64)
-    end = ops["end_ns"].to_numpy(zero_copy_only=False).astype(np.int64)
+    fill = {c: int_column(ops, c, _NULL) for c in ("rank", "pid", "tid")}
+    start, end = int_column(ops, "start_ns"), int_column(ops, "end_ns")
     stacked = np.stack([fill["rank"], fill["pid"], fill["tid"]], axis=1)
     groups, inverse = np.unique(stacked, axis=0, return_inverse=True)
     rows: dict[str, list[Any]] = {n: [] for n in _SCHEMA.names}

@@ -10,34 +10,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.passes import categories, kernels, steps, summary, utilization
+from tbdtrace.passes import categories, kernels, outputs, steps, summary, utilization
 from tbdtrace.trace import Trace
 
-KERNEL_SCHEMA = pa.schema(
-    [
-        ("name", pa.string()),
-        ("category", pa.string()),
-        ("a_count", pa.int64()),
-        ("b_count", pa.int64()),
-        ("a_total_ns", pa.int64()),
-        ("b_total_ns", pa.int64()),
-        ("delta_ns", pa.int64()),
-        ("ratio", pa.float64()),
-        ("a_share", pa.float64()),
-        ("b_share", pa.float64()),
-    ]
-)
-CATEGORY_SCHEMA = pa.schema(
-    [
-        ("category", pa.string()),
-        ("a_total_ns", pa.int64()),
-        ("b_total_ns", pa.int64()),
-        ("delta_ns", pa.int64()),
-        ("ratio", pa.float64()),
-        ("a_share", pa.float64()),
-        ("b_share", pa.float64()),
-    ]
-)
+KERNEL_SCHEMA = outputs.DIFF_KERNELS.arrow_schema()  # declared in passes/outputs.py
+CATEGORY_SCHEMA = outputs.DIFF_CATEGORIES.arrow_schema()  # declared in passes/outputs.py
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:

@@ -32,16 +32,16 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace import intervals
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import _peaks, categories, shared_arrays
+from tbdtrace.passes import _peaks, categories, intervals, outputs, shared_arrays
 from tbdtrace.passes import flop_formulas as ff
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes._op_flops import op_counts, tf32_allowed
 from tbdtrace.passes.attribution import on_threads, thread_groups
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.device_peaks import device_props
 from tbdtrace.passes.grouping import decode_device_key
-from tbdtrace.passes.interval_ops import covered_in_merged
+from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -64,34 +64,7 @@ class FlopsConfig:
     coverage_threshold: float = COVERAGE_THRESHOLD
 
 
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("devices", pa.string()),
-        ("precision", pa.string()),
-        ("window_ns", pa.int64()),
-        ("window_source", pa.string()),
-        ("busy_ns", pa.int64()),
-        ("flops", pa.int64()),
-        ("hardware_flops", pa.int64()),
-        ("framework_flops", pa.int64()),
-        ("analytic_flops", pa.int64()),
-        ("flops_source", pa.string()),
-        ("achieved_flops_per_s_wall", pa.float64()),
-        ("achieved_flops_per_s_busy", pa.float64()),
-        ("peak_flops_per_s", pa.float64()),
-        ("peak_source", pa.string()),
-        ("efficiency_wall", pa.float64()),
-        ("efficiency_busy", pa.float64()),
-        ("flop_kernel_ns", pa.int64()),
-        ("counted_kernel_ns", pa.int64()),
-        ("coverage", pa.float64()),
-        ("samples", pa.int64()),
-        ("model_flops_per_sample", pa.float64()),
-        ("model_flops_source", pa.string()),
-        ("mfu", pa.float64()),
-    ]
-)
+SCHEMA = outputs.FLOPS.arrow_schema()  # declared in passes/outputs.py
 
 
 @dataclass(frozen=True)
@@ -107,13 +80,16 @@ class Window:
         return int((self.ends - self.starts).sum())
 
 
+WINDOWS: Entry[pa.Table] = Entry("flops.windows", "the steps pass's windows, per config")
+
+
 def measured_window(
     trace: Trace, rank: int, keys: list[int], config: steps_pass.StepsConfig | None = None
 ) -> Window:
     """The window of ``rank`` (-1 for traces without ranks): the union of its measured
     steps (all steps minus warm-up), else the span of the kernels of its devices ``keys``.
     The one place the FLOP figures take their window from."""
-    win = trace.memo(("flops_windows", config), lambda: steps_pass.windows(trace, config))
+    win = PassCache.of(trace).get(WINDOWS, lambda: steps_pass.windows(trace, config), config)
     sel = int_column(win, "rank") == rank
     if sel.any():
         ms, me = intervals.merge(int_column(win, "start_ns")[sel], int_column(win, "end_ns")[sel])
@@ -323,10 +299,13 @@ _TF32_SOURCE = {
 }
 
 
+OP_PRECISIONS: Entry[I64] = Entry("flops.op_precisions", "per ops row, its precision index")
+
+
 def op_precisions(trace: Trace) -> I64:
     """Per ops row, the precision index (``op_counts``'s, with fp32 ops that launched a
     TF32 kernel, by its name, as tf32); computed once per trace."""
-    return trace.memo(("op_flop_precisions",), lambda: _op_precisions(trace))
+    return PassCache.of(trace).get(OP_PRECISIONS, lambda: _op_precisions(trace))
 
 
 def _op_precisions(trace: Trace) -> I64:

@@ -17,29 +17,14 @@ from typing import Any
 import pyarrow as pa
 
 from tbdtrace.passes import flops as flops_mod
-from tbdtrace.passes import shared_arrays
+from tbdtrace.passes import outputs, shared_arrays
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes.device_peaks import device_props, gpu_fp32_peak
 from tbdtrace.passes.grouping import decode_device_key
-from tbdtrace.passes.interval_ops import covered_in_merged
+from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
 
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("devices", pa.string()),
-        ("window_ns", pa.int64()),
-        ("busy_ns", pa.int64()),
-        ("flops", pa.int64()),
-        ("flops_source", pa.string()),
-        ("achieved_flops_per_s_wall", pa.float64()),
-        ("achieved_flops_per_s_busy", pa.float64()),
-        ("peak_flops_per_s", pa.float64()),
-        ("peak_source", pa.string()),
-        ("efficiency_wall", pa.float64()),
-        ("efficiency_busy", pa.float64()),
-    ]
-)
+SCHEMA = outputs.FP32.arrow_schema()  # declared in passes/outputs.py
 
 # SIMD FP32 lanes by the widest vector extension in /proc/cpuinfo flags.
 _SIMD = (("avx512f", 16), ("avx2", 8), ("avx", 8), ("asimd", 4), ("neon", 4), ("sse2", 4))

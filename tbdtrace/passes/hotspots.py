@@ -14,8 +14,9 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.arrow_ints import int_values
-from tbdtrace.passes import categories, kernels, shared_arrays
+from tbdtrace.passes import categories, kernels, outputs, shared_arrays
 from tbdtrace.passes.attribution import attribute
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import group_sum, row_codes
 from tbdtrace.trace import Trace
 
@@ -57,7 +58,7 @@ def kernels_and_ops(trace: Trace, top: int | None = 20) -> tuple[pa.Table, pa.Ta
 def by_kernel(trace: Trace) -> pa.Table:
     base = kernels.run(trace)
     if base.num_rows == 0:
-        return base.append_column("category", pa.array([], pa.string()))
+        return outputs.HOTSPOTS_KERNEL.empty_table()
     att = attribute(trace)
     name, labels = shared_arrays.codes(trace, "kernels", "name")
     dur = shared_arrays.durations(trace, "kernels")
@@ -92,6 +93,12 @@ def by_kernel(trace: Trace) -> pa.Table:
         if col == "op":
             out = out.append_column("op_share", pa.array([g[1] for g in got], pa.float64()))
     return out
+
+
+LAUNCH_CODES: Entry[tuple[np.ndarray, Any]] = Entry(
+    "hotspots.launch_codes",
+    "per kernel row, its packed launch configuration and the label function",
+)
 
 
 def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
@@ -141,7 +148,7 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
         packed[~known] = -1
         return packed, _label_of(bits, [])
 
-    return trace.memo(("launch_codes",), compute)
+    return PassCache.of(trace).get(LAUNCH_CODES, compute)
 
 
 def _label_of(bits: list[int], _: list[Any]) -> Any:
@@ -184,17 +191,7 @@ def _dominant(
 
 
 def by_op(trace: Trace) -> pa.Table:
-    schema = pa.schema(
-        [
-            ("op", pa.string()),
-            ("kernel_count", pa.int64()),
-            ("distinct_kernels", pa.int64()),
-            ("total_ns", pa.int64()),
-            ("mean_ns", pa.float64()),
-            ("share", pa.float64()),
-            ("top_kernel", pa.string()),
-        ]
-    )
+    schema = outputs.HOTSPOTS_OP.arrow_schema()
     if trace.num_rows("kernels") == 0:
         return schema.empty_table()
     att = attribute(trace)

@@ -29,11 +29,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace import intervals
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import shared_arrays
+from tbdtrace.passes import intervals, outputs, shared_arrays
 from tbdtrace.passes.grouping import decode_device_key
-from tbdtrace.passes.interval_ops import covered_in_merged
+from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
 
 
@@ -44,25 +43,7 @@ class IdleConfig:
 
 
 _STATS = ("mean", "p50", "p90", "p99", "max")
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("device_type", pa.string()),
-        ("device_id", pa.int32()),
-        ("span_ns", pa.int64()),
-        ("busy_ns", pa.int64()),
-        ("idle_ns", pa.int64()),
-        ("host_bound_ns", pa.int64()),
-        ("queued_ns", pa.int64()),
-        ("sync_wait_ns", pa.int64()),
-        ("gap_count", pa.int64()),
-        ("queued_gap_max_ns", pa.int64()),
-        ("launch_count", pa.int64()),
-        *[(f"launch_latency_{s}_ns", pa.float64()) for s in _STATS],
-        ("short_kernel_count", pa.int64()),
-        ("short_kernel_ns", pa.int64()),
-    ]
-)
+SCHEMA = outputs.IDLE.arrow_schema()  # declared in passes/outputs.py
 
 
 def run(trace: Trace, config: IdleConfig | None = None) -> pa.Table:

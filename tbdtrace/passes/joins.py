@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tbdtrace import intervals
+from tbdtrace.passes import intervals
 
 I64 = npt.NDArray[np.int64]
 NULL_ID = -(1 << 62)  # fill for null ids: never equal to a real id

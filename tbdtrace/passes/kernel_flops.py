@@ -16,25 +16,12 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.passes import flop_formulas as ff
-from tbdtrace.passes import flops, shared_arrays
+from tbdtrace.passes import flops, outputs, shared_arrays
 from tbdtrace.passes._op_flops import op_counts
 from tbdtrace.passes.device_peaks import device_props
 from tbdtrace.trace import Trace
 
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("name", pa.string()),
-        ("precision", pa.string()),
-        ("kernels", pa.int64()),
-        ("flops", pa.int64()),
-        ("total_ns", pa.int64()),
-        ("achieved_flops_per_s", pa.float64()),
-        ("peak_flops_per_s", pa.float64()),
-        ("efficiency", pa.float64()),
-        ("source", pa.string()),
-    ]
-)
+SCHEMA = outputs.KERNEL_FLOPS.arrow_schema()  # declared in passes/outputs.py
 
 
 def run(trace: Trace, config: flops.FlopsConfig | None = None) -> pa.Table:

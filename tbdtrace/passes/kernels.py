@@ -8,22 +8,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace.passes import shared_arrays
+from tbdtrace.passes import outputs, shared_arrays
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.trace import Trace
 
-SCHEMA = pa.schema(
-    [
-        ("name", pa.string()),
-        ("count", pa.int64()),
-        ("total_ns", pa.int64()),
-        ("mean_ns", pa.float64()),
-        ("median_ns", pa.float64()),
-        ("min_ns", pa.int64()),
-        ("max_ns", pa.int64()),
-        ("std_ns", pa.float64()),
-        ("share", pa.float64()),
-    ]
-)
+SCHEMA = outputs.KERNELS.arrow_schema()  # declared in passes/outputs.py
+
+
+STATS: Entry[pa.Table] = Entry("kernels.stats", "the kernels pass's table")
 
 
 def run(trace: Trace, config: Any = None) -> pa.Table:
@@ -38,7 +30,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
         codes, labels = shared_arrays.codes(trace, "kernels", "name")
         return stats(codes, labels, shared_arrays.durations(trace, "kernels"))
 
-    return trace.memo(("kernels",), compute)
+    return PassCache.of(trace).get(STATS, compute)
 
 
 # Above this many distinct names, one sort of packed (name, duration) keys beats a

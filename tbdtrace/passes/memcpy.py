@@ -14,25 +14,12 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import outputs
 from tbdtrace.passes.device_peaks import device_props, dram_bandwidth
 from tbdtrace.passes.grouping import decode_device_key, device_keys, dict_codes, row_codes
 from tbdtrace.trace import Trace
 
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("device_type", pa.string()),
-        ("device_id", pa.int32()),
-        ("copy_kind", pa.string()),
-        ("count", pa.int64()),
-        ("bytes", pa.int64()),
-        ("total_ns", pa.int64()),
-        ("bandwidth_bytes_per_s", pa.float64()),
-        ("peak_bytes_per_s", pa.float64()),
-        ("peak_fraction", pa.float64()),
-        ("peak_source", pa.string()),
-    ]
-)
+SCHEMA = outputs.MEMCPY.arrow_schema()  # declared in passes/outputs.py
 
 
 def run(trace: Trace, config: Any = None) -> pa.Table:

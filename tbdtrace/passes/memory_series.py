@@ -22,25 +22,14 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import memory
+from tbdtrace.passes import memory, outputs
 from tbdtrace.passes.grouping import dict_codes, row_codes
 from tbdtrace.schema import MEMORY_CATEGORIES
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 CATEGORY_COLUMNS = memory.CATEGORY_COLUMNS
-SCHEMA = pa.schema(
-    [
-        ("level", pa.string()),
-        ("source", pa.string()),
-        ("device_type", pa.string()),
-        ("device_id", pa.int32()),
-        ("rank", pa.int32()),
-        ("ts_ns", pa.int64()),
-        *((c, pa.int64()) for c in CATEGORY_COLUMNS),
-        ("total_bytes", pa.int64()),
-    ]
-)
+SCHEMA = outputs.MEMORY_SERIES.arrow_schema()  # declared in passes/outputs.py
 
 
 @dataclass(frozen=True)

@@ -17,21 +17,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.passes import shared_arrays, window
+from tbdtrace.passes import outputs, shared_arrays, window
 from tbdtrace.trace import Trace
 
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("phase", pa.string()),
-        ("start_ns", pa.int64()),
-        ("end_ns", pa.int64()),
-        ("wall_ns", pa.int64()),
-        ("step_count", pa.int64()),
-        ("kernel_count", pa.int64()),
-        ("kernel_time_ns", pa.int64()),
-    ]
-)
+SCHEMA = outputs.PHASES.arrow_schema()  # declared in passes/outputs.py
 _ACTIVITY = ("kernels", "memcpy", "memset", "runtime", "ops", "markers")
 
 

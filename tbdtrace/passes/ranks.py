@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace import intervals
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import intervals, outputs
 from tbdtrace.passes.categories import CAT_INDEX, kernel_codes
 from tbdtrace.trace import Trace
 
@@ -47,7 +48,7 @@ class RanksConfig:
 def _np(tbl: pa.Table, col: str, fill: int = -1) -> np.ndarray:
     if col not in tbl.column_names:
         return np.full(tbl.num_rows, fill, np.int64)
-    return tbl.column(col).fill_null(fill).to_numpy().astype(np.int64)
+    return int_column(tbl, col, fill)
 
 
 def _ranks_of(trace: Trace, table: str) -> np.ndarray:
@@ -280,7 +281,7 @@ def collective_stats(c: dict[str, Any]) -> dict[str, Any]:
 
 def run(trace: Trace, config: RanksConfig | None = None) -> pa.Table:
     """The per-rank table (:func:`per_rank`) as Arrow."""
-    return pa.Table.from_pylist(per_rank(trace))
+    return pa.Table.from_pylist(per_rank(trace), schema=outputs.RANKS.arrow_schema())
 
 
 def steps(trace: Trace, config: RanksConfig) -> list[dict[str, Any]]:

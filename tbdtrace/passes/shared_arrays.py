@@ -1,4 +1,4 @@
-"""Arrays several passes need, computed once per opened trace (``Trace.memo``).
+"""Arrays several passes need, computed once per opened trace (``passes/cache.py``).
 
 A report runs a dozen passes over the same rows. At 10M kernels, converting a column,
 splitting rows by device, matching kernels to their runtime calls or merging busy
@@ -16,8 +16,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace import intervals
 from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import intervals
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import device_keys, dict_codes
 from tbdtrace.passes.joins import NULL_ID, join_pairs, join_sorted
 from tbdtrace.trace import Trace
@@ -26,6 +27,38 @@ I64 = npt.NDArray[np.int64]
 Rows = slice | I64  # all rows (slice(None)) or row indices in file order
 EVENT_TABLES = ("kernels", "memcpy", "memset")
 _DEVICE_COLS = ["device_id", "device_type", "rank"]
+
+
+# What this module keeps per trace (arguments after the entry: the key within it).
+INTS: Entry[I64] = Entry("shared_arrays.ints", "(table, column, fill): a column as int64")
+CODES: Entry[tuple[I64, list[str | None]]] = Entry(
+    "shared_arrays.codes", "(table, column): a string column as codes and labels"
+)
+DURATIONS: Entry[I64] = Entry("shared_arrays.durations", "(table,): end_ns - start_ns per row")
+DEVICE_ROWS: Entry[list[tuple[int, Rows]]] = Entry(
+    "shared_arrays.device_rows", "(table,): each device's rows"
+)
+SPANS: Entry[tuple[I64, I64]] = Entry(
+    "shared_arrays.spans", "(table, device key): start_ns and end_ns of the device's rows"
+)
+DEVICE_SPAN: Entry[tuple[int, int] | None] = Entry(
+    "shared_arrays.device_span", "(device key,): first start and last end of its work"
+)
+MERGED: Entry[tuple[I64, I64]] = Entry(
+    "shared_arrays.merged", "(device key, what): merged busy intervals"
+)
+MERGED_CUM: Entry[tuple[I64, I64, I64]] = Entry(
+    "shared_arrays.merged_cum", "(device key, what): merged intervals and cumulative lengths"
+)
+MERGED_FIRST: Entry[tuple[I64, I64, I64]] = Entry(
+    "shared_arrays.merged_first", "(device key,): merged kernel intervals and opening rows"
+)
+RUNTIME_MATCH: Entry[I64] = Entry(
+    "shared_arrays.runtime_match", "(table,): per row, the index of its runtime call"
+)
+LAUNCH_TIMES: Entry[I64] = Entry(
+    "shared_arrays.launch_times", "(table, column): per row, its runtime call's time"
+)
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -38,11 +71,15 @@ def ints(trace: Trace, table: str, column: str, fill: int = -1, keep: bool = Tru
 
     ``keep=False`` for a column read once to derive something that is itself kept (ids
     for a join, launch sizes): neither the column nor this array stays in memory."""
-    if not keep and ("ints", table, column, fill) not in trace._memo:
+    cache = PassCache.of(trace)
+    if not keep and not cache.contains(INTS, table, column, fill):
         return _ro(int_column(trace.table(table, [column], cache=False), column, fill))
-    return trace.memo(
-        ("ints", table, column, fill),
+    return cache.get(
+        INTS,
         lambda: _ro(int_column(trace.table(table, [column]), column, fill)),
+        table,
+        column,
+        fill,
     )
 
 
@@ -62,13 +99,15 @@ def codes(trace: Trace, table: str, column: str) -> tuple[I64, list[str | None]]
         c, labels = dict_codes(trace.table(table, [column]), column)
         return _ro(c), labels
 
-    return trace.memo(("codes", table, column), compute)
+    return PassCache.of(trace).get(CODES, compute, table, column)
 
 
 def durations(trace: Trace, table: str) -> I64:
     """end_ns - start_ns of every row."""
-    return trace.memo(
-        ("dur", table), lambda: _ro(ints(trace, table, "end_ns") - ints(trace, table, "start_ns"))
+    return PassCache.of(trace).get(
+        DURATIONS,
+        lambda: _ro(ints(trace, table, "end_ns") - ints(trace, table, "start_ns")),
+        table,
     )
 
 
@@ -93,7 +132,7 @@ def device_rows(trace: Trace, table: str) -> list[tuple[int, Rows]]:
         bounds = [0, *cut.tolist(), sk.size]
         return [(int(sk[a]), _ro(order[a:b])) for a, b in zip(bounds, bounds[1:], strict=False)]
 
-    return trace.memo(("device_rows", table), compute)
+    return PassCache.of(trace).get(DEVICE_ROWS, compute, table)
 
 
 def _constant(col: pa.ChunkedArray | pa.Array) -> bool:
@@ -134,7 +173,7 @@ def spans(trace: Trace, table: str, key: int) -> tuple[I64, I64]:
             return s, e
         return _ro(s[rows]), _ro(e[rows])
 
-    return trace.memo(("spans", table, key), compute)
+    return PassCache.of(trace).get(SPANS, compute, table, key)
 
 
 def device_span(trace: Trace, key: int) -> tuple[int, int] | None:
@@ -154,7 +193,7 @@ def device_span(trace: Trace, key: int) -> tuple[int, int] | None:
             return None
         return int(min(s.min() for s, _ in parts)), int(max(e.max() for _, e in parts))
 
-    return trace.memo(("device_span", key), compute)
+    return PassCache.of(trace).get(DEVICE_SPAN, compute, key)
 
 
 def merged(trace: Trace, key: int, what: str) -> tuple[I64, I64]:
@@ -177,13 +216,13 @@ def merged(trace: Trace, key: int, what: str) -> tuple[I64, I64]:
             raise ValueError(f"what must be kernels, memops or all, not {what!r}")
         return _ro(ms), _ro(me)
 
-    return trace.memo(("merged", key, what), compute)
+    return PassCache.of(trace).get(MERGED, compute, key, what)
 
 
 def merged_with_cum(trace: Trace, key: int, what: str) -> tuple[I64, I64, I64]:
-    """``merged(trace, key, what)`` and its ``interval_ops.cumulative`` lengths, the
+    """``merged(trace, key, what)`` and its ``intervals.cumulative`` lengths, the
     three arguments of ``covered_in_merged`` for repeated window queries."""
-    from tbdtrace.passes.interval_ops import cumulative
+    from tbdtrace.passes.intervals import cumulative
 
     def compute() -> tuple[I64, I64, I64]:
         ms, me = merged(trace, key, what)
@@ -191,7 +230,7 @@ def merged_with_cum(trace: Trace, key: int, what: str) -> tuple[I64, I64, I64]:
             return merged_with_cum(trace, key, "kernels")  # no memops: the same set
         return ms, me, _ro(cumulative(ms, me))
 
-    return trace.memo(("merged_cum", key, what), compute)
+    return PassCache.of(trace).get(MERGED_CUM, compute, key, what)
 
 
 def merged_kernels_first(trace: Trace, key: int) -> tuple[I64, I64, I64]:
@@ -202,7 +241,7 @@ def merged_kernels_first(trace: Trace, key: int) -> tuple[I64, I64, I64]:
         ms, me, first = intervals.merge_first(*spans(trace, "kernels", key))
         return _ro(ms), _ro(me), _ro(first)
 
-    return trace.memo(("merged_first", key), compute)
+    return PassCache.of(trace).get(MERGED_FIRST, compute, key)
 
 
 def runtime_match(trace: Trace, table: str) -> I64:
@@ -227,7 +266,7 @@ def runtime_match(trace: Trace, table: str) -> I64:
             )
         )
 
-    return trace.memo(("runtime_match", table), compute)
+    return PassCache.of(trace).get(RUNTIME_MATCH, compute, table)
 
 
 def launch_times(trace: Trace, table: str, column: str = "start_ns", keep: bool = True) -> I64:
@@ -244,9 +283,10 @@ def launch_times(trace: Trace, table: str, column: str = "start_ns", keep: bool 
             return _ro(r[m])
         return _ro(np.where(hit, r[np.where(hit, m, 0)], -1))
 
-    if not keep and ("launch_times", table, column) not in trace._memo:
+    cache = PassCache.of(trace)
+    if not keep and not cache.contains(LAUNCH_TIMES, table, column):
         return compute()
-    return trace.memo(("launch_times", table, column), compute)
+    return cache.get(LAUNCH_TIMES, compute, table, column)
 
 
 def label_mask(trace: Trace, table: str, column: str, pred: Any) -> npt.NDArray[np.bool_]:

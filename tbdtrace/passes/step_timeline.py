@@ -15,23 +15,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import categories, shared_arrays
+from tbdtrace.passes import categories, outputs, shared_arrays
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace
 
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("device_type", pa.string()),
-        ("device_id", pa.int32()),
-        ("stream_id", pa.int64()),
-        ("kind", pa.string()),
-        ("category", pa.string()),
-        ("offset_ns", pa.int64()),
-        ("duration_ns", pa.int64()),
-    ]
-)
+SCHEMA = outputs.STEP_TIMELINE.arrow_schema()  # declared in passes/outputs.py
 
 
 @dataclass(frozen=True)

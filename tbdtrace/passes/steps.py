@@ -23,6 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes import outputs
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.trace import Trace
 
 
@@ -32,19 +34,10 @@ class StepsConfig:
     warmup_steps: int = 0
 
 
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("step", pa.int64()),
-        ("start_ns", pa.int64()),
-        ("end_ns", pa.int64()),
-        ("duration_ns", pa.int64()),
-        ("samples", pa.int64()),
-        ("throughput_per_s", pa.float64()),
-        ("warmup", pa.bool_()),
-        ("source", pa.string()),
-    ]
-)
+SCHEMA = outputs.STEPS.arrow_schema()  # declared in passes/outputs.py
+
+
+STEPS_TABLE: Entry[pa.Table] = Entry("steps.table", "the trace's steps, one row per step")
 
 
 def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
@@ -55,7 +48,7 @@ def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
     step); warmup (the effective flag after the config default); source.
     """
     cfg = config or StepsConfig()
-    t = trace.memo(("steps_table",), lambda: _steps_table(trace))
+    t = PassCache.of(trace).get(STEPS_TABLE, lambda: _steps_table(trace))
     if t.num_rows == 0:
         return SCHEMA.empty_table()
     rank = int_column(t, "rank")

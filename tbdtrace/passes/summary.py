@@ -17,10 +17,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace import intervals
-from tbdtrace.passes import shared_arrays
+from tbdtrace.passes import intervals, outputs, shared_arrays
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.trace import Trace
+
+SUMMARY: Entry[pa.Table] = Entry("summary.table", "the summary pass's table")
 
 
 def run(trace: Trace, config: Any = None) -> pa.Table:
@@ -30,7 +32,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     memcpy_bytes, memset_count, span_ns, busy_ns, compute_busy_ns (ns), utilization,
     compute_utilization (ratio 0..1; null when the span is 0).
     """
-    return trace.memo(("summary", config), lambda: _run(trace))
+    return PassCache.of(trace).get(SUMMARY, lambda: _run(trace), config)
 
 
 def _run(trace: Trace) -> pa.Table:
@@ -73,23 +75,7 @@ def _length(m: tuple[np.ndarray, np.ndarray]) -> int:
     return int((m[1] - m[0]).sum())
 
 
-_SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("device_type", pa.string()),
-        ("device_id", pa.int32()),
-        ("kernel_count", pa.int64()),
-        ("kernel_time_ns", pa.int64()),
-        ("memcpy_count", pa.int64()),
-        ("memcpy_bytes", pa.int64()),
-        ("memset_count", pa.int64()),
-        ("span_ns", pa.int64()),
-        ("busy_ns", pa.int64()),
-        ("compute_busy_ns", pa.int64()),
-        ("utilization", pa.float64()),
-        ("compute_utilization", pa.float64()),
-    ]
-)
+_SCHEMA = outputs.SUMMARY.arrow_schema()  # declared in passes/outputs.py
 
 
 def summarize(devices: pa.Table) -> dict[str, Any]:

@@ -16,31 +16,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace import intervals
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import shared_arrays
+from tbdtrace.passes import intervals, outputs, shared_arrays
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes.grouping import decode_device_key
-from tbdtrace.passes.interval_ops import covered_in_merged
+from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
 
-SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("device_type", pa.string()),
-        ("device_id", pa.int32()),
-        ("step", pa.int64()),
-        ("start_ns", pa.int64()),
-        ("end_ns", pa.int64()),
-        ("window_ns", pa.int64()),
-        ("compute_busy_ns", pa.int64()),
-        ("memory_busy_ns", pa.int64()),
-        ("busy_ns", pa.int64()),
-        ("compute_utilization", pa.float64()),
-        ("memory_utilization", pa.float64()),
-        ("utilization", pa.float64()),
-    ]
-)
+SCHEMA = outputs.UTILIZATION.arrow_schema()  # declared in passes/outputs.py
 
 
 def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:

@@ -7,7 +7,6 @@ from typing import Any
 from tbdtrace.report.section_api import (  # noqa: F401 - re-exported for section modules
     ReportOptions,
     Section,
-    section,
     table_records,
     titled,
 )

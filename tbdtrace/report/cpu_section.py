@@ -6,7 +6,7 @@ from typing import Any
 
 from tbdtrace.passes import cpu_activity, summary
 from tbdtrace.report.fmt import fmt_ns, fmt_pct
-from tbdtrace.report.section_api import ReportOptions, section, table_records
+from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
@@ -51,9 +51,12 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     con.print(t)
 
 
-@section("cpu_activity", _render)
 def cpu_activity_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     return {
         "device_activity": summary.run(trace).num_rows > 0,
         "threads": table_records(cpu_activity.run(trace)),
     }
+
+
+# The sections this module declares; tbdtrace.report.contents lists them in report order.
+CPU_ACTIVITY = Section("cpu_activity", cpu_activity_section, _render)

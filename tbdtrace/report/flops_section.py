@@ -7,7 +7,7 @@ from typing import Any
 
 from tbdtrace.passes import flops, kernel_flops
 from tbdtrace.report.fmt import clip, fmt_ns, fmt_pct
-from tbdtrace.report.section_api import ReportOptions, section, table_records
+from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
@@ -115,7 +115,6 @@ def _render_kernels(con: Console, rows: list[dict[str, Any]], opts: ReportOption
     con.print(t)
 
 
-@section("flops", _render)
 def flops_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     cfg = flops.FlopsConfig(model_flops_per_sample=opts.model_flops_per_sample)
     kt = kernel_flops.run(trace, cfg)
@@ -140,3 +139,7 @@ def flops_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
         "rows": table_records(rows),
         "note": note,
     }
+
+
+# The sections this module declares; tbdtrace.report.contents lists them in report order.
+FLOPS = Section("flops", flops_section, _render)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 
 def fmt_ns(ns: float | int | None) -> str:
     if ns is None:
@@ -29,8 +31,26 @@ def fmt_pct(r: float | None) -> str:
     return "-" if r is None else f"{100 * r:.1f}%"
 
 
+def cell_len(s: str) -> int:
+    """Terminal columns of ``s`` (wide East Asian characters take two)."""
+    if s.isascii():
+        return len(s)
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
+
+
 def clip(s: str | None, n: int, blank: str = "-") -> str:
-    """``s`` cut to ``n`` characters, ending in "…" when cut; None or "" -> ``blank``.
-    (For console columns, where a wide character takes two, see ``textui.clip``.)"""
+    """``s`` cut to ``n`` columns, ending in "…" when cut; None or "" -> ``blank``.
+
+    The one text clip of the reports (text tables, titles, HTML, plot labels). Columns as
+    a terminal counts them: a wide East Asian character takes two."""
     s = s or blank
-    return s if len(s) <= n else s[: n - 1] + "…"
+    if cell_len(s) <= n:
+        return s
+    out, used = [], 0
+    for ch in s:
+        w = cell_len(ch)
+        if used + w > n - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…"

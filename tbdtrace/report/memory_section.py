@@ -6,7 +6,7 @@ from typing import Any
 
 from tbdtrace.passes import memory
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns
-from tbdtrace.report.section_api import ReportOptions, section
+from tbdtrace.report.section_api import ReportOptions, Section
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.schema import MEMORY_CATEGORIES
 from tbdtrace.trace import Trace
@@ -108,7 +108,10 @@ def _first_ts(data: dict[str, Any]) -> int | None:
     return data.get("first_ts_ns")
 
 
-@section("memory", _render)
 def memory_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     """The memory pass summary (see :func:`tbdtrace.passes.memory.summarize`)."""
     return memory.summarize(trace)
+
+
+# The sections this module declares; tbdtrace.report.contents lists them in report order.
+MEMORY = Section("memory", memory_section, _render, whole_trace=True)

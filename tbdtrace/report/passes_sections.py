@@ -16,7 +16,7 @@ from tbdtrace.passes import (
     utilization,
 )
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
-from tbdtrace.report.section_api import ReportOptions, section, table_records, titled
+from tbdtrace.report.section_api import ReportOptions, Section, table_records, titled
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
@@ -69,7 +69,6 @@ def _steps_line(con: Console, s: dict[str, Any], opts: ReportOptions) -> None:
     )
 
 
-@section("steps", _render_steps)
 def steps_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     tbl = steps.run(trace)
     rows = tbl if opts.top_json is None else tbl.slice(0, opts.top_json)
@@ -107,7 +106,6 @@ def _render_util(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
         )
 
 
-@section("utilization", _render_util)
 def utilization_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     return {"devices": table_records(utilization.run(trace)), "cpu": utilization.cpu(trace)}
 
@@ -127,7 +125,6 @@ def _render_categories(con: Console, data: list[dict[str, Any]], opts: ReportOpt
     con.print(t)
 
 
-@section("categories", _render_categories)
 def categories_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(categories.run(trace))
 
@@ -153,7 +150,6 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
     con.print(t)
 
 
-@section("hotspots", _render_hotspots)
 def hotspots_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     kt, ot = hotspots.kernels_and_ops(trace, opts.top_json)
     return {"kernels": table_records(kt), "ops": table_records(ot)}
@@ -191,7 +187,6 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
     con.print(t)
 
 
-@section("idle", _render_idle)
 def idle_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     tbl = idle.run(trace)
     rank = [-1 if r is None else r for r in tbl.column("rank").to_pylist()]
@@ -227,7 +222,6 @@ def _render_memcpy(con: Console, data: list[dict[str, Any]], opts: ReportOptions
     con.print(t)
 
 
-@section("memcpy", _render_memcpy)
 def memcpy_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(memcpy.run(trace))
 
@@ -253,6 +247,15 @@ def _render_fp32(con: Console, data: list[dict[str, Any]], opts: ReportOptions) 
         )
 
 
-@section("fp32", _render_fp32)
 def fp32_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(fp32.run(trace))
+
+
+# The sections this module declares; tbdtrace.report.contents lists them in report order.
+STEPS = Section("steps", steps_section, _render_steps)
+UTILIZATION = Section("utilization", utilization_section, _render_util)
+CATEGORIES = Section("categories", categories_section, _render_categories)
+HOTSPOTS = Section("hotspots", hotspots_section, _render_hotspots)
+IDLE = Section("idle", idle_section, _render_idle)
+MEMCPY = Section("memcpy", memcpy_section, _render_memcpy)
+FP32 = Section("fp32", fp32_section, _render_fp32)

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from tbdtrace.passes import ranks
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
-from tbdtrace.report.section_api import ReportOptions, section, titled
+from tbdtrace.report.section_api import ReportOptions, Section, titled
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
@@ -130,7 +130,6 @@ def _render_collectives(con: Console, c: dict[str, Any] | None) -> None:
     con.print(t)
 
 
-@section("ranks", _render)
 def ranks_section(trace: Trace, opts: ReportOptions) -> dict[str, Any] | None:
     """Null for a trace with fewer than two ranks."""
     rows = ranks.per_rank(trace)
@@ -163,3 +162,7 @@ def from_parts(
         "steps": ranks.stragglers(step_rows, cfg),
         "collectives": ranks.collectives(matched, cfg),
     }
+
+
+# The sections this module declares; tbdtrace.report.contents lists them in report order.
+RANKS = Section("ranks", ranks_section, _render)

@@ -1,9 +1,10 @@
 """What a report section is: its options, its declaration, and helpers the sections share.
 
-A section module declares each section with :func:`section` on its ``compute`` function;
-:mod:`tbdtrace.report.contents` lists the sections in report order and
-:func:`tbdtrace.report.build.build` runs them. This module imports no section, so the
-section modules and the builder import it without a circle.
+A section module declares each section as a :class:`Section` constant (key, compute,
+render); :mod:`tbdtrace.report.contents` lists them in report order and
+:func:`tbdtrace.report.build.build` runs them. Nothing registers itself on import. This
+module imports no section, so the section modules and the builder import it without a
+circle.
 """
 
 from __future__ import annotations
@@ -33,45 +34,18 @@ class ReportOptions:
 
 @dataclass(frozen=True)
 class Section:
+    """One section of the report: the document's ``key``, ``compute(trace, opts)`` (JSON-ready
+    data from the report's window of the trace, or from the whole trace with
+    ``whole_trace``) and ``render_text(console, data, opts)`` (None: JSON, CSV and HTML
+    only). A section module declares its sections as module constants; the report holds
+    those listed in :data:`tbdtrace.report.contents.SECTIONS`, in that order."""
+
     key: str
     compute: Callable[[Trace, ReportOptions], Any]
     render_text: Callable[[Any, Any, ReportOptions], None] | None
-    whole_trace: bool = False  # computed on the whole trace, not the window
-
-
-# Sections that cover the whole trace whatever the window: the memory peak is the
-# process's, and allocations made before a window would be missing from it.
-WHOLE_TRACE = ("memory",)
-
-Compute = Callable[[Trace, ReportOptions], Any]
-
-
-def section(
-    key: str,
-    render_text: Callable[[Any, Any, ReportOptions], None] | None = None,
-    whole_trace: bool = False,
-) -> Callable[[Compute], Compute]:
-    """Decorator declaring ``compute`` as report section ``key`` (read back with
-    :func:`section_of`); it gets the report's window of the trace (a windowed view), or
-    the whole trace with ``whole_trace``. The section is in the report once it is listed
-    in :data:`tbdtrace.report.contents.SECTIONS`."""
-
-    def deco(fn: Compute) -> Compute:
-        setattr(fn, _ATTR, Section(key, fn, render_text, whole_trace or key in WHOLE_TRACE))
-        return fn
-
-    return deco
-
-
-_ATTR = "report_section"
-
-
-def section_of(compute: Compute) -> Section:
-    """The section that :func:`section` declared on ``compute``."""
-    s = getattr(compute, _ATTR, None)
-    if not isinstance(s, Section):
-        raise TypeError(f"{compute!r} is not declared with @section")
-    return s
+    # Computed on the whole trace, not the window: the memory peak is the process's, and
+    # allocations made before a window would be missing from it; phases place the window.
+    whole_trace: bool = False
 
 
 def table_records(tbl: pa.Table) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from tbdtrace.passes import kernels, summary
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
-from tbdtrace.report.section_api import ReportOptions, section, table_records, titled
+from tbdtrace.report.section_api import ReportOptions, Section, table_records, titled
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
@@ -72,7 +72,6 @@ def _render_summary(con: Console, data: dict[str, Any], opts: ReportOptions) -> 
 _SUMMARY_KEYS = tuple(k for _, k in _SUMMARY_ROWS) + ("memcpy_bytes",)
 
 
-@section("summary", _render_summary)
 def summary_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     """Per rank (never summed across ranks); the figures at the top level are the single
     rank's, null when the trace has several ranks (see ``ranks`` and ``across_ranks``)."""
@@ -107,7 +106,6 @@ def _render_devices(con: Console, data: list[dict[str, Any]], opts: ReportOption
     con.print(t)
 
 
-@section("devices", _render_devices)
 def devices_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
     rows = table_records(summary.run(trace))
     keep = ("rank", "device_type", *_DEVICE_KEYS, "memcpy_count", "memcpy_bytes", "memset_count")
@@ -139,9 +137,14 @@ def _render_kernels(con: Console, data: list[dict[str, Any]], opts: ReportOption
     con.print(t)
 
 
-@section("kernels", _render_kernels)
 def kernels_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
     tbl = kernels.run(trace)
     if opts.top_json is not None:
         tbl = tbl.slice(0, opts.top_json)
     return table_records(tbl)
+
+
+# The sections this module declares; tbdtrace.report.contents lists them in report order.
+SUMMARY = Section("summary", summary_section, _render_summary)
+DEVICES = Section("devices", devices_section, _render_devices)
+KERNELS = Section("kernels", kernels_section, _render_kernels)

@@ -13,18 +13,16 @@ import pyarrow as pa
 
 from tbdtrace.passes import collective_skew, memory_series, step_timeline
 from tbdtrace.report.fmt import clip, fmt_ns
-from tbdtrace.report.section_api import ReportOptions, section, table_records
+from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
 
-@section("memory_timeline")
 def memory_timeline_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
     """Rows of :func:`tbdtrace.passes.memory_series.run`."""
     return table_records(memory_series.run(trace))
 
 
-@section("step_timeline")
 def step_timeline_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     """step (the step number shown, null without measured steps), windows (rank,
     start_ns, end_ns per rank), event_count (events overlapping the windows), shown
@@ -69,7 +67,6 @@ def _render_skew(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
     )
 
 
-@section("collective_skew", _render_skew)
 def collective_skew_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
     """summary (per collective name, :func:`tbdtrace.passes.collective_skew.summarize`),
     instance_count, instances (rows of its ``run``, the largest skews when more than
@@ -86,3 +83,9 @@ def collective_skew_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]
         "instance_count": tbl.num_rows,
         "instances": table_records(shown),
     }
+
+
+# The sections this module declares; tbdtrace.report.contents lists them in report order.
+MEMORY_TIMELINE = Section("memory_timeline", memory_timeline_section, None)
+STEP_TIMELINE = Section("step_timeline", step_timeline_section, None)
+COLLECTIVE_SKEW = Section("collective_skew", collective_skew_section, _render_skew)

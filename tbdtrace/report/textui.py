@@ -19,34 +19,14 @@ import io
 import re
 import shutil
 import sys
-import unicodedata
 from typing import Any, TextIO
+
+from tbdtrace.report.fmt import cell_len, clip
 
 _MIN_TEXT_WIDTH = 12
 _MARKUP = re.compile(r"\[(/?)(bold|green|red|dim)\]")
 _ANSI = {"bold": "\033[1m", "green": "\033[32m", "red": "\033[31m", "dim": "\033[2m"}
 _RESET = "\033[0m"
-
-
-def cell_len(s: str) -> int:
-    """Terminal columns of ``s`` (wide East Asian characters take two)."""
-    if s.isascii():
-        return len(s)
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
-
-
-def clip(s: str, width: int) -> str:
-    """``s`` cut to ``width`` columns, ending in "…" when cut."""
-    if cell_len(s) <= width:
-        return s
-    out, used = [], 0
-    for ch in s:
-        w = cell_len(ch)
-        if used + w > width - 1:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out) + "…"
 
 
 class Table:

@@ -7,7 +7,7 @@ from typing import Any
 
 from tbdtrace.passes import phases
 from tbdtrace.report.fmt import fmt_ns
-from tbdtrace.report.section_api import ReportOptions, section, table_records
+from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
@@ -58,6 +58,9 @@ def _render(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> No
     con.print(t)
 
 
-@section("phases", _render, whole_trace=True)
 def phases_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(phases.run(trace))
+
+
+# The sections this module declares; tbdtrace.report.contents lists them in report order.
+PHASES = Section("phases", phases_section, _render, whole_trace=True)

@@ -7,8 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tbdtrace import intervals
-from tbdtrace.passes import hotspots, idle, shared_arrays
+from tbdtrace.passes import hotspots, idle, intervals, shared_arrays
 from tbdtrace.passes.joins import NULL_ID, join_sorted
 from tests.passes.tiny import kernels, make
 

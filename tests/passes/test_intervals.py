@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tbdtrace import intervals
+from tbdtrace.passes import intervals
 
 
 def brute_union(iv):

@@ -1,10 +1,11 @@
-"""covered_in_windows and innermost against brute force on random intervals."""
+"""Covered lengths (covered_in_windows) and innermost ranges of tbdtrace.passes.intervals
+against brute force on random intervals."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from tbdtrace.passes.interval_ops import covered_in_windows, innermost
+from tbdtrace.passes.intervals import covered_in_windows, innermost
 
 
 def _brute_cover(s, e, ws, we):
@@ -81,7 +82,7 @@ def _as_pairs(s, e, got):
 
 
 def test_innermost_deep_nesting_and_the_table_fallback(monkeypatch) -> None:
-    from tbdtrace.passes import interval_ops
+    from tbdtrace.passes import intervals
 
     # 150 levels deep (the chain walk gives up after _MAX_STEPS), then random siblings.
     rng = np.random.default_rng(11)
@@ -91,12 +92,12 @@ def test_innermost_deep_nesting_and_the_table_fallback(monkeypatch) -> None:
     q = np.concatenate([rng.integers(-5, 10_100, 400), [149, 150, 9850, 9851, 10_000]])
     want = _brute_innermost(s, e, q)
     assert _as_pairs(s, e, innermost(s, e, q)) == want
-    monkeypatch.setattr(interval_ops, "_MAX_STEPS", 0)  # every query through the table
+    monkeypatch.setattr(intervals, "_MAX_STEPS", 0)  # every query through the table
     assert _as_pairs(s, e, innermost(s, e, q)) == want
 
 
 def test_previous_ge_matches_a_scan() -> None:
-    from tbdtrace.passes.interval_ops import previous_ge
+    from tbdtrace.passes.intervals import previous_ge
 
     rng = np.random.default_rng(12)
     for e in (rng.integers(0, 20, 300), np.arange(50), np.arange(50)[::-1], np.zeros(5)):

@@ -1,0 +1,81 @@
+"""``tbdtrace hotspots``: its document (the window and the top rows) and its text table.
+
+The command parses and opens; what it prints is made here, as the report's sections are.
+Importing this module loads the passes it runs (the command imports it while a profiler
+file parses).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from tbdtrace.passes import hotspots, window
+from tbdtrace.report.fmt import clip, fmt_ns
+from tbdtrace.report.section_api import table_records
+from tbdtrace.report.textui import Console, Table
+from tbdtrace.trace import Trace
+
+
+def document(trace: Trace, spec: Any, top: int, by: str) -> dict[str, Any]:
+    """``{"window": ..., "rows": [...]}``: the top ``top`` rows by ``by`` (kernel, op,
+    category) over the window ``spec`` (a ``WindowSpec``)."""
+    win = window.resolve(trace, spec)
+    rows = table_records(hotspots.run(window.view(trace, win), hotspots.HotspotsConfig(top, by)))
+    return {"window": win.to_json(), "rows": rows}
+
+
+def write_csv(doc: dict[str, Any], out: Any) -> None:
+    """The rows as CSV (the report's flat table of hotspots)."""
+    from tbdtrace.report import csvout, tabular
+
+    csvout.write(tabular.tables("hotspots", doc["rows"])[0], out)
+
+
+def render_text(doc: dict[str, Any], by: str, source: str, console: Console | None = None) -> None:
+    """The rows as a table titled with what they cover; ``source`` names the trace."""
+    con = console or Console(width=None if sys.stdout.isatty() else 200)
+    rows, win = doc["rows"], doc["window"]
+    if not rows:
+        con.print(f"{source}: no kernels in this trace.")
+        return
+    name_col = {"kernel": "name", "op": "op", "category": "category"}[by]
+    pooled = f", {len(win['ranks'])} ranks pooled" if len(win["ranks"]) > 1 else ""
+    title = f"Hotspots by {by} (top {len(rows)}, {win['label']}{pooled})"
+    t = Table(title=title, title_justify="left")
+    extra = {
+        "kernel": ("Instances", "Category", "Grid x block", "Op", "Marker"),
+        "op": ("Kernels", "Distinct", "Top kernel"),
+        "category": ("Count",),
+    }[by]
+    for c in ("Time %", "Total", *extra, name_col.capitalize()):
+        t.add_column(
+            c,
+            justify="right"
+            if c in ("Time %", "Total", "Instances", "Kernels", "Distinct", "Count")
+            else "left",
+            no_wrap=True,
+        )
+    for r in rows:
+        t.add_row(
+            f"{100 * r['share']:.1f}",
+            fmt_ns(r["total_ns"]),
+            *_extra(by, r),
+            clip(r[name_col], 48 if by == "kernel" else 70),
+        )
+    con.print(t)
+
+
+def _extra(by: str, r: dict[str, Any]) -> list[str]:
+    if by == "kernel":
+        launch = (r["launch"] or "-").replace("grid=", "").replace(" block=", "x")
+        return [
+            f"{r['count']:,}",
+            r["category"],
+            launch,
+            clip(r["op"], 24),
+            clip(r["marker"], 24),
+        ]
+    if by == "op":
+        return [f"{r['kernel_count']:,}", str(r["distinct_kernels"]), clip(r["top_kernel"], 50)]
+    return [f"{r['count']:,}"]

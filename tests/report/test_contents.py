@@ -1,0 +1,50 @@
+"""The report's sections: one explicit ordered list, every declared section in it once,
+and the document and the text report in that order."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import pkgutil
+from pathlib import Path
+
+import tbdtrace.report
+from tbdtrace.passes.window import WindowSpec
+from tbdtrace.report import ReportOptions, Section, build
+from tbdtrace.report.contents import SECTIONS
+from tbdtrace.report.text import render
+from tbdtrace.report.textui import Console
+from tests.passes.tiny import kernels, make
+
+
+def _declared() -> dict[str, Section]:
+    found = {}
+    for m in pkgutil.iter_modules(tbdtrace.report.__path__):
+        mod = importlib.import_module(f"tbdtrace.report.{m.name}")
+        for name, v in vars(mod).items():
+            if isinstance(v, Section) and name.isupper():
+                found[f"{m.name}.{name}"] = v
+    return found
+
+
+def test_every_declared_section_is_listed_once() -> None:
+    keys = [s.key for s in SECTIONS]
+    assert len(keys) == len(set(keys))
+    declared = _declared()
+    assert sorted(s.key for s in declared.values()) == sorted(keys)
+    for s in SECTIONS:
+        assert callable(s.compute) and (s.render_text is None or callable(s.render_text))
+
+
+def test_document_follows_the_list(tmp_path: Path) -> None:
+    tr = make(tmp_path, {"kernels": kernels([(0, 2, "gemm_kernel"), (3, 9, "relu")])})
+    doc = build(tr, ReportOptions(window=WindowSpec("all")))
+    assert list(doc) == ["trace", "window", *(s.key for s in SECTIONS)]
+    assert doc["window"]["sections"] == {
+        s.key: "whole trace" for s in SECTIONS
+    }  # the window is the whole trace here, so every section covers it
+    buf = io.StringIO()
+    render(doc, ReportOptions(), Console(file=buf, width=160))
+    text = buf.getvalue()
+    # The text shows the kernels table (kernels section) after the summary line.
+    assert text.index("relu") > text.index("tbdtrace report")
