@@ -63,7 +63,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 # Commands that analyze traces in this process: they get the allocator settings below.
 ANALYSIS_COMMANDS = ("report", "hotspots", "diff", "sql", "info", "import", "export")
 # ... and of those, the ones that run without pandas (tbdtrace/_pandas_gate.py).
-PANDAS_FREE_COMMANDS = ("report", "hotspots", "diff", "info", "import")
+PANDAS_FREE_COMMANDS = ("report", "hotspots", "diff", "info", "import", "export")
 
 
 # Inputs at least this large get keep_freed_memory's heap settings (smaller ones are done

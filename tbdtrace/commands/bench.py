@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tbdtrace.suite import capture, plan, table
+from tbdtrace.suite import capture, figures, plan, table
 from tbdtrace.suite.plan import DEVICES, PRECISIONS, SIZES, BenchConfig, Job
 from tbdtrace.suite.runner import run_jobs
 
@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Run each selected workload (model x framework x batch size x ranks x "
         "precision x compilation) in its own process under capture, then write the TBD "
         "table (throughput, scaling efficiency, utilization, FP32 efficiency, peak memory "
-        "and its breakdown) as bench.md, bench.csv and bench.json in --out. A failed "
+        "and its breakdown) as bench.md, bench.csv and bench.json in --out, with TBD's "
+        "figures as PNG and bench_findings.md beside them. A failed "
         "workload gets a row with its error, a combination its framework does not support "
         "a row with status unsupported and the reason; the others still run.",
     )
@@ -222,7 +223,7 @@ def _run(args: argparse.Namespace) -> int:
 
         rows = run_jobs(jobs, cfg, start, done)
         bar.update(task, description="done")
-    paths = table.write(rows, cfg)
+    paths = table.write(rows, cfg) + figures.write(rows, cfg.out_dir)
     sys.stdout.write(table.markdown(rows, cfg))
     con.print("wrote " + ", ".join(str(p) for p in paths))
     failed = sum(r["status"] == "failed" for r in rows)

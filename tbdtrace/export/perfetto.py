@@ -72,6 +72,8 @@ class Rows:
 
     m: npt.NDArray[np.uint8]
     ln: I64
+    full: bool = False  # every row uses all of its ``m`` row (no mask needed)
+    data: bytes | None = None  # the bytes of every row, when they are one constant
 
     def masked(self, present: Mask) -> Rows:
         return Rows(self.m, self.ln * present)
@@ -80,7 +82,9 @@ class Rows:
 def const(n: int, b: bytes, present: Mask | None = None) -> Rows:
     m = np.broadcast_to(np.frombuffer(b, np.uint8), (n, len(b)))
     ln = np.full(n, len(b), np.int64)
-    return Rows(m, ln if present is None else ln * present)
+    if present is None:
+        return Rows(m, ln, True, b)
+    return Rows(m, ln * present)
 
 
 # x >= _LIMITS[j] needs more than j + 1 bytes as a varint
@@ -92,19 +96,25 @@ def varint(v: npt.NDArray[np.integer], present: Mask | None = None) -> Rows:
     x = np.asarray(v).astype(np.int64).view(np.uint64)
     if len(x) and x.min() == x.max():  # one value (types, ids of a name): a constant
         return const(len(x), varint_bytes(int(x[0])), present)
-    ln = np.searchsorted(_LIMITS, x, side="right").astype(np.int64) + 1
-    w = int(ln.max()) if len(ln) else 1
-    shifts = np.arange(w, dtype=np.uint64) * np.uint64(7)
-    m = ((x[:, None] >> shifts[None, :]) & np.uint64(0x7F)).astype(np.uint8)
-    cont = np.arange(w)[None, :] < (ln - 1)[:, None]  # a byte follows
-    m |= cont.view(np.uint8) << np.uint8(7)
-    return Rows(m, ln if present is None else ln * present)
+    top = int(x.max()) if len(x) else 0
+    w = max(1, (top.bit_length() + 6) // 7)
+    # Column by column (w passes over n values) rather than n x w uint64 temporaries.
+    m = np.empty((len(x), w), np.uint8)
+    ln = np.ones(len(x), np.int64)
+    for j in range(w):
+        m[:, j] = (x >> np.uint64(7 * j)) & np.uint64(0x7F)
+        if j:
+            more = x >= _LIMITS[j - 1]  # a byte j is needed: byte j - 1 has a successor
+            ln += more
+            m[:, j - 1] |= more.view(np.uint8) << np.uint8(7)
+    full = present is None and int(ln.min(initial=w)) == w
+    return Rows(m, ln if present is None else ln * present, full)
 
 
 def fixed64(v: I64, present: Mask | None = None) -> Rows:
     m = np.ascontiguousarray(v, dtype="<u8").view(np.uint8).reshape(len(v), 8)
     ln = np.full(len(v), 8, np.int64)
-    return Rows(m, ln if present is None else ln * present)
+    return Rows(m, ln if present is None else ln * present, present is None)
 
 
 Pieces = list[Rows]  # a message not yet laid out: its fields' byte rows, in order
@@ -135,27 +145,32 @@ def row_lengths(pieces: Pieces) -> I64:
     return total
 
 
-def flat_into(out: npt.NDArray[np.uint8], pieces: Pieces, start: I64) -> None:
-    """Write row i's bytes at ``out[start[i]:]``: one scatter per byte column."""
-    off = start
-    for p in pieces:
-        w = p.m.shape[1]
-        full = int(p.ln.min()) == w
-        for j in range(w):
-            if full:
-                out[off + j] = p.m[:, j]
-            else:
-                sel = p.ln > j
-                out[(off + j)[sel]] = p.m[sel, j]
-        off = off + p.ln
+def layout(pieces: Pieces) -> tuple[npt.NDArray[np.uint8], Mask]:
+    """The rows side by side in one padded byte matrix and the mask of the bytes in use:
+    ``m[used]`` (row-major) is every row's bytes, row after row."""
+    n = len(pieces[0].ln)
+    merged: Pieces = []
+    for p in pieces:  # neighbouring constants as one (fewer, wider column copies)
+        if p.data is not None and merged and merged[-1].data is not None:
+            merged[-1] = const(n, merged[-1].data + p.data)
+        else:
+            merged.append(p)
+    widths = [p.m.shape[1] for p in merged]
+    m = np.empty((n, sum(widths)), np.uint8)
+    used = np.ones((n, sum(widths)), bool)
+    off = 0
+    for p, w in zip(merged, widths, strict=True):
+        m[:, off : off + w] = p.m
+        if not p.full:
+            used[:, off : off + w] = np.arange(w)[None, :] < p.ln[:, None]
+        off += w
+    return m, used
 
 
 def flat(pieces: Pieces) -> tuple[npt.NDArray[np.uint8], I64]:
     """The rows' bytes, row after row, and each row's length."""
-    ln = row_lengths(pieces)
-    out = np.empty(int(ln.sum()), np.uint8)
-    flat_into(out, pieces, np.cumsum(ln) - ln)
-    return out, ln
+    m, used = layout(pieces)
+    return m[used], row_lengths(pieces)
 
 
 # ---- scalar messages (descriptors, interned data) ----
@@ -280,14 +295,16 @@ def _chunk(tl: Timeline, kind: I64, si: I64, ci: I64, arg_iids: list[int]) -> by
         pos = np.flatnonzero(kind == k)
         if pos.size:
             subsets.append((pos, make(pos)))
-    lengths = np.zeros(len(kind), np.int64)
-    for pos, pieces in subsets:
-        lengths[pos] = row_lengths(pieces)
-    dst = np.cumsum(lengths) - lengths
-    out = np.empty(int(lengths.sum()), np.uint8)
-    for pos, pieces in subsets:
-        flat_into(out, pieces, dst[pos])
-    return bytes(out.tobytes())
+    # One padded matrix for the chunk, each kind's rows at their entries' positions:
+    # masking out the padding lays the packets out in entry order in one pass.
+    mats = [(pos, *layout(pieces)) for pos, pieces in subsets]
+    w = max(m.shape[1] for _, m, _ in mats)
+    out = np.zeros((len(kind), w), np.uint8)
+    used = np.zeros((len(kind), w), bool)
+    for pos, m, u in mats:
+        out[pos, : m.shape[1]] = m
+        used[pos, : u.shape[1]] = u
+    return bytes(out[used].tobytes())
 
 
 def write(tl: Timeline, out: BinaryIO) -> int:

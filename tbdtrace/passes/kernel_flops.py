@@ -49,7 +49,10 @@ def _rank(
     prec = np.full(k.rows.size, -1, dtype=np.int64)
     if op_prec.size:
         prec = np.where(launcher >= 0, op_prec[np.clip(launcher, 0, None)], -1)
-    hw = shared_arrays.ints(trace, "kernels", "flops")[k.rows] if k.rows.size else k.rows
+    if k.rows.size and shared_arrays.has_values(trace, "kernels", "flops"):
+        hw = shared_arrays.ints(trace, "kernels", "flops")[k.rows]
+    else:  # no counter values: not a kept int64 copy of an all-null column (80 MB at 10M)
+        hw = np.full(k.rows.size, -1, dtype=np.int64)
     if (hw >= 0).any():
         f, known, source = hw, hw >= 0, "hardware counters (kernels.flops)"
     else:

@@ -132,6 +132,8 @@ def _render_collectives(con: Console, c: dict[str, Any] | None) -> None:
 
 def ranks_section(trace: Trace, opts: ReportOptions) -> dict[str, Any] | None:
     """Null for a trace with fewer than two ranks."""
+    if len(ranks.rank_list(trace)) < 2:
+        return None  # before per_rank's unions: a second of a 10M-kernel report, for nothing
     rows = ranks.per_rank(trace)
     if len(rows) < 2:
         return None
