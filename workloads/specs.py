@@ -115,7 +115,7 @@ class Transformer:
 TRANSFORMER = Spec(
     {
         # tiny: the unscaled schedule would peak at 32^-0.5 * 10^-0.5 = 0.056, where this
-        # net does not learn; here it warms up over 30 steps to a peak of 5e-3, then decays,
+        # net does not learn; here it warms up over 30 steps to a peak of 1e-2, then decays,
         # and has no dropout (with 0.1 it had not learnt the task after 400 steps)
         "tiny": Transformer(32, 32, 2, 2, 64, 4, 8, 30, 1e-2 * 32**0.5 * 30**0.5, 0.0),
         "small": Transformer(8000, 256, 4, 3, 1024, 10, 30, 400),
