@@ -32,7 +32,7 @@ TINY_SAMPLES = {
     ("deepspeech2", "tensorflow"): 2,
     ("wgan", "tensorflow"): 8,
     ("resnet50", "mxnet"): 4,
-    ("inception_v3", "mxnet"): 1,
+    ("inception_v3", "mxnet"): 8,
     ("seq2seq", "mxnet"): 4,
     ("transformer", "mxnet"): 4,
     ("deepspeech2", "mxnet"): 2,

@@ -1,50 +1,35 @@
-"""Deep Speech 2 on MXNet Gluon (TBD's own DS2 ran on MXNet): conv + bidirectional GRU + CTC.
+"""Deep Speech 2 on MXNet Gluon (TBD's own DS2 ran on MXNet): conv + GRU stack + CTC.
 
 Architecture (as the PyTorch and TensorFlow workloads): spectrogram ``[B, 1, time, freq]``
--> Conv2D 32 x (11 time x 41 freq) stride (2, 2) -> BN -> clipped ReLU(0, 20) -> Conv2D
-32 x (11 x 21) stride (1, 2) -> BN -> clipped ReLU -> bidirectional GRU layers (directions
+-> Conv2D 32 x (11 time x 41 freq) stride (2, 2) -> BN -> clipped ReLU(0, 20) -> Conv2D 32 x
+(11 x 21) stride (1, 2) -> BN -> clipped ReLU -> GRU layers (bidirectional ones: directions
 summed, batch-norm between layers) -> BN -> Dense to 29 classes -> Gluon's CTCLoss. Gluon
 reserves the *last* class for the CTC blank, so characters 1..28 become classes 0..27 and
 class 28 is the blank. Adam (MXNet 1.9 has no AdamW).
 
-Sizes: tiny = 32 frequency bins, 2 GRU layers of 32, 3-5 characters, batch 2; small =
-81 bins, 3 layers of 256, 8-20 characters, batch 8; paper = 161 bins (20 ms windows at
-16 kHz), 5 layers of 800, 20-60 characters, batch 32. Data: per-character spectral
-templates held 4-8 frames.
+Sizes: tiny = 32 frequency bins, 2 GRU layers of 32, 3-5 characters, batch 2; small = 81
+bins, 3 layers of 256, 8-20 characters, batch 8; paper = 161 bins (20 ms windows at 16 kHz),
+MLPerf's 3 unidirectional GRU layers of 2560 after valid (unpadded) convolutions, 100-300
+characters (LibriSpeech's lengths), batch 32 (workloads/specs.py). Data: per-character
+spectral templates held 4-8 frames.
 """
 
 from __future__ import annotations
-
-import math
-from dataclasses import dataclass
 
 import mxnet as mx
 from mxnet import autograd, gluon
 from mxnet.gluon import nn, rnn
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.mxnet import _common
 from workloads.tensorflow import synthetic
 
 MODEL = "deepspeech2"
 
 
-@dataclass(frozen=True)
-class Config:
-    freq_bins: int  # spectrogram frequency bins
-    rnn_layers: int  # bidirectional GRU layers
-    hidden: int  # GRU width (per direction; directions are summed)
-    min_chars: int  # shortest transcript, characters
-    max_chars: int  # longest transcript, characters
-    lr: float  # Adam learning rate
-
-
-CONFIGS = {
-    "tiny": Config(32, 2, 32, 3, 5, 1e-3),
-    "small": Config(81, 3, 256, 8, 20, 3e-4),
-    "paper": Config(161, 5, 800, 20, 60, 1.5e-4),
-}
-BATCH = {"tiny": 2, "small": 8, "paper": 32}
+Config = specs.DeepSpeech2
+CONFIGS = specs.DEEPSPEECH2.configs
+BATCH = specs.DEEPSPEECH2.batch
 
 
 class ClippedReLU(nn.HybridBlock):
@@ -56,38 +41,47 @@ class DeepSpeech2(gluon.Block):
     def __init__(self, cfg: Config) -> None:
         super().__init__()
         self.hidden = cfg.hidden
-        freq_out = math.ceil(math.ceil(cfg.freq_bins / 2) / 2)
+        freq_out = cfg.conv_freq()
+        pad = cfg.padded_conv
+        self.bidirectional = cfg.bidirectional
         with self.name_scope():
             self.conv = nn.HybridSequential()
             self.conv.add(
-                nn.Conv2D(32, (11, 41), strides=(2, 2), padding=(5, 20), use_bias=False),
+                nn.Conv2D(32, (11, 41), strides=(2, 2), padding=(5, 20) if pad else (0, 0)),
                 nn.BatchNorm(),
                 ClippedReLU(),
-                nn.Conv2D(32, (11, 21), strides=(1, 2), padding=(5, 10), use_bias=False),
+                nn.Conv2D(32, (11, 21), strides=(1, 2), padding=(5, 10) if pad else (0, 0)),
                 nn.BatchNorm(),
                 ClippedReLU(),
             )
-            self.rnns = [rnn.GRU(cfg.hidden, bidirectional=True, layout="NTC")]
+            self.rnns = [rnn.GRU(cfg.hidden, bidirectional=cfg.bidirectional, layout="NTC")]
             self.norms = [nn.BatchNorm(axis=2) for _ in range(cfg.rnn_layers)]
             self.rnns += [
-                rnn.GRU(cfg.hidden, bidirectional=True, layout="NTC", input_size=cfg.hidden)
+                rnn.GRU(
+                    cfg.hidden,
+                    bidirectional=cfg.bidirectional,
+                    layout="NTC",
+                    input_size=cfg.hidden,
+                )
                 for _ in range(cfg.rnn_layers - 1)
             ]
             for i, (g, n) in enumerate(zip(self.rnns, self.norms, strict=True)):
                 self.register_child(g, f"gru{i}")
                 self.register_child(n, f"bn{i}")
-            self.out = nn.Dense(synthetic.CHARS, flatten=False)
+            self.out = nn.Dense(synthetic.CHARS, flatten=False, use_bias=False)
         self.freq_out = freq_out
 
     def forward(self, spec: mx.nd.NDArray) -> mx.nd.NDArray:
-        """Spectrogram ``[B, T, F]`` -> logits ``[B, ceil(T / 2), 29]``."""
+        """Spectrogram ``[B, T, F]`` -> logits ``[B, cfg.conv_frames(T), 29]``."""
         x = self.conv(spec.expand_dims(1))  # [B, 32, T', F'']
         b, c, t, f = x.shape
         x = x.transpose((0, 2, 1, 3)).reshape((b, t, c * f))
         for i, gru in enumerate(self.rnns):
             if i > 0:
                 x = self.norms[i - 1](x)
-            x = gru(x).reshape((b, t, 2, self.hidden)).sum(axis=2)
+            x = gru(x)
+            if self.bidirectional:  # directions summed
+                x = x.reshape((b, t, 2, self.hidden)).sum(axis=2)
         return self.out(self.norms[-1](x))
 
 
@@ -108,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
         spec = mx.nd.array(spec, ctx=ctx)
         # Characters 1..28 -> classes 0..27; padding 0 -> -1 (Gluon's label padding).
         labels = mx.nd.array(labels.astype("float32") - 1, ctx=ctx)
-        pred_len = mx.nd.array((frames + 1) // 2, ctx=ctx)
+        pred_len = mx.nd.array(cfg.conv_frames(frames), ctx=ctx)
         label_len = mx.nd.array(label_len, ctx=ctx)
         with autograd.record():
             loss = loss_fn(net(spec), labels, pred_len, label_len).mean()
@@ -128,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         logits = net(mx.nd.array(spec_h, ctx=ctx)).asnumpy()
         blank = synthetic.CHARS - 1  # Gluon's CTC: blank is the last class
         return quality.greedy_ctc_cer(
-            logits, (frames_h + 1) // 2, labels_h, len_h, blank=blank, shift=1
+            logits, cfg.conv_frames(frames_h), labels_h, len_h, blank=blank, shift=1
         )
 
     _common.run(

@@ -10,32 +10,20 @@ noise, NCHW.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import mxnet as mx
 from mxnet import autograd, gluon
 from mxnet.gluon.model_zoo import vision
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.mxnet import _common
 from workloads.tensorflow import synthetic
 
 MODEL = "resnet50"
 
 
-@dataclass(frozen=True)
-class Config:
-    image_px: int  # input height = width
-    classes: int  # output classes
-    lr: float  # SGD learning rate
-
-
-CONFIGS = {
-    "tiny": Config(64, 10, 0.001),
-    "small": Config(128, 100, 0.005),
-    "paper": Config(224, 1000, 0.0125),
-}
-BATCH = {"tiny": 4, "small": 16, "paper": 32}
+Config = specs.ResNet50
+CONFIGS = specs.RESNET50.configs
+BATCH = specs.RESNET50.batch
 
 
 def build_model(cfg: Config, ctx: mx.Context) -> gluon.HybridBlock:

@@ -1,30 +1,31 @@
 """Transformer NMT on MXNet Gluon, written out (tensor2tensor ``transformer_base``).
 
-Gluon 1.9 has no attention layer, so multi-head scaled dot-product attention is written
-out with ``batch_dot``. Architecture: source and target embeddings scaled by sqrt(d_model)
-plus sinusoidal positions -> post-norm encoder layers (self-attention, ReLU feed-forward)
--> post-norm decoder layers (causal self-attention, cross-attention) -> projection to the
-target vocabulary; padding masked in every attention. Loss: cross-entropy with label
-smoothing 0.1 (padding ignored). Adam (0.9, 0.98, eps 1e-9) with the inverse-square-root
-warm-up schedule, set on the trainer before each step.
+Gluon 1.9 has no attention layer, so multi-head scaled dot-product attention is written out
+with ``batch_dot``. Architecture (t2t's ``transformer_base``): one embedding shared by
+source, target and the output softmax, scaled by sqrt(d_model), plus sinusoidal positions ->
+pre-norm encoder layers (self-attention, ReLU feed-forward; normalize, sublayer, dropout,
+add) and a final layer norm -> pre-norm decoder layers (causal self-attention, cross-
+attention) and a final layer norm -> logits against the shared embedding; padding masked in
+every attention. Loss: cross-entropy with label smoothing 0.1 (padding ignored). Adam (0.9,
+0.98, eps 1e-9) with the inverse-square-root warm-up schedule, set on the trainer before
+each step.
 
-Sizes: tiny = d_model 32, 2 heads, 2+2 layers, ff 64, vocab 32, 4-8 tokens, batch 4;
-small = d_model 256, 4 heads, 3+3 layers, ff 1024, vocab 8000, 10-30 tokens, batch 32;
-paper = transformer_base: d_model 512, 8 heads, 6+6 layers, ff 2048, dropout 0.1, vocab
-32768, up to 32 tokens, batch 64. Data: the reversal task.
+Sizes (workloads/specs.py): tiny = d_model 32, 2 heads, 2+2 layers, ff 64, vocab 32, 4-8
+tokens, batch 4; small = d_model 256, 4 heads, 3+3 layers, ff 1024, vocab 8000, 10-30
+tokens, batch 32; paper = transformer_base: d_model 512, 8 heads, 6+6 layers, ff 2048,
+dropout 0.1, vocab 32768, up to 32 tokens, batch 64. Data: the reversal task.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 from mxnet.gluon import nn
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.mxnet import _common
 from workloads.tensorflow import synthetic
 
@@ -32,32 +33,9 @@ MODEL = "transformer"
 LABEL_SMOOTHING = 0.1
 
 
-DROPOUT = 0.1  # transformer_base's
-
-
-@dataclass(frozen=True)
-class Config:
-    vocab: int  # shared source/target vocabulary (ids 0..2 are pad, begin, end)
-    d_model: int  # model width
-    heads: int  # attention heads
-    layers: int  # encoder layers (= decoder layers)
-    ff: int  # feed-forward inner width
-    min_len: int  # shortest source sentence, tokens
-    max_len: int  # longest source sentence, tokens
-    warmup_steps: int  # learning-rate warm-up, optimizer steps
-    lr_scale: float = 1.0  # multiplies the schedule (t2t's learning-rate constant)
-    dropout: float = DROPOUT  # residual, embedding and attention dropout
-
-
-CONFIGS = {
-    # tiny: the unscaled schedule would peak at 32^-0.5 * 10^-0.5 = 0.056, where this net
-    # does not learn; here it warms up over 30 steps to a peak of 5e-3, then decays, and
-    # has no dropout (with 0.1 it had not learnt the task after 400 steps)
-    "tiny": Config(32, 32, 2, 2, 64, 4, 8, 30, 5e-3 * 32**0.5 * 30**0.5, 0.0),
-    "small": Config(8000, 256, 4, 3, 1024, 10, 30, 400),
-    "paper": Config(32768, 512, 8, 6, 2048, 10, 32, 4000),
-}
-BATCH = {"tiny": 4, "small": 32, "paper": 64}
+Config = specs.Transformer
+CONFIGS = specs.TRANSFORMER.configs
+BATCH = specs.TRANSFORMER.batch
 
 
 def inverse_sqrt_lr(step: int, d_model: int, warmup_steps: int) -> float:
@@ -105,7 +83,7 @@ class MultiHeadAttention(gluon.Block):
 
 
 class Block(gluon.Block):
-    """One post-norm encoder (cross=False) or decoder (cross=True) layer."""
+    """One pre-norm encoder (cross=False) or decoder (cross=True) layer."""
 
     def __init__(self, cfg: Config, cross: bool) -> None:
         super().__init__()
@@ -122,10 +100,11 @@ class Block(gluon.Block):
             self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, self_keep, memory=None, cross_keep=None):
-        x = self.norm1(x + self.drop(self.self_attn(x, x, self_keep)))
+        h = self.norm1(x)
+        x = x + self.drop(self.self_attn(h, h, self_keep))
         if self.cross_attn is not None and self.norm2 is not None:
-            x = self.norm2(x + self.drop(self.cross_attn(x, memory, cross_keep)))
-        return self.norm3(x + self.drop(self.ff2(self.drop(self.ff1(x)))))
+            x = x + self.drop(self.cross_attn(self.norm2(x), memory, cross_keep))
+        return x + self.drop(self.ff2(self.drop(self.ff1(self.norm3(x)))))
 
 
 class Transformer(gluon.Block):
@@ -134,19 +113,24 @@ class Transformer(gluon.Block):
         self.scale = math.sqrt(cfg.d_model)
         self.pos = sinusoids(cfg.max_len + 2, cfg.d_model)
         with self.name_scope():
-            self.src_emb = nn.Embedding(cfg.vocab, cfg.d_model)
-            self.tgt_emb = nn.Embedding(cfg.vocab, cfg.d_model)
+            # t2t's initialisation: N(0, d_model^-0.5), so the sqrt(d_model)-scaled
+            # embedding has unit variance, as the positions do
+            self.emb = nn.Embedding(
+                cfg.vocab, cfg.d_model, weight_initializer=mx.init.Normal(cfg.d_model**-0.5)
+            )
             self.enc = nn.Sequential()
             self.dec = nn.Sequential()
             for _ in range(cfg.layers):
                 self.enc.add(Block(cfg, cross=False))
                 self.dec.add(Block(cfg, cross=True))
+            self.enc_norm = nn.LayerNorm(epsilon=1e-6)
+            self.dec_norm = nn.LayerNorm(epsilon=1e-6)
             self.drop = nn.Dropout(cfg.dropout)
-            self.out = nn.Dense(cfg.vocab, flatten=False)
+        self.vocab = cfg.vocab
 
-    def _embed(self, emb: nn.Embedding, tokens: mx.nd.NDArray) -> mx.nd.NDArray:
+    def _embed(self, tokens: mx.nd.NDArray) -> mx.nd.NDArray:
         pos = mx.nd.array(self.pos[: tokens.shape[1]], ctx=tokens.context)
-        return self.drop(mx.nd.broadcast_add(emb(tokens) * self.scale, pos.expand_dims(0)))
+        return self.drop(mx.nd.broadcast_add(self.emb(tokens) * self.scale, pos.expand_dims(0)))
 
     def forward(self, src: mx.nd.NDArray, tgt_in: mx.nd.NDArray) -> mx.nd.NDArray:
         """Logits ``[B, T, vocab]`` for the teacher-forced target input."""
@@ -155,15 +139,23 @@ class Transformer(gluon.Block):
         tgt_keep = (tgt_in != synthetic.PAD).expand_dims(1)  # [B, 1, T]
         causal = mx.nd.array(np.tril(np.ones((t, t), np.float32)), ctx=ctx).expand_dims(0)
         self_keep = mx.nd.broadcast_mul(tgt_keep, causal)  # [B, T, T]
-        x = self._embed(self.src_emb, src)
+        x = self._embed(src)
         enc_keep = mx.nd.repeat(src_keep, src.shape[1], axis=1)  # [B, S, S]
         for blk in self.enc:
             x = blk(x, enc_keep)
-        y = self._embed(self.tgt_emb, tgt_in)
+        x = self.enc_norm(x)
+        y = self._embed(tgt_in)
         cross_keep = mx.nd.repeat(src_keep, t, axis=1)  # [B, T, S]
         for blk in self.dec:
             y = blk(y, self_keep, x, cross_keep)
-        return self.out(y)
+        # the softmax shares the embedding: logits = y W^T
+        return mx.nd.FullyConnected(
+            self.dec_norm(y),
+            self.emb.weight.data(ctx),
+            no_bias=True,
+            num_hidden=self.vocab,
+            flatten=False,
+        )
 
 
 def smoothed_xent(logits: mx.nd.NDArray, tgt_out: mx.nd.NDArray) -> mx.nd.NDArray:

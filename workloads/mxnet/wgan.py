@@ -14,13 +14,11 @@ Data: Gaussian blobs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import mxnet as mx
 from mxnet import autograd, gluon
 from mxnet.gluon import nn
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.mxnet import _common
 from workloads.tensorflow import synthetic
 
@@ -28,22 +26,9 @@ MODEL = "wgan"
 CHANNELS = 3
 
 
-@dataclass(frozen=True)
-class Config:
-    image_px: int  # image height = width, a power of two >= 16
-    nz: int  # latent size
-    filters: int  # ngf = ndf, the widest layer is filters * image_px / 8
-    n_critic: int  # critic updates per generator update
-    lr: float  # RMSprop learning rate (both nets)
-    clip: float  # critic weights are clipped to [-clip, clip]
-
-
-CONFIGS = {
-    "tiny": Config(16, 16, 16, 5, 5e-5, 0.01),
-    "small": Config(32, 64, 32, 5, 5e-5, 0.01),
-    "paper": Config(64, 100, 64, 5, 5e-5, 0.01),
-}
-BATCH = {"tiny": 8, "small": 32, "paper": 64}
+Config = specs.WGAN
+CONFIGS = specs.WGAN_SPEC.configs
+BATCH = specs.WGAN_SPEC.batch
 
 
 def generator(cfg: Config) -> nn.HybridSequential:

@@ -16,7 +16,6 @@ workers (TBD's TensorFlow A3C), t_max 5.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.pytorch import _common
 
 MODEL = "a3c"
@@ -36,13 +35,9 @@ ENTROPY_BETA = 0.01
 VALUE_WEIGHT = 0.5
 
 
-@dataclass(frozen=True)
-class Config:
-    t_max: int  # environment steps per worker per update
-
-
-CONFIGS = {"tiny": Config(5), "small": Config(5), "paper": Config(5)}
-BATCH = {"tiny": 2, "small": 4, "paper": 8}
+Config = specs.A3C
+CONFIGS = specs.A3C_SPEC.configs
+BATCH = specs.A3C_SPEC.batch
 
 
 class ActorCritic(nn.Module):

@@ -1,83 +1,72 @@
-"""Deep Speech 2 speech recognition: conv front end + bidirectional GRU stack + CTC.
+"""Deep Speech 2 speech recognition: conv front end + GRU stack + CTC.
 
-Architecture (deepspeech.pytorch / the MLPerf reference TBD adapted): spectrogram
-``[B, 1, freq, time]`` -> Conv2d 32x(41x11) stride (2, 2) -> BN -> Hardtanh(0, 20) ->
-Conv2d 32x(21x11) stride (2, 1) -> BN -> Hardtanh -> bidirectional GRU layers (directions
-summed, sequence-wise batch-norm between layers) -> BN -> Linear to the characters
-(blank, space, apostrophe, a-z = 29) -> CTC loss. AdamW.
+Architecture (deepspeech.pytorch / the MLPerf reference TBD adapted): spectrogram ``[B, 1,
+freq, time]`` -> Conv2d 32x(41x11) stride (2, 2) -> BN -> Hardtanh(0, 20) -> Conv2d
+32x(21x11) stride (2, 1) -> BN -> Hardtanh -> GRU layers (bidirectional ones: directions
+summed, sequence-wise batch-norm between layers) -> BN -> Linear to the characters (blank,
+space, apostrophe, a-z = 29) -> CTC loss. AdamW.
 
-Sizes: tiny = 32 frequency bins, 2 GRU layers of 32, 3-5 characters, batch 2; small =
-81 bins, 3 layers of 256, 8-20 characters, batch 8; paper = 161 bins (20 ms windows at
-16 kHz), 5 layers of 800, 20-60 characters, batch 32.
-Data: each character has a fixed spectral template; an utterance is its characters'
-templates held for 4-8 frames each, plus noise, so CTC can learn the alignment.
+Sizes: tiny = 32 frequency bins, 2 GRU layers of 32, 3-5 characters, batch 2; small = 81
+bins, 3 layers of 256, 8-20 characters, batch 8; paper = 161 bins (20 ms windows at 16 kHz),
+MLPerf's 3 unidirectional GRU layers of 2560 after valid (unpadded) convolutions, 100-300
+characters (LibriSpeech's lengths), batch 32 (workloads/specs.py). Data: each character has
+a fixed spectral template; an utterance is its characters' templates held for 4-8 frames
+each, plus noise, so CTC can learn the alignment.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.pytorch import _common
 
 MODEL = "deepspeech2"
 CHARS = 29  # blank + space + apostrophe + 26 letters
 
 
-@dataclass(frozen=True)
-class Config:
-    freq_bins: int  # spectrogram height
-    rnn_layers: int  # bidirectional GRU layers
-    hidden: int  # GRU width per direction
-    min_chars: int  # shortest transcript
-    max_chars: int  # longest transcript
-    lr: float  # AdamW learning rate
-
-
-CONFIGS = {
-    "tiny": Config(32, 2, 32, 3, 5, 1e-3),
-    "small": Config(81, 3, 256, 8, 20, 3e-4),
-    "paper": Config(161, 5, 800, 20, 60, 1.5e-4),
-}
-BATCH = {"tiny": 2, "small": 8, "paper": 32}
+Config = specs.DeepSpeech2
+CONFIGS = specs.DEEPSPEECH2.configs
+BATCH = specs.DEEPSPEECH2.batch
 FRAMES_PER_CHAR = (4, 8)
 
 
 class BatchRNN(nn.Module):
-    """Sequence-wise batch-norm then a bidirectional GRU whose directions are summed."""
+    """Sequence-wise batch-norm then a GRU (bidirectional: its directions are summed)."""
 
-    def __init__(self, n_in: int, hidden: int, norm: bool) -> None:
+    def __init__(self, n_in: int, hidden: int, norm: bool, bidirectional: bool) -> None:
         super().__init__()
         self.norm = nn.BatchNorm1d(n_in) if norm else None
-        self.rnn = nn.GRU(n_in, hidden, batch_first=True, bidirectional=True)
+        self.rnn = nn.GRU(n_in, hidden, batch_first=True, bidirectional=bidirectional)
         self.hidden = hidden
+        self.bidirectional = bidirectional
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [B, T, n_in]
         if self.norm is not None:
             x = self.norm(x.transpose(1, 2)).transpose(1, 2)
         y, _ = self.rnn(x)
+        if not self.bidirectional:
+            return y
         return y[..., : self.hidden] + y[..., self.hidden :]
 
 
 class DeepSpeech2(nn.Module):
     def __init__(self, cfg: Config) -> None:
         super().__init__()
+        pad = cfg.padded_conv
         self.conv = nn.Sequential(
-            nn.Conv2d(1, 32, (41, 11), stride=(2, 2), padding=(20, 5)),
+            nn.Conv2d(1, 32, (41, 11), stride=(2, 2), padding=(20, 5) if pad else 0),
             nn.BatchNorm2d(32),
             nn.Hardtanh(0, 20, inplace=True),
-            nn.Conv2d(32, 32, (21, 11), stride=(2, 1), padding=(10, 5)),
+            nn.Conv2d(32, 32, (21, 11), stride=(2, 1), padding=(10, 5) if pad else 0),
             nn.BatchNorm2d(32),
             nn.Hardtanh(0, 20, inplace=True),
         )
-        f = (cfg.freq_bins + 1) // 2
-        f = (f + 1) // 2
+        f = cfg.conv_freq()
         self.rnns = nn.Sequential(
             *[
-                BatchRNN(32 * f if i == 0 else cfg.hidden, cfg.hidden, norm=i > 0)
+                BatchRNN(32 * f if i == 0 else cfg.hidden, cfg.hidden, i > 0, cfg.bidirectional)
                 for i in range(cfg.rnn_layers)
             ]
         )
@@ -86,7 +75,7 @@ class DeepSpeech2(nn.Module):
         )
 
     def forward(self, spec: torch.Tensor) -> torch.Tensor:
-        """Log-probabilities ``[T', B, CHARS]`` (CTC layout), T' = ceil(T / 2)."""
+        """Log-probabilities ``[T', B, CHARS]`` (CTC layout), T' = ``cfg.conv_frames(T)``."""
         x = self.conv(spec)  # [B, C, F', T']
         b, c, f, t = x.shape
         x = self.rnns(x.reshape(b, c * f, t).transpose(1, 2))
@@ -128,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         spec = spec.to(device)
         opt.zero_grad(set_to_none=True)
         log_probs = net(spec)
-        out_lengths = (lengths + 1) // 2
+        out_lengths = cfg.conv_frames(lengths)
         loss = ctc(log_probs, targets.to(device), out_lengths, target_lengths)
         loss.backward()
         nn.utils.clip_grad_norm_(net.parameters(), 400.0)
@@ -148,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
         for i, n in enumerate(target_lengths.tolist()):
             labels[i, :n] = targets[at : at + n]
             at += n
-        out_len = ((lengths + 1) // 2).numpy()
+        out_len = cfg.conv_frames(lengths).numpy()
         return quality.greedy_ctc_cer(
             logits, out_len, labels.numpy(), target_lengths.numpy(), blank=0
         )

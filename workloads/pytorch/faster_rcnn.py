@@ -15,36 +15,20 @@ Data: noisy backgrounds with 1-3 solid rectangles whose colour is their class.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torchvision
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.pytorch import _common
 
 MODEL = "faster_rcnn"
 
 
-@dataclass(frozen=True)
-class Config:
-    image_px: int  # synthetic image height = width
-    min_size: int  # detector transform: shorter side resized to this
-    max_size: int  # detector transform: longer side at most this
-    classes: int  # object classes, background excluded
-    rpn_pre_nms: int  # RPN proposals kept before NMS (per image, training)
-    rpn_post_nms: int  # RPN proposals kept after NMS (per image, training)
-    roi_samples: int  # RoI-head samples per image
-    lr: float  # SGD learning rate
+Config = specs.FasterRCNN
+CONFIGS = specs.FASTER_RCNN.configs
+BATCH = specs.FASTER_RCNN.batch
 
-
-CONFIGS = {
-    "tiny": Config(64, 64, 96, 3, 200, 100, 64, 0.005),
-    "small": Config(320, 320, 512, 20, 2000, 2000, 512, 0.01),
-    "paper": Config(600, 600, 1000, 20, 2000, 2000, 512, 0.01),
-}
 HELD_OUT_IMAGES = 16
-BATCH = {"tiny": 2, "small": 2, "paper": 2}
 
 
 def scenes(

@@ -9,30 +9,18 @@ Data: class templates + noise (see :func:`_common.image_batch`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torchvision
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.pytorch import _common
 
 MODEL = "resnet50"
 
 
-@dataclass(frozen=True)
-class Config:
-    image_px: int  # input height = width
-    classes: int  # output classes
-    lr: float  # SGD learning rate
-
-
-CONFIGS = {
-    "tiny": Config(64, 10, 0.001),
-    "small": Config(128, 100, 0.005),
-    "paper": Config(224, 1000, 0.0125),
-}
-BATCH = {"tiny": 4, "small": 16, "paper": 32}
+Config = specs.ResNet50
+CONFIGS = specs.RESNET50.configs
+BATCH = specs.RESNET50.batch
 
 
 def build_model(cfg: Config) -> torch.nn.Module:

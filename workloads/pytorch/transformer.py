@@ -1,58 +1,37 @@
 """Transformer NMT (torch.nn.Transformer), TBD's tensor2tensor ``transformer_base`` workload.
 
-Architecture: source and target embeddings scaled by sqrt(d_model) plus sinusoidal
-positions -> nn.Transformer (post-norm encoder-decoder, causal target mask, padding masks)
--> projection to the target vocabulary. Loss: cross-entropy with label smoothing 0.1
-(padding ignored). Adam (beta 0.9, 0.98, eps 1e-9) with the inverse-square-root warm-up
-schedule of "Attention Is All You Need".
+Architecture (t2t's ``transformer_base``): one embedding shared by source, target and the
+output softmax (``shared_embedding_and_softmax_weights``), scaled by sqrt(d_model), plus
+sinusoidal positions -> nn.Transformer with pre-norm layers (``norm_first``, t2t's
+``layer_prepostprocess``: normalize, sublayer, dropout, add; a final layer norm on each
+stack), causal target mask, padding masks -> logits against the shared embedding. Loss:
+cross-entropy with label smoothing 0.1 (padding ignored). Adam (beta 0.9, 0.98, eps 1e-9)
+with the inverse-square-root warm-up schedule of "Attention Is All You Need".
 
-Sizes: tiny = d_model 32, 2 heads, 2+2 layers, ff 64, vocab 32, 4-8 tokens, batch 4;
-small = d_model 256, 4 heads, 3+3 layers, ff 1024, vocab 8000, 10-30 tokens, batch 32;
-paper = transformer_base: d_model 512, 8 heads, 6+6 layers, ff 2048, dropout 0.1, vocab
-32768 (WMT En-De 32k subwords), sentences up to 32 tokens, batch 64 (about t2t's 2048
-tokens per batch). Data: a reversal task (:func:`_common.translation_batch`).
+Sizes (workloads/specs.py): tiny = d_model 32, 2 heads, 2+2 layers, ff 64, vocab 32, 4-8
+tokens, batch 4; small = d_model 256, 4 heads, 3+3 layers, ff 1024, vocab 8000, 10-30
+tokens, batch 32; paper = transformer_base: d_model 512, 8 heads, 6+6 layers, ff 2048,
+dropout 0.1, vocab 32768 (WMT En-De 32k subwords), sentences up to 32 tokens, batch 64
+(about t2t's 2048 tokens per batch). Data: a reversal task
+(:func:`_common.translation_batch`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.pytorch import _common
 
 MODEL = "transformer"
 
 
-DROPOUT = 0.1  # transformer_base's
-
-
-@dataclass(frozen=True)
-class Config:
-    vocab: int  # shared source/target vocabulary (0..2 = pad, begin, end)
-    d_model: int  # model width
-    heads: int  # attention heads
-    layers: int  # encoder layers (= decoder layers)
-    ff: int  # feed-forward width
-    min_len: int  # shortest source sentence, tokens
-    max_len: int  # longest source sentence, tokens
-    warmup_steps: int  # learning-rate warm-up, optimizer steps
-    lr_scale: float = 1.0  # multiplies the schedule (t2t's learning-rate constant)
-    dropout: float = DROPOUT  # residual, embedding and attention dropout
-
-
-CONFIGS = {
-    # tiny: the unscaled schedule would peak at 32^-0.5 * 10^-0.5 = 0.056, where this net
-    # does not learn; here it warms up over 30 steps to a peak of 5e-3, then decays, and
-    # has no dropout (with 0.1 it had not learnt the task after 400 steps)
-    "tiny": Config(32, 32, 2, 2, 64, 4, 8, 30, 5e-3 * 32**0.5 * 30**0.5, 0.0),
-    "small": Config(8000, 256, 4, 3, 1024, 10, 30, 400),
-    "paper": Config(32768, 512, 8, 6, 2048, 10, 32, 4000),
-}
-BATCH = {"tiny": 4, "small": 32, "paper": 64}
+Config = specs.Transformer
+CONFIGS = specs.TRANSFORMER.configs
+BATCH = specs.TRANSFORMER.batch
 LABEL_SMOOTHING = 0.1
 
 
@@ -74,30 +53,40 @@ class TransformerNMT(nn.Module):
     def __init__(self, cfg: Config) -> None:
         super().__init__()
         self.scale = math.sqrt(cfg.d_model)
-        self.src_emb = nn.Embedding(cfg.vocab, cfg.d_model, padding_idx=0)
-        self.tgt_emb = nn.Embedding(cfg.vocab, cfg.d_model, padding_idx=0)
+        self.emb = nn.Embedding(cfg.vocab, cfg.d_model, padding_idx=0)
         self.register_buffer("pe", sinusoids(cfg.max_len + 2, cfg.d_model), persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
-        self.core = nn.Transformer(
+        layer = dict(
             d_model=cfg.d_model,
             nhead=cfg.heads,
-            num_encoder_layers=cfg.layers,
-            num_decoder_layers=cfg.layers,
             dim_feedforward=cfg.ff,
             dropout=cfg.dropout,
             batch_first=True,
+            norm_first=True,
         )
-        self.out = nn.Linear(cfg.d_model, cfg.vocab)
+        # the encoder is built here only to turn off nested tensors, which pre-norm layers
+        # cannot use (nn.Transformer would warn)
+        encoder = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(**layer),
+            cfg.layers,
+            norm=nn.LayerNorm(cfg.d_model),
+            enable_nested_tensor=False,
+        )
+        self.core = nn.Transformer(
+            num_encoder_layers=cfg.layers,
+            num_decoder_layers=cfg.layers,
+            custom_encoder=encoder,
+            **layer,
+        )
         # t2t's initialisation: N(0, d_model^-0.5), so the sqrt(d_model)-scaled embedding
         # has unit variance, as the positions do (nn.Embedding's N(0, 1) times sqrt(d)
         # drowns them, and the net cannot learn word order)
-        for emb in (self.src_emb, self.tgt_emb):
-            nn.init.normal_(emb.weight, 0.0, cfg.d_model**-0.5)
-            with torch.no_grad():
-                emb.weight[0].zero_()
+        nn.init.normal_(self.emb.weight, 0.0, cfg.d_model**-0.5)
+        with torch.no_grad():
+            self.emb.weight[0].zero_()
 
-    def _embed(self, emb: nn.Embedding, tokens: torch.Tensor) -> torch.Tensor:
-        return self.drop(emb(tokens) * self.scale + self.pe[: tokens.shape[1]])
+    def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.emb(tokens) * self.scale + self.pe[: tokens.shape[1]])
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, T, vocab]`` for the teacher-forced target input."""
@@ -105,15 +94,15 @@ class TransformerNMT(nn.Module):
         causal = torch.ones(t, t, dtype=torch.bool, device=src.device).triu(1)
         src_pad, tgt_pad = src == 0, tgt_in == 0
         h = self.core(
-            self._embed(self.src_emb, src),
-            self._embed(self.tgt_emb, tgt_in),
+            self._embed(src),
+            self._embed(tgt_in),
             tgt_mask=causal,
             src_key_padding_mask=src_pad,
             tgt_key_padding_mask=tgt_pad,
             memory_key_padding_mask=src_pad,
             tgt_is_causal=True,
         )
-        return self.out(h)
+        return h @ self.emb.weight.T  # the softmax shares the embedding
 
 
 def main(argv: list[str] | None = None) -> None:

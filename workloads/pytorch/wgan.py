@@ -14,34 +14,20 @@ Data: images of one to three Gaussian blobs on a dark background.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.pytorch import _common
 
 MODEL = "wgan"
 
 
-@dataclass(frozen=True)
-class Config:
-    image_px: int  # image height = width (a power of two, >= 16)
-    nz: int  # latent size
-    filters: int  # ngf = ndf, filters of the widest-resolution layer
-    n_critic: int  # critic updates per generator update
-    lr: float  # RMSprop learning rate
-    clip: float  # critic weights clipped to [-clip, clip]
+Config = specs.WGAN
+CONFIGS = specs.WGAN_SPEC.configs
+BATCH = specs.WGAN_SPEC.batch
 
-
-CONFIGS = {
-    "tiny": Config(16, 16, 16, 5, 5e-5, 0.01),
-    "small": Config(32, 64, 32, 5, 5e-5, 0.01),
-    "paper": Config(64, 100, 64, 5, 5e-5, 0.01),
-}
 HELD_OUT_IMAGES = 256
-BATCH = {"tiny": 8, "small": 32, "paper": 64}
 CHANNELS = 3
 
 

@@ -9,32 +9,18 @@ Data: class templates + noise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import keras
 import tensorflow as tf
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.tensorflow import _common, synthetic
 
 MODEL = "inception_v3"
 
 
-@dataclass(frozen=True)
-class Config:
-    image_px: int  # input height = width (>= 75)
-    classes: int  # output classes
-    lr: float  # RMSprop learning rate
-
-
-CONFIGS = {
-    "tiny": Config(96, 10, 0.001),
-    "small": Config(299, 100, 0.045),
-    "paper": Config(299, 1000, 0.045),
-}
-# tiny: batch 8, not 2: at 96 px the last blocks run on a 1x1 grid, where batch-norm over
-# 2 samples maps every channel to +1 or -1 (see the PyTorch workload).
-BATCH = {"tiny": 8, "small": 8, "paper": 32}
+Config = specs.InceptionV3
+CONFIGS = specs.INCEPTION_V3.configs
+BATCH = specs.INCEPTION_V3.batch
 
 
 def build_model(cfg: Config) -> keras.Model:

@@ -8,30 +8,18 @@ logits. Data: class templates + noise (:func:`workloads.tensorflow.synthetic.ima
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import keras
 import tensorflow as tf
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.tensorflow import _common, synthetic
 
 MODEL = "resnet50"
 
 
-@dataclass(frozen=True)
-class Config:
-    image_px: int  # input height = width
-    classes: int  # output classes
-    lr: float  # SGD learning rate
-
-
-CONFIGS = {
-    "tiny": Config(64, 10, 0.001),
-    "small": Config(128, 100, 0.005),
-    "paper": Config(224, 1000, 0.0125),
-}
-BATCH = {"tiny": 4, "small": 16, "paper": 32}
+Config = specs.ResNet50
+CONFIGS = specs.RESNET50.configs
+BATCH = specs.RESNET50.batch
 
 
 def build_model(cfg: Config) -> keras.Model:

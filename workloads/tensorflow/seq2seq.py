@@ -14,35 +14,19 @@ hidden 256, 10-30 tokens, batch 32; paper = IWSLT15 En-Vi scale: vocab 17191 / 7
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import keras
 import tensorflow as tf
 from keras import layers
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.tensorflow import _common, synthetic
 
 MODEL = "seq2seq"
 
 
-@dataclass(frozen=True)
-class Config:
-    src_vocab: int  # source vocabulary (ids 0..2 are pad, begin, end)
-    tgt_vocab: int  # target vocabulary
-    hidden: int  # embedding and LSTM width
-    layers: int  # encoder layers (= decoder layers), >= 2
-    min_len: int  # shortest source sentence, tokens
-    max_len: int  # longest source sentence, tokens
-    lr: float  # Adam learning rate
-
-
-CONFIGS = {
-    "tiny": Config(32, 32, 32, 2, 4, 8, 3e-3),
-    "small": Config(1000, 1000, 256, 2, 10, 30, 1e-3),
-    "paper": Config(17191, 7709, 512, 2, 10, 50, 1e-3),
-}
-BATCH = {"tiny": 4, "small": 32, "paper": 128}
+Config = specs.Seq2Seq
+CONFIGS = specs.SEQ2SEQ.configs
+BATCH = specs.SEQ2SEQ.batch
 
 
 class Seq2Seq(keras.Model):

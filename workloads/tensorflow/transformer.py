@@ -1,61 +1,37 @@
 """Transformer NMT on TensorFlow/Keras, written out (tensor2tensor ``transformer_base``).
 
-Architecture: source and target embeddings scaled by sqrt(d_model) plus sinusoidal
-positions -> post-norm encoder layers (self-attention, ReLU feed-forward) -> post-norm
-decoder layers (causal self-attention, cross-attention) -> projection to the target
-vocabulary. Padding is masked in every attention. Loss: cross-entropy with label
-smoothing 0.1 (padding ignored). Adam (0.9, 0.98, eps 1e-9) with the inverse-square-root
-warm-up schedule of "Attention Is All You Need".
+Architecture (t2t's ``transformer_base``): one embedding shared by source, target and the
+output softmax, scaled by sqrt(d_model), plus sinusoidal positions -> pre-norm encoder
+layers (self-attention, ReLU feed-forward; normalize, sublayer, dropout, add) and a final
+layer norm -> pre-norm decoder layers (causal self-attention, cross-attention) and a final
+layer norm -> logits against the shared embedding. Padding is masked in every attention.
+Loss: cross-entropy with label smoothing 0.1 (padding ignored). Adam (0.9, 0.98, eps 1e-9)
+with the inverse-square-root warm-up schedule of "Attention Is All You Need".
 
-Sizes: tiny = d_model 32, 2 heads, 2+2 layers, ff 64, vocab 32, 4-8 tokens, batch 4;
-small = d_model 256, 4 heads, 3+3 layers, ff 1024, vocab 8000, 10-30 tokens, batch 32;
-paper = transformer_base: d_model 512, 8 heads, 6+6 layers, ff 2048, dropout 0.1, vocab
-32768, up to 32 tokens, batch 64 (about t2t's 2048 tokens per batch). Data: the reversal
-task (:func:`workloads.tensorflow.synthetic.translation_batch`).
+Sizes (workloads/specs.py): tiny = d_model 32, 2 heads, 2+2 layers, ff 64, vocab 32, 4-8
+tokens, batch 4; small = d_model 256, 4 heads, 3+3 layers, ff 1024, vocab 8000, 10-30
+tokens, batch 32; paper = transformer_base: d_model 512, 8 heads, 6+6 layers, ff 2048,
+dropout 0.1, vocab 32768, up to 32 tokens, batch 64 (about t2t's 2048 tokens per batch).
+Data: the reversal task (:func:`workloads.tensorflow.synthetic.translation_batch`).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import keras
 import numpy as np
 import tensorflow as tf
 from keras import layers
 
-from workloads import harness, quality
+from workloads import harness, quality, specs
 from workloads.tensorflow import _common, synthetic
 
 MODEL = "transformer"
 LABEL_SMOOTHING = 0.1
 
 
-DROPOUT = 0.1  # transformer_base's
-
-
-@dataclass(frozen=True)
-class Config:
-    vocab: int  # shared source/target vocabulary (ids 0..2 are pad, begin, end)
-    d_model: int  # model width
-    heads: int  # attention heads
-    layers: int  # encoder layers (= decoder layers)
-    ff: int  # feed-forward inner width
-    min_len: int  # shortest source sentence, tokens
-    max_len: int  # longest source sentence, tokens
-    warmup_steps: int  # learning-rate warm-up, optimizer steps
-    lr_scale: float = 1.0  # multiplies the schedule (t2t's learning-rate constant)
-    dropout: float = DROPOUT  # residual, embedding and attention dropout
-
-
-CONFIGS = {
-    # tiny: the unscaled schedule would peak at 32^-0.5 * 10^-0.5 = 0.056, where this net
-    # does not learn; here it warms up over 30 steps to a peak of 5e-3, then decays, and
-    # has no dropout (with 0.1 it had not learnt the task after 400 steps)
-    "tiny": Config(32, 32, 2, 2, 64, 4, 8, 30, 5e-3 * 32**0.5 * 30**0.5, 0.0),
-    "small": Config(8000, 256, 4, 3, 1024, 10, 30, 400),
-    "paper": Config(32768, 512, 8, 6, 2048, 10, 32, 4000),
-}
-BATCH = {"tiny": 4, "small": 32, "paper": 64}
+Config = specs.Transformer
+CONFIGS = specs.TRANSFORMER.configs
+BATCH = specs.TRANSFORMER.batch
 
 
 def sinusoids(length: int, d_model: int) -> np.ndarray:
@@ -83,7 +59,7 @@ class InverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
 
 
 class Block(layers.Layer):
-    """One post-norm encoder (cross=False) or decoder (cross=True) layer."""
+    """One pre-norm encoder (cross=False) or decoder (cross=True) layer."""
 
     def __init__(self, cfg: Config, cross: bool) -> None:
         super().__init__()
@@ -98,15 +74,17 @@ class Block(layers.Layer):
         self.drop = layers.Dropout(cfg.dropout)
 
     def call(self, x, self_mask, memory=None, cross_mask=None, causal=False, training=False):
+        h = self.norms[0](x)
         a = self.self_attn(
-            x, x, attention_mask=self_mask, use_causal_mask=causal, training=training
+            h, h, attention_mask=self_mask, use_causal_mask=causal, training=training
         )
-        x = self.norms[0](x + self.drop(a, training=training))
+        x = x + self.drop(a, training=training)
         if self.cross_attn is not None:
-            a = self.cross_attn(x, memory, attention_mask=cross_mask, training=training)
-            x = self.norms[1](x + self.drop(a, training=training))
-        f = self.ff2(self.drop(self.ff1(x), training=training))
-        return self.norms[-1](x + self.drop(f, training=training))
+            h = self.norms[1](x)
+            a = self.cross_attn(h, memory, attention_mask=cross_mask, training=training)
+            x = x + self.drop(a, training=training)
+        f = self.ff2(self.drop(self.ff1(self.norms[-1](x)), training=training))
+        return x + self.drop(f, training=training)
 
 
 class Transformer(keras.Model):
@@ -114,25 +92,32 @@ class Transformer(keras.Model):
         super().__init__()
         self.scale = float(np.sqrt(cfg.d_model))
         self.pos = tf.constant(sinusoids(cfg.max_len + 2, cfg.d_model))
-        self.src_emb = layers.Embedding(cfg.vocab, cfg.d_model)
-        self.tgt_emb = layers.Embedding(cfg.vocab, cfg.d_model)
+        # t2t's initialisation: N(0, d_model^-0.5), so the sqrt(d_model)-scaled embedding
+        # has unit variance, as the positions do
+        self.emb = layers.Embedding(
+            cfg.vocab,
+            cfg.d_model,
+            embeddings_initializer=keras.initializers.RandomNormal(stddev=cfg.d_model**-0.5),
+        )
         self.enc = [Block(cfg, cross=False) for _ in range(cfg.layers)]
         self.dec = [Block(cfg, cross=True) for _ in range(cfg.layers)]
+        self.enc_norm = layers.LayerNormalization(epsilon=1e-6)
+        self.dec_norm = layers.LayerNormalization(epsilon=1e-6)
         self.drop = layers.Dropout(cfg.dropout)
-        self.out = layers.Dense(cfg.vocab)
 
-    def embed(self, emb: layers.Embedding, tokens: tf.Tensor, training: bool) -> tf.Tensor:
-        x = emb(tokens) * self.scale + self.pos[: tf.shape(tokens)[1]]
+    def embed(self, tokens: tf.Tensor, training: bool) -> tf.Tensor:
+        x = self.emb(tokens) * self.scale + self.pos[: tf.shape(tokens)[1]]
         return self.drop(x, training=training)
 
     def call(self, src: tf.Tensor, tgt_in: tf.Tensor, training: bool = False) -> tf.Tensor:
         """Logits ``[B, T, vocab]`` for the teacher-forced target input."""
         src_keep = tf.not_equal(src, synthetic.PAD)
         tgt_keep = tf.not_equal(tgt_in, synthetic.PAD)
-        x = self.embed(self.src_emb, src, training)
+        x = self.embed(src, training)
         for blk in self.enc:
             x = blk(x, src_keep[:, None, :], training=training)
-        y = self.embed(self.tgt_emb, tgt_in, training)
+        x = self.enc_norm(x)
+        y = self.embed(tgt_in, training)
         for blk in self.dec:
             y = blk(
                 y,
@@ -142,7 +127,8 @@ class Transformer(keras.Model):
                 causal=True,
                 training=training,
             )
-        return self.out(y)
+        # the softmax shares the embedding
+        return tf.matmul(self.dec_norm(y), self.emb.embeddings, transpose_b=True)
 
 
 def smoothed_xent(tgt_out: tf.Tensor, logits: tf.Tensor, vocab: int) -> tf.Tensor:

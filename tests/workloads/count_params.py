@@ -1,0 +1,136 @@
+"""Trainable parameter counts of one framework's workloads at every size, as JSON.
+
+Run with the framework's own Python (``.venv`` for pytorch and tensorflow, ``.venv-mxnet``
+for mxnet): ``python tests/workloads/count_params.py FRAMEWORK SIZE...``. Prints
+``{model: {size: count}}`` for the models that framework implements. The nets are built
+as the workloads build them (one tiny forward pass where a framework creates its weights
+lazily); nothing is trained. tests/workloads/test_specs.py compares the frameworks.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from workloads import specs  # noqa: E402
+
+MODELS = ("resnet50", "inception_v3", "seq2seq", "transformer", "deepspeech2", "wgan")
+
+
+def _torch(model: str, cfg: Any) -> int:
+    import importlib
+
+    import torch
+
+    mod = importlib.import_module(f"workloads.pytorch.{model}")
+    nets: list[Any]
+    with torch.device("meta"):  # shapes only: no memory, no initialisation cost
+        nets = _torch_nets(mod, model, cfg)
+    return sum(p.numel() for n in nets for p in n.parameters() if p.requires_grad)
+
+
+def _torch_nets(mod: Any, model: str, cfg: Any) -> list[Any]:
+    nets: list[Any]
+    if model in ("resnet50", "inception_v3"):
+        nets = [mod.build_model(cfg)]
+    elif model == "seq2seq":
+        nets = [mod.Seq2Seq(cfg)]
+    elif model == "transformer":
+        nets = [mod.TransformerNMT(cfg)]
+    elif model == "deepspeech2":
+        nets = [mod.DeepSpeech2(cfg)]
+    else:
+        nets = [mod.generator(cfg), mod.critic(cfg)]
+    return nets
+
+
+def _tf(model: str, cfg: Any) -> int:
+    import importlib
+
+    import numpy as np
+    import tensorflow as tf
+
+    mod = importlib.import_module(f"workloads.tensorflow.{model}")
+    tokens = tf.constant(np.full((1, 5), 3, np.int32))
+    nets: list[Any]
+    if model in ("resnet50", "inception_v3", "deepspeech2"):
+        nets = [mod.build_model(cfg)]
+    elif model == "seq2seq":
+        nets = [mod.Seq2Seq(cfg)]
+        nets[0](tokens, tokens)
+    elif model == "transformer":
+        nets = [mod.Transformer(cfg)]
+        nets[0](tokens, tokens)
+    else:
+        nets = [mod.generator(cfg), mod.critic(cfg)]
+    return sum(int(np.prod(v.shape)) for n in nets for v in n.trainable_variables)
+
+
+def _mx(model: str, cfg: Any) -> int:
+    import importlib
+
+    import mxnet as mx
+    import numpy as np
+
+    mod = importlib.import_module(f"workloads.mxnet.{model}")
+    ctx = mx.cpu()
+    tokens = mx.nd.full((1, 5), 3)
+    nets: list[Any]
+    if model in ("resnet50", "inception_v3"):
+        nets = [mod.build_model(cfg, ctx)]
+        nets[0](mx.nd.zeros((1, 3, cfg.image_px, cfg.image_px)))
+    elif model == "seq2seq":
+        nets = [mod.Seq2Seq(cfg)]
+        nets[0].initialize(ctx=ctx)
+        nets[0](tokens, mx.nd.array([5]), tokens)
+    elif model == "transformer":
+        nets = [mod.Transformer(cfg)]
+        nets[0].initialize(ctx=ctx)
+        nets[0](tokens, tokens)
+    elif model == "deepspeech2":
+        nets = [mod.DeepSpeech2(cfg)]
+        nets[0].initialize(ctx=ctx)
+        nets[0](mx.nd.zeros((1, 64, cfg.freq_bins)))  # [B, T, F]
+    else:
+        g, d = mod.generator(cfg), mod.critic(cfg)
+        for n in (g, d):
+            n.initialize(ctx=ctx)
+        d(g(mx.nd.zeros((1, cfg.nz, 1, 1))))
+        nets = [g, d]
+    return sum(
+        int(np.prod(p.shape))
+        for n in nets
+        for p in n.collect_params().values()
+        if p.grad_req != "null"
+    )
+
+
+COUNTERS: dict[str, Callable[[str, Any], int]] = {
+    "pytorch": _torch,
+    "tensorflow": _tf,
+    "mxnet": _mx,
+}
+SPECS = {
+    "resnet50": specs.RESNET50,
+    "inception_v3": specs.INCEPTION_V3,
+    "seq2seq": specs.SEQ2SEQ,
+    "transformer": specs.TRANSFORMER,
+    "deepspeech2": specs.DEEPSPEECH2,
+    "wgan": specs.WGAN_SPEC,
+}
+
+
+def main() -> None:
+    framework, sizes = sys.argv[1], sys.argv[2:]
+    count = COUNTERS[framework]
+    out = {m: {s: count(m, SPECS[m].configs[s]) for s in sizes} for m in MODELS}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
