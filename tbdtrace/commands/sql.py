@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from tbdtrace.commands import _perrank
 from tbdtrace.commands._open import open_or_import
