@@ -16,6 +16,11 @@ after ours.
   (tbdtrace.collector.torch_flops.start_in_child), so matmul, convolution and attention
   ops join it with their shapes and FLOPs; programs that never import torch are left alone.
 
+* ``--backend tf|mxnet|auto`` (``TBDTRACE_FRAMEWORK_SPOOL``, ``TBDTRACE_FRAMEWORK``):
+  nothing is imported here. Once the program imports its framework (``tensorflow``,
+  ``mxnet``; for ``auto`` the first of ``torch``, ``tensorflow`` and ``mxnet``), that
+  framework's profiler starts (tbdtrace.collector.framework_child.start_in_child).
+
 Only standard-library code runs here when the capture variables are absent.
 """
 
@@ -87,12 +92,47 @@ def _start_torch_hooks(_torch) -> None:  # type: ignore[no-untyped-def]
         torch_flops.start_in_child()
 
 
+_FRAMEWORK_MODULES = {
+    "tf": ("tensorflow",),
+    "mxnet": ("mxnet",),
+    "auto": ("torch", "tensorflow", "mxnet"),
+}
+_BACKEND_OF = {"torch": "torch", "tensorflow": "tf", "mxnet": "mxnet"}
+
+
+def _hook_frameworks(which: str) -> None:
+    """Start the backend of the first framework module in ``which`` the program imports."""
+    started: list[str] = []
+    finders: list[_AfterImport] = []
+
+    def start(module) -> None:  # type: ignore[no-untyped-def]
+        if started:
+            return
+        started.append(module.__name__)
+        for f in finders:  # the other frameworks' hooks are no longer needed
+            if f in sys.meta_path:
+                sys.meta_path.remove(f)
+        _package_on_path()
+        from tbdtrace.collector import framework_child
+
+        framework_child.start_in_child(_BACKEND_OF[module.__name__])
+
+    for name in _FRAMEWORK_MODULES.get(which, ()):
+        if name in sys.modules:
+            start(sys.modules[name])
+            return
+        finders.append(_AfterImport(name, start))
+    sys.meta_path[:0] = finders
+
+
 def _start() -> None:
     if os.environ.get("TBDTRACE_TORCH_SPOOL"):
         _package_on_path()
         from tbdtrace.collector import torch_child
 
         torch_child.start_in_child()
+    elif os.environ.get("TBDTRACE_FRAMEWORK_SPOOL"):
+        _hook_frameworks(os.environ.get("TBDTRACE_FRAMEWORK", "auto"))
     elif os.environ.get("TBDTRACE_TORCH_MEMORY_SPOOL") or os.environ.get(
         "TBDTRACE_TORCH_FLOPS_SPOOL"
     ):

@@ -1,0 +1,51 @@
+"""Find a program's models and optimizers without its help, for the framework backends.
+
+``capture --backend tf|mxnet`` changes nothing in the program, so nobody hands the
+capture the model whose weights, gradients and optimizer state it should size. The
+objects are found where Python keeps them: :func:`gc.get_objects` lists every live
+instance of a class, so Keras models and optimizers, Gluon Blocks and Trainers are found
+by type. A scan walks every tracked object (tens of milliseconds in a TensorFlow
+process), so :class:`Discovery` scans on a background thread at a growing interval
+(0.1 s doubling to 2 s): the first model of a run is found within about a step, and a
+long run pays one scan every 2 s.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Callable
+from typing import Any
+
+FIRST_INTERVAL_S = 0.1  # first scan after start
+MAX_INTERVAL_S = 2.0  # the interval doubles up to this
+
+
+def instances(types: tuple[type, ...]) -> list[Any]:
+    """Live objects that are instances of ``types``, in gc order."""
+    return [o for o in gc.get_objects() if isinstance(o, types)]
+
+
+class Discovery:
+    """Calls ``scan()`` on a background thread at a growing interval, and once at
+    ``stop()``; ``scan`` finds and sizes the objects and keeps what it learnt itself."""
+
+    def __init__(self, scan: Callable[[], None]):
+        self._scan = scan
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tbdtrace-discovery", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self._scan()
+
+    def _loop(self) -> None:
+        wait = FIRST_INTERVAL_S
+        while not self._stop.wait(wait):
+            self._scan()
+            wait = min(MAX_INTERVAL_S, wait * 2)

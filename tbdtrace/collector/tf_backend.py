@@ -1,0 +1,124 @@
+"""``--backend tf``: TensorFlow's own profiler inside the captured program, on CPU or GPU.
+
+Started by the bootstrap right after the program imports TensorFlow
+(:mod:`tbdtrace.collector.framework_child`), :class:`TfBackend` runs
+
+* ``tf.profiler.experimental.start(logdir)`` (host tracer level 2: every op the executor
+  runs, with TraceMe ranges), whose XSpace file is read back at ``stop()`` through the
+  TensorFlow importer (:mod:`tbdtrace.importers.tensorflow`): ``ops`` rows named
+  ``<op name>:<op type>``, each also a CPU ``kernels`` row since it ran on the CPU, and
+  ``markers`` for the other ranges;
+* the allocator sampler of :mod:`tbdtrace.collector.memory.tensorflow` (bytes in use and
+  the peak between samples, per device), with weights and optimizer state sized from the
+  Keras models and optimizers the program made, found by type
+  (:mod:`tbdtrace.collector.model_discovery`). Gradients live only inside a
+  ``GradientTape`` step: their size (the trainable variables' bytes) goes to
+  ``meta.extra.memory_model`` and their bytes count under ``other`` in the ``memory``
+  table.
+
+The capture command sets ``TF_CPU_ALLOCATOR_USE_BFC=true`` for the program (unless it is
+set already): TensorFlow's default CPU allocator keeps no statistics for small
+allocations, so without it the CPU totals would be low.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from tbdtrace.collector.model_discovery import Discovery, instances
+from tbdtrace.errors import TraceError
+
+
+def _keras_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(model types, optimizer types) of the Keras that TensorFlow uses."""
+    import keras
+
+    return (keras.Model,), (keras.optimizers.Optimizer,)
+
+
+class TfBackend:
+    """TensorFlow's profiler and allocator totals: ``start()``, then ``stop()``."""
+
+    name = "tf"
+
+    def __init__(self, memory_interval_s: float = 0.005):
+        self.memory_interval_s = memory_interval_s  # allocator sampling period
+        self._logdir = Path(tempfile.mkdtemp(prefix="tbdtrace-tf-"))
+        self._lock = threading.Lock()
+        self._sizes = {"weights": 0, "optimizer_state": 0, "gradients": 0}
+        self._models: dict[int, Any] = {}
+        self._discovery = Discovery(self._scan)
+        self.memory: Any = None
+
+    def _scan(self) -> None:
+        from tbdtrace.collector.memory.tensorflow import variable_bytes
+
+        try:
+            model_t, opt_t = _keras_types()
+        except ImportError:
+            return  # no Keras: weights and optimizer state stay unsized (all "other")
+        models, opts = instances(model_t), instances(opt_t)
+        weights = _unique(v for m in models for v in m.variables)
+        trainable = _unique(v for m in models for v in m.trainable_variables)
+        state = _unique(v for o in opts for v in o.variables)
+        with self._lock:
+            self._sizes = {
+                "weights": variable_bytes(weights),
+                "optimizer_state": variable_bytes(state),
+                "gradients": variable_bytes(trainable),
+            }
+            self._models = {id(m): type(m).__name__ for m in models}
+
+    def _sized(self) -> dict[str, int]:
+        with self._lock:
+            return {k: self._sizes[k] for k in ("weights", "optimizer_state")}
+
+    def start(self) -> None:
+        import tensorflow as tf
+
+        from tbdtrace.collector.memory.tensorflow import Sampler
+
+        # Default options: host tracer level 2 (TensorFlow 2.21 warns that it "expects an
+        # i value" for ProfilerOptions given from Python, and ignores them).
+        tf.profiler.experimental.start(str(self._logdir))
+        self.memory = Sampler(interval_s=self.memory_interval_s, sizer=self._sized)
+        self.memory.start()
+        self._discovery.start()
+
+    def stop(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        import tensorflow as tf
+
+        from tbdtrace.importers import tensorflow as tf_import
+
+        self._discovery.stop()
+        self.memory.stop()
+        try:
+            tf.profiler.experimental.stop()
+            files = sorted(self._logdir.rglob("*.xplane.pb"))
+            if not files:
+                raise TraceError("TensorFlow's profiler wrote no .xplane.pb file")
+            tables, meta = tf_import.import_files(files[-1:])
+        finally:
+            shutil.rmtree(self._logdir, ignore_errors=True)
+        tables["memory"] = self.memory.memory_columns()
+        meta.update(source="tensorflow", backend="tf", framework="tensorflow", source_files=[])
+        extra = meta.setdefault("extra", {})
+        extra["memory_model"] = dict(self._sizes)
+        extra["tensorflow"] = {
+            "version": tf.__version__,
+            "host_tracer_level": 2,
+            "models_found": sorted(set(self._models.values())),
+        }
+        return tables, meta
+
+
+def _unique(variables: Any) -> list[Any]:
+    """Variables without repeats (a layer shared by two models counts once)."""
+    seen: dict[int, Any] = {}
+    for v in variables:
+        seen.setdefault(id(v), v)
+    return list(seen.values())
