@@ -8,12 +8,21 @@ by type. A scan walks every tracked object (tens of milliseconds in a TensorFlow
 process), so :class:`Discovery` scans on a background thread at a growing interval
 (0.1 s doubling to 2 s): the first model of a run is found within about a step, and a
 long run pays one scan every 2 s.
+
+A scan must not be interrupted by the program's threads: ``gc.get_objects()`` also lists
+a tuple that ``tuple(generator)`` is still filling, and holding a reference to it while
+that code resumes makes its resize fail (TensorFlow's graph tracing then dies with
+``SystemError: bad argument to internal function``). :func:`instances` therefore raises
+the interpreter's thread switch interval for the few milliseconds of the scan and drops
+the object list before other Python code runs again.
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,9 +30,24 @@ FIRST_INTERVAL_S = 0.1  # first scan after start
 MAX_INTERVAL_S = 2.0  # the interval doubles up to this
 
 
+# While scanning: no switch to another thread (a thread already waiting may still take
+# the interpreter once, before the object list exists; see the module docstring).
+_SCAN_SWITCH_INTERVAL_S = 1000.0
+
+
 def instances(types: tuple[type, ...]) -> list[Any]:
-    """Live objects that are instances of ``types``, in gc order."""
-    return [o for o in gc.get_objects() if isinstance(o, types)]
+    """Live objects whose type is a subclass of ``types``, in gc order."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(_SCAN_SWITCH_INTERVAL_S)
+    try:
+        time.sleep(0)  # let a thread that asked before the change run now, not mid-scan
+        objs = gc.get_objects()
+        # type(o), not o.__class__: no attribute lookup on arbitrary objects.
+        found = [o for o in objs if issubclass(type(o), types)]
+        del objs
+    finally:
+        sys.setswitchinterval(old)
+    return found
 
 
 class Discovery:

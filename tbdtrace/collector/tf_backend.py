@@ -108,6 +108,8 @@ class TfBackend:
         meta.update(source="tensorflow", backend="tf", framework="tensorflow", source_files=[])
         extra = meta.setdefault("extra", {})
         extra["memory_model"] = dict(self._sizes)
+        # What the memory table tells apart; the rest is inside "other" (suite rows).
+        extra["memory_categories"] = ["weights", "optimizer_state", "other"]
         extra["tensorflow"] = {
             "version": tf.__version__,
             "host_tracer_level": 2,

@@ -103,6 +103,24 @@ def memory(tr: Trace, window: Window) -> dict[str, Any]:
     for cat, n in (breakdown or {}).items():
         if cat in MEMORY_CATEGORIES:  # pre_existing: 0 for captures, not a row column
             cells[f"{cat}_bytes"] = n
+    return _unlabelled(tr, cells)
+
+
+def _unlabelled(tr: Trace, cells: dict[str, Any]) -> dict[str, Any]:
+    """Categories the capture does not tell apart (``meta.extra.memory_categories``, set by
+    the TensorFlow and MXNet backends) are empty cells with a note, not 0: their bytes are
+    inside ``other``."""
+    labelled = (tr.meta.get("extra") or {}).get("memory_categories")
+    if not labelled:
+        return cells
+    missing = [c for c in MEMORY_CATEGORIES if c not in labelled and c != "other"]
+    for c in missing:
+        cells[f"{c}_bytes"] = None
+    if missing:
+        cells[NOTES] = [
+            f"memory: {', '.join(missing)} not told apart by the {tr.meta.get('backend')} "
+            "capture (counted in other)"
+        ]
     return cells
 
 

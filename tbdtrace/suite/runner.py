@@ -69,7 +69,6 @@ def quality_from_log(log: Path, job: Job) -> dict[str, Any]:
 def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
     """Run one job under capture and return its table row (failed rows carry the error)."""
     paths = capture.Paths.for_job(Path(cfg.out_dir), job)
-    mode, note = capture.for_job(mode, job)
     outcome = capture.execute(mode, job, cfg, paths)
     row = rows.empty_row(
         model=job.model,
@@ -91,8 +90,6 @@ def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
         return row
     row.update(cells)
     row.update(quality_from_log(paths.log, job))
-    if note:
-        notes.insert(0, note)
     row["trace"] = str(paths.trace_dir)
     if not row["measured_steps"]:
         notes.insert(

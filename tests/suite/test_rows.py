@@ -135,6 +135,38 @@ def test_memory_without_measured_steps_uses_the_whole_trace(tmp_path: Path) -> N
     assert (cells["weights_bytes"], cells["other_bytes"]) == (100, 400)
 
 
+def test_categories_a_capture_does_not_tell_apart_are_empty_with_a_reason(
+    tmp_path: Path,
+) -> None:
+    # A TensorFlow capture labels weights, optimizer state and other only: its zero
+    # gradients, inputs, activations and workspace are unknown, not 0.
+    mem = {
+        "ts_ns": [1, 2],
+        "action": ["alloc", "alloc"],
+        "level": ["allocated"] * 2,
+        "bytes": [100, 300],
+        "address": [1, 2],
+        "device_id": [0] * 2,
+        "device_type": ["cpu"] * 2,
+        "category": ["weights", "other"],
+    }
+    meta = {
+        "source": "test",
+        "backend": "tf",
+        "extra": {"memory_categories": ["weights", "optimizer_state", "other"]},
+    }
+    tr = tbdtrace.open(trace.write(tmp_path / "t", {"memory": mem}, meta))
+    cells, notes = rows.compute(tr)
+    assert (cells["weights_bytes"], cells["optimizer_state_bytes"], cells["other_bytes"]) == (
+        100,
+        0,
+        300,
+    )
+    for c in ("gradients", "inputs", "activations", "workspace"):
+        assert cells[f"{c}_bytes"] is None
+    assert any("not told apart by the tf capture" in n and "gradients" in n for n in notes)
+
+
 def test_no_memory_events_leave_memory_cells_empty(tmp_path: Path) -> None:
     cells, _ = rows.compute(_trace(tmp_path, {"steps": STEPS}))
     assert "peak_memory_bytes" not in cells or cells["peak_memory_bytes"] is None

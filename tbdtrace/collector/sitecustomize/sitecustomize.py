@@ -52,29 +52,39 @@ def _package_on_path() -> None:
 
 class _AfterImport:
     """A one-shot meta-path finder: runs ``callback(module)`` once ``name`` has been
-    imported by the program (its loader's ``exec_module`` is wrapped)."""
+    imported by the program (its loader's ``exec_module`` is wrapped).
+
+    It stays on ``sys.meta_path`` until the module is executed, not merely looked up: a
+    program that probes ``importlib.util.find_spec(name)`` before importing it (as
+    ``workloads.mxnet`` does) must not use up the hook."""
 
     def __init__(self, name: str, callback):  # type: ignore[no-untyped-def]
         self.name, self.callback = name, callback
+        self._looking = False  # our own find_spec below runs the meta path again
 
     def find_spec(self, fullname, path=None, target=None):  # type: ignore[no-untyped-def]
-        if fullname != self.name:
+        if fullname != self.name or self._looking:
             return None
-        sys.meta_path.remove(self)
         import importlib.util
 
-        spec = importlib.util.find_spec(fullname)
+        self._looking = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._looking = False
         loader = getattr(spec, "loader", None)
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
-        run, callback = loader.exec_module, self.callback
+        run, callback, finder = loader.exec_module, self.callback, self
 
         def exec_module(module):  # type: ignore[no-untyped-def]
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
             run(module)
             try:
                 callback(module)
             except Exception as e:  # noqa: BLE001 - capture must never break the program
-                sys.stderr.write(f"tbdtrace: {self.name} hooks not started: {e}\n")
+                sys.stderr.write(f"tbdtrace: {finder.name} hooks not started: {e}\n")
 
         loader.exec_module = exec_module
         return spec
