@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace
+from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.errors import TraceError
 from tbdtrace.suite.plan import REPO, BenchConfig, Job, workload_argv
 
@@ -38,6 +39,7 @@ STEPS_ENV = "TBDTRACE_STEPS_FILE"
 # Read by workloads/harness.py (memory_trace_dir); bench keeps it out of its jobs.
 MEMORY_ENV = "TBDTRACE_MEMORY_TRACE"
 CAPTURES = ("auto", "tbdtrace", "steps")
+HOST_RATE_HZ = 20.0  # process-tree samples per second in runs without the capture command
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,13 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+        # A run without the capture command: tbdtrace samples the process tree itself
+        # (CPU time and memory of the workload and its children; no NVML here, the
+        # capture's own sampler has it).
+        host = None
+        if mode == "steps":
+            host = HostSampler(SamplerConfig(rate_hz=HOST_RATE_HZ, gpu=False), pid=proc.pid)
+            host.start()
         # The job runs in its own session, so stopping it (timeout, Ctrl-C here) must
         # reach the workload and anything it started.
         try:
@@ -156,13 +165,15 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
         except BaseException:
             _kill(proc)
             raise
+        finally:
+            samples = host.stop() if host is not None else None
     wall = time.monotonic_ns() - t0
     if rc is None:
         return Outcome(None, wall, f"timed out after {cfg.timeout_s:g} s (log: {paths.log})")
     if rc != 0:
         return Outcome(rc, wall, f"exit code {rc}: {last_line(paths.log)} (log: {paths.log})")
     if mode == "steps":
-        write_steps_trace(job, argv, paths)
+        write_steps_trace(job, argv, paths, samples)
     elif not (paths.trace_dir / trace.META_FILE).exists():
         return Outcome(rc, wall, f"capture wrote no trace at {paths.trace_dir}")
     return Outcome(rc, wall, None)
@@ -212,8 +223,12 @@ def read_steps_file(path: Path) -> dict[str, list]:  # type: ignore[type-arg]
     return cols
 
 
-def write_steps_trace(job: Job, argv: list[str], paths: Paths) -> None:
-    """The trace of a ``steps`` capture: the steps table and what ran."""
+def write_steps_trace(
+    job: Job, argv: list[str], paths: Paths, host_samples: dict[str, list[Any]] | None = None
+) -> None:
+    """The trace of a ``steps`` capture: the steps table, the host samples of the
+    workload's process tree when taken, and what ran (``meta.extra.logical_cpus``: the
+    machine's logical CPUs, the denominator of CPU utilization)."""
     meta: dict[str, Any] = {
         "source": "harness",
         "backend": None,
@@ -221,5 +236,9 @@ def write_steps_trace(job: Job, argv: list[str], paths: Paths) -> None:
         "workload": job.module,
         "command": argv,
         "host": socket.gethostname(),
+        "extra": {"logical_cpus": os.cpu_count()},
     }
-    trace.write(paths.trace_dir, {"steps": read_steps_file(paths.steps_file)}, meta)
+    tables: dict[str, Any] = {"steps": read_steps_file(paths.steps_file)}
+    if host_samples is not None:
+        tables["host_samples"] = host_samples
+    trace.write(paths.trace_dir, tables, meta)
