@@ -8,6 +8,8 @@ Started by the bootstrap right after the program imports TensorFlow
   TensorFlow importer (:mod:`tbdtrace.importers.tensorflow`): ``ops`` rows named
   ``<op name>:<op type>``, each also a CPU ``kernels`` row since it ran on the CPU, and
   ``markers`` for the other ranges;
+* FLOPs of the matrix ops (``ops.flops``), from the ``tf.function`` graphs the program
+  traced (:mod:`tbdtrace.collector.tf_flops`);
 * the allocator sampler of :mod:`tbdtrace.collector.memory.tensorflow` (bytes in use and
   the peak between samples, per device), with weights and optimizer state sized from the
   Keras models and optimizers the program made, found by type
@@ -105,6 +107,13 @@ class TfBackend:
         finally:
             shutil.rmtree(self._logdir, ignore_errors=True)
         tables["memory"] = self.memory.memory_columns()
+        flop_rows = 0
+        if tables.get("ops"):
+            from tbdtrace.collector.tf_flops import add_flops
+
+            ops = {c: _as_list(a) for c, a in tables["ops"].items()}
+            flop_rows = add_flops(ops)
+            tables["ops"] = ops
         meta.update(source="tensorflow", backend="tf", framework="tensorflow", source_files=[])
         extra = meta.setdefault("extra", {})
         extra["memory_model"] = dict(self._sizes)
@@ -114,8 +123,14 @@ class TfBackend:
             "version": tf.__version__,
             "host_tracer_level": 2,
             "models_found": sorted(set(self._models.values())),
+            "ops_with_graph_flops": flop_rows,  # tf_flops: matrix ops counted from graphs
         }
         return tables, meta
+
+
+def _as_list(col: Any) -> list[Any]:
+    """An importer column (Arrow array or list) as a list."""
+    return col.to_pylist() if hasattr(col, "to_pylist") else list(col)
 
 
 def _unique(variables: Any) -> list[Any]:

@@ -130,6 +130,20 @@ def test_tf_ops_are_the_models_steps(tf_trace: trace.Trace) -> None:
     assert len(kernels) == tf_trace.num_rows("ops") and set(kernels) == {"cpu"}
 
 
+def test_tf_matrix_flops_come_from_the_traced_graph(tf_trace: trace.Trace) -> None:
+    from tbdtrace.passes import fp32
+
+    # Per step, batch 16: forward 2*16*32*64 + 2*16*64*10; backward the two weight
+    # gradients (the same counts) and the second layer's input gradient (2*16*10*64).
+    per_step = 2 * (2 * 16 * 32 * 64) + 3 * (2 * 16 * 64 * 10)
+    flops = tf_trace.table("ops", ["flops"]).column("flops").to_pylist()
+    assert sum(f for f in flops if f is not None) == STEPS * per_step
+    (row,) = fp32.run(tf_trace).to_pylist()
+    assert row["flops"] == STEPS * per_step  # no steps in this trace: the whole run
+    assert row["flops_source"].startswith("framework counts")
+    assert 0 < row["efficiency_wall"] < 1
+
+
 def test_tf_model_memory_is_exact(tf_trace: trace.Trace) -> None:
     adam = 2 * WEIGHT_BYTES + 8 + 4  # m and v, int64 iteration, float32 learning rate
     assert tf_trace.meta["extra"]["memory_model"] == {
