@@ -65,6 +65,7 @@ TENSORFLOW: tuple[Workload, ...] = (
     _tf("transformer", "machine translation", "sentences"),
     _tf("deepspeech2", "speech recognition", "utterances"),
     _tf("wgan", "adversarial learning", "images"),
+    _tf("a3c", "reinforcement learning", "frames"),
 )
 
 

@@ -31,6 +31,7 @@ TINY_SAMPLES = {
     ("transformer", "tensorflow"): 4,
     ("deepspeech2", "tensorflow"): 2,
     ("wgan", "tensorflow"): 8,
+    ("a3c", "tensorflow"): 10,
     ("resnet50", "mxnet"): 4,
     ("inception_v3", "mxnet"): 1,
     ("seq2seq", "mxnet"): 4,
