@@ -38,6 +38,7 @@ TINY_SAMPLES = {
     ("transformer", "mxnet"): 4,
     ("deepspeech2", "mxnet"): 2,
     ("wgan", "mxnet"): 8,
+    ("a3c", "mxnet"): 10,
 }
 
 
