@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
         obs, acts, rewards, dones = [], [], [], []
         for _ in range(t_max):
             x = mx.nd.array(workers.stacks, ctx=ctx)
-            a, _ = act(x)
+            a = act(x)[0]
             r, d = workers.step(a)
             obs.append(x)
             acts.append(a)
