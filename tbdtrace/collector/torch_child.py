@@ -444,10 +444,10 @@ def run_capture(
         ) from None
     if not meta["extra"]["profiled_pids"] and stop is None:
         _remove_spool(spool, outcome.pid)  # kept while a process of the command runs
+        what = "without a GPU, capture" if backend == "auto" else f"--backend {backend}"
         raise TraceError(
-            f"{command[0]}: the command wrote no {backend} profile (exit code "
-            f"{outcome.exit_code}); --backend {backend} needs a Python program "
-            f"that imports {_NEEDS.get(backend, backend)}"
+            f"{command[0]}: the command wrote no profile (exit code {outcome.exit_code}); "
+            f"{what} needs a Python program that imports {_NEEDS.get(backend, backend)}"
         )
     tables["host_samples"] = samples
     log, news = profiler_log(spool)
