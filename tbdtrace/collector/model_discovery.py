@@ -4,10 +4,12 @@
 capture the model whose weights, gradients and optimizer state it should size. The
 objects are found where Python keeps them: :func:`gc.get_objects` lists every live
 instance of a class, so Keras models and optimizers, Gluon Blocks and Trainers are found
-by type. A scan walks every tracked object (tens of milliseconds in a TensorFlow
-process), so :class:`Discovery` scans on a background thread at a growing interval
-(0.1 s doubling to 2 s): the first model of a run is found within about a step, and a
-long run pays one scan every 2 s.
+by type. A scan walks every tracked object (a few milliseconds in an MXNet process, tens
+in a TensorFlow one), so :class:`Discovery` scans on a background thread with its cost
+bounded: the next scan comes after 20 times the last one's duration (at most 5% of the
+time), at least 0.1 s and at most 2 s later. Backends keep what a scan found: a
+program's model is often a local variable of a function that has returned by the time
+the capture stops.
 
 A scan must not be interrupted by the program's threads: ``gc.get_objects()`` also lists
 a tuple that ``tuple(generator)`` is still filling, and holding a reference to it while
@@ -26,8 +28,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-FIRST_INTERVAL_S = 0.1  # first scan after start
-MAX_INTERVAL_S = 2.0  # the interval doubles up to this
+FIRST_INTERVAL_S = 0.1  # first scan after start, and the shortest interval
+MAX_INTERVAL_S = 2.0  # the longest interval
+MAX_SHARE = 0.05  # scans take at most this share of the time (interval >= scan time / share)
 
 
 # While scanning: no switch to another thread (a thread already waiting may still take
@@ -71,5 +74,7 @@ class Discovery:
     def _loop(self) -> None:
         wait = FIRST_INTERVAL_S
         while not self._stop.wait(wait):
+            t0 = time.perf_counter()
             self._scan()
-            wait = min(MAX_INTERVAL_S, wait * 2)
+            took = time.perf_counter() - t0
+            wait = min(MAX_INTERVAL_S, max(FIRST_INTERVAL_S, took / MAX_SHARE))

@@ -26,6 +26,7 @@ allocations, so without it the CPU totals would be low.
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -35,11 +36,15 @@ from tbdtrace.collector.model_discovery import Discovery, instances
 from tbdtrace.errors import TraceError
 
 
-def _keras_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
-    """(model types, optimizer types) of the Keras that TensorFlow uses."""
-    import keras
-
-    return (keras.Model,), (keras.optimizers.Optimizer,)
+def _keras_types() -> tuple[tuple[type, ...], tuple[type, ...]] | None:
+    """(model types, optimizer types) of Keras once the program has imported it (the
+    capture never imports it first: the program may configure it before its import)."""
+    keras = sys.modules.get("keras")
+    model = getattr(keras, "Model", None)
+    opt = getattr(getattr(keras, "optimizers", None), "Optimizer", None)
+    if not isinstance(model, type) or not isinstance(opt, type):
+        return None
+    return (model,), (opt,)
 
 
 class TfBackend:
@@ -53,26 +58,41 @@ class TfBackend:
         self._lock = threading.Lock()
         self._sizes = {"weights": 0, "optimizer_state": 0, "gradients": 0}
         self._models: dict[int, Any] = {}
+        self._held: dict[int, Any] = {}  # id -> model, optimizer or ConcreteFunction found
+        self.graphs: list[Any] = []  # the traced tf.function graphs found (tf_flops)
         self._discovery = Discovery(self._scan)
         self.memory: Any = None
 
     def _scan(self) -> None:
         from tbdtrace.collector.memory.tensorflow import variable_bytes
+        from tbdtrace.collector.tf_flops import concrete_function_type
 
-        try:
-            model_t, opt_t = _keras_types()
-        except ImportError:
-            return  # no Keras: weights and optimizer state stay unsized (all "other")
-        models, opts = instances(model_t), instances(opt_t)
+        types = _keras_types()
+        fn_t = concrete_function_type()
+        if types is None and fn_t is None:
+            return  # neither Keras nor tf.function in use yet
+        model_t, opt_t = types or ((), ())
+        wanted = tuple(t for t in (*model_t, *opt_t, fn_t) if t is not None)
+        found = instances(wanted)
+        with self._lock:
+            # Kept once found: the program's objects may be gone by the last scan.
+            for o in found:
+                self._held.setdefault(id(o), o)
+            held = list(self._held.values())
+        models: list[Any] = [o for o in held if model_t and isinstance(o, model_t)]
+        opts: list[Any] = [o for o in held if opt_t and isinstance(o, opt_t)]
+        fns: list[Any] = [o for o in held if fn_t is not None and isinstance(o, fn_t)]
+        self.graphs = [f.graph for f in fns]
         weights = _unique(v for m in models for v in m.variables)
         trainable = _unique(v for m in models for v in m.trainable_variables)
         state = _unique(v for o in opts for v in o.variables)
+        sizes = {
+            "weights": variable_bytes(weights),
+            "optimizer_state": variable_bytes(state),
+            "gradients": variable_bytes(trainable),
+        }
         with self._lock:
-            self._sizes = {
-                "weights": variable_bytes(weights),
-                "optimizer_state": variable_bytes(state),
-                "gradients": variable_bytes(trainable),
-            }
+            self._sizes = sizes
             self._models = {id(m): type(m).__name__ for m in models}
 
     def _sized(self) -> dict[str, int]:
@@ -112,7 +132,7 @@ class TfBackend:
             from tbdtrace.collector.tf_flops import add_flops
 
             ops = {c: _as_list(a) for c, a in tables["ops"].items()}
-            flop_rows = add_flops(ops)
+            flop_rows = add_flops(ops, self.graphs)
             tables["ops"] = ops
         meta.update(source="tensorflow", backend="tf", framework="tensorflow", source_files=[])
         extra = meta.setdefault("extra", {})

@@ -2,9 +2,9 @@
 
 TensorFlow's profiler records no shapes, so the FLOPs come from where the shapes are:
 the ``tf.function`` graphs the program traced (their ``ConcreteFunction`` objects, found
-by type at the end of the capture). For each matrix op of :data:`MATRIX_OPS` whose input
-shapes are static, TensorFlow's own registered statistics
-(``ops.get_stats_for_node_def(graph, node_def, "flops")``: 2 x multiply-adds, the count
+by type while the program runs and kept by ``tf_backend.TfBackend``). For each matrix op
+of :data:`MATRIX_OPS` whose input shapes are static, TensorFlow's own registered
+statistics (``ops.get_stats_for_node_def(graph, node_def, "flops")``: 2 x multiply-adds, the count
 ``tf.compat.v1.profiler`` reports) give the op's FLOPs. An executed op is named
 ``<node name>:<type>`` in the trace; an op that grappler fused into another
 (``MatMul`` + ``BiasAdd`` + ``Relu`` runs as one ``_MklNativeFusedMatMul`` named after the
@@ -16,10 +16,9 @@ none: the pass then counts less, never a wrong figure. Ops run eagerly (outside 
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from typing import Any
-
-from tbdtrace.collector.model_discovery import instances
 
 # Matrix-math op types whose FLOPs are counted (the figure TBD's FP32 efficiency uses).
 MATRIX_OPS = frozenset(
@@ -49,18 +48,17 @@ DTYPES = {
 }
 
 
-def _graphs() -> list[Any]:
-    try:
-        from tensorflow.python.eager.polymorphic_function.concrete_function import (
-            ConcreteFunction,
-        )
-    except ImportError:
-        return []
+def concrete_function_type() -> type | None:
+    """TensorFlow's ``ConcreteFunction`` class once TensorFlow is imported, else None."""
+    mod = sys.modules.get("tensorflow.python.eager.polymorphic_function.concrete_function")
+    t = getattr(mod, "ConcreteFunction", None)
+    return t if isinstance(t, type) else None
+
+
+def _unique_graphs(graphs: list[Any]) -> list[Any]:
     seen: dict[int, Any] = {}
-    for f in instances((ConcreteFunction,)):
-        g = getattr(f, "graph", None)
-        if g is not None:
-            seen.setdefault(id(g), g)
+    for g in graphs:
+        seen.setdefault(id(g), g)
     return list(seen.values())
 
 
@@ -102,11 +100,11 @@ def _executed_target(op: Any, executed: set[str]) -> str | None:
     return None
 
 
-def counts(executed: set[str]) -> dict[str, tuple[int, str | None]]:
-    """Executed node name -> (FLOPs, dtype text) from every traced graph (see the module
-    docstring); names with conflicting counts are left out."""
+def counts(executed: set[str], graphs: list[Any]) -> dict[str, tuple[int, str | None]]:
+    """Executed node name -> (FLOPs, dtype text) from the traced ``graphs`` (see the
+    module docstring); names with conflicting counts are left out."""
     per_graph: list[dict[str, tuple[int, str | None]]] = []
-    for g in _graphs():
+    for g in _unique_graphs(graphs):
         got: dict[str, list[Any]] = defaultdict(lambda: [0, None])
         for op in g.get_operations():
             if op.type not in MATRIX_OPS:
@@ -128,12 +126,12 @@ def counts(executed: set[str]) -> dict[str, tuple[int, str | None]]:
     return {k: v for k, v in out.items() if k not in bad}
 
 
-def add_flops(ops: dict[str, list[Any]]) -> int:
-    """Fill ``ops.flops`` and ``ops.input_dtypes`` of the executed rows the graphs count
-    (``name`` = ``<node>:<type>``); returns the rows filled."""
+def add_flops(ops: dict[str, list[Any]], graphs: list[Any]) -> int:
+    """Fill ``ops.flops`` and ``ops.input_dtypes`` of the executed rows that the traced
+    ``graphs`` count (``name`` = ``<node>:<type>``); returns the rows filled."""
     names = ops.get("name") or []
     nodes = [str(n).rpartition(":")[0] for n in names]
-    got = counts(set(nodes))
+    got = counts(set(nodes), graphs)
     flops = list(ops.get("flops") or [None] * len(names))
     dtypes = list(ops.get("input_dtypes") or [None] * len(names))
     filled = 0
