@@ -65,6 +65,7 @@ TENSORFLOW: tuple[Workload, ...] = (
     _tf("transformer", "machine translation", "sentences"),
     _tf("deepspeech2", "speech recognition", "utterances"),
     _tf("wgan", "adversarial learning", "images"),
+    _tf("a3c", "reinforcement learning", "frames"),
 )
 
 
@@ -79,6 +80,7 @@ MXNET: tuple[Workload, ...] = (
     _mx("transformer", "machine translation", "sentences"),
     _mx("deepspeech2", "speech recognition", "utterances"),
     _mx("wgan", "adversarial learning", "images"),
+    _mx("a3c", "reinforcement learning", "frames"),
 )
 
 WORKLOADS: tuple[Workload, ...] = PYTORCH + TENSORFLOW + MXNET

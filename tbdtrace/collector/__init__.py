@@ -3,9 +3,11 @@
 ``capture(out_dir, backend=...)`` is a context manager that profiles the code inside it
 and writes a trace directory on exit, with a ``host_samples`` table from the host sampler
 in every capture. Backends: ``torch`` (torch.profiler, :mod:`.torch_backend`); ``cupti``
-(the native collector, when built); ``auto`` picks cupti when a GPU is usable and the
-native collector is present, else torch. ``meta.backend`` names the one used and
-``meta.extra.backend_choice`` says why.
+(the native collector, when built); ``tf`` and ``mxnet`` (the framework's profiler in a
+captured program, ``tbdtrace capture`` only: :mod:`.framework_child`); ``auto`` picks
+cupti when a GPU is usable and the native collector is present, else torch (the capture
+command then lets the program's framework decide). ``meta.backend`` names the one used
+and ``meta.extra.backend_choice`` says why.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.collector.torch_backend import TorchBackend, TorchConfig
 from tbdtrace.errors import TraceError
 
-BACKENDS = ("auto", "cupti", "torch")
+BACKENDS = ("auto", "cupti", "torch", "tf", "mxnet")
+# Backends that run only in a captured child (``tbdtrace capture``): the framework's
+# profiler starts when the program imports it (framework_child).
+CHILD_ONLY = ("tf", "mxnet")
 _CUPTI_MODULE = "tbdtrace.collector.cupti_backend"
 
 
@@ -79,6 +84,11 @@ class Capture:
         self.out_dir = out_dir
         self.config = config
         self.backend_name, self.reason = choose_backend(config.backend)
+        if self.backend_name in CHILD_ONLY:
+            raise TraceError(
+                f"backend {self.backend_name} runs in a captured program only; use "
+                f"`tbdtrace capture --backend {self.backend_name} -- COMMAND`"
+            )
         if self.backend_name == "torch":
             self.backend: Any = TorchBackend(config.torch)
         else:

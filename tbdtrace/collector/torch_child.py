@@ -58,7 +58,15 @@ STEPS_NAME = "steps.jsonl"
 HOST_SPILL = "host_samples.jsonl"
 CAPTURE_LOG = "capture.log"  # in the trace: what the profiler printed
 # Lines Kineto prints on every CPU-only capture: no news for the user.
-BENIGN_LOG = ("USDT:", "gpuGetDeviceCount failed", "STAGE:", "ProfilerStep")
+# ... and TensorFlow's profiler on every capture (profiler_session.cc, save_profile.cc).
+BENIGN_LOG = (
+    "USDT:",
+    "gpuGetDeviceCount failed",
+    "STAGE:",
+    "ProfilerStep",
+    "Profiler session",
+    "Collecting XSpace",
+)
 
 
 @contextlib.contextmanager
@@ -166,11 +174,20 @@ def _tag_rank(tables: dict[str, Any], meta: dict[str, Any], info: dict[str, Any]
         meta["ranks"] = [info["rank"]]
 
 
-def _child_env(spool: Path, cfg: TorchConfig, steps_file: Path) -> dict[str, str]:
+def _child_env(
+    spool: Path, cfg: TorchConfig, steps_file: Path, backend: str = "torch"
+) -> dict[str, str]:
     env = dict(os.environ)
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + old if old else "")
-    env[SPOOL_ENV] = str(spool)
+    if backend == "torch":
+        env[SPOOL_ENV] = str(spool)
+    else:  # tf, mxnet, auto: started on the framework's import (framework_child)
+        env.pop(SPOOL_ENV, None)
+        env["TBDTRACE_FRAMEWORK_SPOOL"] = str(spool)
+        env["TBDTRACE_FRAMEWORK"] = backend
+        # Complete CPU allocator totals for the memory sampler (tf_backend docstring).
+        env.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
     env[CONFIG_ENV] = json.dumps({k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
     env["TBDTRACE_PACKAGE_ROOT"] = str(Path(__file__).resolve().parents[2])
     env[STEPS_FILE_ENV] = str(steps_file)
@@ -321,6 +338,9 @@ def assemble_spool(spool: Path) -> tuple[dict[str, Any], dict[str, Any], list[st
     return tables, meta, notes
 
 
+_NEEDS = {"tf": "tensorflow", "auto": "torch, tensorflow or mxnet"}
+
+
 @dataclass
 class Result:
     """What a capture wrote and how the command ended."""
@@ -393,15 +413,19 @@ def run_capture(
     torch_config: TorchConfig | None = None,
     sampler: SamplerConfig | None = None,
     reason: str = "requested",
+    backend: str = "torch",
 ) -> Result:
-    """Run ``command`` under the torch backend into the claimed output ``out``."""
+    """Run ``command`` under ``backend`` into the claimed output ``out``: ``torch``
+    (torch.profiler from the start), ``tf`` or ``mxnet`` (the framework's profiler from
+    its import, :mod:`.framework_child`), or ``auto`` (whichever framework the program
+    imports first)."""
     torch_config = torch_config or TorchConfig()
     sampler = sampler or SamplerConfig()
     # Unique even beside a spool a crashed capture with the same pid left (never reused).
     spool = Path(tempfile.mkdtemp(prefix=f"{outdir.SPOOL_PREFIX}{os.getpid()}-", dir=out.path))
     os.chmod(spool, outdir.dir_mode())
     info = {
-        "backend": "torch",
+        "backend": backend,
         "command": list(command),
         "out": str(out.path),
         "tbdtrace_pid": os.getpid(),
@@ -410,7 +434,7 @@ def run_capture(
         "sample_hz": sampler.rate_hz,
     }
     (spool / SPOOL_INFO).write_text(json.dumps(info, indent=2) + "\n")
-    env = _child_env(spool, torch_config, spool / STEPS_NAME)
+    env = _child_env(spool, torch_config, spool / STEPS_NAME, backend)
     holder: dict[str, HostSampler] = {}
 
     def start_sampler(pid: int) -> None:
@@ -434,17 +458,17 @@ def run_capture(
         ) from None
     if not meta["extra"]["profiled_pids"] and stop is None:
         _remove_spool(spool, outcome.pid)  # kept while a process of the command runs
+        what = "without a GPU, capture" if backend == "auto" else f"--backend {backend}"
         raise TraceError(
-            f"{command[0]}: the command wrote no torch profile (exit code "
-            f"{outcome.exit_code}); --backend torch needs a Python program "
-            "that imports torch"
+            f"{command[0]}: the command wrote no profile (exit code {outcome.exit_code}); "
+            f"{what} needs a Python program that imports {_NEEDS.get(backend, backend)}"
         )
     tables["host_samples"] = samples
     _apply_test_clock_shift(tables, meta)
     log, news = profiler_log(spool)
     partial = "; ".join(x for x in (stop, *notes) if x) or None
     meta.update(
-        backend="torch",
+        backend=meta.get("backend") or backend,
         host=socket.gethostname(),
         command=list(command),
         partial=partial is not None,

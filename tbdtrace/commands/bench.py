@@ -80,7 +80,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default="tiny",
         help="workload size: tiny (seconds on a CPU), small, paper (TBD's)",
     )
-    p.add_argument("--steps", type=int, default=5, help="measured steps per run (default 5)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help=f"measured steps per run (default {GPU_STEPS} with a usable GPU, {CPU_STEPS} "
+        "without: CPU steps of the paper-size models take seconds each)",
+    )
     p.add_argument("--warmup", type=int, default=1, help="warm-up steps per run (default 1)")
     p.add_argument("--device", choices=DEVICES, default="auto")
     p.add_argument(
@@ -140,8 +146,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=_run, _parser=p)
 
 
+# Default measured steps: enough for a stable median and spread on a GPU (TBD-style runs
+# of milliseconds per step); fewer on a CPU, where one paper-size step takes seconds.
+GPU_STEPS, CPU_STEPS = 20, 5
+
+
+def default_steps() -> int:
+    """:data:`GPU_STEPS` when NVML sees a GPU, else :data:`CPU_STEPS`."""
+    from tbdtrace.collector import gpu_usable
+
+    return GPU_STEPS if gpu_usable()[0] else CPU_STEPS
+
+
 def _config(args: argparse.Namespace) -> BenchConfig:
     p: argparse.ArgumentParser = args._parser
+    if args.steps is None:
+        args.steps = default_steps()
     if args.steps < 1 or args.warmup < 0:
         p.error("--steps must be >= 1 and --warmup >= 0")
     if args.timeout <= 0:

@@ -17,10 +17,13 @@ from tbdtrace.collector.torch_backend import TorchConfig
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "capture",
-        help="run a command and capture its trace (CUPTI on a GPU, torch.profiler on CPU)",
+        help="run a command and capture its trace (CUPTI on a GPU, the framework's own "
+        "profiler on CPU)",
         description="Run COMMAND and write its trace directory. --backend auto picks the "
-        "native CUPTI collector when a GPU is usable, else torch.profiler inside the "
-        "child (a Python program using PyTorch; no change to it needed). A host sampler "
+        "native CUPTI collector when a GPU is usable, else the profiler of the framework "
+        "the program imports first inside the child: torch.profiler for PyTorch, "
+        "TensorFlow's profiler (tf), MXNet's (mxnet); no change to the program needed. "
+        "A host sampler "
         "records CPU utilization, memory and (through NVML) GPU utilization. Exit code: "
         "the command's; 3 when it succeeded but the trace lost records (spool write errors, "
         "e.g. a full disk).",
@@ -32,7 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="replace an existing trace at --out (only tbdtrace's own files in it; other "
         "files there are kept)",
     )
-    p.add_argument("--backend", choices=BACKENDS, default="auto", help="capture backend")
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="capture backend: auto, cupti (GPU), torch, tf, mxnet (default auto)",
+    )
     p.add_argument(
         "--sample-hz", type=float, default=10.0, metavar="HZ", help="host sampler rate (default 10)"
     )
@@ -124,6 +132,10 @@ def _run(args: argparse.Namespace) -> int:
         print("tbdtrace capture: --sample-hz must be > 0", file=sys.stderr)
         return 2
     backend, reason = choose_backend(args.backend)
+    child_backend = backend
+    if args.backend == "auto" and backend == "torch":
+        # No CUPTI: the framework the program imports decides (torch, tf or mxnet).
+        child_backend, reason = "auto", f"{reason}; the framework the program imports"
     if args.counters and backend != "cupti":
         print(
             f"tbdtrace capture: --counters needs the cupti backend (this run: {backend}); "
@@ -138,8 +150,17 @@ def _run(args: argparse.Namespace) -> int:
         from tbdtrace.collector.torch_child import run_capture
 
         res = run_capture(
-            cmd, out, TorchConfig(cuda=args.cuda), SamplerConfig(rate_hz=args.sample_hz), reason
+            cmd,
+            out,
+            TorchConfig(cuda=args.cuda),
+            SamplerConfig(rate_hz=args.sample_hz),
+            reason,
+            child_backend,
         )
+    if res.path is not None and child_backend == "auto":
+        from tbdtrace import trace
+
+        backend = str(trace.open(res.path).meta.get("backend") or backend)
     _say(res, backend)
     if res.path is not None:
         _nvml_info(res.path)

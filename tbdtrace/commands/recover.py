@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _kind(spool: Path, info: dict[str, Any]) -> str:
     if info.get("backend") in ("torch", "cupti"):
         return str(info["backend"])
+    if info.get("backend") in ("tf", "mxnet", "auto"):  # parts as the torch backend's
+        return "torch"
     if any(spool.glob("*.tbds")):
         return "cupti"
     if any(spool.glob("part-*")) or any(spool.glob("profiler-*.log")):

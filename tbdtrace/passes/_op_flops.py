@@ -59,7 +59,10 @@ def _op_counts(trace: Trace) -> OpCounts:
     source = np.full(n, -1, dtype=np.int64)
     codes, labels = dict_codes(ops, "name")
     fam = np.array([lbl in ff.NAMES for lbl in labels], dtype=bool)
-    idx = np.flatnonzero(fam[codes]) if codes.size else codes
+    sel = fam[codes] if codes.size else np.zeros(0, dtype=bool)
+    if codes.size:
+        sel |= _counted_foreign(trace)
+    idx = np.flatnonzero(sel)
     if idx.size == 0:
         return OpCounts(flops, prec, source, np.zeros(n, dtype=bool))
     sub = ops.take(pa.array(idx))
@@ -86,6 +89,19 @@ def _op_counts(trace: Trace) -> OpCounts:
     source[idx] = np.where(fw >= 0, 1, np.where(an >= 0, 2, -1))
     prec[idx] = u_prec[inv]
     return OpCounts(flops, prec, source, _outermost(trace, flops >= 0))
+
+
+# Op categories of other frameworks whose ``ops.flops`` count only matrix math (the
+# TensorFlow backend fills it for MatMul/Conv ops from the traced graphs: tf_flops).
+FOREIGN_COUNTED = ("tf_op",)
+
+
+def _counted_foreign(trace: Trace) -> npt.NDArray[np.bool_]:
+    """Rows of :data:`FOREIGN_COUNTED` categories that carry a framework FLOP count."""
+    cat = shared_arrays.label_mask(trace, "ops", "category", lambda x: x in FOREIGN_COUNTED)
+    if not cat.any():
+        return cat
+    return cat & (shared_arrays.ints(trace, "ops", "flops", -1) >= 0)
 
 
 def _without_concrete_inputs(

@@ -91,8 +91,11 @@ def _append(rows: dict[str, list[Any]], rank: Any, dtype: Any, dev: Any, r: tupl
         rows[k].append(v)
 
 
-def cpu(trace: Trace, config: steps_pass.StepsConfig | None = None) -> dict[str, Any]:
-    """CPU utilization from ``host_samples`` (metric cpu_util, index -1 = all cores).
+def cpu(
+    trace: Trace, config: steps_pass.StepsConfig | None = None, metric: str = "cpu_util"
+) -> dict[str, Any]:
+    """CPU utilization from ``host_samples`` (metric cpu_util, index -1 = all cores; with
+    ``metric="proc_cpu_cores"``, the captured process tree's CPU use in cores).
 
     Sample i holds the mean utilization over [ts[i-1], ts[i]]. ``mean``: the
     overlap-weighted mean of the samples over the measured steps (over the sampled time
@@ -103,7 +106,7 @@ def cpu(trace: Trace, config: steps_pass.StepsConfig | None = None) -> dict[str,
     if hs.num_rows:
         hs = hs.filter(
             pc.and_(
-                pc.equal(hs.column("metric").cast(pa.string()), "cpu_util"),
+                pc.equal(hs.column("metric").cast(pa.string()), metric),
                 pc.equal(hs.column("index"), -1),
             )
         )

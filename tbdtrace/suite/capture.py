@@ -11,10 +11,8 @@ Two implementations, chosen by ``BenchConfig.capture``:
 
 ``auto`` is ``tbdtrace`` when this build has the capture command, else ``steps``.
 
-Without a GPU the capture command sees PyTorch only. TensorFlow jobs then fall back to
-``steps``; MXNet jobs to ``memory``: the steps file, plus ``TBDTRACE_MEMORY_TRACE`` naming
-a directory where the workload records MXNet's storage counter and its model's sizes
-(``tbdtrace.collector.memory.mxnet``); that trace's ``memory`` table joins the steps table.
+Without a GPU every job is captured by its framework's own profiler: ``--backend torch``,
+``tf`` or ``mxnet`` (:data:`CPU_BACKENDS`); with one, ``auto`` (CUPTI).
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -34,12 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace
+from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.errors import TraceError
 from tbdtrace.suite.plan import REPO, BenchConfig, Job, workload_argv
 
 STEPS_ENV = "TBDTRACE_STEPS_FILE"
-MEMORY_ENV = "TBDTRACE_MEMORY_TRACE"  # read by workloads/harness.py (memory_trace_dir)
+# Read by workloads/harness.py (memory_trace_dir); bench keeps it out of its jobs.
+MEMORY_ENV = "TBDTRACE_MEMORY_TRACE"
 CAPTURES = ("auto", "tbdtrace", "steps")
+HOST_RATE_HZ = 20.0  # process-tree samples per second in runs without the capture command
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,7 @@ class Paths:
 
     trace_dir: Path  # <out>/<job name>
     log: Path  # <out>/logs/<job name>.log: the process's stdout and stderr
-    steps_file: Path  # <out>/logs/<job name>.steps.jsonl (steps and memory captures)
-    memory_trace: Path  # <out>/logs/<job name>.memory: the workload's memory trace (memory)
+    steps_file: Path  # <out>/logs/<job name>.steps.jsonl (steps captures)
 
     @classmethod
     def for_job(cls, out_dir: Path, job: Job) -> Paths:
@@ -58,7 +57,6 @@ class Paths:
             out_dir / job.name,
             logs / f"{job.name}.log",
             logs / f"{job.name}.steps.jsonl",
-            logs / f"{job.name}.memory",
         )
 
 
@@ -80,33 +78,23 @@ def resolve(mode: str) -> str:
     return "tbdtrace" if importlib.util.find_spec("tbdtrace.commands.capture") else "steps"
 
 
-def for_job(mode: str, job: Job) -> tuple[str, str | None]:
-    """The capture a job gets, and a note when it differs from ``mode``.
+# The capture backend each framework's jobs get without a usable GPU: the framework's
+# own profiler inside the workload (tbdtrace capture --backend ...).
+CPU_BACKENDS = {"pytorch": "torch", "tensorflow": "tf", "mxnet": "mxnet"}
 
-    ``tbdtrace capture`` without a usable GPU uses its torch backend (torch.profiler),
-    which sees PyTorch only; TensorFlow jobs then run with the steps file alone
-    (throughput, no activity) instead of failing, MXNet jobs with the steps file and
-    MXNet's own memory counter (``memory``).
-    """
-    if mode != "tbdtrace" or job.framework == "pytorch":
-        return mode, None
+
+def backend_for(job: Job) -> str:
+    """``--backend`` for the job's capture: ``auto`` when CUPTI can run (a usable GPU and
+    the native collector), else the framework's own profiler (:data:`CPU_BACKENDS`)."""
     try:
         from tbdtrace.collector import choose_backend
 
         backend, _ = choose_backend("auto")
-    except Exception:  # a broken collector shows up in the capture run itself
-        return mode, None
-    if backend != "torch":
-        return mode, None
-    if job.framework == "mxnet":
-        return "memory", (
-            "no capture backend for mxnet without a GPU (the torch backend sees PyTorch "
-            "only): steps file and MXNet's storage counter (memory columns), no activity"
-        )
-    return "steps", (
-        f"no capture backend for {job.framework} without a GPU (the torch backend sees "
-        "PyTorch only): steps file only"
-    )
+    except Exception:  # noqa: BLE001 - a broken collector shows up in the capture run itself
+        return "auto"
+    if backend == "cupti":
+        return "auto"
+    return CPU_BACKENDS.get(job.framework, "auto")
 
 
 def command(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> tuple[list[str], dict]:  # type: ignore[type-arg]
@@ -123,6 +111,8 @@ def command(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> tuple[list[s
             "tbdtrace",
             "capture",
             "--force",  # the job's own trace from an earlier run of this bench
+            "--backend",
+            backend_for(job),
             "--out",
             str(paths.trace_dir),
             "--",
@@ -130,8 +120,6 @@ def command(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> tuple[list[s
         ], env
     env[STEPS_ENV] = str(paths.steps_file)
     env.pop(MEMORY_ENV, None)
-    if mode == "memory":
-        env[MEMORY_ENV] = str(paths.memory_trace)
     return argv, env
 
 
@@ -139,8 +127,6 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
     """Run the job's process to completion (or the timeout) and leave its trace."""
     paths.log.parent.mkdir(parents=True, exist_ok=True)
     paths.steps_file.unlink(missing_ok=True)
-    if (paths.memory_trace / trace.META_FILE).exists():
-        shutil.rmtree(paths.memory_trace)  # an older run's: never merge a stale one
     if not Path(job.python).exists():
         target = "venv-mxnet" if ".venv-mxnet" in job.python else "venv"
         return Outcome(
@@ -162,6 +148,13 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+        # A run without the capture command: tbdtrace samples the process tree itself
+        # (CPU time and memory of the workload and its children; no NVML here, the
+        # capture's own sampler has it).
+        host = None
+        if mode == "steps":
+            host = HostSampler(SamplerConfig(rate_hz=HOST_RATE_HZ, gpu=False), pid=proc.pid)
+            host.start()
         # The job runs in its own session, so stopping it (timeout, Ctrl-C here) must
         # reach the workload and anything it started.
         try:
@@ -172,15 +165,15 @@ def execute(mode: str, job: Job, cfg: BenchConfig, paths: Paths) -> Outcome:
         except BaseException:
             _kill(proc)
             raise
+        finally:
+            samples = host.stop() if host is not None else None
     wall = time.monotonic_ns() - t0
     if rc is None:
         return Outcome(None, wall, f"timed out after {cfg.timeout_s:g} s (log: {paths.log})")
     if rc != 0:
         return Outcome(rc, wall, f"exit code {rc}: {last_line(paths.log)} (log: {paths.log})")
-    if mode == "memory" and not (paths.memory_trace / trace.META_FILE).exists():
-        return Outcome(rc, wall, f"the workload wrote no memory trace at {paths.memory_trace}")
-    if mode in ("steps", "memory"):
-        write_steps_trace(job, argv, paths, paths.memory_trace if mode == "memory" else None)
+    if mode == "steps":
+        write_steps_trace(job, argv, paths, samples)
     elif not (paths.trace_dir / trace.META_FILE).exists():
         return Outcome(rc, wall, f"capture wrote no trace at {paths.trace_dir}")
     return Outcome(rc, wall, None)
@@ -242,10 +235,11 @@ def read_steps_file(path: Path) -> dict[str, list]:  # type: ignore[type-arg]
 
 
 def write_steps_trace(
-    job: Job, argv: list[str], paths: Paths, memory_trace: Path | None = None
+    job: Job, argv: list[str], paths: Paths, host_samples: dict[str, list[Any]] | None = None
 ) -> None:
-    """The trace of a ``steps`` capture: the steps table and what ran; for a ``memory``
-    capture also the ``memory`` table and memory meta of the workload's memory trace."""
+    """The trace of a ``steps`` capture: the steps table, the host samples of the
+    workload's process tree when taken, and what ran (``meta.extra.logical_cpus``: the
+    machine's logical CPUs, the denominator of CPU utilization)."""
     meta: dict[str, Any] = {
         "source": "harness",
         "backend": None,
@@ -253,12 +247,9 @@ def write_steps_trace(
         "workload": job.module,
         "command": argv,
         "host": socket.gethostname(),
+        "extra": {"logical_cpus": os.cpu_count()},
     }
     tables: dict[str, Any] = {"steps": read_steps_file(paths.steps_file)}
-    if memory_trace is not None:
-        mem = trace.open(memory_trace)
-        tables["memory"] = mem.table("memory")
-        extra = mem.meta.get("extra") or {}
-        meta["extra"] = {k: extra[k] for k in ("memory_model", "mxnet_storage") if k in extra}
-        meta["extra"]["memory_source"] = mem.meta.get("source")
+    if host_samples is not None:
+        tables["host_samples"] = host_samples
     trace.write(paths.trace_dir, tables, meta)

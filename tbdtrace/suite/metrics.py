@@ -66,17 +66,34 @@ def gpu_utilization(tr: Trace) -> float | None:
     return busy / win if win else None
 
 
-def cpu_utilization(tr: Trace) -> float | None:
-    """Mean all-cores CPU utilization during the measured steps (utilization pass, ``cpu``)."""
+def process_cores(tr: Trace) -> float | None:
+    """Mean CPU use of the workload's own process tree during the measured steps, in
+    cores (host samples ``proc_cpu_cores``; 1.0 = one core busy)."""
     util = optional_pass("utilization")
-    return None if util is None else util.cpu(tr)["mean"]
+    return None if util is None else util.cpu(tr, metric="proc_cpu_cores")["mean"]
+
+
+def logical_cpus(tr: Trace) -> int | None:
+    """The machine's logical CPUs as the trace recorded them."""
+    extra = tr.meta.get("extra") or {}
+    n = extra.get("logical_cpus") or (extra.get("cpu") or {}).get("logical_cpus")
+    return int(n) if n else None
 
 
 def utilization(tr: Trace, window: Window) -> dict[str, Any]:
+    """GPU and CPU utilization, separately. GPU: kernel busy time over the measured steps
+    (traces with GPU kernels only). CPU: the workload's process tree (not the whole
+    machine's, which other processes share), in cores and as a share of the machine's
+    logical CPUs."""
+    cells: dict[str, Any] = {}
     if has_gpu_kernels(tr):
-        return {"utilization": gpu_utilization(tr), "utilization_kind": "gpu"}
-    cpu = cpu_utilization(tr)
-    return {"utilization": cpu, "utilization_kind": "cpu" if cpu is not None else None}
+        cells["gpu_utilization"] = gpu_utilization(tr)
+    cores = process_cores(tr)
+    if cores is not None:
+        n = logical_cpus(tr)
+        cells["cpu_cores_used"] = cores
+        cells["cpu_utilization"] = cores / n if n else None
+    return cells
 
 
 def memory(tr: Trace, window: Window) -> dict[str, Any]:
@@ -103,6 +120,24 @@ def memory(tr: Trace, window: Window) -> dict[str, Any]:
     for cat, n in (breakdown or {}).items():
         if cat in MEMORY_CATEGORIES:  # pre_existing: 0 for captures, not a row column
             cells[f"{cat}_bytes"] = n
+    return _unlabelled(tr, cells)
+
+
+def _unlabelled(tr: Trace, cells: dict[str, Any]) -> dict[str, Any]:
+    """Categories the capture does not tell apart (``meta.extra.memory_categories``, set by
+    the TensorFlow and MXNet backends) are empty cells with a note, not 0: their bytes are
+    inside ``other``."""
+    labelled = (tr.meta.get("extra") or {}).get("memory_categories")
+    if not labelled:
+        return cells
+    missing = [c for c in MEMORY_CATEGORIES if c not in labelled and c != "other"]
+    for c in missing:
+        cells[f"{c}_bytes"] = None
+    if missing:
+        cells[NOTES] = [
+            f"memory: {', '.join(missing)} not told apart by the {tr.meta.get('backend')} "
+            "capture (counted in other)"
+        ]
     return cells
 
 

@@ -43,9 +43,12 @@ COLUMNS: tuple[RowColumn, ...] = (
     RowColumn(
         "throughput_samples_per_s",
         "samples/s",
-        "median over measured steps of samples / step duration (TBD's throughput); with "
-        "several ranks the sum of the ranks' medians",
+        "median over measured steps of samples / step duration (TBD's throughput), from "
+        "the unprofiled run when the job had one; with several ranks the sum of the ranks' "
+        "medians",
     ),
+    RowColumn("throughput_min_samples_per_s", "samples/s", "slowest measured step's rate"),
+    RowColumn("throughput_max_samples_per_s", "samples/s", "fastest measured step's rate"),
     RowColumn(
         "throughput_per_rank_samples_per_s",
         "samples/s",
@@ -59,12 +62,30 @@ COLUMNS: tuple[RowColumn, ...] = (
     ),
     RowColumn("step_time_ns", "ns", "median measured step duration (median over ranks)"),
     RowColumn(
-        "utilization",
-        "ratio",
-        "GPU compute utilization over the measured steps when the trace has GPU kernels, "
-        "else average CPU utilization over all cores during them (0..1)",
+        "profiled_throughput_samples_per_s",
+        "samples/s",
+        "median throughput of the profiled run (null: the job had no profiled run)",
     ),
-    RowColumn("utilization_kind", "text", "gpu or cpu: what utilization measures"),
+    RowColumn(
+        "profiler_slowdown",
+        "ratio",
+        "profiled median step time / unprofiled median step time (1.0: no overhead)",
+    ),
+    RowColumn(
+        "gpu_utilization",
+        "ratio",
+        "GPU compute utilization over the measured steps of the profiled run (0..1; null "
+        "without GPU kernels)",
+    ),
+    RowColumn(
+        "cpu_utilization",
+        "ratio",
+        "CPU time of the workload's process tree over the measured steps / (wall time x "
+        "the machine's logical CPUs) (0..1)",
+    ),
+    RowColumn(
+        "cpu_cores_used", "value", "the same CPU time in cores (1.0: one core busy throughout)"
+    ),
     RowColumn("fp32_efficiency", "ratio", "achieved FP32 FLOP/s over peak (0..1)"),
     RowColumn(
         "peak_memory_bytes", "bytes", "peak live memory of the measured steps (allocated level)"
@@ -161,15 +182,15 @@ def throughput(steps: Steps) -> tuple[float | None, int | None]:
     """(median samples/s, median step ns) over measured steps; None when unknown."""
     if not steps.start_ns.size:
         return None, None
-    rates, durs = [], []
+    medians, durs = [], []
     for r in np.unique(steps.ranks):  # each rank trains on its own batches
         mine = steps.ranks == r
         dur = steps.end_ns[mine] - steps.start_ns[mine]
         rate = steps.samples[mine] / (dur / 1e9)
         rate = rate[np.isfinite(rate)]
-        rates.append(float(np.median(rate)) if rate.size else None)
+        medians.append(float(np.median(rate)) if rate.size else None)
         durs.append(float(np.median(dur)))
-    total = None if any(x is None for x in rates) else float(sum(rates))  # type: ignore[arg-type]
+    total = None if any(x is None for x in medians) else float(sum(medians))  # type: ignore[arg-type]
     return total, int(np.median(durs))
 
 
@@ -200,13 +221,46 @@ def add_scaling(rows: list[dict[str, Any]]) -> None:
 SCALING_KEY = ("model", "framework", "batch_size", "size", "precision", "compiled")
 
 
+def rates(steps: Steps) -> np.ndarray:
+    """samples/s of each measured step with known samples."""
+    rate = steps.samples / ((steps.end_ns - steps.start_ns) / 1e9)
+    return rate[np.isfinite(rate)]
+
+
+def protocol(unprofiled: dict[str, Any], profiled: dict[str, Any] | None) -> dict[str, Any]:
+    """The row of a job run twice (docs/WORKLOADS.md, "Protocol"): throughput, its spread,
+    step time and CPU utilization from the unprofiled run's cells; the analysis figures
+    (GPU utilization, FLOPs, memory) from the profiled run's; the profiled throughput
+    and the profiler's slowdown beside them. ``profiled`` None: one unprofiled run."""
+    row = dict(profiled if profiled is not None else unprofiled)
+    row.update(profiled_throughput_samples_per_s=None, profiler_slowdown=None)
+    for c in (
+        "measured_steps",
+        "throughput_samples_per_s",
+        "throughput_min_samples_per_s",
+        "throughput_max_samples_per_s",
+        "step_time_ns",
+        "cpu_utilization",
+        "cpu_cores_used",
+    ):
+        row[c] = unprofiled.get(c)
+    if profiled is not None:
+        row["profiled_throughput_samples_per_s"] = profiled.get("throughput_samples_per_s")
+        slow, fast = profiled.get("step_time_ns"), unprofiled.get("step_time_ns")
+        row["profiler_slowdown"] = slow / fast if slow and fast else None
+    return row
+
+
 def compute(tr: Trace) -> tuple[dict[str, Any], list[str]]:
     """The trace-derived cells of a row, and notes on figures that could not be computed."""
     steps = measured_steps(tr)
     rate, step_ns = throughput(steps)
+    each = rates(steps)
     cells: dict[str, Any] = {
         "measured_steps": int(steps.start_ns.size),
         "throughput_samples_per_s": rate,
+        "throughput_min_samples_per_s": float(each.min()) if each.size else None,
+        "throughput_max_samples_per_s": float(each.max()) if each.size else None,
         "step_time_ns": step_ns,
         "loss_first": steps.losses[0] if steps.losses else None,
         "loss_last": steps.losses[-1] if steps.losses else None,

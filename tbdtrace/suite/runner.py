@@ -66,6 +66,10 @@ def quality_from_log(log: Path, job: Job) -> dict[str, Any]:
     }
 
 
+# Where a job's unprofiled run (throughput, CPU utilization) leaves its trace and logs.
+UNPROFILED_DIR = "unprofiled"
+
+
 def _dimensions(job: Job) -> dict[str, Any]:
     return {
         "nproc": job.nproc,
@@ -88,33 +92,54 @@ def unsupported_row(job: Job, cfg: BenchConfig, why: str) -> dict[str, Any]:
 
 
 def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
-    """Run one job under capture and return its table row (failed rows carry the error)."""
+    """Run one job and return its table row (failed rows carry the error).
+
+    Under capture (``tbdtrace``) the job runs twice: first without the profiler (steps
+    file and process-tree samples only: throughput, its spread, CPU utilization), then
+    profiled (the analysis columns); :func:`rows.protocol` joins the two."""
     paths = capture.Paths.for_job(Path(cfg.out_dir), job)
-    mode, note = capture.for_job(mode, job)
-    outcome = capture.execute(mode, job, cfg, paths)
     row = rows.empty_row(
         model=job.model,
         framework=job.framework,
         batch_size=job.batch_size,
         size=cfg.size,
-        wall_ns=outcome.wall_ns,
         status="failed",
         **_dimensions(job),
     )
+    unprofiled: dict[str, Any] | None = None
+    notes: list[str] = []
+    if mode == "tbdtrace":
+        upaths = capture.Paths.for_job(Path(cfg.out_dir) / UNPROFILED_DIR, job)
+        un = capture.execute("steps", job, cfg, upaths)
+        if un.error is not None:
+            row.update(wall_ns=un.wall_ns, error=f"unprofiled run: {un.error}")
+            return row
+        try:
+            unprofiled, _ = rows.compute(trace.open(upaths.trace_dir))
+        except TraceError as e:
+            row["error"] = f"unprofiled run: {e}"
+            return row
+        if not unprofiled["measured_steps"]:
+            notes.append("unprofiled run: no measured steps (throughput unknown)")
+    outcome = capture.execute(mode, job, cfg, paths)
+    row["wall_ns"] = outcome.wall_ns
     if row["batch_size"] is None:
         row["batch_size"] = _batch_from_log(paths.log, job)
     if outcome.error is not None:
         row["error"] = outcome.error
         return row
     try:
-        cells, notes = rows.compute(trace.open(paths.trace_dir))
+        cells, pnotes = rows.compute(trace.open(paths.trace_dir))
     except TraceError as e:
         row["error"] = str(e)
         return row
+    notes += pnotes
+    if unprofiled is not None:
+        cells = rows.protocol(unprofiled, cells)
+    else:
+        cells = rows.protocol(cells, None)
     row.update(cells)
     row.update(quality_from_log(paths.log, job))
-    if note:
-        notes.insert(0, note)
     row["trace"] = str(paths.trace_dir)
     if not row["measured_steps"]:
         notes.insert(

@@ -51,14 +51,19 @@ MD_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("Framework", "framework", str),
     ("Batch", "batch_size", _num("d")),
     ("Throughput (samples/s)", "throughput_samples_per_s", _num(".2f")),
+    ("Min", "throughput_min_samples_per_s", _num(".2f")),
+    ("Max", "throughput_max_samples_per_s", _num(".2f")),
     ("Ranks", "nproc", _num("d")),
     ("Per rank (samples/s)", "throughput_per_rank_samples_per_s", _num(".2f")),
     ("Scaling eff. (%)", "scaling_efficiency", _num(".1f", 100)),
     ("Precision", "precision", lambda v: v or ""),
     ("Compiled", "compiled", lambda v: v or ""),
     ("Step (ms)", "step_time_ns", _num(".1f", 1e-6)),
-    ("Util. (%)", "utilization", _num(".1f", 100)),
-    ("Util. of", "utilization_kind", lambda v: v or ""),
+    ("Profiled (samples/s)", "profiled_throughput_samples_per_s", _num(".2f")),
+    ("Profiler slowdown", "profiler_slowdown", _num(".2f")),
+    ("GPU util. (%)", "gpu_utilization", _num(".1f", 100)),
+    ("CPU util. (%)", "cpu_utilization", _num(".1f", 100)),
+    ("CPU cores", "cpu_cores_used", _num(".2f")),
     ("FP32 eff. (%)", "fp32_efficiency", _num(".2f", 100)),
     ("Peak mem (MiB)", "peak_memory_bytes", _num(".1f", 1 / MIB)),
     *(
@@ -91,10 +96,12 @@ def markdown(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> str:
         "",
         f"size `{cfg.size}`, {_steps_text(cfg)} after {cfg.warmup} warm-up, "
         f"device `{cfg.device}`. Throughput is the median over measured steps of "
-        "samples / step time (with several ranks, the sum over ranks; batch is per "
-        "rank); scaling efficiency is throughput with N ranks / (N x one rank's); "
-        "memory columns are the breakdown at the peak; an empty cell is a figure the "
-        "trace does not provide.",
+        "samples / step time (min and max beside it) in a run without the profiler (with "
+        "several ranks, the sum over ranks; batch is per rank); scaling efficiency is "
+        "throughput with N ranks / (N x one rank's); utilization, FP32 efficiency and "
+        "memory come from a second, profiled run, whose throughput and slowdown are shown "
+        "too. CPU utilization is the workload's own process tree. Memory columns are the "
+        "breakdown at the peak; an empty cell is a figure the trace does not provide.",
         "",
     ]
     lines.append("| " + " | ".join(h for h, _, _ in MD_COLUMNS) + " |")

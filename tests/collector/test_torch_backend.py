@@ -248,7 +248,7 @@ def test_capture_command_profiles_an_unchanged_child(tmp_path: Path) -> None:
 
 def test_capture_command_errors_are_one_line(tmp_path: Path) -> None:
     cases = [
-        (["--", "/bin/true"], 1, "wrote no torch profile"),
+        (["--", "/bin/true"], 1, "--backend torch needs a Python program that imports torch"),
         (["--", str(tmp_path / "missing")], 1, "cannot start"),
         ([], 2, "no command given"),
     ]

@@ -96,14 +96,21 @@ def test_two_tiny_workloads_fill_both_rows(two_tiny: tuple) -> None:  # type: ig
         assert r["status"] == "ok", r
         assert int(r["batch_size"]) == 4  # both workloads' tiny batch
         assert int(r["measured_steps"]) == 2
-        median, n = _steps_median(Path(r["trace"]))
+        # Throughput from the unprofiled run, the profiled run's beside it.
+        median, n = _steps_median(out / "unprofiled" / Path(r["trace"]).name)
         assert n == 2
         assert float(r["throughput_samples_per_s"]) == pytest.approx(median, rel=1e-9)
+        profiled, n = _steps_median(Path(r["trace"]))
+        assert n == 2
+        assert float(r["profiled_throughput_samples_per_s"]) == pytest.approx(profiled, rel=1e-9)
+        assert float(r["profiler_slowdown"]) > 0
+        lo, hi = float(r["throughput_min_samples_per_s"]), float(r["throughput_max_samples_per_s"])
+        assert lo <= median <= hi
         assert int(r["step_time_ns"]) > 0
         assert int(r["wall_ns"]) > int(r["step_time_ns"])
         # Under capture the activity-derived figures are filled too.
         assert r["backend"] != ""
-        assert 0 < float(r["utilization"]) <= 1 and r["utilization_kind"] in ("cpu", "gpu")
+        assert 0 < float(r["cpu_utilization"]) <= 1 and float(r["cpu_cores_used"]) > 0
         peak = int(r["peak_memory_bytes"])
         assert peak > 0
         assert sum(int(r[f"{c}_bytes"]) for c in MEMORY_CATEGORIES) == peak

@@ -37,20 +37,60 @@ def test_throughput_is_the_median_of_per_step_rates(tmp_path: Path) -> None:
     assert cells["step_time_ns"] == S  # median of 1 s, 2 s, 0.5 s
     assert cells["measured_steps"] == 3
     assert (cells["loss_first"], cells["loss_last"]) == (3.0, 1.5)
-    assert cells["utilization"] is None and cells["utilization_kind"] is None
+    assert cells.get("cpu_utilization") is None and cells.get("gpu_utilization") is None
+    # per-step rates 8, 4, 16: the spread
+    assert (cells["throughput_min_samples_per_s"], cells["throughput_max_samples_per_s"]) == (
+        pytest.approx(4.0),
+        pytest.approx(16.0),
+    )
     assert notes == []
 
 
-def test_cpu_utilization_averages_samples_inside_the_measured_steps(tmp_path: Path) -> None:
-    host = {  # all-cores samples at 5 s (warm-up: ignored), 12 s and 13 s; a per-core one
-        "ts_ns": [5 * S, 12 * S, 13 * S, 12 * S, 20 * S],
-        "metric": ["cpu_util", "cpu_util", "cpu_util", "cpu_util", "cpu_util"],
-        "index": [-1, -1, -1, 0, -1],
-        "value": [1.0, 0.25, 0.75, 0.9, 1.0],
+def test_cpu_utilization_is_the_process_trees_inside_the_measured_steps(tmp_path: Path) -> None:
+    # Measured steps cover [10 s, 13.5 s]. Process-tree samples (cores since the previous
+    # sample) at 5 s (covers the warm-up), 12 s (2 s of it measured), 13 s (1 s) and 20 s
+    # (0.5 s): (2 x 0.5 + 1 x 1.5 + 0.5 x 2.0) / 3.5 = 1.0 core, of 4 logical CPUs. The
+    # whole machine (cpu_util) was busy throughout: other processes, not the workload.
+    host = {
+        "ts_ns": [5 * S, 12 * S, 13 * S, 20 * S] * 2,
+        "metric": ["proc_cpu_cores"] * 4 + ["cpu_util"] * 4,
+        "index": [-1] * 8,
+        "value": [3.0, 0.5, 1.5, 2.0] + [1.0] * 4,
     }
-    cells, _ = rows.compute(_trace(tmp_path, {"steps": STEPS, "host_samples": host}))
-    assert cells["utilization"] == pytest.approx(0.5)
-    assert cells["utilization_kind"] == "cpu"
+    meta = {"source": "test", "extra": {"logical_cpus": 4}}
+    tables = {"steps": STEPS, "host_samples": host}
+    cells, _ = rows.compute(tbdtrace.open(trace.write(tmp_path / "t", tables, meta)))
+    assert cells["cpu_cores_used"] == pytest.approx(1.0)
+    assert cells["cpu_utilization"] == pytest.approx(0.25)
+    assert cells.get("gpu_utilization") is None
+
+
+def test_protocol_takes_throughput_from_the_unprofiled_run() -> None:
+    unprofiled = {
+        "measured_steps": 20,
+        "throughput_samples_per_s": 100.0,
+        "throughput_min_samples_per_s": 90.0,
+        "throughput_max_samples_per_s": 110.0,
+        "step_time_ns": 80_000_000,
+        "cpu_utilization": 0.5,
+        "cpu_cores_used": 1.0,
+    }
+    profiled = {
+        "measured_steps": 20,
+        "throughput_samples_per_s": 40.0,
+        "step_time_ns": 200_000_000,
+        "cpu_utilization": 0.9,
+        "gpu_utilization": 0.3,
+        "weights_bytes": 1000,
+    }
+    row = rows.protocol(unprofiled, profiled)
+    assert row["throughput_samples_per_s"] == 100.0 and row["cpu_utilization"] == 0.5
+    assert row["profiled_throughput_samples_per_s"] == 40.0
+    assert row["profiler_slowdown"] == pytest.approx(2.5)  # 200 ms / 80 ms
+    assert row["gpu_utilization"] == 0.3 and row["weights_bytes"] == 1000
+    alone = rows.protocol(unprofiled, None)
+    assert alone["profiled_throughput_samples_per_s"] is None
+    assert alone["profiler_slowdown"] is None
 
 
 def test_gpu_kernels_give_gpu_compute_utilization(tmp_path: Path) -> None:
@@ -66,8 +106,7 @@ def test_gpu_kernels_give_gpu_compute_utilization(tmp_path: Path) -> None:
     host = {"ts_ns": [12 * S], "metric": ["cpu_util"], "index": [-1], "value": [0.1]}
     tr = _trace(tmp_path, {"steps": STEPS, "kernels": kernels, "host_samples": host})
     cells, _ = rows.compute(tr)
-    assert cells["utilization"] == pytest.approx(1.75 / 3.5)
-    assert cells["utilization_kind"] == "gpu"
+    assert cells["gpu_utilization"] == pytest.approx(1.75 / 3.5)
 
 
 def test_a_trace_without_steps_says_so(tmp_path: Path) -> None:
@@ -133,6 +172,38 @@ def test_memory_without_measured_steps_uses_the_whole_trace(tmp_path: Path) -> N
     cells, _ = rows.compute(_trace(tmp_path, {"memory": mem}))
     assert cells["peak_memory_bytes"] == 500
     assert (cells["weights_bytes"], cells["other_bytes"]) == (100, 400)
+
+
+def test_categories_a_capture_does_not_tell_apart_are_empty_with_a_reason(
+    tmp_path: Path,
+) -> None:
+    # A TensorFlow capture labels weights, optimizer state and other only: its zero
+    # gradients, inputs, activations and workspace are unknown, not 0.
+    mem = {
+        "ts_ns": [1, 2],
+        "action": ["alloc", "alloc"],
+        "level": ["allocated"] * 2,
+        "bytes": [100, 300],
+        "address": [1, 2],
+        "device_id": [0] * 2,
+        "device_type": ["cpu"] * 2,
+        "category": ["weights", "other"],
+    }
+    meta = {
+        "source": "test",
+        "backend": "tf",
+        "extra": {"memory_categories": ["weights", "optimizer_state", "other"]},
+    }
+    tr = tbdtrace.open(trace.write(tmp_path / "t", {"memory": mem}, meta))
+    cells, notes = rows.compute(tr)
+    assert (cells["weights_bytes"], cells["optimizer_state_bytes"], cells["other_bytes"]) == (
+        100,
+        0,
+        300,
+    )
+    for c in ("gradients", "inputs", "activations", "workspace"):
+        assert cells[f"{c}_bytes"] is None
+    assert any("not told apart by the tf capture" in n and "gradients" in n for n in notes)
 
 
 def test_no_memory_events_leave_memory_cells_empty(tmp_path: Path) -> None:

@@ -71,6 +71,8 @@ def test_capture_command_wraps_the_workload(tmp_path: Path) -> None:
         "tbdtrace",
         "capture",
         "--force",
+        "--backend",
+        capture.backend_for(job),
         "--out",
         str(tmp_path / "wgan-pytorch-b16"),
         "--",
@@ -82,19 +84,14 @@ def test_capture_command_wraps_the_workload(tmp_path: Path) -> None:
     assert env["TBDTRACE_STEPS_FILE"] == str(tmp_path / "logs" / "wgan-pytorch-b16.steps.jsonl")
 
 
-def test_without_a_gpu_other_frameworks_get_the_steps_or_memory_capture() -> None:
+def test_without_a_gpu_each_framework_gets_its_own_profiler() -> None:
     import pytest
 
     from tbdtrace.collector import gpu_usable
     from tbdtrace.suite import capture
 
     if gpu_usable()[0]:
-        pytest.skip("a GPU is usable: every framework is captured")
-    tf = Job("wgan", "tensorflow", "workloads.tensorflow.wgan", sys.executable, None)
-    mode, note = capture.for_job("tbdtrace", tf)
-    assert mode == "steps" and note is not None and "tensorflow" in note
-    mx = Job("wgan", "mxnet", "workloads.mxnet.wgan", sys.executable, None)
-    mode, note = capture.for_job("tbdtrace", mx)
-    assert mode == "memory" and note is not None and "mxnet" in note
-    assert capture.for_job("tbdtrace", _job("workloads.pytorch.wgan")) == ("tbdtrace", None)
-    assert capture.for_job("steps", mx) == ("steps", None)
+        pytest.skip("a GPU is usable: every framework is captured by CUPTI (auto)")
+    for framework, backend in (("pytorch", "torch"), ("tensorflow", "tf"), ("mxnet", "mxnet")):
+        job = Job("wgan", framework, f"workloads.{framework}.wgan", sys.executable, None)
+        assert capture.backend_for(job) == backend

@@ -19,8 +19,10 @@ def test_empty_cells_stay_empty_and_units_convert(tmp_path: Path) -> None:
         status="ok",
         throughput_samples_per_s=123.456,
         step_time_ns=2_500_000,
-        utilization=0.375,
-        utilization_kind="cpu",
+        cpu_utilization=0.375,
+        cpu_cores_used=0.75,
+        throughput_min_samples_per_s=100.0,
+        profiler_slowdown=1.5,
         peak_memory_bytes=3 << 20,
         weights_bytes=1 << 20,
     )
@@ -47,7 +49,9 @@ def test_empty_cells_stay_empty_and_units_convert(tmp_path: Path) -> None:
     cell = dict(zip(head, r0, strict=True))
     assert cell["Throughput (samples/s)"] == "123.46"
     assert cell["Step (ms)"] == "2.5"
-    assert cell["Util. (%)"] == "37.5"
+    assert cell["CPU util. (%)"] == "37.5" and cell["CPU cores"] == "0.75"
+    assert cell["GPU util. (%)"] == "" and cell["Min"] == "100.00"
+    assert cell["Profiler slowdown"] == "1.50"
     assert cell["Peak mem (MiB)"] == "3.0" and cell["Weights (MiB)"] == "1.0"
     assert cell["FP32 eff. (%)"] == ""
     assert "ValueError: a\\|b" in md.read_text()

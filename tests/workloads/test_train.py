@@ -31,12 +31,14 @@ TINY_SAMPLES = {
     ("transformer", "tensorflow"): 4,
     ("deepspeech2", "tensorflow"): 2,
     ("wgan", "tensorflow"): 8,
+    ("a3c", "tensorflow"): 10,
     ("resnet50", "mxnet"): 4,
     ("inception_v3", "mxnet"): 8,
     ("seq2seq", "mxnet"): 4,
     ("transformer", "mxnet"): 4,
     ("deepspeech2", "mxnet"): 2,
     ("wgan", "mxnet"): 8,
+    ("a3c", "mxnet"): 10,
 }
 
 

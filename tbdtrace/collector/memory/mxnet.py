@@ -205,6 +205,10 @@ class Sampler:
     stop_ns: int = 0
     counter_start: dict[str, int] = field(default_factory=dict)  # device -> value at start
     counter_low: dict[str, int] = field(default_factory=dict)  # device -> lowest change (<= 0)
+    # Also profile operators (symbolic and imperative) in the same run; the profiler's
+    # dump is then kept in ``dump_text`` for the MXNet importer (capture --backend mxnet).
+    operators: bool = False
+    dump_text: str = ""
 
     def __post_init__(self) -> None:
         self._params: list[Any] = []
@@ -228,8 +232,8 @@ class Sampler:
         try:
             profiler.set_config(
                 profile_memory=True,
-                profile_symbolic=False,
-                profile_imperative=False,
+                profile_symbolic=self.operators,
+                profile_imperative=self.operators,
                 profile_api=False,
                 aggregate_stats=False,
                 filename=str(self._dump),
@@ -291,7 +295,9 @@ class Sampler:
         profiler.set_state("stop")
         profiler.dump(finished=False)  # after finished=True MXNet refuses set_config
         try:
-            self._read_counters(self._dump.read_text() if self._dump.exists() else "")
+            text = self._dump.read_text() if self._dump.exists() else ""
+            self.dump_text = text if self.operators else ""
+            self._read_counters(text)
         finally:
             self._remove_dump()
 

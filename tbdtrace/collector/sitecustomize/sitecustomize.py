@@ -16,6 +16,11 @@ after ours.
   (tbdtrace.collector.torch_flops.start_in_child), so matmul, convolution and attention
   ops join it with their shapes and FLOPs; programs that never import torch are left alone.
 
+* ``--backend tf|mxnet|auto`` (``TBDTRACE_FRAMEWORK_SPOOL``, ``TBDTRACE_FRAMEWORK``):
+  nothing is imported here. Once the program imports its framework (``tensorflow``,
+  ``mxnet``; for ``auto`` the first of ``torch``, ``tensorflow`` and ``mxnet``), that
+  framework's profiler starts (tbdtrace.collector.framework_child.start_in_child).
+
 Only standard-library code runs here when the capture variables are absent.
 """
 
@@ -47,29 +52,39 @@ def _package_on_path() -> None:
 
 class _AfterImport:
     """A one-shot meta-path finder: runs ``callback(module)`` once ``name`` has been
-    imported by the program (its loader's ``exec_module`` is wrapped)."""
+    imported by the program (its loader's ``exec_module`` is wrapped).
+
+    It stays on ``sys.meta_path`` until the module is executed, not merely looked up: a
+    program that probes ``importlib.util.find_spec(name)`` before importing it (as
+    ``workloads.mxnet`` does) must not use up the hook."""
 
     def __init__(self, name: str, callback):  # type: ignore[no-untyped-def]
         self.name, self.callback = name, callback
+        self._looking = False  # our own find_spec below runs the meta path again
 
     def find_spec(self, fullname, path=None, target=None):  # type: ignore[no-untyped-def]
-        if fullname != self.name:
+        if fullname != self.name or self._looking:
             return None
-        sys.meta_path.remove(self)
         import importlib.util
 
-        spec = importlib.util.find_spec(fullname)
+        self._looking = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._looking = False
         loader = getattr(spec, "loader", None)
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
-        run, callback = loader.exec_module, self.callback
+        run, callback, finder = loader.exec_module, self.callback, self
 
         def exec_module(module):  # type: ignore[no-untyped-def]
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
             run(module)
             try:
                 callback(module)
             except Exception as e:  # noqa: BLE001 - capture must never break the program
-                sys.stderr.write(f"tbdtrace: {self.name} hooks not started: {e}\n")
+                sys.stderr.write(f"tbdtrace: {finder.name} hooks not started: {e}\n")
 
         loader.exec_module = exec_module
         return spec
@@ -87,12 +102,47 @@ def _start_torch_hooks(_torch) -> None:  # type: ignore[no-untyped-def]
         torch_flops.start_in_child()
 
 
+_FRAMEWORK_MODULES = {
+    "tf": ("tensorflow",),
+    "mxnet": ("mxnet",),
+    "auto": ("torch", "tensorflow", "mxnet"),
+}
+_BACKEND_OF = {"torch": "torch", "tensorflow": "tf", "mxnet": "mxnet"}
+
+
+def _hook_frameworks(which: str) -> None:
+    """Start the backend of the first framework module in ``which`` the program imports."""
+    started: list[str] = []
+    finders: list[_AfterImport] = []
+
+    def start(module) -> None:  # type: ignore[no-untyped-def]
+        if started:
+            return
+        started.append(module.__name__)
+        for f in finders:  # the other frameworks' hooks are no longer needed
+            if f in sys.meta_path:
+                sys.meta_path.remove(f)
+        _package_on_path()
+        from tbdtrace.collector import framework_child
+
+        framework_child.start_in_child(_BACKEND_OF[module.__name__])
+
+    for name in _FRAMEWORK_MODULES.get(which, ()):
+        if name in sys.modules:
+            start(sys.modules[name])
+            return
+        finders.append(_AfterImport(name, start))
+    sys.meta_path[:0] = finders
+
+
 def _start() -> None:
     if os.environ.get("TBDTRACE_TORCH_SPOOL"):
         _package_on_path()
         from tbdtrace.collector import torch_child
 
         torch_child.start_in_child()
+    elif os.environ.get("TBDTRACE_FRAMEWORK_SPOOL"):
+        _hook_frameworks(os.environ.get("TBDTRACE_FRAMEWORK", "auto"))
     elif os.environ.get("TBDTRACE_TORCH_MEMORY_SPOOL") or os.environ.get(
         "TBDTRACE_TORCH_FLOPS_SPOOL"
     ):
