@@ -10,7 +10,7 @@ Only rows with status ``ok`` are plotted; a figure with nothing to show is not w
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,21 @@ UTILIZATION_PNG = "bench_utilization.png"
 FINDINGS_MD = "bench_findings.md"
 
 
-def series(rows: Rows, key: str) -> dict[str, list[tuple[int, float]]]:
-    """Per "model framework": (batch size, ``key``) of its ok rows with both known,
-    by batch size."""
+def utilization(row: dict[str, Any]) -> Any:
+    """The row's GPU compute utilization, or without GPU kernels its workload's CPU
+    utilization (the bench table keeps them in separate columns)."""
+    gpu = row.get("gpu_utilization")
+    return gpu if gpu is not None else row.get("cpu_utilization")
+
+
+def series(
+    rows: Rows, key: str | Callable[[dict[str, Any]], Any]
+) -> dict[str, list[tuple[int, float]]]:
+    """Per "model framework": (batch size, ``key``: a column, or a function of the row) of
+    its ok rows with both known, by batch size."""
     out: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for r in rows:
-        b, v = r.get("batch_size"), r.get(key)
+        b, v = r.get("batch_size"), (key(r) if callable(key) else r.get(key))
         if r.get("status") == "ok" and b is not None and v is not None:
             out[f"{r['model']} {r['framework']}"].append((int(b), float(v)))
     return {k: sorted(v) for k, v in sorted(out.items())}
@@ -65,7 +74,7 @@ def throughput_vs_batch(rows: Rows) -> Figure | None:
 
 def utilization_vs_batch(rows: Rows) -> Figure | None:
     """Utilization and FP32 efficiency (%) against mini-batch size."""
-    util, fp32 = series(rows, "utilization"), series(rows, "fp32_efficiency")
+    util, fp32 = series(rows, utilization), series(rows, "fp32_efficiency")
     if not util and not fp32:
         return None
     fig, axes = _fig(rows=2, height=3.2)
@@ -77,7 +86,7 @@ def utilization_vs_batch(rows: Rows) -> Figure | None:
             _lines(ax, data, 100.0, tag)
         ax.set_ylabel(what)
     axes[0].set_title(
-        "Utilization vs mini-batch (GPU compute, or average CPU without kernels; measured steps)"
+        "Utilization vs mini-batch (GPU compute, or the workload's CPU without kernels)"
     )
     axes[1].set_title("FP32 efficiency vs mini-batch (achieved FLOP/s over peak)")
     return fig
@@ -140,7 +149,7 @@ def _rises(points: list[tuple[int, float]]) -> bool:
     return all(b >= a for a, b in zip(ys, ys[1:], strict=False))
 
 
-def _trend(rows: Rows, key: str, what: str, claim: str) -> str:
+def _trend(rows: Rows, key: str | Callable[[dict[str, Any]], Any], what: str, claim: str) -> str:
     swept = {k: v for k, v in series(rows, key).items() if len({b for b, _ in v}) > 1}
     if not swept:
         return f"- {claim}: not testable here (no model run at two or more mini-batch sizes)."
@@ -161,7 +170,7 @@ def findings(rows: Rows) -> str:
         f"{THROUGHPUT_PNG}, {UTILIZATION_PNG}, {MEMORY_PNG}.",
         "",
         _trend(rows, "throughput_samples_per_s", "throughput", "Throughput rises with batch"),
-        _trend(rows, "utilization", "utilization", "Utilization rises with batch"),
+        _trend(rows, utilization, "utilization", "Utilization rises with batch"),
     ]
     mem = memory_rows(rows)
     if mem:

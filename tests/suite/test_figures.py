@@ -24,7 +24,7 @@ def _rows() -> list[dict[str, Any]]:
             batch_size=b,
             status="ok",
             throughput_samples_per_s=thr,
-            utilization=util,
+            gpu_utilization=util,
             fp32_efficiency=fp32,
             **{f"{c}_bytes": v for c, v in mem.items()},
         )
@@ -64,7 +64,7 @@ def test_throughput_and_utilization_lines_hold_the_table_values(tmp_path: Path) 
     util = {ln.get_label(): ln.get_xydata()[:, 1].tolist() for ln in fig.axes[0].get_lines()}
     fp32 = {ln.get_label(): ln.get_xydata()[:, 1].tolist() for ln in fig.axes[1].get_lines()}
     res = [r for r in rows if r["model"] == "resnet50"]
-    assert np.allclose(util["resnet50 pytorch"], [100 * r["utilization"] for r in res])
+    assert np.allclose(util["resnet50 pytorch"], [100 * r["gpu_utilization"] for r in res])
     assert np.allclose(fp32["resnet50 pytorch"], [100 * r["fp32_efficiency"] for r in res])
     assert "a3c pytorch" not in fp32  # no FLOP figure: no line, not a line at zero
 
