@@ -59,9 +59,18 @@ void ColumnTable::release() {
     std::free(c.valid);
     c.data = nullptr;
     c.valid = nullptr;
-    c.nulls = 0;
   }
   rows_ = cap_ = 0;
+}
+
+size_t ColumnTable::null_count(size_t i) const {
+  const uint8_t* v = cols_[i].valid;
+  if (v == nullptr) return 0;
+  size_t valid = 0, full = rows_ / 8;
+  for (size_t b = 0; b < full; ++b) valid += static_cast<size_t>(__builtin_popcount(v[b]));
+  if (rows_ % 8)
+    valid += static_cast<size_t>(__builtin_popcount(v[full] & ((1u << (rows_ % 8)) - 1)));
+  return rows_ - valid;
 }
 
 // All valid up to the capacity: rows before the first null were valid, and rows after it
@@ -87,7 +96,6 @@ void ColumnTable::clear() {
   for (auto& c : cols_) {
     std::free(c.valid);
     c.valid = nullptr;
-    c.nulls = 0;
   }
   rows_ = 0;
 }
@@ -99,18 +107,17 @@ std::vector<TakenColumn> ColumnTable::take() {
     TakenColumn t;
     t.name = def_->columns[i].name;
     t.type = c.type;
-    t.nulls = c.nulls;
+    t.nulls = null_count(i);
     t.data.bytes = rows_ * c.width();
     t.data.ptr = grow_block(c.data, t.data.bytes);  // shrink to fit
     c.data = nullptr;
-    if (c.nulls) {
+    if (t.nulls) {
       t.valid.bytes = (rows_ + 7) / 8;
       t.valid.ptr = grow_block(c.valid, t.valid.bytes);
     } else {
       std::free(c.valid);
     }
     c.valid = nullptr;
-    c.nulls = 0;
     out.push_back(std::move(t));
   }
   rows_ = cap_ = 0;

@@ -89,12 +89,12 @@ struct TakenColumn {
   size_t nulls = 0;
 };
 
-// One column's storage. `valid` is null while the column has no nulls.
+// One column's storage. `valid` is null while the column has no nulls; nulls are counted
+// from it when asked (ColumnTable::null_count), not on each store.
 struct Column {
   ColType type = ColType::I64;
   void* data = nullptr;
   uint8_t* valid = nullptr;
-  size_t nulls = 0;
   size_t width() const { return col_width(type); }
 };
 
@@ -112,6 +112,8 @@ class ColumnTable {
   size_t num_columns() const { return cols_.size(); }
   // Column i as stored: values [0, rows()), bitmap (or null) covering them.
   const Column& column(size_t i) const { return cols_[i]; }
+  // Nulls among the rows of column i (0 without a bitmap).
+  size_t null_count(size_t i) const;
 
   // Starts a row: every column of it must then be set exactly once (a set or set_null).
   size_t begin_row() {
@@ -130,11 +132,12 @@ class ColumnTable {
   template <ColType T>
   void set_null(Col<T> c, size_t row) {
     Column& k = cols_[c.index];
-    if (k.width() == 8)
+    if constexpr (col_width(T) == 8)
       static_cast<uint64_t*>(k.data)[row] = 0;
     else
       static_cast<uint32_t*>(k.data)[row] = 0;
-    mark_null(k, row);
+    if (__builtin_expect(k.valid == nullptr, 0)) make_bitmap(k);
+    k.valid[row >> 3] &= static_cast<uint8_t>(~(1u << (row & 7)));
   }
 
   // The value when ok, else null.
@@ -163,11 +166,6 @@ class ColumnTable {
   template <class V, ColType T>
   V& at(Col<T> c, size_t row) {
     return static_cast<V*>(cols_[c.index].data)[row];
-  }
-  void mark_null(Column& k, size_t row) {
-    if (k.valid == nullptr) make_bitmap(k);
-    k.valid[row >> 3] &= static_cast<uint8_t>(~(1u << (row & 7)));
-    ++k.nulls;
   }
   void make_bitmap(Column& k);
   void grow();

@@ -141,8 +141,14 @@ int32_t Decoder::lit(const char* s) {
 }
 
 Decoder::KernelName Decoder::kernel_name(const char* name) {
+  auto bits = reinterpret_cast<uintptr_t>(name);
+  NameSlot& slot = name_cache_[((bits >> 3) ^ (bits >> 12)) & (kNameSlots - 1)];
+  if (slot.key == name && name != nullptr) return slot.value;
   auto it = kernel_names_.find(name);
-  if (it != kernel_names_.end()) return it->second;
+  if (it != kernel_names_.end()) {
+    slot = {name, it->second};
+    return it->second;
+  }
   KernelName kn{-1, -1};
   if (name != nullptr) {
     kn.mangled = strings_.intern(name);

@@ -70,6 +70,16 @@ class Decoder {
   // CUPTI keeps kernel name strings alive for the life of the module, so the pointer is a
   // valid cache key and saves hashing a long string per record.
   std::unordered_map<const char*, KernelName> kernel_names_;
+  // A direct-mapped cache in front of kernel_names_: a training step launches a few hundred
+  // distinct kernels, and a hit costs no hash-table probe (std::hash of a pointer leaves
+  // the bucket to an integer division). It pays for the null bits of graph_id and
+  // graph_node_id, null in most kernel rows (docs/COLLECTOR.md, Performance).
+  struct NameSlot {
+    const char* key = nullptr;
+    KernelName value{-1, -1};
+  };
+  static constexpr size_t kNameSlots = 512;
+  NameSlot name_cache_[kNameSlots];
   std::unordered_map<uint64_t, int32_t> api_names_;
   std::unordered_map<uint32_t, OpenRange> open_ranges_;
   std::unordered_map<const char*, int32_t> literals_;  // enum strings (string literals)

@@ -275,7 +275,7 @@ bool SpoolWriter::spill(ChunkSet& chunks, Strings& strings) {
       const ColumnDef& def = t.def().columns[i];
       const Column& col = t.column(i);
       const size_t nbytes = rows * col.width();
-      const bool has_valid = col.nulls != 0;
+      const bool has_valid = col.valid != nullptr;  // made on the column's first null
       const size_t vbytes = has_valid ? (rows + 7) / 8 : 0;
       size_t off = small.size();
       size_t nlen = std::strlen(def.name);
