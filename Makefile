@@ -102,7 +102,7 @@ fuzz: $(VENV)/.stamp
 	fi
 	mkdir -p $(FUZZ_DIR)/corpus
 	$(FUZZ_CXX) -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=undefined -Icsrc csrc/kineto/*.cpp \
+	  -fno-sanitize-recover=undefined -Icsrc csrc/column_core.cpp csrc/kineto/*.cpp \
 	  tests/robustness/fuzz/kineto_parser_fuzz.cpp -o $(FUZZ_DIR)/kineto_parser_fuzz
 	PYTHONPATH=$(CURDIR) $(PY) tests/robustness/fuzz/seed_corpus.py $(FUZZ_DIR)/corpus $(FUZZ_DIR)/routes.txt
 	TBDTRACE_FUZZ_ROUTES=$(FUZZ_DIR)/routes.txt $(FUZZ_DIR)/kineto_parser_fuzz \

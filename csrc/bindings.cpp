@@ -1,4 +1,5 @@
-// The private module tbdtrace._native (the test hooks are in testing/bindings_testing.cpp).
+// The private module tbdtrace._native: the collector, the Kineto parser and the hardware
+// counters; nothing test-only (test and benchmark hooks: testing/bindings_testing.cpp).
 #include <execinfo.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -11,30 +12,14 @@
 #include <memory>
 
 #include "collector.h"
-#include "columns.h"
+#include "column_export.h"
 #include "counters_host.h"
-#include "decode.h"
 #include "kineto/parser.h"
-#include "spool.h"
 
 namespace py = pybind11;
 using namespace tbdtrace;
 
 namespace {
-
-const char* type_name(CType t) {
-  switch (t) {
-    case CType::I32:
-      return "int32";
-    case CType::I64:
-      return "int64";
-    case CType::U64:
-      return "uint64";
-    case CType::STR:
-      return "string";
-  }
-  return "?";
-}
 
 // ---- Hardware counters, host side (csrc/counters_host.h); errors are RuntimeError ----
 
@@ -81,47 +66,11 @@ void bind_counters(py::module_& m) {
 
 namespace kt = tbdtrace::kineto;
 
-// A malloc'd buffer handed to numpy: the array owns it and frees it.
-template <class T>
-py::array owned_array(kt::Owned o) {
-  void* p = o.ptr ? o.ptr : std::malloc(sizeof(T));
-  if (!p) throw std::bad_alloc();
-  py::capsule cap(p, [](void* q) { std::free(q); });
-  return py::array_t<T>(static_cast<py::ssize_t>(o.bytes / sizeof(T)), static_cast<T*>(p), cap);
-}
-
-py::array column_array(kt::TakenColumn& c) {
-  switch (c.type) {
-    case kt::KType::I32:
-    case kt::KType::STR:
-      return owned_array<int32_t>(c.data);
-    case kt::KType::I64:
-      return owned_array<int64_t>(c.data);
-    case kt::KType::U64:
-      return owned_array<uint64_t>(c.data);
-  }
-  return py::none();
-}
-
-const char* ktype_name(kt::KType t) {
-  switch (t) {
-    case kt::KType::I32:
-      return "int32";
-    case kt::KType::I64:
-      return "int64";
-    case kt::KType::U64:
-      return "uint64";
-    case kt::KType::STR:
-      return "string";
-  }
-  return "?";
-}
-
 // Everything parsed so far, handed over: {"tables": {table: {column: (values, validity
 // bitmap or None, null count)}}, "strings": (int64 offsets, uint8 data)}.
 py::dict take_parsed(kt::Parser& p) {
-  std::vector<std::vector<kt::TakenColumn>> tables;
-  std::pair<kt::Owned, kt::Owned> strings;
+  std::vector<std::vector<TakenColumn>> tables;
+  std::pair<Owned, Owned> strings;
   {
     py::gil_scoped_release nogil;
     tables = p.take_tables();
@@ -129,17 +78,10 @@ py::dict take_parsed(kt::Parser& p) {
   }
   py::dict out, tdict;
   const auto& defs = kt::staging_defs();
-  for (size_t i = 0; i < tables.size(); ++i) {
-    py::dict cols;
-    for (auto& c : tables[i]) {
-      py::object valid = c.nulls ? py::object(owned_array<uint8_t>(c.valid)) : py::none();
-      cols[py::str(c.name)] = py::make_tuple(column_array(c), valid, c.nulls);
-    }
-    tdict[defs[i].name] = cols;
-  }
+  for (size_t i = 0; i < tables.size(); ++i)
+    tdict[defs[i].name] = pyexport::columns_dict(tables[i]);
   out["tables"] = tdict;
-  out["strings"] =
-      py::make_tuple(owned_array<int64_t>(strings.first), owned_array<uint8_t>(strings.second));
+  out["strings"] = pyexport::strings_tuple(strings);
   return out;
 }
 
@@ -156,7 +98,7 @@ py::tuple recode(py::array_t<int32_t, py::array::c_style | py::array::forcecast>
     if (static_cast<size_t>(vbits.size()) * 8 < n) throw py::value_error("validity too short");
     v = vbits.data();
   }
-  kt::Owned out{std::malloc(n ? n * 4 : 4), n * 4};
+  Owned out{std::malloc(n ? n * 4 : 4), n * 4};
   if (!out.ptr) throw std::bad_alloc();
   std::vector<int32_t> used;
   bool bad = false;
@@ -182,7 +124,7 @@ py::tuple recode(py::array_t<int32_t, py::array::c_style | py::array::forcecast>
       o[i] = m;
     }
   }
-  py::array codes_out = owned_array<int32_t>(out);
+  py::array codes_out = pyexport::owned_array<int32_t>(out);
   if (bad) throw py::value_error("code out of range");
   py::array_t<int32_t> used_arr(static_cast<py::ssize_t>(used.size()));
   if (!used.empty()) std::memcpy(used_arr.mutable_data(), used.data(), used.size() * 4);
@@ -231,15 +173,7 @@ void bind_kineto(py::module_& m) {
            })
       .def("take", &take_parsed);
   m.def("kineto_recode", &recode, py::arg("codes"), py::arg("valid"), py::arg("n_strings"));
-  m.def("kineto_layout", [] {
-    py::list out;
-    for (const auto& t : kt::staging_defs()) {
-      py::list cols;
-      for (const auto& c : t.columns) cols.append(py::make_tuple(c.name, ktype_name(c.type)));
-      out.append(py::make_tuple(t.name, cols));
-    }
-    return out;
-  });
+  m.def("kineto_layout", [] { return pyexport::layout_list(kt::staging_defs()); });
 }
 
 }  // namespace
@@ -271,15 +205,6 @@ PYBIND11_MODULE(_native, m) {
   m.def("cupti_version", &cupti_version, "cuptiGetVersion(), or -(CUPTI result) on failure");
   m.def("cupti_result_name", &cupti_result_name);
   m.def("cupti_library_path", &cupti_library_path);
-  m.def("layout", [] {
-    py::list out;
-    for (const auto& t : table_defs()) {
-      py::list cols;
-      for (const auto& c : t.columns) cols.append(py::make_tuple(c.name, type_name(c.type)));
-      out.append(py::make_tuple(t.name, static_cast<int>(t.id), cols));
-    }
-    return out;
-  });
   m.def("activity_names", &activity_names);
   m.def("default_activities", &default_activities);
   m.def(

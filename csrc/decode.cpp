@@ -8,23 +8,14 @@
 
 namespace tbdtrace {
 
-int32_t Strings::intern(std::string_view s) {
-  auto it = ids.find(std::string(s));
-  if (it != ids.end()) return it->second;
-  auto id = static_cast<int32_t>(values.size());
-  values.emplace_back(s);
-  ids.emplace(values.back(), id);
-  return id;
-}
-
 namespace {
 
+// CUPTI's unsigned fields as the schema's signed columns (two's complement, as stored).
 inline int64_t i64(uint64_t v) {
   return static_cast<int64_t>(v);
 }
-// CUPTI uses 0 for "not launched from a graph".
-inline int64_t graph_or_null(uint64_t v) {
-  return v == 0 ? kNull64 : static_cast<int64_t>(v);
+inline int32_t i32(int64_t v) {
+  return static_cast<int32_t>(v);
 }
 
 // Names follow schema.MEMCPY_KINDS / MEMORY_KINDS / SYNC_KINDS.
@@ -114,18 +105,31 @@ const char* overhead_kind_name(uint32_t k) {
   }
 }
 
-// Process and thread of an object id (THREAD or PROCESS objects); null otherwise.
-void object_pid_tid(CUpti_ActivityObjectKind kind, const CUpti_ActivityObjectKindId& id,
-                    int32_t& pid, int64_t& tid) {
-  pid = kNull32;
-  tid = kNull64;
+// Process and thread of an object id (THREAD or PROCESS objects); has_* false otherwise.
+struct PidTid {
+  int32_t pid = 0;
+  int64_t tid = 0;
+  bool has_pid = false, has_tid = false;
+};
+PidTid object_pid_tid(CUpti_ActivityObjectKind kind, const CUpti_ActivityObjectKindId& id) {
+  PidTid o;
   if (kind == CUPTI_ACTIVITY_OBJECT_PROCESS || kind == CUPTI_ACTIVITY_OBJECT_THREAD) {
-    pid = static_cast<int32_t>(id.pt.processId);
-    if (kind == CUPTI_ACTIVITY_OBJECT_THREAD) tid = id.pt.threadId;
+    o.pid = static_cast<int32_t>(id.pt.processId);
+    o.has_pid = true;
+    if (kind == CUPTI_ACTIVITY_OBJECT_THREAD) {
+      o.tid = id.pt.threadId;
+      o.has_tid = true;
+    }
   }
+  return o;
 }
 
 }  // namespace
+
+void Decoder::str_lit(ColumnTable& t, StrCol c, size_t row, const char* s) {
+  int32_t id = lit(s);
+  t.set_str(c, row, id, id >= 0);
+}
 
 int32_t Decoder::lit(const char* s) {
   if (s == nullptr) return -1;
@@ -137,8 +141,14 @@ int32_t Decoder::lit(const char* s) {
 }
 
 Decoder::KernelName Decoder::kernel_name(const char* name) {
+  auto bits = reinterpret_cast<uintptr_t>(name);
+  NameSlot& slot = name_cache_[((bits >> 3) ^ (bits >> 12)) & (kNameSlots - 1)];
+  if (slot.key == name && name != nullptr) return slot.value;
   auto it = kernel_names_.find(name);
-  if (it != kernel_names_.end()) return it->second;
+  if (it != kernel_names_.end()) {
+    slot = {name, it->second};
+    return it->second;
+  }
   KernelName kn{-1, -1};
   if (name != nullptr) {
     kn.mangled = strings_.intern(name);
@@ -223,90 +233,81 @@ bool Decoder::decode(const CUpti_Activity* rec) {
   }
 }
 
-// One room check per row, then unchecked stores at that row (TableChunk::make_room).
-#define ROW_BEGIN(TID)                       \
-  auto& t = out_.t(TID);                     \
-  const size_t row_ = t.rows;                \
-  if (row_ >= t.room) t.make_room(row_ + 1); \
-  void* const* c = t.ptr.data()
-#define P64(col, v) static_cast<int64_t*>(c[col])[row_] = static_cast<int64_t>(v)
-#define P32(col, v) static_cast<int32_t*>(c[col])[row_] = static_cast<int32_t>(v)
+// Each row: begin_row() (the one room check), then one typed store per column.
 
 void Decoder::kernel(const CUpti_ActivityKernel10& r) {
   using namespace kernels;
-  ROW_BEGIN(KERNELS);
+  ColumnTable& t = out_.t(KERNELS);
+  const size_t row = t.begin_row();
   KernelName kn = kernel_name(r.name);
-  P64(start_ns, i64(r.start));
-  P64(end_ns, i64(r.end));
-  P32(device_id, static_cast<int32_t>(r.deviceId));
-  P64(stream_id, r.streamId);
-  P64(context_id, r.contextId);
-  P64(correlation_id, r.correlationId);
-  P32(name, kn.demangled);
-  P32(mangled_name, kn.mangled);
-  P32(grid_x, r.gridX);
-  P32(grid_y, r.gridY);
-  P32(grid_z, r.gridZ);
-  P32(block_x, r.blockX);
-  P32(block_y, r.blockY);
-  P32(block_z, r.blockZ);
-  P32(registers_per_thread, r.registersPerThread);
-  P32(static_shared_bytes, r.staticSharedMemory);
-  P32(dynamic_shared_bytes, r.dynamicSharedMemory);
-  P64(graph_id, graph_or_null(r.graphId));
-  P64(graph_node_id, graph_or_null(r.graphNodeId));
-  t.rows = row_ + 1;
+  t.set(start_ns, row, i64(r.start));
+  t.set(end_ns, row, i64(r.end));
+  t.set(device_id, row, i32(r.deviceId));
+  t.set(stream_id, row, i64(r.streamId));
+  t.set(context_id, row, i64(r.contextId));
+  t.set(correlation_id, row, i64(r.correlationId));
+  t.set_str(name, row, kn.demangled, kn.demangled >= 0);
+  t.set_str(mangled_name, row, kn.mangled, kn.mangled >= 0);
+  t.set(grid_x, row, i32(r.gridX));
+  t.set(grid_y, row, i32(r.gridY));
+  t.set(grid_z, row, i32(r.gridZ));
+  t.set(block_x, row, i32(r.blockX));
+  t.set(block_y, row, i32(r.blockY));
+  t.set(block_z, row, i32(r.blockZ));
+  t.set(registers_per_thread, row, i32(r.registersPerThread));
+  t.set(static_shared_bytes, row, i32(r.staticSharedMemory));
+  t.set(dynamic_shared_bytes, row, i32(r.dynamicSharedMemory));
+  // CUPTI uses 0 for "not launched from a graph".
+  t.set_i64(graph_id, row, i64(r.graphId), r.graphId != 0);
+  t.set_i64(graph_node_id, row, i64(r.graphNodeId), r.graphNodeId != 0);
+}
+
+// The columns memcpy and memcpy2 (peer-to-peer) records share.
+template <class R>
+size_t Decoder::copy_row(const R& r) {
+  using namespace memcpy_;
+  ColumnTable& t = out_.t(MEMCPY);
+  const size_t row = t.begin_row();
+  t.set(start_ns, row, i64(r.start));
+  t.set(end_ns, row, i64(r.end));
+  t.set(device_id, row, i32(r.deviceId));
+  t.set(stream_id, row, i64(r.streamId));
+  t.set(context_id, row, i64(r.contextId));
+  t.set(correlation_id, row, i64(r.correlationId));
+  t.set(bytes, row, i64(r.bytes));
+  str_lit(t, copy_kind, row, copy_kind_name(r.copyKind));
+  str_lit(t, src_kind, row, memory_kind_name(r.srcKind));
+  str_lit(t, dst_kind, row, memory_kind_name(r.dstKind));
+  return row;
 }
 
 void Decoder::memcpy(const CUpti_ActivityMemcpy6& r) {
-  using namespace memcpy_;
-  ROW_BEGIN(MEMCPY);
-  P64(start_ns, i64(r.start));
-  P64(end_ns, i64(r.end));
-  P32(device_id, static_cast<int32_t>(r.deviceId));
-  P64(stream_id, r.streamId);
-  P64(context_id, r.contextId);
-  P64(correlation_id, r.correlationId);
-  P64(bytes, i64(r.bytes));
-  P32(copy_kind, lit(copy_kind_name(r.copyKind)));
-  P32(src_kind, lit(memory_kind_name(r.srcKind)));
-  P32(dst_kind, lit(memory_kind_name(r.dstKind)));
-  P32(src_device_id, kNull32);
-  P32(dst_device_id, kNull32);
-  t.rows = row_ + 1;
+  ColumnTable& t = out_.t(MEMCPY);
+  const size_t row = copy_row(r);
+  t.set_null(memcpy_::src_device_id, row);
+  t.set_null(memcpy_::dst_device_id, row);
 }
 
 void Decoder::memcpy2(const CUpti_ActivityMemcpyPtoP4& r) {
-  using namespace memcpy_;
-  ROW_BEGIN(MEMCPY);
-  P64(start_ns, i64(r.start));
-  P64(end_ns, i64(r.end));
-  P32(device_id, static_cast<int32_t>(r.deviceId));
-  P64(stream_id, r.streamId);
-  P64(context_id, r.contextId);
-  P64(correlation_id, r.correlationId);
-  P64(bytes, i64(r.bytes));
-  P32(copy_kind, lit(copy_kind_name(r.copyKind)));
-  P32(src_kind, lit(memory_kind_name(r.srcKind)));
-  P32(dst_kind, lit(memory_kind_name(r.dstKind)));
-  P32(src_device_id, static_cast<int32_t>(r.srcDeviceId));
-  P32(dst_device_id, static_cast<int32_t>(r.dstDeviceId));
-  t.rows = row_ + 1;
+  ColumnTable& t = out_.t(MEMCPY);
+  const size_t row = copy_row(r);
+  t.set(memcpy_::src_device_id, row, i32(r.srcDeviceId));
+  t.set(memcpy_::dst_device_id, row, i32(r.dstDeviceId));
 }
 
 void Decoder::memset(const CUpti_ActivityMemset4& r) {
   using namespace memset_;
-  ROW_BEGIN(MEMSET);
-  P64(start_ns, i64(r.start));
-  P64(end_ns, i64(r.end));
-  P32(device_id, static_cast<int32_t>(r.deviceId));
-  P64(stream_id, r.streamId);
-  P64(context_id, r.contextId);
-  P64(correlation_id, r.correlationId);
-  P64(bytes, i64(r.bytes));
-  P32(value, static_cast<int32_t>(r.value));
-  P32(memory_kind, lit(memory_kind_name(r.memoryKind)));
-  t.rows = row_ + 1;
+  ColumnTable& t = out_.t(MEMSET);
+  const size_t row = t.begin_row();
+  t.set(start_ns, row, i64(r.start));
+  t.set(end_ns, row, i64(r.end));
+  t.set(device_id, row, i32(r.deviceId));
+  t.set(stream_id, row, i64(r.streamId));
+  t.set(context_id, row, i64(r.contextId));
+  t.set(correlation_id, row, i64(r.correlationId));
+  t.set(bytes, row, i64(r.bytes));
+  t.set(value, row, i32(r.value));
+  str_lit(t, memory_kind, row, memory_kind_name(r.memoryKind));
 }
 
 void Decoder::memory(const CUpti_ActivityMemory4& r) {
@@ -319,50 +320,57 @@ void Decoder::memory(const CUpti_ActivityMemory4& r) {
     ++stats_.unknown_kind;
     return;
   }
-  ROW_BEGIN(MEMORY);
-  P64(ts_ns, i64(r.timestamp));
-  P32(memory::action, lit(action));
-  P64(bytes, i64(r.bytes));
-  P64(address, i64(r.address));
-  P32(device_id, static_cast<int32_t>(r.deviceId));
-  P32(memory_kind, lit(memory_kind_name(r.memoryKind)));
-  P64(stream_id, r.streamId);
-  P64(correlation_id, r.correlationId);
-  P32(pid, static_cast<int32_t>(r.processId));
-  t.rows = row_ + 1;
+  ColumnTable& t = out_.t(MEMORY);
+  const size_t row = t.begin_row();
+  t.set(ts_ns, row, i64(r.timestamp));
+  str_lit(t, memory::action, row, action);
+  t.set(bytes, row, i64(r.bytes));
+  t.set(address, row, static_cast<uint64_t>(r.address));
+  t.set(device_id, row, i32(r.deviceId));
+  str_lit(t, memory_kind, row, memory_kind_name(r.memoryKind));
+  t.set(stream_id, row, i64(r.streamId));
+  t.set(correlation_id, row, i64(r.correlationId));
+  t.set(pid, row, i32(r.processId));
 }
 
 void Decoder::api(const CUpti_ActivityAPI& r, bool driver) {
   using namespace runtime;
-  ROW_BEGIN(RUNTIME);
-  P64(start_ns, i64(r.start));
-  P64(end_ns, i64(r.end));
-  P32(pid, static_cast<int32_t>(r.processId));
-  P64(tid, r.threadId);
-  P64(correlation_id, r.correlationId);
-  P32(name, api_name(r.cbid, driver));
-  P32(runtime::api, lit(driver ? "driver" : "runtime"));
-  P32(cbid, static_cast<int32_t>(r.cbid));
-  t.rows = row_ + 1;
+  ColumnTable& t = out_.t(RUNTIME);
+  const size_t row = t.begin_row();
+  t.set(start_ns, row, i64(r.start));
+  t.set(end_ns, row, i64(r.end));
+  t.set(pid, row, i32(r.processId));
+  t.set(tid, row, i64(r.threadId));
+  t.set(correlation_id, row, i64(r.correlationId));
+  t.set(name, row, api_name(r.cbid, driver));
+  str_lit(t, runtime::api, row, driver ? "driver" : "runtime");
+  t.set(cbid, row, i32(r.cbid));
 }
 
 void Decoder::emit_marker(int64_t start, int64_t end, const OpenRange& o, bool mark, uint32_t id) {
   using namespace markers;
-  ROW_BEGIN(MARKERS);
-  P64(start_ns, start);
-  P64(end_ns, end);
-  P32(pid, o.pid);
-  P64(tid, o.tid);
-  P32(name, o.name);
-  P32(domain, o.domain);
-  P32(kind, lit(mark ? "mark" : "range"));
-  P64(marker_id, id);
-  t.rows = row_ + 1;
+  ColumnTable& t = out_.t(MARKERS);
+  const size_t row = t.begin_row();
+  t.set(start_ns, row, start);
+  t.set(end_ns, row, end);
+  t.set_i64(tid, row, o.tid, o.has_tid);
+  t.set(name, row, o.name);
+  t.set_str(domain, row, o.domain, o.domain >= 0);
+  str_lit(t, kind, row, mark ? "mark" : "range");
+  t.set(marker_id, row, i64(id));
+  if (o.has_pid)
+    t.set(pid, row, o.pid);
+  else
+    t.set_null(pid, row);
 }
 
 void Decoder::marker(const CUpti_ActivityMarker2& r) {
   OpenRange o{};
-  object_pid_tid(r.objectKind, r.objectId, o.pid, o.tid);
+  PidTid pt = object_pid_tid(r.objectKind, r.objectId);
+  o.pid = pt.pid;
+  o.tid = pt.tid;
+  o.has_pid = pt.has_pid;
+  o.has_tid = pt.has_tid;
   o.start = i64(r.timestamp);
   // NVTX's default domain has no name; CUPTI gives nullptr or "".
   o.name = r.name != nullptr ? strings_.intern(r.name) : -1;
@@ -391,60 +399,57 @@ void Decoder::close_open_ranges() {
 
 void Decoder::sync(const CUpti_ActivitySynchronization2& r) {
   using namespace sync;
-  ROW_BEGIN(SYNC);
-  P64(start_ns, i64(r.start));
-  P64(end_ns, i64(r.end));
+  ColumnTable& t = out_.t(SYNC);
+  const size_t row = t.begin_row();
+  t.set(start_ns, row, i64(r.start));
+  t.set(end_ns, row, i64(r.end));
   // streamId is CUPTI_SYNCHRONIZATION_INVALID_VALUE (all ones) for context syncs.
-  P64(stream_id, r.streamId == 0xffffffffu ? kNull64 : r.streamId);
-  P64(context_id, r.contextId);
-  P64(correlation_id, r.correlationId);
-  P32(sync_kind, lit(sync_kind_name(r.type)));
-  t.rows = row_ + 1;
+  t.set_i64(stream_id, row, i64(r.streamId), r.streamId != 0xffffffffu);
+  t.set(context_id, row, i64(r.contextId));
+  t.set(correlation_id, row, i64(r.correlationId));
+  str_lit(t, sync_kind, row, sync_kind_name(r.type));
 }
 
 void Decoder::overhead(const CUpti_ActivityOverhead3& r) {
   using namespace overhead;
-  ROW_BEGIN(OVERHEAD);
-  int32_t p;
-  int64_t th;
-  object_pid_tid(r.objectKind, r.objectId, p, th);
-  P64(start_ns, i64(r.start));
-  P64(end_ns, i64(r.end));
-  P32(pid, p);
-  P64(tid, th);
-  P32(name, lit(overhead_kind_name(r.overheadKind)));
-  t.rows = row_ + 1;
+  ColumnTable& t = out_.t(OVERHEAD);
+  const size_t row = t.begin_row();
+  PidTid pt = object_pid_tid(r.objectKind, r.objectId);
+  t.set(start_ns, row, i64(r.start));
+  t.set(end_ns, row, i64(r.end));
+  if (pt.has_pid)
+    t.set(pid, row, pt.pid);
+  else
+    t.set_null(pid, row);
+  t.set_i64(tid, row, pt.tid, pt.has_tid);
+  str_lit(t, name, row, overhead_kind_name(r.overheadKind));
 }
 
 void Decoder::device(const CUpti_ActivityDevice5& r) {
   using namespace devices;
-  ROW_BEGIN(DEVICES);
-  P32(device_id, static_cast<int32_t>(r.id));
-  P32(name, strings_.intern(r.name != nullptr ? r.name : ""));
-  P32(sm_count, static_cast<int32_t>(r.numMultiprocessors));
-  P32(compute_capability_major, static_cast<int32_t>(r.computeCapabilityMajor));
-  P32(compute_capability_minor, static_cast<int32_t>(r.computeCapabilityMinor));
-  P64(core_clock_khz, r.coreClockRate);  // header: kHz
-  P64(memory_bytes, i64(r.globalMemorySize));
-  P64(memory_bandwidth_bytes_per_s, i64(r.globalMemoryBandwidth) * 1000);  // header: KB/s
-  P32(max_threads_per_block, static_cast<int32_t>(r.maxThreadsPerBlock));
-  P64(shared_memory_per_block_bytes, r.maxSharedMemoryPerBlock);
-  P32(registers_per_block, static_cast<int32_t>(r.maxRegistersPerBlock));
-  P32(warp_size, static_cast<int32_t>(r.numThreadsPerWarp));
-  t.rows = row_ + 1;
+  ColumnTable& t = out_.t(DEVICES);
+  const size_t row = t.begin_row();
+  t.set(device_id, row, i32(r.id));
+  t.set(name, row, strings_.intern(r.name != nullptr ? r.name : ""));
+  t.set(sm_count, row, i32(r.numMultiprocessors));
+  t.set(compute_capability_major, row, i32(r.computeCapabilityMajor));
+  t.set(compute_capability_minor, row, i32(r.computeCapabilityMinor));
+  t.set(core_clock_khz, row, i64(r.coreClockRate));  // header: kHz
+  t.set(memory_bytes, row, i64(r.globalMemorySize));
+  t.set(memory_bandwidth_bytes_per_s, row, i64(r.globalMemoryBandwidth) * 1000);  // KB/s
+  t.set(max_threads_per_block, row, i32(r.maxThreadsPerBlock));
+  t.set(shared_memory_per_block_bytes, row, i64(r.maxSharedMemoryPerBlock));
+  t.set(registers_per_block, row, i32(r.maxRegistersPerBlock));
+  t.set(warp_size, row, i32(r.numThreadsPerWarp));
 }
 
 void Decoder::context(const CUpti_ActivityContext3& r) {
   using namespace contexts;
-  ROW_BEGIN(CONTEXTS);
-  P64(context_id, r.contextId);
-  P32(device_id, static_cast<int32_t>(r.deviceId));
-  P64(null_stream_id, r.nullStreamId);
-  t.rows = row_ + 1;
+  ColumnTable& t = out_.t(CONTEXTS);
+  const size_t row = t.begin_row();
+  t.set(context_id, row, i64(r.contextId));
+  t.set(device_id, row, i32(r.deviceId));
+  t.set(null_stream_id, row, i64(r.nullStreamId));
 }
-
-#undef P64
-#undef P32
-#undef ROW_BEGIN
 
 }  // namespace tbdtrace

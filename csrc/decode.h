@@ -5,10 +5,8 @@
 #include <cupti_activity.h>
 
 #include <cstdint>
-#include <string>
 #include <string_view>
 #include <unordered_map>
-#include <vector>
 
 #include "columns.h"
 
@@ -16,10 +14,10 @@ namespace tbdtrace {
 
 // Interned strings; ids are indices, stable for the life of the process's collector.
 struct Strings {
-  std::vector<std::string> values;
-  std::unordered_map<std::string, int32_t> ids;
-  size_t spilled = 0;  // values[0, spilled) are already in the spool
-  int32_t intern(std::string_view s);
+  StringDict dict;
+  size_t spilled = 0;  // ids [0, spilled) are already in the spool
+  int32_t intern(std::string_view s) { return dict.intern(s); }
+  size_t size() const { return dict.size(); }
 };
 
 struct DecodeStats {
@@ -44,8 +42,9 @@ class Decoder {
   };
   struct OpenRange {
     int64_t start;
-    int32_t name, domain, pid;
-    int64_t tid;
+    int32_t name, domain, pid;  // domain: -1 = none; pid: valid when has_pid
+    int64_t tid;                // valid when has_tid
+    bool has_pid, has_tid;
   };
   void kernel(const CUpti_ActivityKernel10& r);
   void memcpy(const CUpti_ActivityMemcpy6& r);
@@ -58,6 +57,9 @@ class Decoder {
   void overhead(const CUpti_ActivityOverhead3& r);
   void device(const CUpti_ActivityDevice5& r);
   void context(const CUpti_ActivityContext3& r);
+  template <class R>
+  size_t copy_row(const R& r);
+  void str_lit(ColumnTable& t, StrCol c, size_t row, const char* s);  // null for nullptr
   void emit_marker(int64_t start, int64_t end, const OpenRange& o, bool mark, uint32_t id);
   KernelName kernel_name(const char* name);
   int32_t api_name(uint32_t cbid, bool driver);
@@ -68,10 +70,20 @@ class Decoder {
   // CUPTI keeps kernel name strings alive for the life of the module, so the pointer is a
   // valid cache key and saves hashing a long string per record.
   std::unordered_map<const char*, KernelName> kernel_names_;
+  // A direct-mapped cache in front of kernel_names_: a training step launches a few hundred
+  // distinct kernels, and a hit costs no hash-table probe (std::hash of a pointer leaves
+  // the bucket to an integer division). It pays for the null bits of graph_id and
+  // graph_node_id, null in most kernel rows (docs/COLLECTOR.md, Performance).
+  struct NameSlot {
+    const char* key = nullptr;
+    KernelName value{-1, -1};
+  };
+  static constexpr size_t kNameSlots = 512;
+  NameSlot name_cache_[kNameSlots];
   std::unordered_map<uint64_t, int32_t> api_names_;
   std::unordered_map<uint32_t, OpenRange> open_ranges_;
   std::unordered_map<const char*, int32_t> literals_;  // enum strings (string literals)
-  int32_t lit(const char* s);
+  int32_t lit(const char* s);                          // -1 for nullptr
 };
 
 }  // namespace tbdtrace

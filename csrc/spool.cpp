@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 namespace tbdtrace {
@@ -240,53 +241,61 @@ bool SpoolWriter::write_pieces(uint32_t type, uint64_t rows, uint32_t ncols,
 
 bool SpoolWriter::spill(ChunkSet& chunks, Strings& strings) {
   bool ok = true;
-  if (strings.spilled < strings.values.size()) {
+  const size_t n_strings = strings.size();
+  if (strings.spilled < n_strings) {
     std::string p;
     put(p, static_cast<uint64_t>(strings.spilled));
-    for (size_t i = strings.spilled; i < strings.values.size(); ++i) {
-      put(p, static_cast<uint32_t>(strings.values[i].size()));
-      p += strings.values[i];
+    for (size_t i = strings.spilled; i < n_strings; ++i) {
+      std::string_view v = strings.dict.at(i);
+      put(p, static_cast<uint32_t>(v.size()));
+      p += v;
     }
     pad8(p);
     Piece piece{p.data(), 0, p.size()};
     // Every later chunk needs these strings: on failure they are retried next spill
     // (strings.spilled only moves on success).
-    if (!write_pieces(kStringsChunk, strings.values.size() - strings.spilled, 0, std::string(),
-                      &piece, 1)) {
+    if (!write_pieces(kStringsChunk, n_strings - strings.spilled, 0, std::string(), &piece, 1)) {
       // Table chunks would name strings the file lacks: they are dropped (and counted).
       for (auto& t : chunks.tables) {
-        lost_rows_ += t.rows;
+        lost_rows_ += t.rows();
         t.clear();
       }
       return false;
     }
-    strings.spilled = strings.values.size();
+    strings.spilled = n_strings;
   }
   std::string small;
   std::vector<Piece> pieces;
   for (auto& t : chunks.tables) {
-    if (t.rows == 0) continue;
-    t.finalize();
+    const size_t rows = t.rows();
+    if (rows == 0) continue;
     small.clear();
     pieces.clear();
-    for (size_t i = 0; i < t.cols.size(); ++i) {
-      const auto& def = t.def->columns[i];
-      const auto& col = t.cols[i];
+    for (size_t i = 0; i < t.num_columns(); ++i) {
+      const ColumnDef& def = t.def().columns[i];
+      const Column& col = t.column(i);
+      const size_t nbytes = rows * col.width();
+      const bool has_valid = col.valid != nullptr;  // made on the column's first null
+      const size_t vbytes = has_valid ? (rows + 7) / 8 : 0;
       size_t off = small.size();
       size_t nlen = std::strlen(def.name);
       put(small, static_cast<uint16_t>(nlen));
       put(small, static_cast<uint8_t>(def.type));
-      put(small, static_cast<uint8_t>(0));
+      put(small, static_cast<uint8_t>(has_valid ? kColumnHasValidity : 0));
       put(small, static_cast<uint32_t>(0));
-      put(small, static_cast<uint64_t>(col.nbytes()));
+      put(small, static_cast<uint64_t>(nbytes));
       small += def.name;
       pad8(small);
       pieces.push_back({nullptr, off, small.size() - off});
-      pieces.push_back({col.data(), 0, col.nbytes()});
-      pieces.push_back({kZeros, 0, pad_len(col.nbytes())});
+      pieces.push_back({col.data, 0, nbytes});
+      pieces.push_back({kZeros, 0, pad_len(nbytes)});
+      if (has_valid) {
+        pieces.push_back({col.valid, 0, vbytes});
+        pieces.push_back({kZeros, 0, pad_len(vbytes)});
+      }
     }
-    if (!write_pieces(t.def->id, t.rows, static_cast<uint32_t>(t.cols.size()), small, pieces.data(),
-                      pieces.size()))
+    if (!write_pieces(t.def().id, rows, static_cast<uint32_t>(t.num_columns()), small,
+                      pieces.data(), pieces.size()))
       ok = false;
     t.clear();
   }

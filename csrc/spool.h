@@ -4,8 +4,12 @@
 // File:   "TBDSPOOL" u32 version u32 pid                                (16 bytes)
 // Chunk:  u32 magic 'TCHK' | u32 type | u64 payload_bytes | u64 rows | u32 crc32 | u32 ncols
 //         then the payload (32-byte header; little-endian; payload padded to 8 bytes).
-// type 1..10 = TableId; payload = per column: u16 name_len, u8 CType, u8 0, u32 0,
-//   u64 data_bytes, name (padded to 8), data (padded to 8).
+// type 1..10 = TableId; payload = per column: u16 name_len, u8 ColType, u8 flags, u32 0,
+//   u64 data_bytes, name (padded to 8), data (padded to 8), then, when flags has
+//   kColumnHasValidity, the column's Arrow validity bitmap (ceil(rows / 8) bytes, LSB
+//   first, 1 = valid; padded to 8). A null's value slot holds 0. Version 1 (read by
+//   tbdtrace/collector/spool.py, no longer written) had no bitmaps: a null was the type's
+//   minimum value, or -1 for a string code.
 // type 100 = strings: u64 first_id, then per string u32 length + bytes (rows = count).
 // type 101 = meta: UTF-8 JSON object (rows = 0).
 // type 102 = hardware counter data of one context (rows = 0): u32 chip length, chip,
@@ -25,7 +29,8 @@
 
 namespace tbdtrace {
 
-constexpr uint32_t kSpoolVersion = 1;
+constexpr uint32_t kSpoolVersion = 2;  // 2: validity bitmaps (column flag) instead of sentinels
+constexpr uint8_t kColumnHasValidity = 1;
 constexpr uint32_t kChunkMagic = 0x4B484354;  // "TCHK"
 constexpr uint32_t kStringsChunk = 100;
 constexpr uint32_t kMetaChunk = 101;

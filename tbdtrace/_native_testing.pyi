@@ -1,10 +1,14 @@
 """Type stubs for tbdtrace._native_testing (csrc/testing/bindings_testing.cpp): test and
-benchmark hooks, built only by in-place developer builds; not for users."""
+benchmark hooks, built only by in-place developer builds; not for users.
+
+Decoded tables come as {table: {column: (values, validity bitmap or None, null count)}},
+the column core's one export (csrc/column_export.h)."""
 
 from typing import Any
 
 import numpy as np
 
+def layout() -> list[tuple[str, int, list[tuple[str, str]]]]: ...
 def record_size(kind: str) -> int: ...
 def walk_buffer(data: bytes, valid_size: int) -> dict[str, Any]: ...
 def decode_records(records: list[bytes]) -> dict[str, Any]: ...

@@ -110,15 +110,15 @@ void Parser::dispatch() {
   // An op range named ProfilerStep#<n> is a marker (and a step).
   if (route == OPS && step_name(e.name)) route = MARKERS;
   KTable& t = tables_[route];
-  auto i64 = [&](size_t r, int col, const IntVal& v) {
+  auto i64 = [&](size_t r, I64Col col, const IntVal& v) {
     int64_t x = val(v, ok);
     t.set_i64(col, r, x, ok);
   };
-  auto i32 = [&](size_t r, int col, const IntVal& v) {
+  auto i32 = [&](size_t r, I32Col col, const IntVal& v) {
     int64_t x = val(v, ok);
     t.set_i32(col, r, x, ok);
   };
-  auto code = [&](size_t r, int col, int32_t id) { t.set_i32(col, r, id, true); };
+  auto code = [&](size_t r, StrCol col, int32_t id) { t.set(col, r, id); };
   switch (route) {
     case KERNELS: {
       namespace k = kcol::kernels;
@@ -134,16 +134,18 @@ void Parser::dispatch() {
       const Triple& g = e.a.grid;
       const Triple& b = e.a.block;
       bool gv = e.a.has(kGrid) && g.state, bv = e.a.has(kBlock) && b.state;
+      const I32Col grid[3] = {k::grid_x, k::grid_y, k::grid_z};
+      const I32Col block[3] = {k::block_x, k::block_y, k::block_z};
       for (int i = 0; i < 3; ++i) {
-        i32(r, k::grid_x + i, gv ? g.v[i] : absent_);
-        i32(r, k::block_x + i, bv ? b.v[i] : absent_);
+        i32(r, grid[i], gv ? g.v[i] : absent_);
+        i32(r, block[i], bv ? b.v[i] : absent_);
       }
       i32(r, k::registers_per_thread, arg(kRegs));
       i32(r, k::static_shared_bytes, arg(kShmem));
       // Collective args (NCCL kernels): strings only when text, as isinstance(v, str).
-      auto text = [&](int col, int key, const Str& s) {
+      auto text = [&](StrCol col, int key, const Str& s) {
         bool ok = e.a.has(key) && s.kind == Str::kString;
-        t.set_i32(col, r, ok ? str_code(s) : 0, ok);
+        t.set_str(col, r, ok ? str_code(s) : 0, ok);
       };
       text(k::coll_name, kCollName, e.a.coll);
       text(k::coll_dtype, kCollDtype, e.a.dtype);
@@ -197,7 +199,7 @@ void Parser::dispatch() {
       // args.get("cuda_sync_kind", name): only a string can name a kind; others are null.
       const Str& kind = e.a.has(kSyncKind) ? e.a.sync : e.name;
       bool text = kind.kind == Str::kString;
-      t.set_i32(k::sync_kind, r, text ? str_code(kind) : 0, text);
+      t.set_str(k::sync_kind, r, text ? str_code(kind) : 0, text);
       return;
     }
     case OPS: {
@@ -212,10 +214,10 @@ void Parser::dispatch() {
       code(r, k::category, str_code(e.cat));
       i64(r, k::sequence_number, arg(kSeq));
       bool dims = e.a.has(kDims) && e.a.dims_text, types = e.a.has(kTypes) && e.a.types_text;
-      t.set_i32(k::input_shapes, r, dims ? dict_.intern(dims_.data(), dims_.size()) : 0, dims);
-      t.set_i32(k::input_dtypes, r, types ? dict_.intern(types_.data(), types_.size()) : 0, types);
+      t.set_str(k::input_shapes, r, dims ? dict_.intern(dims_.data(), dims_.size()) : 0, dims);
+      t.set_str(k::input_dtypes, r, types ? dict_.intern(types_.data(), types_.size()) : 0, types);
       bool concrete = e.a.has(kConcrete) && e.a.concrete_text;
-      t.set_i32(k::concrete_inputs, r,
+      t.set_str(k::concrete_inputs, r,
                 concrete ? dict_.intern(concrete_.data(), concrete_.size()) : 0, concrete);
       i64(r, k::flops, arg(kFlops));
       return;
@@ -257,11 +259,11 @@ void Parser::add_memory() {
   const IntVal& addr = arg(kAddr);
   if (addr.state == IntVal::kBad) decline("an integer field int() cannot read");
   t.set_u64(k::address, r, addr.u64, addr.u64_ok());
-  auto i64 = [&](int col, const IntVal& v) {
+  auto i64 = [&](I64Col col, const IntVal& v) {
     int64_t x = val(v, ok);
     t.set_i64(col, r, x, ok);
   };
-  auto i32 = [&](int col, const IntVal& v) {
+  auto i32 = [&](I32Col col, const IntVal& v) {
     int64_t x = val(v, ok);
     t.set_i32(col, r, x, ok);
   };

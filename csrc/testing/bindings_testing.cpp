@@ -13,12 +13,13 @@
 #include <memory>
 
 #include "collector.h"
+#include "column_export.h"
 #include "columns.h"
 #include "counters_device.h"
 #include "decode.h"
 #include "spool.h"
 #include "testing/fake_cupti.h"
-#include "testrecords.h"
+#include "testing/testrecords.h"
 
 namespace py = pybind11;
 using namespace tbdtrace;
@@ -33,37 +34,28 @@ double thread_cpu_ns() {
   return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
 }
 
-template <class T>
-py::array to_numpy(PodVec<T>&& v, CType t) {
-  auto* owner = new PodVec<T>(std::move(v));
-  py::capsule cap(owner, [](void* p) { delete static_cast<PodVec<T>*>(p); });
-  if (t == CType::U64)
-    return py::array_t<uint64_t>(owner->size(), reinterpret_cast<uint64_t*>(owner->data()), cap);
-  return py::array_t<T>(owner->size(), owner->data(), cap);
-}
-
+// {table: {column: (values, validity or None, null count)}} for the tables with rows: the
+// production export (column_export.h).
 py::dict chunks_to_python(ChunkSet& chunks) {
   py::dict out;
   for (auto& t : chunks.tables) {
-    if (t.rows == 0) continue;
-    t.finalize();
-    py::dict cols;
-    for (size_t i = 0; i < t.cols.size(); ++i) {
-      auto& c = t.cols[i];
-      cols[t.def->columns[i].name] =
-          c.is32() ? to_numpy(std::move(c.v32), c.type) : to_numpy(std::move(c.v64), c.type);
-    }
-    out[t.def->name] = cols;
-    t.rows = t.room = 0;
-    t.ptr.assign(t.cols.size(), nullptr);
+    if (t.rows() == 0) continue;
+    auto cols = t.take();
+    out[t.def().name] = pyexport::columns_dict(cols);
   }
+  return out;
+}
+
+std::vector<std::string> string_list(const Strings& strings) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < strings.size(); ++i) out.emplace_back(strings.dict.at(i));
   return out;
 }
 
 py::dict result(ChunkSet& chunks, Strings& strings, const Decoder& dec, int records, int status) {
   py::dict r;
   r["tables"] = chunks_to_python(chunks);
-  r["strings"] = strings.values;
+  r["strings"] = string_list(strings);
   r["records"] = records;
   r["status"] = status;
   r["unknown_kind"] = dec.stats().unknown_kind;
@@ -193,13 +185,13 @@ py::dict bench_decode_kernels(size_t n, size_t names, size_t spill_rows) {
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < n; ++i) {
       dec.decode(reinterpret_cast<const CUpti_Activity*>(buf + i * stride));
-      if (chunks.t(KERNELS).rows == spill_rows) {
+      if (chunks.t(KERNELS).rows() == spill_rows) {
         rows += spill_rows;
         chunks.clear();
       }
     }
     out["decode_ns_per_record"] = ns_since(t0, n);
-    out["rows"] = rows + chunks.t(KERNELS).rows;
+    out["rows"] = rows + chunks.t(KERNELS).rows();
     out["decode_cpu_ns_per_record"] = (thread_cpu_ns() - c0) / static_cast<double>(n);
   }
   if (cupti_version() > 0) {
@@ -212,7 +204,7 @@ py::dict bench_decode_kernels(size_t n, size_t names, size_t spill_rows) {
     while (cuptiActivityGetNextRecord(buf, n * stride, &rec) == CUPTI_SUCCESS) {
       dec.decode(rec);
       ++rows;
-      if (chunks.t(KERNELS).rows == spill_rows) chunks.clear();
+      if (chunks.t(KERNELS).rows() == spill_rows) chunks.clear();
     }
     out["walk_decode_ns_per_record"] = ns_since(t0, n);
     out["walk_rows"] = rows;
@@ -237,7 +229,7 @@ py::dict bench_spool_kernels(const std::string& path, size_t n, size_t names, si
   auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < n; ++i) {
     dec.decode(reinterpret_cast<const CUpti_Activity*>(buf + i * stride));
-    if (chunks.t(KERNELS).rows == spill_rows) {
+    if (chunks.t(KERNELS).rows() == spill_rows) {
       auto s0 = std::chrono::steady_clock::now();
       w.spill(chunks, strings);
       spill_ns +=
@@ -303,6 +295,16 @@ py::array_t<uint32_t> ids_array(std::vector<uint32_t> v) {
 
 PYBIND11_MODULE(_native_testing, m) {
   m.doc() = "tbdtrace test and benchmark hooks (not for users; in-place builds only)";
+  m.def("layout", [] {
+    // [(table, spool table id, [(column, type)])]: the collector's tables (csrc/columns.h).
+    py::list out;
+    for (const auto& t : table_defs()) {
+      py::list cols;
+      for (const auto& c : t.columns) cols.append(py::make_tuple(c.name, col_type_name(c.type)));
+      out.append(py::make_tuple(t.name, t.id, cols));
+    }
+    return out;
+  });
   m.def("record_size", [](const std::string& kind) { return build_record(kind, {}, {}).size(); });
   m.def("walk_buffer", &walk_buffer, py::arg("data"), py::arg("valid_size"));
   m.def("decode_records", &decode_records);

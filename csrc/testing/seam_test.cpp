@@ -74,9 +74,11 @@ SpoolView read_spool(const std::string& path) {
     if (type == 1) {  // kernels
       ++v.kernel_chunks;
       size_t pos = body;
+      const uint64_t rows = u64(off + 16);
       for (uint32_t c = 0; c < ncols; ++c) {
         uint16_t nlen;
         std::memcpy(&nlen, d.data() + pos, 2);
+        const bool has_valid = d[pos + 3] & 1;  // spool v2: a validity bitmap follows
         uint64_t dbytes = u64(pos + 8);
         std::string name(d.data() + pos + 16, nlen);
         pos += 16 + ((nlen + 7) & ~size_t{7});
@@ -84,6 +86,7 @@ SpoolView read_spool(const std::string& path) {
           for (uint64_t i = 0; i < dbytes / 8; ++i)
             v.ids.push_back(static_cast<int64_t>(u64(pos + 8 * i)));
         pos += (dbytes + 7) & ~uint64_t{7};
+        if (has_valid) pos += ((rows + 7) / 8 + 7) & ~uint64_t{7};
       }
     }
     ++v.chunks;

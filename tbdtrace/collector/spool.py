@@ -5,6 +5,10 @@ then whole chunks, each a 32-byte header (magic, type, payload length, rows, CRC
 column count) and its payload. Reading stops at the first chunk that is short, has a bad
 magic or a bad CRC: a process killed mid-write (SIGKILL) loses only that last chunk.
 Columns are mapped without copies (``numpy.frombuffer`` over the file's bytes).
+
+Nulls: version 2 (written since the collector's columns moved to the one column core,
+``csrc/column_core.h``) stores a column's Arrow validity bitmap after its values; version 1
+marked a null with the type's minimum value (-1 for a string code) and is still read.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ COUNTERS_CHUNK = 102
 _FILE_HDR = struct.Struct("<8sII")
 _CHUNK_HDR = struct.Struct("<IIQQII")
 _COL_HDR = struct.Struct("<HBBIQ")
+VERSIONS = (1, 2)
+_HAS_VALIDITY = 1  # column flag (v2): a validity bitmap follows the values
 _DTYPES: dict[int, np.dtype[Any]] = {
     1: np.dtype("<i4"),
     2: np.dtype("<i8"),
@@ -56,7 +62,10 @@ class Spool:
 
     path: Path
     pid: int
+    version: int = 2
     tables: dict[str, list[dict[str, np.ndarray]]] = field(default_factory=dict)
+    # v2: validity bitmaps per table chunk and column (absent: no nulls in that chunk)
+    valid: dict[str, list[dict[str, np.ndarray]]] = field(default_factory=dict)
     string_cols: dict[str, set[str]] = field(default_factory=dict)
     strings: list[str] = field(default_factory=list)
     meta: dict[str, Any] | None = None  # None: the process did not stop cleanly
@@ -80,9 +89,12 @@ def read(path: str | Path) -> Spool:
             "pass the spool directory written by tbdtrace capture"
         )
     _, version, pid = _FILE_HDR.unpack_from(data, 0)
-    if version != 1:
-        raise TraceError(f"{p}: spool version {version} is not supported (expected 1)")
-    sp = Spool(p, pid)
+    if version not in VERSIONS:
+        raise TraceError(
+            f"{p}: spool version {version} is not supported (this tbdtrace reads "
+            f"{', '.join(map(str, VERSIONS))}); read it with the tbdtrace that captured it"
+        )
+    sp = Spool(p, pid, version)
     off = _FILE_HDR.size
     while off + _CHUNK_HDR.size <= len(data):
         magic, typ, nbytes, rows, crc, ncols = _CHUNK_HDR.unpack_from(data, off)
@@ -119,9 +131,10 @@ def _chunk(sp: Spool, typ: int, rows: int, ncols: int, payload: memoryview) -> N
     elif typ in TABLE_NAMES:
         name = TABLE_NAMES[typ]
         cols: dict[str, np.ndarray] = {}
+        valid: dict[str, np.ndarray] = {}
         pos = 0
         for _ in range(ncols):
-            nlen, ctype, _, _, dbytes = _COL_HDR.unpack_from(payload, pos)
+            nlen, ctype, flags, _, dbytes = _COL_HDR.unpack_from(payload, pos)
             pos += _COL_HDR.size
             cname = bytes(payload[pos : pos + nlen]).decode()
             pos += _pad8(nlen)
@@ -135,7 +148,16 @@ def _chunk(sp: Spool, typ: int, rows: int, ncols: int, payload: memoryview) -> N
             if ctype == 4:
                 sp.string_cols.setdefault(name, set()).add(cname)
             pos += _pad8(dbytes)
+            if sp.version >= 2 and flags & _HAS_VALIDITY:
+                vbytes = (rows + 7) // 8
+                valid[cname] = np.frombuffer(payload[pos : pos + vbytes], dtype=np.uint8)
+                if len(valid[cname]) != vbytes:
+                    raise TraceError(
+                        f"{sp.path}: {name}.{cname} validity is short; the spool is corrupt"
+                    )
+                pos += _pad8(vbytes)
         sp.tables.setdefault(name, []).append(cols)
+        sp.valid.setdefault(name, []).append(valid)
     # Unknown chunk types come from a newer writer: skipped.
 
 
@@ -167,19 +189,37 @@ def _counters(payload: memoryview) -> dict[str, Any]:
 _NULL = {np.dtype("<i4"): np.iinfo(np.int32).min, np.dtype("<i8"): np.iinfo(np.int64).min}
 
 
+def _null_mask(sp: Spool, table: str, name: str, parts: list[np.ndarray]) -> np.ndarray | None:
+    """True where a value is null, or None when none is."""
+    if sp.version == 1:
+        arr = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if name in sp.string_cols.get(table, set()):
+            mask = arr < 0
+        else:
+            null = _NULL.get(arr.dtype)
+            mask = arr == null if null is not None else np.zeros(len(arr), dtype=bool)
+        return mask if mask.any() else None
+    bitmaps = [v.get(name) for v in sp.valid.get(table, [])]
+    if all(b is None for b in bitmaps):
+        return None
+    masks = [
+        np.zeros(len(part), dtype=bool)
+        if bits is None
+        else ~np.unpackbits(bits, count=len(part), bitorder="little").astype(bool)
+        for part, bits in zip(parts, bitmaps, strict=True)
+    ]
+    return np.concatenate(masks)
+
+
 def _column(sp: Spool, table: str, name: str, parts: list[np.ndarray]) -> pa.Array:
     arr = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    mask = _null_mask(sp, table, name, parts)
     if name in sp.string_cols.get(table, set()):
-        mask = arr < 0
         dictionary = pa.array(sp.strings, type=pa.string())
-        idx = pa.array(np.where(mask, 0, arr).astype(np.int32), mask=mask)
+        codes = arr if mask is None else np.where(mask, 0, arr)
+        idx = pa.array(codes.astype(np.int32), mask=mask)
         return pa.DictionaryArray.from_arrays(idx, dictionary)
-    null = _NULL.get(arr.dtype)
-    if null is not None:
-        mask = arr == null
-        if mask.any():
-            return pa.array(arr, mask=mask)
-    return pa.array(arr)
+    return pa.array(arr, mask=mask) if mask is not None else pa.array(arr)
 
 
 def columns(sp: Spool, table: str) -> dict[str, pa.Array]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,86 @@ def test_round_trip_keeps_every_row_and_string(tmp_path: Path) -> None:
     assert spool.columns(sp, "runtime")["name"].cast("string").to_pylist() == (
         ["cudaLaunchKernel"] * 25
     )
+
+
+def test_nulls_survive_chunks_and_growth_as_validity_bitmaps(tmp_path: Path) -> None:
+    # graph_id is null where graphId is 0. Spilled every 2500 records: the first chunk's
+    # first null comes at row 1500, after the first capacity (1024 rows), so its bitmap is
+    # made late and then grown; the second chunk starts with nulls; the third has none
+    # (no bitmap). graph_node_id (graphNodeId 0) is null everywhere.
+    n = 6000
+    graph = [0 if 1500 <= i < 4000 and i % 3 == 0 else i + 1 for i in range(n)]
+    recs = [
+        _native_testing.test_record(
+            "kernel", {"start": i, "end": i + 1, "correlationId": i, "graphId": g, "name": "k"}
+        )
+        for i, g in enumerate(graph)
+    ]
+    p = tmp_path / "5.tbds"
+    _native_testing.write_spool(str(p), recs, 5, 2500, "")
+    sp = spool.read(p)
+    assert sp.version == 2 and sp.chunks == 1 + 3  # strings + 3 kernel chunks
+    assert [sorted(v) for v in sp.valid["kernels"]] == [["graph_id", "graph_node_id"]] * 2 + [
+        ["graph_node_id"]
+    ]
+    k = spool.columns(sp, "kernels")
+    assert k["graph_id"].to_pylist() == [g or None for g in graph]
+    assert k["graph_node_id"].null_count == n
+    assert k["correlation_id"].null_count == 0 and k["mangled_name"].null_count == 0
+
+
+def v1_spool(path: Path) -> None:
+    """A version 1 spool written here, byte by byte from the format's description (nulls as
+    the type's minimum value, -1 for a string code): one strings chunk, one kernels chunk."""
+
+    def chunk(typ: int, rows: int, ncols: int, payload: bytes) -> bytes:
+        head = struct.pack(
+            "<IIQQII", 0x4B484354, typ, len(payload), rows, zlib.crc32(payload), ncols
+        )
+        return head + payload
+
+    def pad(b: bytes) -> bytes:
+        return b + b"\0" * (-len(b) % 8)
+
+    strings = struct.pack("<Q", 0) + b"".join(struct.pack("<I", len(x)) + x for x in (b"k0",))
+    cols = [
+        ("start_ns", 2, struct.pack("<2q", 10, 20)),
+        ("device_id", 1, struct.pack("<2i", 0, -(2**31))),
+        ("graph_id", 2, struct.pack("<2q", 7, -(2**63))),
+        ("name", 4, struct.pack("<2i", 0, -1)),
+    ]
+    body = b"".join(
+        struct.pack("<HBBIQ", len(n), t, 0, 0, len(d)) + pad(n.encode()) + pad(d)
+        for n, t, d in cols
+    )
+    path.write_bytes(
+        b"TBDSPOOL"
+        + struct.pack("<II", 1, 9)
+        + chunk(100, 1, 0, pad(strings))
+        + chunk(1, 2, len(cols), body)
+    )
+
+
+def test_version_1_spools_are_still_read_with_their_sentinel_nulls(tmp_path: Path) -> None:
+    p = tmp_path / "9.tbds"
+    v1_spool(p)
+    sp = spool.read(p)
+    assert (sp.version, sp.pid, sp.chunks, sp.truncated_bytes) == (1, 9, 2, 0)
+    k = spool.columns(sp, "kernels")
+    assert k["start_ns"].to_pylist() == [10, 20]
+    assert k["device_id"].to_pylist() == [0, None]
+    assert k["graph_id"].to_pylist() == [7, None]
+    assert k["name"].cast("string").to_pylist() == ["k0", None]
+
+
+def test_an_unknown_spool_version_is_one_clear_error(tmp_path: Path) -> None:
+    p = tmp_path / "9.tbds"
+    v1_spool(p)
+    data = bytearray(p.read_bytes())
+    data[8:12] = struct.pack("<I", 3)
+    p.write_bytes(bytes(data))
+    with pytest.raises(TraceError, match="spool version 3 is not supported"):
+        spool.read(p)
 
 
 def test_truncated_last_chunk_is_dropped_and_the_rest_read(tmp_path: Path) -> None:

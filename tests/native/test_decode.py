@@ -5,28 +5,37 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from tbdtrace import _native_testing
-
-I32_NULL = np.iinfo(np.int32).min
-I64_NULL = np.iinfo(np.int64).min
 
 
 def rec(kind: str, **fields: Any) -> bytes:
     return _native_testing.test_record(kind, fields)
 
 
-def decode(*records: bytes) -> tuple[dict[str, dict[str, np.ndarray]], list[str]]:
+def values(column: tuple[np.ndarray, np.ndarray | None, int]) -> list[Any]:
+    """A column as handed over (values, validity bitmap, null count) -> values, None = null.
+
+    pyarrow reads the bitmap (Arrow's layout), not tbdtrace."""
+    vals, valid, nulls = column
+    bits = pa.py_buffer(valid) if nulls else None
+    typ = pa.from_numpy_dtype(vals.dtype)
+    return pa.Array.from_buffers(typ, len(vals), [bits, pa.py_buffer(vals)], nulls).to_pylist()
+
+
+def decode(*records: bytes) -> tuple[dict[str, dict[str, list[Any]]], list[str]]:
     r = _native_testing.decode_records(list(records))
-    return r["tables"], r["strings"]
+    tables = {t: {c: values(v) for c, v in cols.items()} for t, cols in r["tables"].items()}
+    return tables, r["strings"]
 
 
 def row(cols: dict[str, np.ndarray], strings: list[str], i: int = 0) -> dict[str, Any]:
-    return {k: v[i].item() for k, v in cols.items()} | {"_s": strings}
+    return {k: v[i] for k, v in cols.items()} | {"_s": strings}
 
 
-def s(strings: list[str], i: int) -> str | None:
-    return None if i < 0 else strings[i]
+def s(strings: list[str], i: int | None) -> str | None:
+    return None if i is None else strings[i]
 
 
 def test_kernel_all_fields() -> None:
@@ -55,7 +64,7 @@ def test_kernel_all_fields() -> None:
         )
     )
     k = t["kernels"]
-    got = {c: v[0].item() for c, v in k.items()}
+    got = {c: v[0] for c, v in k.items()}
     assert got | {"name": 0, "mangled_name": 0} == {
         "start_ns": 1_000,
         "end_ns": 3_500,
@@ -84,7 +93,7 @@ def test_kernel_all_fields() -> None:
 def test_kernel_not_in_graph_has_null_graph_ids_and_names_are_interned() -> None:
     t, strs = decode(*(rec("kernel", start=i, end=i + 1, name="plain_c_kernel") for i in range(3)))
     k = t["kernels"]
-    assert list(k["graph_id"]) == [I64_NULL] * 3 and list(k["graph_node_id"]) == [I64_NULL] * 3
+    assert list(k["graph_id"]) == [None] * 3 and list(k["graph_node_id"]) == [None] * 3
     # Not a C++ mangled name: demangled == mangled, one string.
     assert strs == ["plain_c_kernel"] and set(k["name"]) == {0}
 
@@ -114,7 +123,7 @@ def test_memcpy_kinds_and_bytes() -> None:
     assert [strs[i] for i in m["dst_kind"]] == ["device", "pageable", "device"]
     assert list(m["bytes"]) == [1 << 20, 7, 64]
     assert list(m["correlation_id"]) == [5, 0, 0] and list(m["stream_id"]) == [3, 0, 0]
-    assert list(m["src_device_id"]) == [I32_NULL] * 3
+    assert list(m["src_device_id"]) == [None] * 3
 
 
 def test_memcpy2_peer_devices() -> None:
@@ -190,7 +199,7 @@ def test_memory_alloc_and_free() -> None:
     )
     m = t["memory"]
     assert [strs[i] for i in m["action"]] == ["alloc", "free"]
-    assert list(m["address"]) == [addr, addr] and m["address"].dtype == np.uint64
+    assert list(m["address"]) == [addr, addr]
     assert list(m["ts_ns"]) == [100, 200] and list(m["pid"]) == [321, 321]
     assert list(m["bytes"]) == [2 << 20] * 2
 
@@ -277,10 +286,10 @@ def test_sync_overhead_device_context() -> None:
     )
     sy = t["sync"]
     assert [strs[i] for i in sy["sync_kind"]] == ["stream", "context"]
-    assert list(sy["stream_id"]) == [13, I64_NULL]
+    assert list(sy["stream_id"]) == [13, None]
     o = t["overhead"]
     assert strs[o["name"][0]] == "cupti_buffer_flush" and (o["pid"][0], o["tid"][0]) == (3, 4)
-    d = {c: v[0].item() for c, v in t["devices"].items()}
+    d = {c: v[0] for c, v in t["devices"].items()}
     assert strs[d.pop("name")] == "NVIDIA H200"
     assert d == {
         "device_id": 0,
@@ -305,6 +314,20 @@ def test_unknown_kind_is_counted_not_decoded() -> None:
 
 
 def test_columns_are_numpy_views_without_copies() -> None:
-    t, _ = decode(rec("kernel", start=1, end=2, name="k"))
-    arr = t["kernels"]["start_ns"]
-    assert not arr.flags["OWNDATA"] and arr.base is not None  # owned by the C++ chunk
+    r = _native_testing.decode_records([rec("kernel", start=1, end=2, name="k")])
+    arr, valid, nulls = r["tables"]["kernels"]["start_ns"]
+    assert not arr.flags["OWNDATA"] and arr.base is not None  # owned by the C++ buffer
+    assert valid is None and nulls == 0  # no nulls: no bitmap at all
+    assert arr.dtype == np.int64
+
+
+def test_column_types_are_the_layouts() -> None:
+    r = _native_testing.decode_records(
+        [rec("memory", memoryOperationType=1, address=1 << 40, bytes=8, timestamp=1)]
+    )
+    m = r["tables"]["memory"]
+    assert (m["address"][0].dtype, m["pid"][0].dtype, m["ts_ns"][0].dtype) == (
+        np.uint64,
+        np.int32,
+        np.int64,
+    )

@@ -1,17 +1,17 @@
-"""The C++ column layout (csrc/columns.h) against tbdtrace/schema.py: names and types."""
+"""The collector's C++ column layout (csrc/columns.h) against tbdtrace/schema.py."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from tbdtrace import _native, _native_testing, schema
+from tbdtrace import _native_testing, schema
 
 _ARROW = {"int32": pa.int32(), "int64": pa.int64(), "uint64": pa.uint64(), "string": schema.STR}
 
 
 def test_every_native_column_is_a_schema_column_of_the_same_type() -> None:
     seen = set()
-    for table, _table_id, cols in _native.layout():
+    for table, _table_id, cols in _native_testing.layout():
         seen.add(table)
         if table.startswith("_"):  # meta-only tables (contexts)
             continue
@@ -36,7 +36,7 @@ def test_every_native_column_is_a_schema_column_of_the_same_type() -> None:
 def test_table_ids_match_the_spool_reader() -> None:
     from tbdtrace.collector.spool import TABLE_NAMES
 
-    assert {tid: name for name, tid, _ in _native.layout()} == TABLE_NAMES
+    assert {tid: name for name, tid, _ in _native_testing.layout()} == TABLE_NAMES
 
 
 def test_record_sizes_are_the_13_0_strides() -> None:

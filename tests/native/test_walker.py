@@ -44,9 +44,10 @@ def test_mixed_buffer_walks_every_record() -> None:
     r = _native_testing.walk_buffer(buf, len(buf))
     assert r["records"] == 6 and r["status"] == MAX_LIMIT_REACHED
     t = r["tables"]
-    assert list(t["kernels"]["correlation_id"]) == [0, 1]
-    assert list(t["kernels"]["start_ns"]) == [0, 10]
-    assert {k: len(v["start_ns" if "start_ns" in v else "ts_ns"]) for k, v in t.items()} == {
+    # Each column: (values, validity bitmap or None, null count).
+    assert list(t["kernels"]["correlation_id"][0]) == [0, 1]
+    assert list(t["kernels"]["start_ns"][0]) == [0, 10]
+    assert {k: len(v["start_ns" if "start_ns" in v else "ts_ns"][0]) for k, v in t.items()} == {
         "kernels": 2,
         "memcpy": 1,
         "runtime": 1,
@@ -77,7 +78,7 @@ def test_walker_takes_no_misaligned_buffer() -> None:
     with pytest.raises(TypeError):
         _native_testing.walk_buffer(buf, len(buf), misalign=4)  # type: ignore[call-arg]
     r = _native_testing.walk_buffer(buf, len(buf))
-    assert r["records"] == 2 and list(r["tables"]["kernels"]["correlation_id"]) == [0, 1]
+    assert r["records"] == 2 and list(r["tables"]["kernels"]["correlation_id"][0]) == [0, 1]
 
 
 def test_invalid_kind_stops_the_walk() -> None:

@@ -1,4 +1,4 @@
-#include "testrecords.h"
+#include "testing/testrecords.h"
 
 #include <cupti_activity.h>
 
