@@ -48,9 +48,7 @@ def kineto_dir() -> Path:
     return KINETO
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    _group_shared_fixtures(items)
     if KINETO.is_dir() and NSYS.is_dir():
         return
     skip = pytest.mark.skip(reason=MISSING)
@@ -65,28 +63,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or (held.get("NSYS") is NSYS and not NSYS.is_dir())
         ):
             item.add_marker(skip)
-
-
-def _group_shared_fixtures(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test` runs `-n auto --dist loadgroup`), tests that share a
-    module- or session-scoped fixture of this suite (a captured training, an imported
-    trace) run in one worker, so the fixture is built once, not once per worker. The group
-    is the module that defines the fixture; this file's own session fixtures are cheap and
-    form no group. Tests without such a fixture are spread one by one."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        groups = {
-            fd.func.__module__
-            for defs in info.name2fixturedefs.values()
-            for fd in defs
-            if fd.scope != "function"
-            and fd.func.__module__.startswith("tests.")
-            and fd.func.__module__ != __name__
-        }
-        for g in sorted(groups):
-            item.add_marker(pytest.mark.xdist_group(g))
 
 
 @pytest.fixture(autouse=True)
