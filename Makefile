@@ -83,8 +83,11 @@ chromium:
 	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null \
 	  || echo "make: chromium not installed (as root: apt-get install chromium); the browser test will be skipped"; }
 
+# Two worker processes or more (pytest-xdist): the tests wait mostly on training and
+# capture subprocesses, so even 2 cores run two at once. --dist loadfile keeps each test
+# file in one worker, so a module- or session-scoped trace it builds is built once.
 test: native $(VENV_MX)/.stamp chromium
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile tests
 
 # Coverage-guided fuzzing of the C++ Kineto parser (libFuzzer with AddressSanitizer and
 # UndefinedBehaviorSanitizer; tests/robustness/fuzz/), for FUZZ_SECONDS; not part of test.

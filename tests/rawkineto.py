@@ -7,6 +7,7 @@ tables and the report's figures against it.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import statistics
@@ -22,8 +23,16 @@ RUNTIME = {"cuda_runtime", "Runtime", "cuda_driver"}
 
 
 def load(path: Path) -> dict[str, Any]:
+    """The parsed file. The last few files read are kept (tests of one fixture file run one
+    after another and many read it), so callers must not modify what they are given."""
+    st = path.stat()
+    return _load(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str, _size: int, _mtime_ns: int) -> dict[str, Any]:
     doc = json.loads(
-        gzip.decompress(path.read_bytes()).decode("utf-8", "replace"), parse_float=Decimal
+        gzip.decompress(Path(path).read_bytes()).decode("utf-8", "replace"), parse_float=Decimal
     )
     return doc if isinstance(doc, dict) else {"traceEvents": doc}
 

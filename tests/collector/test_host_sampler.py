@@ -50,7 +50,9 @@ def test_busy_loop_child_uses_one_core() -> None:
     # Skip the first interval (interpreter start-up); the loop itself is pure CPU.
     mean = sum(cores[2:]) / len(cores[2:])
     share = float(cols["child_share"][0])  # type: ignore[arg-type]
-    assert share > 0.3  # the loop really ran (one core, or what a loaded machine gives)
+    # the loop really ran (one core, or what a loaded machine gives: under `make test`'s
+    # parallel workers and other jobs, about a tenth of a core was seen)
+    assert share > 0.05
     assert abs(mean - share) < 0.15 and mean < 1.1
     # System-wide: at least the child's core is busy (others may run on this machine).
     ncpu = len(

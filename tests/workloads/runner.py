@@ -17,6 +17,33 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+# Samples in one tiny step, from each model's tiny preset.
+TINY_SAMPLES = {
+    ("resnet50", "pytorch"): 4,  # batch of 4 images
+    ("inception_v3", "pytorch"): 8,
+    ("seq2seq", "pytorch"): 4,  # sentences
+    ("transformer", "pytorch"): 4,
+    ("deepspeech2", "pytorch"): 2,  # utterances
+    ("faster_rcnn", "pytorch"): 2,
+    ("wgan", "pytorch"): 8,
+    ("a3c", "pytorch"): 10,  # 2 workers x t_max 5 frames per update
+    ("resnet50", "tensorflow"): 4,
+    ("inception_v3", "tensorflow"): 8,
+    ("seq2seq", "tensorflow"): 4,
+    ("transformer", "tensorflow"): 4,
+    ("deepspeech2", "tensorflow"): 2,
+    ("wgan", "tensorflow"): 8,
+    ("a3c", "tensorflow"): 10,
+    ("resnet50", "mxnet"): 4,
+    ("inception_v3", "mxnet"): 8,
+    ("seq2seq", "mxnet"): 4,
+    ("transformer", "mxnet"): 4,
+    ("deepspeech2", "mxnet"): 2,
+    ("wgan", "mxnet"): 8,
+    ("a3c", "mxnet"): 10,
+}
+
+
 def mxnet_python() -> str:
     """.venv-mxnet's Python; fails the test with what to run when it is missing."""
     py = REPO / ".venv-mxnet" / "bin" / "python"

@@ -4,7 +4,9 @@ ResNet-50 on every framework (its tiny target is reached in about a hundred step
 PyTorch's Inception-v3 (whose tiny preset did not learn at its former batch of 2) and
 PyTorch's two translation models (the Transformer's tiny schedule did not learn before).
 The steps file is read with ``json`` only (tests/workloads/runner.py); the expected
-relations come from the records, not from the harness's code.
+relations come from the records, not from the harness's code. These runs are also these
+pairs' tiny training check (test_train.py does not train them again): the same step
+contract, with the samples per step of tests/workloads/runner.py.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workloads.runner import REPO, run_workload
+from tests.workloads.runner import REPO, TINY_SAMPLES, check_trained, run_workload
 from workloads import registry
 
 # model -> (metric, tiny target as docs/WORKLOADS.md states it, evaluation interval,
@@ -57,6 +59,7 @@ def test_tiny_preset_reaches_its_target(model: str, framework: str, tmp_path: Pa
     run = run_workload(w.module, tmp_path, *args, python=str(REPO / w.python), timeout_s=900)
     assert run.returncode == 0, run.stderr[-3000:]
     recs = run.records
+    check_trained(run, model, framework, len(recs) - 1, 1, TINY_SAMPLES[(model, framework)])
     evals = [r for r in recs if "quality" in r]
     # every `every` steps until the first evaluation that met the target, which ends the run
     assert [r["step"] + 1 for r in evals] == list(range(every, len(recs) + 1, every))
@@ -64,6 +67,8 @@ def test_tiny_preset_reaches_its_target(model: str, framework: str, tmp_path: Pa
     q = evals[-1]["quality"]
     assert evals[-1] is recs[-1]
     assert q["metric"] == metric and q["value"] >= q["target"] == goal
+    assert isinstance(q["eval_ns"], int) and q["eval_ns"] > 0
+    assert isinstance(q["target"], float) and q["higher_is_better"] is True
     assert q["steps_to_quality"] == len(recs) < cap
     # wall time from the first step's start to the end of the last evaluation
     trained_ns = recs[-1]["end_ns"] - recs[0]["start_ns"]
