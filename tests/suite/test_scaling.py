@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tbdtrace
-from tbdtrace.suite import plan, rows
+from tbdtrace.suite import plan, rows, runner
 from tbdtrace.suite.plan import BenchConfig, Job
 from workloads import dimensions, harness
 
@@ -159,8 +159,9 @@ def test_bench_scaling_columns(bench_run: Path) -> None:
     by = {(r["framework"], r["nproc"]): r for r in doc["rows"]}
     one, two = by[("pytorch", 1)], by[("pytorch", 2)]
     assert one["status"] == two["status"] == "ok", (one["error"], two["error"])
+    # throughput comes from the unprofiled run of each job (the bench protocol)
     for r, path in ((one, "resnet50-pytorch-b2-bf16"), (two, "resnet50-pytorch-b2-n2-bf16")):
-        tr = tbdtrace.open(bench_run / path)
+        tr = tbdtrace.open(bench_run / runner.UNPROFILED_DIR / path)
         assert r["throughput_samples_per_s"] == pytest.approx(_measured_rate(tr), rel=1e-9)
     rate1, rate2 = one["throughput_samples_per_s"], two["throughput_samples_per_s"]
     assert two["scaling_efficiency"] == pytest.approx(rate2 / (2 * rate1), rel=1e-12)
