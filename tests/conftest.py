@@ -14,11 +14,18 @@ with the reason, when the folder is absent.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# torch._dynamo (torch.optim and torch.compile load it, and it loads triton) crashes the
+# process with a segmentation fault when it is first imported after TensorFlow; test files
+# share worker processes (pytest-xdist), so it is loaded first, before any TensorFlow test.
+with contextlib.suppress(ImportError):  # without torch, the tests that need it skip
+    import torch._dynamo  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"  # data this project made itself
