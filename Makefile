@@ -86,8 +86,10 @@ chromium:
 # Two worker processes or more (pytest-xdist): the tests wait mostly on training and
 # capture subprocesses, so even 2 cores run two at once. --dist loadfile keeps each test
 # file in one worker, so a module- or session-scoped trace it builds is built once.
+# A worker that crashes can leave xdist waiting for ever: after 40 minutes the run is
+# interrupted (SIGINT), so it still prints its summary and fails.
 test: native $(VENV_MX)/.stamp chromium
-	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile tests
+	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile tests
 
 # Coverage-guided fuzzing of the C++ Kineto parser (libFuzzer with AddressSanitizer and
 # UndefinedBehaviorSanitizer; tests/robustness/fuzz/), for FUZZ_SECONDS; not part of test.
