@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tbdtrace.suite import capture, figures, plan, table
+from tbdtrace.suite import capture, figures, paper, paper_summary, plan, table
 from tbdtrace.suite.plan import DEVICES, PRECISIONS, SIZES, BenchConfig, Job
 from tbdtrace.suite.runner import run_jobs
 
@@ -77,8 +77,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--size",
         choices=SIZES,
-        default="tiny",
-        help="workload size: tiny (seconds on a CPU), small, paper (TBD's)",
+        default=None,
+        help="workload size: tiny (seconds on a CPU), small, paper (TBD's) (default tiny; "
+        "paper with --paper)",
+    )
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="run TBD's sweep: per model the mini-batch sizes of TBD's figures (--batch-sizes "
+        "keeps only those it lists), at --size paper unless --size says otherwise; a sweep "
+        "stops where memory runs out (rows out_of_memory and skipped, not failures); writes "
+        f"{paper.SUMMARY_MD}, TBD's findings checked against the rows",
     )
     p.add_argument(
         "--steps",
@@ -160,6 +169,8 @@ def default_steps() -> int:
 
 def _config(args: argparse.Namespace) -> BenchConfig:
     p: argparse.ArgumentParser = args._parser
+    if args.size is None:
+        args.size = "paper" if args.paper else "tiny"
     if args.steps is None:
         args.steps = default_steps()
     if args.steps < 1 or args.warmup < 0:
@@ -209,7 +220,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{w.model} {w.framework}")
         return 0
     cfg = _config(args)
-    jobs = plan.make_jobs(cfg)
+    jobs = paper.make_jobs(cfg) if args.paper else plan.make_jobs(cfg)
     con = Console(stderr=True)
     mode = capture.resolve(cfg.capture)
     con.print(f"{len(jobs)} run(s), capture: {mode}, results in {cfg.out_dir}")
@@ -229,6 +240,8 @@ def _run(args: argparse.Namespace) -> int:
         def done(_: int, job: Job, row: dict[str, Any]) -> None:
             if row["status"] == "unsupported":
                 msg = f"[yellow]unsupported[/yellow] {job.name}: {row['error']}"
+            elif row["status"] in (paper.OUT_OF_MEMORY, paper.SKIPPED):
+                msg = f"[yellow]{row['status']}[/yellow] {job.name}: {row['error']}"
             elif row["status"] == "ok":
                 rate = row["throughput_samples_per_s"]
                 msg = (
@@ -241,9 +254,12 @@ def _run(args: argparse.Namespace) -> int:
             bar.console.print(msg, markup=True, highlight=False)
             bar.advance(task)
 
-        rows = run_jobs(jobs, cfg, start, done)
+        run = paper.run_sweep if args.paper else run_jobs
+        rows = run(jobs, cfg, start, done)
         bar.update(task, description="done")
     paths = table.write(rows, cfg) + figures.write(rows, cfg.out_dir)
+    if args.paper:
+        paths.append(paper_summary.write(rows, cfg, plan.resolved_device(cfg), paths))
     sys.stdout.write(table.markdown(rows, cfg))
     con.print("wrote " + ", ".join(str(p) for p in paths))
     failed = sum(r["status"] == "failed" for r in rows)

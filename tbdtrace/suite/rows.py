@@ -38,7 +38,11 @@ COLUMNS: tuple[RowColumn, ...] = (
     RowColumn("nproc", "count", "data-parallel ranks of the run (batch_size is per rank)"),
     RowColumn("precision", "text", "training precision: fp32, tf32, bf16 or fp16 (mixed)"),
     RowColumn("compiled", "text", "yes: torch.compile / XLA / hybridize was asked for; no"),
-    RowColumn("status", "text", "ok, failed or unsupported (error says why)"),
+    RowColumn(
+        "status",
+        "text",
+        "ok, failed or unsupported; with --paper also out_of_memory and skipped (error says why)",
+    ),
     RowColumn("measured_steps", "count", "steps after warm-up with a duration"),
     RowColumn(
         "throughput_samples_per_s",
