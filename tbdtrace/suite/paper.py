@@ -108,7 +108,7 @@ def estimate_peak_bytes(done: Sequence[dict[str, Any]], batch: int) -> int | Non
     if len(pts) >= 2 and pts[-2][0] != b2:
         b1, p1 = pts[-2]
         slope = (p2 - p1) / (b2 - b1)
-        return max(p2, round(p2 + slope * (batch - b2)))
+        return max(max(p for _, p in pts), round(p2 + slope * (batch - b2)))
     r = next(x for x in done if x.get("batch_size") == b2 and x.get("peak_memory_bytes") == p2)
     fixed = sum(int(r.get(f"{c}_bytes") or 0) for c in ("weights", "gradients", "optimizer_state"))
     fixed = min(fixed, p2)
