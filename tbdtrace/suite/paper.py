@@ -173,13 +173,14 @@ def out_of_memory(row: dict[str, Any], logs: Sequence[Path]) -> str | None:
     return None
 
 
-def job_logs(job: Job, cfg: BenchConfig) -> list[Path]:
-    """The job's logs: the unprofiled run's (under capture) and the profiled one's."""
+def failed_log(job: Job, cfg: BenchConfig, row: dict[str, Any]) -> Path:
+    """The log of the run that failed: the unprofiled run's when the row's error says so
+    (under capture it runs first), else the job's own (a log of an earlier bench in the
+    same directory is never read for this run)."""
     out = Path(cfg.out_dir)
-    return [
-        capture.Paths.for_job(out / runner.UNPROFILED_DIR, job).log,
-        capture.Paths.for_job(out, job).log,
-    ]
+    if (row.get("error") or "").startswith("unprofiled run:"):
+        out = out / runner.UNPROFILED_DIR
+    return capture.Paths.for_job(out, job).log
 
 
 def skipped_row(job: Job, cfg: BenchConfig, why: str) -> dict[str, Any]:
@@ -262,7 +263,7 @@ def _run_or_skip(
         if why is not None:
             return skipped_row(job, cfg, why)
     row = runner.run_job(job, cfg, mode)
-    oom = out_of_memory(row, job_logs(job, cfg))
+    oom = out_of_memory(row, [failed_log(job, cfg, row)])
     if oom is not None:
         row["status"] = OUT_OF_MEMORY
         row["error"] = (

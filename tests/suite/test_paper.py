@@ -131,6 +131,17 @@ def test_other_failures_are_not_out_of_memory(tmp_path: Path) -> None:
         assert paper.out_of_memory(failed, [log]) == text
 
 
+def test_the_failed_runs_log_is_read(tmp_path: Path) -> None:
+    cfg = BenchConfig(out_dir=tmp_path)
+    job = Job("resnet50", "pytorch", "m", sys.executable, 8)
+    unprofiled = empty_row(status="failed", error="unprofiled run: exit code 1: x")
+    profiled = empty_row(status="failed", error="exit code 1: x")
+    assert paper.failed_log(job, cfg, unprofiled) == (
+        tmp_path / "unprofiled" / "logs" / "resnet50-pytorch-b8.log"
+    )
+    assert paper.failed_log(job, cfg, profiled) == tmp_path / "logs" / "resnet50-pytorch-b8.log"
+
+
 def test_paper_size_is_the_default_only_with_paper(tmp_path: Path) -> None:
     import argparse
 
