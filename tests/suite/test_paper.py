@@ -158,6 +158,23 @@ def test_paper_size_is_the_default_only_with_paper(tmp_path: Path) -> None:
         assert bench._config(args).size == size, argv
 
 
+def test_batch_sizes_outside_every_sweep_are_one_line_exit_1(tmp_path: Path) -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "bench", "--paper", "--models", "resnet50"]
+        + ["--batch-sizes", "3", "--out", str(tmp_path)],
+        cwd=REPO,
+        text=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines() == [
+        "tbdtrace: none of --batch-sizes 3 is in TBD's sweep of the selected models; the "
+        "sweeps are listed in docs/WORKLOADS.md (Reproducing TBD's figures)"
+    ]
+    assert not list(tmp_path.iterdir())  # nothing run, nothing written
+
+
 @pytest.fixture(scope="module")
 def paper_run(
     tmp_path_factory: pytest.TempPathFactory,
