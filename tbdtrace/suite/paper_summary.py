@@ -508,7 +508,9 @@ def markdown(rows: Rows, cfg: BenchConfig, device: str, figure_names: Sequence[s
         "",
     ]
     for f in findings(rows):
-        lines.append(f"- **{f.claim}**: {f.verdict}. {f.detail}")
+        detail = f.detail[:1].upper() + f.detail[1:]
+        detail += "" if detail.endswith(".") else "."
+        lines.append(f"- **{f.claim}**: {f.verdict}. {detail}")
     lines += ["", "## Figures", ""]
     if figure_names:
         lines += [f"![{n}]({n})" for n in figure_names]
