@@ -508,8 +508,7 @@ def markdown(rows: Rows, cfg: BenchConfig, device: str, figure_names: Sequence[s
         "",
     ]
     for f in findings(rows):
-        detail = f.detail[:1].upper() + f.detail[1:]
-        detail += "" if detail.endswith(".") else "."
+        detail = f.detail if f.detail.endswith(".") else f.detail + "."  # names stay lower case
         lines.append(f"- **{f.claim}**: {f.verdict}. {detail}")
     lines += ["", "## Figures", ""]
     if figure_names:

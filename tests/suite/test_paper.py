@@ -216,4 +216,4 @@ def test_paper_sweep_end_to_end(paper_run: tuple[subprocess.CompletedProcess[str
     # the memory line reads the breakdown the CSV holds
     mem = [{c: int(r[f"{c}_bytes"] or 0) for c in MEMORY_CATEGORIES} for r in rows]
     top = sum(max(m, key=lambda c: m[c]) == "activations" for m in mem)
-    assert f"Activations are the largest category in {top} of 2 rows" in text
+    assert f"activations are the largest category in {top} of 2 rows" in text

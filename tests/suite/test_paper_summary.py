@@ -230,5 +230,6 @@ def test_summary_states_coverage_and_links_the_figures(tmp_path: Path) -> None:
     assert "resnet50 (batch 1-4), seq2seq (batch 1-4), wgan (batch 1-8)" in text
     assert "![bench_throughput.png](bench_throughput.png)" in text
     assert "bench_findings.md)" not in text
+    assert "measures the training itself.\n" in text  # each line ends a sentence
     bullets = [ln for ln in text.splitlines() if ln.startswith("- **")]
     assert len(bullets) == len(paper_summary.findings(_sweep()))
