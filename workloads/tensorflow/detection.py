@@ -3,7 +3,8 @@
 ``AnchorGenerator``, ``ops.MultiScaleRoIAlign``), for :mod:`workloads.tensorflow.faster_rcnn`.
 
 Boxes are ``[x1, y1, x2, y2]`` in pixels of the (resized) image, as torchvision's. Every
-function works on one image's tensors and runs eagerly or inside a ``tf.function``.
+function but :func:`roi_align` (which pools a batch's boxes) works on one image's tensors;
+all run eagerly or inside a ``tf.function``.
 
 Where TensorFlow differs: RoIAlign is ``tf.image.crop_and_resize`` at the 2 x 2 sampling
 points of each of the 7 x 7 bins (torchvision's ``sampling_ratio=2``, ``aligned=False``,
