@@ -152,3 +152,16 @@ def test_paper_size_is_torchvisions_count_plus_keras_conv_biases() -> None:
     # has a bias on each convolution: one per output channel, 26,560 in all.
     torchvision = 41_755_286 - 70 * 1025 - 280 * 1025 + 2 * 26_560
     assert sum(int(np.prod(v.shape)) for v in net.trainable_variables) == torchvision + 26_560
+
+
+def test_transform_resizes_normalises_and_pads_as_torchvision() -> None:
+    net = faster_rcnn.FasterRCNN(faster_rcnn.CONFIGS["tiny"])  # min_size 64, max_size 96
+    x, scale, size = net.transform(tf.fill((1, 50, 80, 3), 0.5))
+    # shorter side to 64 would make the longer 102.4 > 96: scale = min(64/50, 96/80) = 1.2
+    assert scale == 1.2 and size == (60, 96)
+    assert x.shape == (1, 64, 96, 3)  # padded to multiples of 32 with zeros
+    mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+    np.testing.assert_allclose(
+        x[0, :60].numpy(), np.broadcast_to((0.5 - mean) / std, (60, 96, 3)), rtol=1e-5
+    )
+    assert not x[0, 60:].numpy().any()
