@@ -64,6 +64,7 @@ TENSORFLOW: tuple[Workload, ...] = (
     _tf("seq2seq", "machine translation", "sentences"),
     _tf("transformer", "machine translation", "sentences"),
     _tf("deepspeech2", "speech recognition", "utterances"),
+    _tf("faster_rcnn", "object detection", "images"),
     _tf("wgan", "adversarial learning", "images"),
     _tf("a3c", "reinforcement learning", "frames"),
 )

@@ -58,6 +58,7 @@ def test_list_prints_one_pair_per_line() -> None:
     assert all(len(x) == 2 for x in pairs)
     assert len(pairs) == len(set(pairs))
     assert {(m, "pytorch") for m in TBD_MODELS} <= set(pairs)
+    assert {(m, "tensorflow") for m in TBD_MODELS} <= set(pairs)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from workloads import specs  # noqa: E402
 
-MODELS = ("resnet50", "inception_v3", "seq2seq", "transformer", "deepspeech2", "wgan")
+MODELS = (
+    "resnet50",
+    "inception_v3",
+    "seq2seq",
+    "transformer",
+    "deepspeech2",
+    "faster_rcnn",
+    "wgan",
+)
+# What each framework implements of MODELS (a model another framework lacks is skipped)
+IMPLEMENTED = {
+    "pytorch": MODELS,
+    "tensorflow": MODELS,
+    "mxnet": tuple(m for m in MODELS if m != "faster_rcnn"),
+}
 
 
 def _torch(model: str, cfg: Any) -> int:
@@ -36,7 +50,7 @@ def _torch(model: str, cfg: Any) -> int:
 
 def _torch_nets(mod: Any, model: str, cfg: Any) -> list[Any]:
     nets: list[Any]
-    if model in ("resnet50", "inception_v3"):
+    if model in ("resnet50", "inception_v3", "faster_rcnn"):
         nets = [mod.build_model(cfg)]
     elif model == "seq2seq":
         nets = [mod.Seq2Seq(cfg)]
@@ -58,8 +72,8 @@ def _tf(model: str, cfg: Any) -> int:
     mod = importlib.import_module(f"workloads.tensorflow.{model}")
     tokens = tf.constant(np.full((1, 5), 3, np.int32))
     nets: list[Any]
-    if model in ("resnet50", "inception_v3", "deepspeech2"):
-        nets = [mod.build_model(cfg)]
+    if model in ("resnet50", "inception_v3", "deepspeech2", "faster_rcnn"):
+        nets = [mod.build_model(cfg)]  # faster_rcnn's builds its weights with a forward pass
     elif model == "seq2seq":
         nets = [mod.Seq2Seq(cfg)]
         nets[0](tokens, tokens)
@@ -115,12 +129,13 @@ COUNTERS: dict[str, Callable[[str, Any], int]] = {
     "tensorflow": _tf,
     "mxnet": _mx,
 }
-SPECS = {
+SPECS: dict[str, specs.Spec[Any]] = {
     "resnet50": specs.RESNET50,
     "inception_v3": specs.INCEPTION_V3,
     "seq2seq": specs.SEQ2SEQ,
     "transformer": specs.TRANSFORMER,
     "deepspeech2": specs.DEEPSPEECH2,
+    "faster_rcnn": specs.FASTER_RCNN,
     "wgan": specs.WGAN_SPEC,
 }
 
@@ -128,7 +143,7 @@ SPECS = {
 def main() -> None:
     framework, sizes = sys.argv[1], sys.argv[2:]
     count = COUNTERS[framework]
-    out = {m: {s: count(m, SPECS[m].configs[s]) for s in sizes} for m in MODELS}
+    out = {m: {s: count(m, SPECS[m].configs[s]) for s in sizes} for m in IMPLEMENTED[framework]}
     print(json.dumps(out))
 
 

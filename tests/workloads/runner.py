@@ -32,6 +32,7 @@ TINY_SAMPLES = {
     ("seq2seq", "tensorflow"): 4,
     ("transformer", "tensorflow"): 4,
     ("deepspeech2", "tensorflow"): 2,
+    ("faster_rcnn", "tensorflow"): 2,
     ("wgan", "tensorflow"): 8,
     ("a3c", "tensorflow"): 10,
     ("resnet50", "mxnet"): 4,

@@ -15,6 +15,7 @@ def test_tensorflow_has_the_required_models() -> None:
         "seq2seq",
         "wgan",
         "deepspeech2",
+        "faster_rcnn",
         "a3c",
     }
     for w in registry.TENSORFLOW:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from workloads import specs
+from workloads import registry, specs
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("count_params.py")
@@ -49,11 +49,19 @@ def counts() -> dict[str, dict[str, dict[str, int]]]:
     return out
 
 
+def test_every_registered_model_is_counted(counts: dict[str, dict[str, dict[str, int]]]) -> None:
+    # A3C's net depends on the game's action count and is checked in test_a3c_frameworks.py
+    for fw in registry.FRAMEWORKS:
+        registered = {w.model for w in registry.WORKLOADS if w.framework == fw} - {"a3c"}
+        assert set(counts[fw]) == registered, fw
+        assert all(set(by_size) == set(SIZES) for by_size in counts[fw].values())
+
+
 def test_frameworks_agree_at_every_size(counts: dict[str, dict[str, dict[str, int]]]) -> None:
-    for model, by_size in counts["pytorch"].items():
-        for size, n_torch in by_size.items():
-            for fw in ("tensorflow", "mxnet"):
-                n = counts[fw][model][size]
+    for fw in ("tensorflow", "mxnet"):
+        for model, by_size in counts[fw].items():
+            for size, n in by_size.items():
+                n_torch = counts["pytorch"][model][size]
                 assert abs(n - n_torch) <= TOLERANCE * n_torch, (model, size, fw, n, n_torch)
 
 
