@@ -4,11 +4,14 @@ Run with the framework's own Python (``.venv`` for pytorch and tensorflow, ``.ve
 for mxnet): ``python tests/workloads/count_params.py FRAMEWORK SIZE...``. Prints
 ``{model: {size: count}}`` for the models that framework implements. The nets are built
 as the workloads build them (one tiny forward pass where a framework creates its weights
-lazily); nothing is trained. tests/workloads/test_specs.py compares the frameworks.
+lazily); nothing is trained. A model a framework does not implement (no module
+``workloads.<framework>.<model>``) is left out of that framework's counts.
+tests/workloads/test_specs.py compares the frameworks.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from collections.abc import Callable
@@ -19,7 +22,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from workloads import specs  # noqa: E402
 
-MODELS = ("resnet50", "inception_v3", "seq2seq", "transformer", "deepspeech2", "wgan")
+MODELS = (
+    "resnet50",
+    "inception_v3",
+    "seq2seq",
+    "transformer",
+    "deepspeech2",
+    "faster_rcnn",
+    "wgan",
+)
 
 
 def _torch(model: str, cfg: Any) -> int:
@@ -36,7 +47,7 @@ def _torch(model: str, cfg: Any) -> int:
 
 def _torch_nets(mod: Any, model: str, cfg: Any) -> list[Any]:
     nets: list[Any]
-    if model in ("resnet50", "inception_v3"):
+    if model in ("resnet50", "inception_v3", "faster_rcnn"):
         nets = [mod.build_model(cfg)]
     elif model == "seq2seq":
         nets = [mod.Seq2Seq(cfg)]
@@ -84,6 +95,9 @@ def _mx(model: str, cfg: Any) -> int:
     if model in ("resnet50", "inception_v3"):
         nets = [mod.build_model(cfg, ctx)]
         nets[0](mx.nd.zeros((1, 3, cfg.image_px, cfg.image_px)))
+    elif model == "faster_rcnn":  # only the ResNet stem's input channels are inferred
+        nets = [mod.build_model(cfg, ctx)]
+        nets[0].backbone(mx.nd.zeros((1, 3, 64, 64)))
     elif model == "seq2seq":
         nets = [mod.Seq2Seq(cfg)]
         nets[0].initialize(ctx=ctx)
@@ -121,6 +135,7 @@ SPECS = {
     "seq2seq": specs.SEQ2SEQ,
     "transformer": specs.TRANSFORMER,
     "deepspeech2": specs.DEEPSPEECH2,
+    "faster_rcnn": specs.FASTER_RCNN,
     "wgan": specs.WGAN_SPEC,
 }
 
@@ -128,7 +143,8 @@ SPECS = {
 def main() -> None:
     framework, sizes = sys.argv[1], sys.argv[2:]
     count = COUNTERS[framework]
-    out = {m: {s: count(m, SPECS[m].configs[s]) for s in sizes} for m in MODELS}
+    here = [m for m in MODELS if importlib.util.find_spec(f"workloads.{framework}.{m}")]
+    out = {m: {s: count(m, SPECS[m].configs[s]) for s in sizes} for m in here}
     print(json.dumps(out))
 
 

@@ -178,6 +178,15 @@ def grid_anchors(feat_h: int, feat_w: int, stride_h: int, stride_w: int, size: i
     return (shifts[:, None, :] + base[None]).reshape(-1, 4).astype(np.float32)
 
 
+def roi_levels(boxes: np.ndarray) -> np.ndarray:
+    """FPN level (2..5) of each box ``[R, 4]``: floor(4 + log2(sqrt(area) / 224) + 1e-6),
+    clamped (torchvision's LevelMapper)."""
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    with np.errstate(divide="ignore"):  # an empty box maps to -inf, then level 2
+        lvl = np.floor(4 + np.log2(np.sqrt(area) / 224) + 1e-6)
+    return np.clip(lvl, 2, 5).astype(np.int64)
+
+
 def smooth_l1(diff: mx.nd.NDArray) -> mx.nd.NDArray:
     """Summed smooth-L1 with torchvision's beta 1/9."""
     return mx.nd.smooth_l1(diff, scalar=SMOOTH_L1_SIGMA).sum()
@@ -399,9 +408,7 @@ class FasterRCNN(gluon.Block):
         """Multi-scale RoIAlign 7x7 over P2..P5 (``rois``: ``[R, 5]`` = image, x0, y0, x1, y1):
         level floor(4 + log2(sqrt(area) / 224) + 1e-6) clamped to 2..5, sampling ratio 2."""
         ctx = feats[0].context
-        area = (rois[:, 3] - rois[:, 1]) * (rois[:, 4] - rois[:, 2])
-        lvl = np.floor(4 + np.log2(np.sqrt(np.maximum(area, 1e-12)) / 224) + 1e-6)
-        lvl = np.clip(lvl, 2, 5).astype(np.int64) - 2
+        lvl = roi_levels(rois[:, 1:]) - 2
         pooled, order = [], []
         for k in range(4):
             sel = np.flatnonzero(lvl == k)
