@@ -129,7 +129,7 @@ COUNTERS: dict[str, Callable[[str, Any], int]] = {
     "tensorflow": _tf,
     "mxnet": _mx,
 }
-SPECS = {
+SPECS: dict[str, specs.Spec[Any]] = {
     "resnet50": specs.RESNET50,
     "inception_v3": specs.INCEPTION_V3,
     "seq2seq": specs.SEQ2SEQ,

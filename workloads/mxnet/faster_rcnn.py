@@ -87,7 +87,8 @@ def scenes(
 ) -> tuple[list[np.ndarray], list[dict[str, np.ndarray]]]:
     """Images ``[3, px, px]`` in [0, 1] and their targets (boxes in pixels, labels 1..classes)."""
     px = cfg.image_px
-    images, targets = [], []
+    images: list[np.ndarray] = []
+    targets: list[dict[str, np.ndarray]] = []
     for _ in range(batch):
         img = (0.5 + 0.1 * rng.standard_normal((3, px, px))).astype(np.float32)
         n = int(rng.integers(1, 4))
