@@ -47,8 +47,8 @@ _COMPILE = {
 _COMPILE_FRAMEWORKS = {
     "tensorflow": "tf.function(jit_compile=True) (XLA) is not wired into the workloads' "
     "training steps yet (they are tf.functions without XLA)",
-    "mxnet": "Gluon hybridize is not a switch here: ResNet-50, Inception-v3 and WGAN are "
-    "always hybridized, the others never",
+    "mxnet": "Gluon hybridize is not a switch here: ResNet-50, Inception-v3, WGAN and Faster "
+    "R-CNN's backbone (ResNet-50 + FPN) are always hybridized, the others never",
 }
 
 

@@ -80,6 +80,7 @@ MXNET: tuple[Workload, ...] = (
     _mx("seq2seq", "machine translation", "sentences"),
     _mx("transformer", "machine translation", "sentences"),
     _mx("deepspeech2", "speech recognition", "utterances"),
+    _mx("faster_rcnn", "object detection", "images"),
     _mx("wgan", "adversarial learning", "images"),
     _mx("a3c", "reinforcement learning", "frames"),
 )

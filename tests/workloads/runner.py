@@ -40,6 +40,7 @@ TINY_SAMPLES = {
     ("seq2seq", "mxnet"): 4,
     ("transformer", "mxnet"): 4,
     ("deepspeech2", "mxnet"): 2,
+    ("faster_rcnn", "mxnet"): 2,  # images
     ("wgan", "mxnet"): 8,
     ("a3c", "mxnet"): 10,
 }
