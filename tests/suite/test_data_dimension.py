@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tbdtrace.suite import plan, rows
 from tbdtrace.suite.plan import BenchConfig, Job
 from workloads import dimensions
@@ -61,7 +59,6 @@ def test_unknown_data_mode_is_a_usage_error(tmp_path: Path) -> None:
     assert "--data: unknown disk" in p.stderr.strip().splitlines()[-1]
 
 
-@pytest.mark.slow
 def test_bench_rows_say_which_data_mode_ran(tmp_path: Path) -> None:
     p = _bench(
         *("--models", "seq2seq", "--frameworks", "pytorch", "--data", "host,device"),
