@@ -11,6 +11,7 @@ compilation").
 from __future__ import annotations
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+DATA_MODES = ("host", "device")  # --data: where the training batches come from
 
 # Workloads whose ranks would not train one model data-parallel.
 _NPROC_MODELS = {

@@ -43,11 +43,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from workloads.dimensions import PRECISIONS, unsupported
+from workloads.dimensions import DATA_MODES, PRECISIONS, unsupported
 
 SIZES = ("tiny", "small", "paper")
 STEPS_FILE_ENV = "TBDTRACE_STEPS_FILE"
 MEMORY_TRACE_ENV = "TBDTRACE_MEMORY_TRACE"
+# The input pipeline (``--data``, docs/WORKLOADS.md "Input pipeline"): with ``host`` each
+# framework's own loader builds batches ahead of the training thread in HOST_WORKERS workers,
+# up to HOST_PREFETCH batches per worker ahead; with ``device`` a pool of POOL_BATCHES
+# distinct batches is built once before the first step, kept on the training device and
+# cycled.
+HOST_WORKERS = 2
+HOST_PREFETCH = 2
+POOL_BATCHES = 8
 
 
 def memory_trace_dir() -> str | None:
@@ -73,6 +81,8 @@ class HarnessArgs:
     nproc: int = 1  # data-parallel ranks on this machine (PyTorch: DDP; see WORKLOADS.md)
     precision: str = "fp32"  # fp32 | tf32 | bf16 | fp16 (workloads/dimensions.py)
     compile: bool = False  # torch.compile / tf.function(jit_compile=True) / hybridize
+    data: str = "host"  # host: the framework's input pipeline with prefetch; device: a
+    # pool of POOL_BATCHES batches resident on the training device, cycled
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,14 @@ def parse_args(
         action="store_true",
         help="compile the model: torch.compile (PyTorch); see docs/WORKLOADS.md for the others",
     )
+    p.add_argument(
+        "--data",
+        choices=DATA_MODES,
+        default="host",
+        help="host: batches from the framework's input pipeline, built ahead in worker "
+        f"processes or threads (default); device: {POOL_BATCHES} batches built once and kept "
+        "on the training device (no input cost in the step); see docs/WORKLOADS.md",
+    )
     ns = p.parse_args(argv)
     if ns.to_quality and ns.no_eval:
         p.error("--to-quality needs the evaluation; drop --no-eval")
@@ -175,6 +193,7 @@ def parse_args(
         ns.nproc,
         ns.precision,
         ns.compile,
+        ns.data,
     )
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tbdtrace.suite import capture, figures, paper, paper_summary, plan, table
-from tbdtrace.suite.plan import DEVICES, PRECISIONS, SIZES, BenchConfig, Job
+from tbdtrace.suite.plan import DATA_MODES, DEVICES, PRECISIONS, SIZES, BenchConfig, Job
 from tbdtrace.suite.runner import run_jobs
 
 
@@ -38,9 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "bench",
         help="run TBD workloads under capture and write the benchmark table",
         description="Run each selected workload (model x framework x batch size x ranks x "
-        "precision x compilation) in its own process under capture, then write the TBD "
-        "table (throughput, scaling efficiency, utilization, FP32 efficiency, peak memory "
-        "and its breakdown) as bench.md, bench.csv and bench.json in --out, with TBD's "
+        "precision x compilation x input pipeline) in its own process under capture, then "
+        "write the TBD table (throughput, scaling efficiency, utilization, FP32 efficiency, "
+        "peak memory and its breakdown) as bench.md, bench.csv and bench.json in --out, with TBD's "
         "figures as PNG and bench_findings.md beside them. A failed "
         "workload gets a row with its error, a combination its framework does not support "
         "a row with status unsupported and the reason; the others still run.",
@@ -152,6 +152,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="on|off|off,on",
         help="compile the models (torch.compile; --compile off,on runs both)",
     )
+    p.add_argument(
+        "--data",
+        nargs="+",
+        action=_Extend,
+        default=[],
+        metavar="MODE",
+        help="input pipelines, one run each: host (the framework's loader, batches built "
+        "ahead in workers; default), device (a pool of batches kept on the device); "
+        "docs/WORKLOADS.md",
+    )
     p.set_defaults(func=_run, _parser=p)
 
 
@@ -193,6 +203,10 @@ def _config(args: argparse.Namespace) -> BenchConfig:
     bad = [x for x in precisions if x not in PRECISIONS]
     if bad:
         p.error(f"--precision: unknown {', '.join(bad)}; use {', '.join(PRECISIONS)}")
+    data = tuple(args.data) or ("host",)
+    bad = [x for x in data if x not in DATA_MODES]
+    if bad:
+        p.error(f"--data: unknown {', '.join(bad)}; use {', '.join(DATA_MODES)}")
     modes = [m for m in args.compile.split(",") if m]
     if not modes or any(m not in ("on", "off") for m in modes):
         p.error(f"--compile takes on, off or off,on, got {args.compile}")
@@ -211,6 +225,7 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         nproc=tuple(dict.fromkeys(nproc)),
         precisions=tuple(dict.fromkeys(precisions)),
         compile=tuple(dict.fromkeys(m == "on" for m in modes)),
+        data=tuple(dict.fromkeys(data)),
     )
 
 

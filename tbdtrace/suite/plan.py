@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 SIZES = ("tiny", "small", "paper")
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # as workloads/dimensions.py (tested alike)
+DATA_MODES = ("host", "device")  # --data, as workloads/dimensions.py (tested alike)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class BenchConfig:
     nproc: tuple[int, ...] = (1,)  # data-parallel ranks per job, one job per count
     precisions: tuple[str, ...] = ("fp32",)  # training precisions, one job per precision
     compile: tuple[bool, ...] = (False,)  # compiled or not, one job per choice
+    data: tuple[str, ...] = ("host",)  # input pipelines (host | device), one job per mode
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,13 @@ class Job:
     nproc: int = 1  # data-parallel ranks (--batch-size is per rank)
     precision: str = "fp32"  # fp32 | tf32 | bf16 | fp16
     compile: bool = False  # torch.compile / XLA / hybridize
+    data: str = "host"  # host: the framework's input pipeline; device: a device-resident pool
 
     @property
     def name(self) -> str:
         """``<model>-<framework>-b<batch>`` (``bdefault`` when the default is used), then
-        ``-n<ranks>``, ``-<precision>``, ``-compiled`` where they differ from 1 rank, fp32
-        and not compiled."""
+        ``-n<ranks>``, ``-<precision>``, ``-compiled``, ``-devicedata`` where they differ
+        from 1 rank, fp32, not compiled and ``--data host``."""
         b = "default" if self.batch_size is None else str(self.batch_size)
         name = f"{self.model}-{self.framework}-b{b}"
         if self.nproc != 1:
@@ -64,6 +67,8 @@ class Job:
             name += f"-{self.precision}"
         if self.compile:
             name += "-compiled"
+        if self.data != "host":
+            name += f"-{self.data}data"
         return name
 
 
@@ -118,8 +123,9 @@ def make_jobs(cfg: BenchConfig) -> list[Job]:
         )
     batches: tuple[int | None, ...] = cfg.batch_sizes or (None,)
     return [
-        Job(w.model, w.framework, w.module, interpreter(w.python), b, n, prec, comp)
+        Job(w.model, w.framework, w.module, interpreter(w.python), b, n, prec, comp, data)
         for w in chosen
+        for data in cfg.data
         for prec in cfg.precisions
         for comp in cfg.compile
         for b in batches
@@ -182,4 +188,6 @@ def workload_argv(job: Job, cfg: BenchConfig) -> list[str]:
         argv += ["--precision", job.precision]
     if job.compile:
         argv.append("--compile")
+    if job.data != "host":
+        argv += ["--data", job.data]
     return argv

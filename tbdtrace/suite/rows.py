@@ -39,6 +39,12 @@ COLUMNS: tuple[RowColumn, ...] = (
     RowColumn("precision", "text", "training precision: fp32, tf32, bf16 or fp16 (mixed)"),
     RowColumn("compiled", "text", "yes: torch.compile / XLA / hybridize was asked for; no"),
     RowColumn(
+        "data",
+        "text",
+        "input pipeline (--data): host = the framework's loader building batches ahead in "
+        "workers; device = a pool of batches kept on the device (no input cost in the step)",
+    ),
+    RowColumn(
         "status",
         "text",
         "ok, failed or unsupported; with --paper also out_of_memory and skipped (error says why)",
@@ -201,7 +207,7 @@ def throughput(steps: Steps) -> tuple[float | None, int | None]:
 def add_scaling(rows: list[dict[str, Any]]) -> None:
     """Fill ``throughput_per_rank_samples_per_s`` and ``scaling_efficiency`` in place: each
     row against the one-rank row of the same run (model, framework, batch, size,
-    precision, compilation)."""
+    precision, compilation, input pipeline)."""
 
     def key(r: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(r.get(c) for c in SCALING_KEY)
@@ -222,7 +228,7 @@ def add_scaling(rows: list[dict[str, Any]]) -> None:
 
 
 # What makes two rows the same run at different rank counts.
-SCALING_KEY = ("model", "framework", "batch_size", "size", "precision", "compiled")
+SCALING_KEY = ("model", "framework", "batch_size", "size", "precision", "compiled", "data")
 
 
 def rates(steps: Steps) -> np.ndarray:

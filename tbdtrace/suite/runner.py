@@ -75,6 +75,7 @@ def _dimensions(job: Job) -> dict[str, Any]:
         "nproc": job.nproc,
         "precision": job.precision,
         "compiled": "yes" if job.compile else "no",
+        "data": job.data,
     }
 
 

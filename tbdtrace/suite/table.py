@@ -58,6 +58,7 @@ MD_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("Scaling eff. (%)", "scaling_efficiency", _num(".1f", 100)),
     ("Precision", "precision", lambda v: v or ""),
     ("Compiled", "compiled", lambda v: v or ""),
+    ("Data", "data", lambda v: v or ""),
     ("Step (ms)", "step_time_ns", _num(".1f", 1e-6)),
     ("Profiled (samples/s)", "profiled_throughput_samples_per_s", _num(".2f")),
     ("Profiler slowdown", "profiler_slowdown", _num(".2f")),

@@ -3,18 +3,22 @@
 Runs in ``.venv-mxnet`` (MXNet 1.9.1, NumPy 1.23). The synthetic data comes from
 :mod:`workloads.tensorflow.synthetic`, which is NumPy only (importing it does not import
 TensorFlow), so all frameworks train on the same tasks. MXNet runs asynchronously: a
-step's end waits for the engine (``mx.nd.waitall``) so its time covers its work.
+step's end waits for the engine (``mx.nd.waitall``) so its time covers its work. A step's
+batch comes from :func:`batches` (``--data``): a Gluon ``DataLoader`` whose thread pool
+builds batches ahead of the step (``host``) or a pool kept on the device.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import mxnet as mx
 import numpy as np
+from mxnet import gluon
 
 from workloads import harness, quality
 from workloads.tensorflow import synthetic
@@ -96,3 +100,67 @@ def classifier_eval(
         return quality.accuracy(np.concatenate(pred).astype(int), y)
 
     return evaluate
+
+
+Make = Callable[[np.random.Generator], tuple[np.ndarray, ...]]
+
+
+class SyntheticBatches(gluon.data.Dataset):  # type: ignore[misc]
+    """Item ``i`` = training batch ``i``: ``make(synthetic.batch_rng(base, i))`` as CPU
+    NDArrays (``mx.nd.array`` of each array, so each keeps the dtype it had in the step)."""
+
+    def __init__(self, make: Make, base: int) -> None:
+        self.make, self.base = make, base
+
+    def __getitem__(self, i: int) -> tuple[mx.nd.NDArray, ...]:
+        return tuple(
+            mx.nd.array(a, ctx=mx.cpu()) for a in self.make(synthetic.batch_rng(self.base, i))
+        )
+
+    def __len__(self) -> int:
+        return 2**62
+
+
+class _Endless:
+    """Gluon batch sampler of one item per batch: [0], [1], ... (no end)."""
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return ([i] for i in itertools.count())
+
+    def __len__(self) -> int:
+        return 2**62
+
+
+def batches(
+    make: Make,
+    args: harness.HarnessArgs,
+    ctx: mx.Context,
+    rng: np.random.Generator,
+    workers: int = harness.HOST_WORKERS,
+) -> Iterator[tuple[mx.nd.NDArray, ...]]:
+    """The training batches of a run on ``ctx``, as ``args.data`` says; ``make(generator)``
+    builds one batch (a tuple of NumPy arrays, laid out as the step takes them) from its
+    own generator; call ``next()`` on the result in each step.
+
+    ``host``: a ``gluon.data.DataLoader`` with a pool of ``workers`` threads
+    (``thread_pool=True``: forked processes and MXNet's engine do not mix), batches
+    submitted :data:`harness.HOST_PREFETCH` per worker ahead, in order; pinned memory on a
+    GPU, where the copy to the device is queued on MXNet's engine without blocking the
+    training thread. ``device``: the first :data:`harness.POOL_BATCHES` of the same
+    sequence, built once on ``ctx`` and cycled. The seeds come from ``rng``."""
+    base = synthetic.batch_base(rng)
+    data = SyntheticBatches(make, base)
+    if args.data == "device":
+        pool = [tuple(a.as_in_context(ctx) for a in data[i]) for i in range(harness.POOL_BATCHES)]
+        mx.nd.waitall()
+        return itertools.cycle(pool)
+    loader = gluon.data.DataLoader(
+        data,
+        batch_sampler=_Endless(),
+        batchify_fn=lambda items: items[0],  # each item is a whole batch
+        num_workers=workers,
+        thread_pool=True,
+        prefetch=workers * harness.HOST_PREFETCH,
+        pin_memory=ctx.device_type == "gpu",
+    )
+    return (tuple(a.as_in_context(ctx) for a in batch) for batch in loader)

@@ -17,6 +17,7 @@ spectral templates held 4-8 frames.
 from __future__ import annotations
 
 import mxnet as mx
+import numpy as np
 from mxnet import autograd, gluon
 from mxnet.gluon import nn, rnn
 
@@ -95,15 +96,17 @@ def main(argv: list[str] | None = None) -> None:
     loss_fn = gluon.loss.CTCLoss(layout="NTC", label_layout="NT")
     templates = synthetic.char_templates(cfg.freq_bins, rng)
 
-    def step(_: int) -> float:
+    def utterances(r: np.random.Generator) -> tuple[np.ndarray, ...]:
         spec, frames, labels, label_len = synthetic.speech_batch(
-            templates, args.batch_size, cfg.min_chars, cfg.max_chars, rng
+            templates, args.batch_size, cfg.min_chars, cfg.max_chars, r
         )
-        spec = mx.nd.array(spec, ctx=ctx)
         # Characters 1..28 -> classes 0..27; padding 0 -> -1 (Gluon's label padding).
-        labels = mx.nd.array(labels.astype("float32") - 1, ctx=ctx)
-        pred_len = mx.nd.array(cfg.conv_frames(frames), ctx=ctx)
-        label_len = mx.nd.array(label_len, ctx=ctx)
+        return spec, labels.astype("float32") - 1, cfg.conv_frames(frames), label_len
+
+    data = _common.batches(utterances, args, ctx, rng)
+
+    def step(_: int) -> float:
+        spec, labels, pred_len, label_len = next(data)
         with autograd.record():
             loss = loss_fn(net(spec), labels, pred_len, label_len).mean()
         loss.backward()

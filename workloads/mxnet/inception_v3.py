@@ -12,6 +12,7 @@ classes (ImageNet-1k), batch 32. Softmax cross-entropy. Data: class templates + 
 from __future__ import annotations
 
 import mxnet as mx
+import numpy as np
 from mxnet import autograd, gluon
 from mxnet.gluon import nn
 from mxnet.gluon.model_zoo import vision
@@ -53,10 +54,14 @@ def main(argv: list[str] | None = None) -> None:
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     templates = synthetic.class_templates(cfg.classes, 3, cfg.image_px, rng)
 
+    def image_batch(r: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        x, y = synthetic.image_batch(templates, args.batch_size, r)
+        return x.transpose(0, 3, 1, 2), y  # NCHW
+
+    data = _common.batches(image_batch, args, ctx, rng)
+
     def step(_: int) -> float:
-        x, y = synthetic.image_batch(templates, args.batch_size, rng)
-        x = mx.nd.array(x.transpose(0, 3, 1, 2), ctx=ctx)
-        y = mx.nd.array(y, ctx=ctx)
+        x, y = next(data)
         with autograd.record():
             loss = loss_fn(net(x), y).mean()
         loss.backward()

@@ -89,12 +89,15 @@ def main(argv: list[str] | None = None) -> None:
     trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": cfg.lr})
     vocab = min(cfg.src_vocab, cfg.tgt_vocab)
 
+    data = _common.batches(
+        lambda r: synthetic.translation_batch(args.batch_size, cfg.min_len, cfg.max_len, vocab, r),
+        args,
+        ctx,
+        rng,
+    )
+
     def step(_: int) -> float:
-        src, src_len, tgt, _tl = synthetic.translation_batch(
-            args.batch_size, cfg.min_len, cfg.max_len, vocab, rng
-        )
-        src, tgt = mx.nd.array(src, ctx=ctx), mx.nd.array(tgt, ctx=ctx)
-        src_len = mx.nd.array(src_len, ctx=ctx)
+        src, src_len, tgt, _tl = next(data)
         with autograd.record():
             loss = masked_xent(net(src, src_len, tgt[:, :-1]), tgt[:, 1:])
         loss.backward()

@@ -180,11 +180,17 @@ def main(argv: list[str] | None = None) -> None:
         {"learning_rate": 0.0, "beta1": 0.9, "beta2": 0.98, "epsilon": 1e-9},
     )
 
+    data = _common.batches(
+        lambda r: synthetic.translation_batch(
+            args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, r
+        ),
+        args,
+        ctx,
+        rng,
+    )
+
     def step(i: int) -> float:
-        src, _sl, tgt, _tl = synthetic.translation_batch(
-            args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, rng
-        )
-        src, tgt = mx.nd.array(src, ctx=ctx), mx.nd.array(tgt, ctx=ctx)
+        src, _sl, tgt, _tl = next(data)
         with autograd.record():
             loss = smoothed_xent(net(src, tgt[:, :-1]), tgt[:, 1:])
         loss.backward()

@@ -15,6 +15,7 @@ Data: Gaussian blobs.
 from __future__ import annotations
 
 import mxnet as mx
+import numpy as np
 from mxnet import autograd, gluon
 from mxnet.gluon import nn
 
@@ -81,11 +82,25 @@ def main(argv: list[str] | None = None) -> None:
     def noise() -> mx.nd.NDArray:
         return mx.nd.random.normal(shape=(b, cfg.nz, 1, 1), ctx=ctx)
 
+    def reals(r: np.random.Generator) -> tuple[np.ndarray]:
+        """One pipeline item: the real images (NCHW) of a step's n_critic critic updates
+        (the generator's noise is drawn on the device in the step)."""
+        return (
+            np.stack(
+                [
+                    synthetic.blob_images(b, cfg.image_px, CHANNELS, r).transpose(0, 3, 1, 2)
+                    for _ in range(cfg.n_critic)
+                ]
+            ),
+        )
+
+    data = _common.batches(reals, args, ctx, rng)
+
     def step(_: int) -> float:
         loss_d = mx.nd.zeros(1, ctx=ctx)
-        for _k in range(cfg.n_critic):
-            real = synthetic.blob_images(b, cfg.image_px, CHANNELS, rng).transpose(0, 3, 1, 2)
-            real = mx.nd.array(real, ctx=ctx)
+        (real_all,) = next(data)
+        for k in range(cfg.n_critic):
+            real = real_all[k]
             fake = net_g(noise())  # not recorded: the critic step does not train G
             with autograd.record():
                 loss_d = net_d(fake).mean() - net_d(real).mean()

@@ -1,17 +1,24 @@
-"""What every PyTorch workload shares: device choice, seeding, the training loop hookup and
-synthetic, learnable data.
+"""What every PyTorch workload shares: device choice, seeding, the training loop hookup,
+synthetic, learnable data and its input pipeline.
 
-Synthetic data is made on the training device from a seeded generator, so nothing is read
-or downloaded at run time and the input pipeline does not dominate the trace.
+Synthetic data is made on the host (CPU tensors) from seeded generators, so nothing is
+read or downloaded at run time. :func:`batches` feeds it to the training loop as
+``--data`` says: ``host`` through a ``torch.utils.data.DataLoader`` whose worker
+processes build the batches ahead of the training thread (pinned memory and a copy to the
+GPU on a side stream, one batch ahead, on CUDA); ``device`` as a pool of
+:data:`harness.POOL_BATCHES` batches built once before the first step and kept on the
+training device. Either way no batch is built inside a timed step.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -19,6 +26,7 @@ import torch
 from workloads import dimensions, harness, quality
 
 FRAMEWORK = "pytorch"
+B = TypeVar("B")
 
 
 def device_for(args: harness.HarnessArgs) -> torch.device:
@@ -277,3 +285,114 @@ def translation_eval(
         return got
 
     return evaluate
+
+
+def batch_generator(base: int, index: int) -> torch.Generator:
+    """The generator of training batch ``index``: each batch has its own seed (``base +
+    index``), so the data is the same whichever worker builds it and however many there
+    are."""
+    gen = torch.Generator()
+    gen.manual_seed(base + index)
+    return gen
+
+
+class SyntheticBatches(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+    """Training batches ``make(batch_generator(base, i))`` for i = 0, 1, ... (endless).
+
+    With DataLoader workers, worker ``w`` of ``n`` builds batches w, w + n, ...; the
+    DataLoader takes them from the workers in turn, so they arrive in index order."""
+
+    def __init__(self, make: Callable[[torch.Generator], Any], base: int) -> None:
+        self.make, self.base = make, base
+
+    def __iter__(self) -> Iterator[Any]:
+        info = torch.utils.data.get_worker_info()
+        first, stride = (0, 1) if info is None else (info.id, info.num_workers)
+        for i in itertools.count(first, stride):
+            yield self.make(batch_generator(self.base, i))
+
+
+def to_device(batch: B, device: torch.device, non_blocking: bool = False) -> B:
+    """``batch`` (tensors in tuples, lists and dicts) with every tensor on ``device``."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=non_blocking)  # type: ignore[return-value]
+    if isinstance(batch, dict):
+        return {k: to_device(v, device, non_blocking) for k, v in batch.items()}  # type: ignore[return-value]
+    if isinstance(batch, list | tuple):
+        return type(batch)(to_device(v, device, non_blocking) for v in batch)  # type: ignore[return-value]
+    return batch
+
+
+def _tensors(batch: Any) -> Iterator[torch.Tensor]:
+    if isinstance(batch, torch.Tensor):
+        yield batch
+    elif isinstance(batch, dict):
+        for v in batch.values():
+            yield from _tensors(v)
+    elif isinstance(batch, list | tuple):
+        for v in batch:
+            yield from _tensors(v)
+
+
+class CudaPrefetch:
+    """Batches from ``host`` (pinned CPU tensors) copied to ``device`` on a side stream one
+    batch ahead: the copy of batch i + 1 overlaps step i's compute; the training stream
+    waits for a batch's copy only when it takes that batch."""
+
+    def __init__(self, host: Iterator[Any], device: torch.device) -> None:
+        self._host, self._device = host, device
+        self._stream = torch.cuda.Stream(device)
+        self._next = self._load()
+
+    def _load(self) -> Any:
+        batch = next(self._host)
+        with torch.cuda.stream(self._stream):
+            return to_device(batch, self._device, non_blocking=True)
+
+    def __iter__(self) -> CudaPrefetch:
+        return self
+
+    def __next__(self) -> Any:
+        current = torch.cuda.current_stream(self._device)
+        current.wait_stream(self._stream)
+        batch = self._next
+        for t in _tensors(batch):  # allocated on the side stream, used on this one
+            t.record_stream(current)
+        self._next = self._load()
+        return batch
+
+
+def batches(
+    make: Callable[[torch.Generator], B],
+    args: harness.HarnessArgs,
+    device: torch.device,
+    gen: torch.Generator,
+    workers: int = harness.HOST_WORKERS,
+) -> Iterator[B]:
+    """The training batches of a run, on ``device``, as ``args.data`` says (see the module
+    docstring): ``make(generator)`` builds one batch of CPU tensors (tuples, lists and
+    dicts of them) from its own generator; call ``next()`` on the result in each step.
+
+    The batches' seeds come from ``gen`` (the run's data generator, seeded by seed and
+    rank), so a run's data is the same in both modes (``device`` cycles the first
+    :data:`harness.POOL_BATCHES` of the ``host`` sequence) and whatever ``workers`` is.
+    ``host`` starts the DataLoader's ``workers`` processes here, before the first step
+    (forked: ``make`` may be a closure; each worker runs with one thread)."""
+    base = int(torch.randint(0, 2**62, (1,), generator=gen))
+    if args.data == "device":
+        pool = [
+            to_device(make(batch_generator(base, i)), device) for i in range(harness.POOL_BATCHES)
+        ]
+        return itertools.cycle(pool)
+    cuda = device.type == "cuda"
+    loader = torch.utils.data.DataLoader(
+        SyntheticBatches(make, base),
+        batch_size=None,  # each item is a whole batch
+        num_workers=workers,
+        pin_memory=cuda,
+        prefetch_factor=harness.HOST_PREFETCH,
+        multiprocessing_context="fork",
+        generator=batch_generator(base, -1),  # its worker seeds: not the global RNG's draws
+    )
+    host: Iterator[B] = iter(loader)
+    return CudaPrefetch(host, device) if cuda else host  # CPU: the workers' tensors

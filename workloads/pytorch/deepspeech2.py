@@ -110,15 +110,17 @@ def main(argv: list[str] | None = None) -> None:
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=1e-5)
     ctc = nn.CTCLoss(blank=0, zero_infinity=True)
     templates = torch.rand(CHARS, cfg.freq_bins, generator=gen) * 2
+    data = _common.batches(
+        lambda g: utterances(cfg, templates, args.batch_size, g), args, device, gen
+    )
     net.train()
 
     def step(_: int) -> float:
-        spec, lengths, targets, target_lengths = utterances(cfg, templates, args.batch_size, gen)
-        spec = spec.to(device)
+        spec, lengths, targets, target_lengths = next(data)
         opt.zero_grad(set_to_none=True)
         log_probs = net(spec)
-        out_lengths = cfg.conv_frames(lengths)
-        loss = ctc(log_probs, targets.to(device), out_lengths, target_lengths)
+        out_lengths = cfg.conv_frames(lengths.cpu())  # CTC's lengths: CPU tensors
+        loss = ctc(log_probs, targets, out_lengths, target_lengths.cpu())
         loss.backward()
         nn.utils.clip_grad_norm_(net.parameters(), 400.0)
         opt.step()

@@ -73,12 +73,11 @@ def main(argv: list[str] | None = None) -> None:
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.SGD(params, lr=cfg.lr, momentum=0.9, weight_decay=1e-4)
     colours = torch.rand(cfg.classes, 3, generator=gen)
+    data = _common.batches(lambda g: scenes(cfg, colours, args.batch_size, g), args, device, gen)
     net.train()
 
     def step(_: int) -> float:
-        images, targets = scenes(cfg, colours, args.batch_size, gen)
-        images = [im.to(device) for im in images]
-        targets = [{k: v.to(device) for k, v in t.items()} for t in targets]
+        images, targets = next(data)
         opt.zero_grad(set_to_none=True)
         losses = net(images, targets)
         loss = sum(losses.values())

@@ -36,11 +36,13 @@ def main(argv: list[str] | None = None) -> None:
     opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.9, weight_decay=1e-4)
     loss_fn = torch.nn.CrossEntropyLoss()
     templates = _common.class_templates(cfg.classes, 3, cfg.image_px, gen)
+    data = _common.batches(
+        lambda g: _common.image_batch(templates, args.batch_size, g), args, device, gen
+    )
     net.train()
 
     def step(_: int) -> float:
-        x, y = _common.image_batch(templates, args.batch_size, gen)
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        x, y = next(data)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(net(x), y)
         loss.backward()

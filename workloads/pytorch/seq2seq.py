@@ -70,13 +70,16 @@ def main(argv: list[str] | None = None) -> None:
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     loss_fn = nn.CrossEntropyLoss(ignore_index=0)
     vocab = min(cfg.src_vocab, cfg.tgt_vocab)
+    data = _common.batches(
+        lambda g: _common.translation_batch(args.batch_size, cfg.min_len, cfg.max_len, vocab, g),
+        args,
+        device,
+        gen,
+    )
     net.train()
 
     def step(_: int) -> float:
-        src, src_len, tgt, _tlen = _common.translation_batch(
-            args.batch_size, cfg.min_len, cfg.max_len, vocab, gen
-        )
-        src, src_len, tgt = src.to(device), src_len.to(device), tgt.to(device)
+        src, src_len, tgt, _tlen = next(data)
         opt.zero_grad(set_to_none=True)
         logits = net(src, src_len, tgt[:, :-1])
         loss = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1))

@@ -120,13 +120,18 @@ def main(argv: list[str] | None = None) -> None:
         ),
     )
     loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=LABEL_SMOOTHING)
+    data = _common.batches(
+        lambda g: _common.translation_batch(
+            args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, g
+        ),
+        args,
+        device,
+        gen,
+    )
     net.train()
 
     def step(_: int) -> float:
-        src, _len, tgt, _tlen = _common.translation_batch(
-            args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, gen
-        )
-        src, tgt = src.to(device), tgt.to(device)
+        src, _len, tgt, _tlen = next(data)
         opt.zero_grad(set_to_none=True)
         logits = net(src, tgt[:, :-1])
         loss = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1))

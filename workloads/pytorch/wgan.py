@@ -95,14 +95,23 @@ def main(argv: list[str] | None = None) -> None:
     opt_g = torch.optim.RMSprop(g.parameters(), lr=cfg.lr)
     opt_d = torch.optim.RMSprop(d.parameters(), lr=cfg.lr)
     b = args.batch_size
+    # One item of the input pipeline: the real images of a step's n_critic critic updates.
+    # The generator's noise is drawn on the training device in the step (no input cost).
+    data = _common.batches(
+        lambda gn: torch.stack([blobs(cfg.image_px, b, gn) for _ in range(cfg.n_critic)]),
+        args,
+        device,
+        gen,
+    )
     g.train()
     d.train()
 
     def step(_: int) -> float:
         for p in d.parameters():
             p.requires_grad_(True)
-        for _ in range(cfg.n_critic):
-            real = blobs(cfg.image_px, b, gen).to(device)
+        reals = next(data)
+        for k in range(cfg.n_critic):
+            real = reals[k]
             with torch.no_grad():
                 fake = g(torch.randn(b, cfg.nz, 1, 1, device=device))
             opt_d.zero_grad(set_to_none=True)

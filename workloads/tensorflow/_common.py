@@ -2,12 +2,15 @@
 
 Each harness step is one call of a ``tf.function`` training step (a GradientTape forward
 and backward pass plus the optimizer update); the first (warm-up) step includes tracing.
+Its batch comes from :func:`batches` (``--data``): a ``tf.data`` pipeline that builds
+batches in background threads ahead of the step (``host``) or a pool kept on the device.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -90,3 +93,51 @@ def classifier_eval(
         return quality.accuracy(np.argmax(logits.numpy(), axis=-1), y)
 
     return evaluate
+
+
+Make = Callable[[np.random.Generator], tuple[np.ndarray, ...]]
+
+
+def batches(
+    make: Make,
+    args: harness.HarnessArgs,
+    device: str,
+    rng: np.random.Generator,
+    workers: int = harness.HOST_WORKERS,
+) -> Iterator[tuple[tf.Tensor, ...]]:
+    """The training batches of a run as ``args.data`` says; ``make(generator)`` builds one
+    batch (a tuple of NumPy arrays) from its own generator
+    (:func:`synthetic.batch_rng`); call ``next()`` on the result in each step.
+
+    ``host``: ``workers`` ``Dataset.from_generator`` pipelines (worker w builds batches w,
+    w + workers, ...), interleaved in order with ``num_parallel_calls`` so they run in
+    tf.data's threads, then ``prefetch(tf.data.AUTOTUNE)`` (and, on a GPU,
+    ``prefetch_to_device``). ``device``: the first :data:`harness.POOL_BATCHES` of the
+    same sequence, built once on ``device`` and cycled. The seeds come from ``rng``."""
+    base = synthetic.batch_base(rng)
+    if args.data == "device":
+        with tf.device(device):
+            pool = [
+                tuple(tf.identity(tf.constant(a)) for a in make(synthetic.batch_rng(base, i)))
+                for i in range(harness.POOL_BATCHES)
+            ]
+        return itertools.cycle(pool)
+    first = make(synthetic.batch_rng(base, 0))  # its dtypes and ranks: the dataset's signature
+    signature = tuple(tf.TensorSpec([None] * a.ndim, tf.as_dtype(a.dtype)) for a in first)
+
+    def worker(w: np.int64) -> Iterator[tuple[np.ndarray, ...]]:
+        for i in itertools.count(int(w), workers):
+            yield first if i == 0 else make(synthetic.batch_rng(base, i))
+
+    with tf.device("/CPU:0"):  # the pipeline runs on the host whatever the step's device
+        ds = tf.data.Dataset.range(workers).interleave(
+            lambda w: tf.data.Dataset.from_generator(worker, args=(w,), output_signature=signature),
+            cycle_length=workers,
+            block_length=1,
+            num_parallel_calls=workers,
+            deterministic=True,
+        )
+        ds = ds.prefetch(tf.data.AUTOTUNE)
+        if device.startswith("/GPU"):
+            ds = ds.apply(tf.data.experimental.prefetch_to_device(device))
+        return iter(ds)

@@ -85,11 +85,17 @@ def main(argv: list[str] | None = None) -> None:
             opt.apply_gradients(zip(grads, net.trainable_variables, strict=True))
             return loss
 
+        data = _common.batches(
+            lambda r: synthetic.speech_batch(
+                templates, args.batch_size, cfg.min_chars, cfg.max_chars, r
+            ),
+            args,
+            device,
+            rng,
+        )
+
         def step(_: int) -> tf.Tensor:
-            spec, frames, labels, label_len = synthetic.speech_batch(
-                templates, args.batch_size, cfg.min_chars, cfg.max_chars, rng
-            )
-            return train_step(*(tf.constant(a) for a in (spec, frames, labels, label_len)))
+            return train_step(*next(data))
 
         spec_h, frames_h, labels_h, len_h = synthetic.speech_batch(
             templates,

@@ -55,9 +55,12 @@ def main(argv: list[str] | None = None) -> None:
             )
             return loss
 
+        data = _common.batches(
+            lambda r: synthetic.image_batch(templates, args.batch_size, r), args, device, rng
+        )
+
         def step(_: int) -> tf.Tensor:
-            x, y = synthetic.image_batch(templates, args.batch_size, rng)
-            return train_step(tf.constant(x), tf.constant(y))
+            return train_step(*next(data))
 
         evaluate = _common.classifier_eval(net, templates, args)
         _common.run(MODEL, args, step, evaluate=evaluate, target=quality.target(MODEL, args.size))

@@ -29,6 +29,17 @@ def held_out_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed + 1_000_003)
 
 
+def batch_rng(base: int, index: int) -> np.random.Generator:
+    """The generator of training batch ``index`` (seed ``base + index``): each batch has its
+    own seed, so the data is the same whichever input-pipeline worker builds it."""
+    return np.random.default_rng(base + index)
+
+
+def batch_base(rng: np.random.Generator) -> int:
+    """The first training batch's seed, drawn from the run's data generator."""
+    return int(rng.integers(0, 2**62))
+
+
 def _interp_matrix(size: int, coarse: int) -> np.ndarray:
     """``[size, coarse]`` bilinear (align_corners=False) upsampling weights."""
     pos = (np.arange(size) + 0.5) * coarse / size - 0.5

@@ -162,11 +162,18 @@ def main(argv: list[str] | None = None) -> None:
             opt.apply_gradients(zip(grads, net.trainable_variables, strict=True))
             return loss
 
+        data = _common.batches(
+            lambda r: synthetic.translation_batch(
+                args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, r
+            ),
+            args,
+            device,
+            rng,
+        )
+
         def step(_: int) -> tf.Tensor:
-            src, _sl, tgt, _tl = synthetic.translation_batch(
-                args.batch_size, cfg.min_len, cfg.max_len, cfg.vocab, rng
-            )
-            return train_step(tf.constant(src), tf.constant(tgt))
+            src, _sl, tgt, _tl = next(data)
+            return train_step(src, tgt)
 
         held = synthetic.translation_batch(
             synthetic.HELD_OUT,

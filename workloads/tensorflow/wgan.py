@@ -95,11 +95,22 @@ def main(argv: list[str] | None = None) -> None:
             opt_g.apply_gradients(zip(grads, net_g.trainable_variables, strict=True))
             return loss_d
 
-        def step(_: int) -> tf.Tensor:
-            reals = np.stack(
-                [synthetic.blob_images(b, cfg.image_px, CHANNELS, rng) for _ in range(cfg.n_critic)]
+        # One pipeline item: the real images of a step's n_critic critic updates (the
+        # generator's noise is drawn on the device in the step).
+        def reals(r: np.random.Generator) -> tuple[np.ndarray]:
+            return (
+                np.stack(
+                    [
+                        synthetic.blob_images(b, cfg.image_px, CHANNELS, r)
+                        for _ in range(cfg.n_critic)
+                    ]
+                ),
             )
-            return train_step(tf.constant(reals))
+
+        data = _common.batches(reals, args, device, rng)
+
+        def step(_: int) -> tf.Tensor:
+            return train_step(*next(data))
 
         held = synthetic.held_out_rng(args.seed)
         n = synthetic.HELD_OUT_IMAGES_WGAN
