@@ -103,6 +103,37 @@ def scenes(
     return images, targets
 
 
+MAX_OBJECTS = 3  # a scene has 1 to 3 rectangles
+
+
+def padded(
+    images: list[np.ndarray], targets: list[dict[str, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A batch of :func:`scenes` as three arrays, the form the input pipeline carries:
+    images ``[B, 3, px, px]``, boxes ``[B, MAX_OBJECTS, 4]`` and labels ``[B, MAX_OBJECTS]``
+    (0 pads)."""
+    boxes = np.zeros((len(images), MAX_OBJECTS, 4), np.float32)
+    labels = np.zeros((len(images), MAX_OBJECTS), np.int64)
+    for i, t in enumerate(targets):
+        n = len(t["labels"])
+        boxes[i, :n], labels[i, :n] = t["boxes"], t["labels"]
+    return np.stack(images), boxes, labels
+
+
+def unpadded(
+    images: mx.nd.NDArray, boxes: mx.nd.NDArray, labels: mx.nd.NDArray
+) -> tuple[list[np.ndarray], list[dict[str, np.ndarray]]]:
+    """The pipeline's batch back in :func:`scenes`' form. The detector's transform and its
+    anchor matching run in NumPy on the host, so the batch returns there (on a CPU, no copy;
+    with ``--data device`` on a GPU this is a copy back to the host each step)."""
+    lab = labels.asnumpy()
+    targets = [
+        {"boxes": b[m], "labels": c[m]}
+        for b, c, m in zip(boxes.asnumpy(), lab, lab > 0, strict=True)
+    ]
+    return list(images.asnumpy()), targets
+
+
 # ----------------------------------------------------------------------------- boxes
 
 
@@ -571,8 +602,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     colours = rng.random((cfg.classes, 3)).astype(np.float32)
 
+    data = _common.batches(
+        lambda r: padded(*scenes(cfg, colours, args.batch_size, r)), args, ctx, rng
+    )
+
     def step(_: int) -> float:
-        images, targets = scenes(cfg, colours, args.batch_size, rng)
+        images, targets = unpadded(*next(data))
         with autograd.record():
             loss = mx.nd.add_n(*net.losses(images, targets, ctx, rng).values())
         loss.backward()

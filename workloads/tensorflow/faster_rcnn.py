@@ -349,9 +349,12 @@ def main(argv: list[str] | None = None) -> None:
             opt.apply_gradients(zip(grads, params, strict=True))
             return loss
 
+        data = _common.batches(
+            lambda r: scenes(cfg, colours, args.batch_size, r), args, device, rng
+        )
+
         def step(_: int) -> tf.Tensor:
-            x, boxes, labels = scenes(cfg, colours, args.batch_size, rng)
-            return train_step(tf.constant(x), tf.constant(boxes), tf.constant(labels))
+            return train_step(*next(data))
 
         held = scenes(cfg, colours, HELD_OUT_IMAGES, synthetic.held_out_rng(args.seed))
         detect = tf.function(net.detect)
