@@ -52,6 +52,24 @@ _COMPILE_FRAMEWORKS = {
     "R-CNN's backbone (ResNet-50 + FPN) are always hybridized, the others never",
 }
 
+# Batches a model cannot train at: (framework, model, size) -> (smallest batch, why).
+_MIN_BATCH = {
+    ("pytorch", "inception_v3", "tiny"): (
+        2,
+        "at tiny size (96 px) Inception-v3's last blocks run on a 1x1 grid, where PyTorch's "
+        "batch norm in training needs more than one value per channel",
+    ),
+}
+
+
+def batch_unsupported(framework: str, model: str, size: str, batch: int) -> str | None:
+    """Why ``model`` on ``framework`` at ``size`` cannot train ``batch`` samples per step
+    (per rank), or None when it can."""
+    smallest, why = _MIN_BATCH.get((framework, model, size), (1, ""))
+    if batch < smallest:
+        return f"--batch-size {batch}: {why}; use {smallest} or more"
+    return None
+
 
 def unsupported(
     framework: str, model: str, nproc: int, precision: str, compiled: bool, device: str

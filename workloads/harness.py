@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from workloads.dimensions import DATA_MODES, PRECISIONS, unsupported
+from workloads.dimensions import DATA_MODES, PRECISIONS, batch_unsupported, unsupported
 
 SIZES = ("tiny", "small", "paper")
 STEPS_FILE_ENV = "TBDTRACE_STEPS_FILE"
@@ -178,6 +178,9 @@ def parse_args(
     batch = ns.batch_size if ns.batch_size is not None else default_batch[ns.size]
     if batch < 1:
         p.error("--batch-size must be >= 1")
+    why = batch_unsupported(framework, model, ns.size, batch)
+    if why:
+        p.error(why)
     every = ns.eval_every if ns.eval_every is not None else (10 if ns.to_quality else 0)
     return HarnessArgs(
         batch,

@@ -229,7 +229,7 @@ def run_sweep(
         if on_start:
             on_start(i, job)
         key = sweep_key(job)
-        why = plan.unsupported(job, device)
+        why = plan.unsupported(job, device, cfg.size)
         if why:
             row = runner.unsupported_row(job, cfg, why)
         elif key in ended:

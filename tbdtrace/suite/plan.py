@@ -146,14 +146,17 @@ def resolved_device(cfg: BenchConfig) -> str:
         return "cpu"
 
 
-def unsupported(job: Job, device: str) -> str | None:
-    """Why ``job`` cannot run (``workloads/dimensions.py``), or None."""
+def unsupported(job: Job, device: str, size: str | None = None) -> str | None:
+    """Why ``job`` cannot run (``workloads/dimensions.py``) on ``device`` at ``size`` (the
+    batch size is checked when both are known), or None."""
     registry()  # puts the checkout on sys.path
     from workloads import dimensions
 
     why = dimensions.unsupported(
         job.framework, job.model, job.nproc, job.precision, job.compile, device
     )
+    if why is None and size is not None and job.batch_size is not None:
+        why = dimensions.batch_unsupported(job.framework, job.model, size, job.batch_size)
     if why is None and device == "cuda" and job.nproc > 1:
         import torch
 

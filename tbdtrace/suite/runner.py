@@ -167,7 +167,7 @@ def run_jobs(
     for i, job in enumerate(jobs):
         if on_start:
             on_start(i, job)
-        why = plan.unsupported(job, device)
+        why = plan.unsupported(job, device, cfg.size)
         row = unsupported_row(job, cfg, why) if why else run_job(job, cfg, mode)
         out.append(row)
         if on_done:
