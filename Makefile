@@ -89,7 +89,7 @@ chromium:
 # A worker that crashes can leave xdist waiting for ever: after 40 minutes the run is
 # interrupted (SIGINT), so it still prints its summary and fails.
 test: native $(VENV_MX)/.stamp chromium
-	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile tests
+	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=25 tests
 
 # Coverage-guided fuzzing of the C++ Kineto parser (libFuzzer with AddressSanitizer and
 # UndefinedBehaviorSanitizer; tests/robustness/fuzz/), for FUZZ_SECONDS; not part of test.
