@@ -183,7 +183,9 @@ def generate(fixture: Path, spec: JobSpec, out: Path) -> dict[str, Any]:
         if r in spec.missing:
             continue
         header["distributedInfo"] = {"backend": "nccl", "rank": r, "world_size": spec.ranks}
-        head = json.dumps(header, separators=(",", ":"))[:-1]
+        # Spaces after the colons as Kineto writes them: HTA finds a file's rank with the
+        # pattern '"rank":\\s+(\\d+)' and reads a file without a match as rank 0.
+        head = json.dumps(header, separators=(", ", ": "))[:-1]
         with gzip.open(path, "wt", compresslevel=1, encoding="utf-8") as f:
             f.write((head + "," if len(head) > 1 else "{") + '"traceEvents":[\n')
             batch: list[str] = []
