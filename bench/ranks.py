@@ -209,12 +209,12 @@ def main(argv: list[str] | None = None) -> int:
         "| straggler step 3 | slow link |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for n, how, r, got, st, slow in rows:
+    for n, how, r, got, found_s, slow_s in rows:
         cpu = r.driver_cpu_s + r.workers_cpu_s
         print(
             f"| {n} | {n * a.kernels:,} | {how} | {r.wall_s:.1f} | {r.driver_cpu_s:.1f} | "
             f"{r.workers_cpu_s:.1f} | {cpu / n * 1e3:,.0f} | {r.peak_bytes / 2**20:,.0f} | "
-            f"{r.load[0]:.1f}-{r.load[1]:.1f} | {got} | {st} | {slow} |"
+            f"{r.load[0]:.1f}-{r.load[1]:.1f} | {got} | {found_s} | {slow_s} |"
         )
     return 0
 
