@@ -220,12 +220,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         for line in compare(sec, last, n_kernels):
             print("  " + line)
-        ours_strag = sorted({s["slowest_rank"] for s in sec["steps"] if s.get("straggler")} or {-1})
+        slowest = [
+            f"step {st['step']} rank {st['slowest_rank']} (lead {st['lead_ns'] / 1e6:.2f} ms"
+            f"{', straggler' if st['straggler'] else ''})"
+            for st in sec["steps"]
+            if st["lead_ns"] > 0
+        ]
         slow = [x["rank"] for x in sec["collectives"]["per_rank"] if x["slow_link"]]
         print(
             f"  stragglers: HTA get_potential_stragglers {last['stragglers']} "
-            f"{last['stragglers_error'] or ''}; ours: marked stragglers {ours_strag}, "
-            f"slow link {slow}"
+            f"{last['stragglers_error'] or ''}; ours: slowest rank by work time where it "
+            f"leads: {', '.join(slowest) or 'none'}; slow link {slow}"
         )
     return 0
 
