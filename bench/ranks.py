@@ -16,7 +16,8 @@ CPU time (user + system, Linux only), which a loaded machine does not inflate th
 does wall time: this script makes itself the child subreaper (``PR_SET_CHILD_SUBREAPER``),
 so every process the report starts, at any depth, is reaped either by its parent or, once
 orphaned, by this script, and its CPU time lands in this script's ``RUSAGE_CHILDREN``:
-the pool's forkserver and workers, the Dask scheduler, nannies and workers alike. The
+the pool's forkserver and workers, Dask's nannies and workers alike (a local Dask
+cluster's scheduler runs inside the report's own process, so it counts as the driver). The
 driver's own share is read from ``/proc/PID/stat`` while the finished report is a zombie
 (waited for with ``WNOWAIT``); "workers" is the rest of the tree. The load average (1 min)
 is read before and after each run.
