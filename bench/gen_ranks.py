@@ -3,7 +3,7 @@ fixture's statistics, with injected faults.
 
 ``python bench/gen_ranks.py FIXTURE.json.gz --ranks 4 --steps 6 --kernels-per-step 200
 --out DIR [--straggler RANK:STEP:DELAY_US] [--slow-link RANK:EXTRA_US] [--missing RANK]
-[--truncated RANK]``
+[--truncated RANK] [--launches]``
 
 What is replayed from the fixture (``gen_kineto.load_stats``, sampled with a seed):
 compute kernels (name, duration, grid, block...) and the gaps between kernels on a stream;
@@ -19,6 +19,9 @@ transfer time (the fixture kernel's duration), plus ``EXTRA`` on a ``--slow-link
 A ``--straggler`` rank sleeps ``DELAY`` (device idle) before the first segment of that
 step. Step ranges (``ProfilerStep#N``, user_annotation) span each rank's step; each
 collective kernel carries ``Seq`` (its number in the process group) unless ``--no-seq``.
+``--launches`` adds a ``cudaLaunchKernel`` (host thread, 2 us before its kernel, within
+the step, launches in sequence) per kernel with the kernel's correlation id: HTA drops
+kernels that no host event launched.
 ``--missing`` ranks get no file; a ``--truncated`` rank's file is cut at half its bytes
 (a broken gzip stream). ``manifest`` in DIR (JSON; no .json suffix, so that reading the
 folder as rank files skips it) records the parameters.
@@ -52,6 +55,9 @@ class JobSpec:
     slow_link: tuple[int, int] | None = None  # (rank, extra_ns per collective)
     missing: tuple[int, ...] = ()
     truncated: tuple[int, ...] = ()
+    # A cudaLaunchKernel (cuda_runtime, host thread) per kernel, linked by correlation:
+    # HTA keeps only kernels launched from inside a traced step.
+    launches: bool = False
     first_step: int = 1
     t0_ns: int = 1_700_000_000_000_000_000 // 1000 * 1000
 
@@ -93,6 +99,18 @@ def _event(pre: tuple[str, str], start: int, end: int, corr: int) -> str:
         f'{pre[0]}"ts":{us(start)},"dur":{us(end - start)},"args":{pre[1]},'
         f'"correlation":{corr},"External id":{corr}}}}}'
     )
+
+
+def _launch(start: int, corr: int) -> str:
+    us = gen_kineto._us
+    return (
+        f'{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,'
+        f'"ts":{us(start)},"dur":{us(LAUNCH_NS)},"args":{{"correlation":{corr},'
+        f'"External id":{corr}}}}}'
+    )
+
+
+LAUNCH_NS, LAUNCH_LEAD_NS = 500, 2000  # a launch's length and how far it precedes its kernel
 
 
 def _step(n: int, start: int, end: int) -> str:
@@ -157,14 +175,26 @@ def _rank_events(p: _Pools, spec: JobSpec, timeline: list[Any], r: int) -> Any:
     pre = [_prefix(k, {}) for k in p.compute]
     extra: dict[str, Any] = {"Group size": spec.ranks}
     corr = 1
+    host = 0  # end of the last launch on the host thread (launches do not overlap)
+
+    def launch(kernel_start: int, step_start: int) -> Any:
+        nonlocal host
+        if spec.launches:
+            t = max(kernel_start - LAUNCH_LEAD_NS, step_start, host)
+            host = t + LAUNCH_NS
+            yield _launch(t, corr)
+
     for step, segs, s0, s1 in timeline:
+        first = int(s0[r])
         for seg in segs:
             b = int(seg.begin[r])
             for j, (a, e) in zip(seg.picks, seg.rel, strict=True):
+                yield from launch(b + a, first)
                 yield _event(pre[j], b + a, b + e, corr)
                 corr += 1
             cx = dict(extra, Seq=seg.seq) if spec.seq else extra
             cpre = _prefix(p.colls[seg.coll], cx)
+            yield from launch(int(seg.c_start[r]), first)
             yield _event(cpre, int(seg.c_start[r]), int(seg.c_end[r]), corr)
             corr += 1
         yield _step(step, int(s0[r]), int(s1[r]))
@@ -183,7 +213,9 @@ def generate(fixture: Path, spec: JobSpec, out: Path) -> dict[str, Any]:
         if r in spec.missing:
             continue
         header["distributedInfo"] = {"backend": "nccl", "rank": r, "world_size": spec.ranks}
-        head = json.dumps(header, separators=(",", ":"))[:-1]
+        # Spaces after the colons as Kineto writes them: HTA finds a file's rank with the
+        # pattern '"rank":\\s+(\\d+)' and reads a file without a match as rank 0.
+        head = json.dumps(header, separators=(", ", ": "))[:-1]
         with gzip.open(path, "wt", compresslevel=1, encoding="utf-8") as f:
             f.write((head + "," if len(head) > 1 else "{") + '"traceEvents":[\n')
             batch: list[str] = []
@@ -225,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--collectives-per-step", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-seq", action="store_true", help="leave the Seq arg out")
+    ap.add_argument(
+        "--launches",
+        action="store_true",
+        help="a cudaLaunchKernel per kernel (HTA needs them: it keeps launched kernels only)",
+    )
     ap.add_argument("--straggler", action="append", default=[], metavar="RANK:STEP:DELAY_US")
     ap.add_argument("--slow-link", metavar="RANK:EXTRA_US")
     ap.add_argument("--missing", type=int, action="append", default=[], metavar="RANK")
@@ -246,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         collectives_per_step=a.collectives_per_step,
         seed=a.seed,
         seq=not a.no_seq,
+        launches=a.launches,
         stragglers=strag,
         slow_link=(slow[0], slow[1] * 1000) if slow else None,
         missing=tuple(a.missing),

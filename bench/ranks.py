@@ -1,29 +1,44 @@
-"""Cross-rank report on a synthetic rank set: wall time and the driver's peak RSS of
-``tbdtrace report DIR`` in one process (every rank imported as one trace) and rank by
-rank (``--jobs N``: a local process pool; ``--workers N``: a local Dask cluster), per
+"""Cross-rank report on a synthetic rank set: wall time, CPU time and the driver's peak
+RSS of ``tbdtrace report DIR`` in one process (every rank imported as one trace) and rank
+by rank (``--jobs N``: a local process pool; ``--workers N``: a local Dask cluster), per
 rank count.
 
 ``python bench/ranks.py [--ranks 64 --ranks 256] [--kernels 100000] [--how one,pool,dask]
-[--procs 2] [--fixture F]``
+[--procs 2] [--fixture F] [--sets DIR]``
 
 Each set (``bench/gen_ranks.py``: one straggler, one slow link) is generated once and
-cached in ``out/bench/ranks-<N>x<K>/``. Each report runs as a child process; its peak RSS
-is the driver's own (``VmHWM`` read from /proc every 50 ms: the pool's and the cluster's
-worker processes are not counted; growth in the last 50 ms could be missed). The JSON is
-checked to hold every rank and the injected faults, and the rank-by-rank ``ranks``
-sections to equal each other (and the one-process one, where it ran).
+cached in ``DIR/ranks-<N>x<K>/`` (``--sets``, default ``out/bench``). Each report runs as
+a child process; its peak RSS is the driver's own (``VmHWM`` read from /proc every 50 ms:
+the pool's and the cluster's worker processes are not counted; growth in the last 50 ms
+could be missed).
+
+CPU time (user + system, Linux only), which a loaded machine does not inflate the way it
+does wall time: this script makes itself the child subreaper (``PR_SET_CHILD_SUBREAPER``),
+so every process the report starts, at any depth, is reaped either by its parent or, once
+orphaned, by this script, and its CPU time lands in this script's ``RUSAGE_CHILDREN``:
+the pool's forkserver and workers, Dask's nannies and workers alike (a local Dask
+cluster's scheduler runs inside the report's own process, so it counts as the driver). The
+driver's own share is read from ``/proc/PID/stat`` while the finished report is a zombie
+(waited for with ``WNOWAIT``); "workers" is the rest of the tree. The load average (1 min)
+is read before and after each run.
+
+The JSON is checked to hold every rank and the injected faults, and the rank-by-rank
+``ranks`` sections to equal each other (and the one-process one, where it ran).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,8 +52,8 @@ STEPS, COLLECTIVES = 10, 8
 LIMIT_BYTES = 6 << 30
 
 
-def _set(ranks: int, kernels: int, fixture: Path) -> Path:
-    out = ROOT / "out" / "bench" / f"ranks-{ranks}x{kernels}"
+def _set(ranks: int, kernels: int, fixture: Path, sets: Path) -> Path:
+    out = sets / f"ranks-{ranks}x{kernels}"
     spec = gen_ranks.JobSpec(
         ranks=ranks,
         steps=STEPS,
@@ -65,8 +80,55 @@ def _hwm_bytes(pid: int) -> int:
     return 0
 
 
-def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, int, bool, dict | None]:
-    """(wall s, driver peak RSS bytes, killed at LIMIT_BYTES, JSON document)."""
+@dataclass
+class Result:
+    wall_s: float
+    driver_cpu_s: float  # the report process itself (user + system)
+    workers_cpu_s: float  # every other process it started, at any depth
+    peak_bytes: int  # the driver's VmHWM
+    killed: bool  # stopped at LIMIT_BYTES
+    load: tuple[float, float]  # 1-min load average before and after
+    doc: dict | None
+
+
+def _subreaper() -> None:
+    """Orphaned descendants are re-parented to this process (and reaped here, their CPU
+    time counted in RUSAGE_CHILDREN) instead of to init."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+        raise SystemExit(f"prctl(PR_SET_CHILD_SUBREAPER): errno {ctypes.get_errno()}")
+
+
+def _children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _own_cpu_s(pid: int) -> float:
+    """utime + stime of a process (a zombie's stays readable until it is reaped)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _reap_orphans(timeout_s: float = 120.0) -> None:
+    """Wait for every descendant left behind by the report (workers shutting down)."""
+    end = time.monotonic() + timeout_s
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            if time.monotonic() > end:
+                print("  warning: descendants still running; their CPU is not counted")
+                return
+            time.sleep(0.05)
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> Result:
+    load0 = os.getloadavg()[0]
+    cpu0 = _children_cpu_s()
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.DEVNULL)
@@ -84,14 +146,20 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, int, bool, dict | 
 
         w = threading.Thread(target=watch, daemon=True)
         w.start()
-        rc = p.wait()
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)  # a zombie, not reaped yet
+        wall = time.perf_counter() - t0
         done.set()
         w.join()
-        wall = time.perf_counter() - t0
+        driver = _own_cpu_s(p.pid)
+        rc = p.wait()
+        _reap_orphans()
+        total = _children_cpu_s() - cpu0
         if rc != 0 and not killed:
             raise SystemExit(f"command failed (exit {rc}): {' '.join(cmd)}")
         out.seek(0)
-        return wall, peak, killed, None if killed else json.load(out)
+        doc = None if killed else json.load(out)
+        load = (load0, os.getloadavg()[0])
+        return Result(wall, driver, total - driver, peak, killed, load, doc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,41 +169,53 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--how", default="one,pool,dask", help="paths to run (one, pool, dask)")
     ap.add_argument("--procs", type=int, default=2, help="pool processes / Dask workers")
     ap.add_argument("--fixture", type=Path, default=FIXTURE)
+    ap.add_argument(
+        "--sets", type=Path, default=ROOT / "out" / "bench", help="where the sets are cached"
+    )
     a = ap.parse_args(argv)
     if not a.fixture.is_file():
         print(
             f"{a.fixture}: no such file; pass --fixture or set TBDTRACE_FIXTURES", file=sys.stderr
         )
         return 1
+    _subreaper()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     opts = {"one": [], "pool": ["--jobs", str(a.procs)], "dask": ["--workers", str(a.procs)]}
     rows = []
     for n in a.ranks or [64, 256]:
-        d = _set(n, a.kernels, a.fixture)
+        d = _set(n, a.kernels, a.fixture, a.sets)
         sections = {}
         for how in a.how.split(","):
             cmd = [sys.executable, "-m", "tbdtrace", "report", str(d), "--format", "json"]
-            wall, peak, killed, doc = _run(cmd + opts[how], env)
-            print(f"  {n} ranks, {how}: {wall:.1f} s, {peak / 2**20:.0f} MiB", file=sys.stderr)
-            if doc is None:
-                rows.append((n, how, wall, peak, "stopped at the RSS limit", "", ""))
+            r = _run(cmd + opts[how], env)
+            print(
+                f"  {n} ranks, {how}: {r.wall_s:.1f} s wall, CPU {r.driver_cpu_s:.1f} s driver "
+                f"+ {r.workers_cpu_s:.1f} s workers, {r.peak_bytes / 2**20:.0f} MiB, load "
+                f"{r.load[0]:.1f}-{r.load[1]:.1f}",
+                file=sys.stderr,
+            )
+            if r.doc is None:
+                rows.append((n, how, r, "stopped at the RSS limit", "", ""))
                 continue
-            r = sections[how] = doc["ranks"]
-            st = next(s for s in r["steps"] if s["step"] == 3)
-            slow = [x["rank"] for x in r["collectives"]["per_rank"] if x["slow_link"]]
+            sec = sections[how] = r.doc["ranks"]
+            st = next(s for s in sec["steps"] if s["step"] == 3)
+            slow = [x["rank"] for x in sec["collectives"]["per_rank"] if x["slow_link"]]
             found = f"rank {st['slowest_rank']}, lead {st['lead_ns'] / 1e6:.2f} ms"
-            rows.append((n, how, wall, peak, str(len(r["per_rank"])), found, str(slow)))
+            rows.append((n, how, r, str(len(sec["per_rank"])), found, str(slow)))
         same = len({json.dumps(s, sort_keys=True) for s in sections.values()}) == 1
         print(f"  {n} ranks: ranks sections identical across {list(sections)}: {same}")
     print(
-        "| ranks | kernels | path | report wall (s) | driver peak RSS (MiB) | ranks reported "
+        "| ranks | kernels | path | wall (s) | CPU s driver | CPU s workers | CPU ms per rank "
+        "| driver peak RSS (MiB) | load avg (1 min, before-after) | ranks reported "
         "| straggler step 3 | slow link |"
     )
-    print("|---|---|---|---|---|---|---|---|")
-    for n, how, wall, peak, got, st, slow in rows:
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for n, how, r, got, found_s, slow_s in rows:
+        cpu = r.driver_cpu_s + r.workers_cpu_s
         print(
-            f"| {n} | {n * a.kernels:,} | {how} | {wall:.1f} | {peak / 2**20:,.0f} | {got} | "
-            f"{st} | {slow} |"
+            f"| {n} | {n * a.kernels:,} | {how} | {r.wall_s:.1f} | {r.driver_cpu_s:.1f} | "
+            f"{r.workers_cpu_s:.1f} | {cpu / n * 1e3:,.0f} | {r.peak_bytes / 2**20:,.0f} | "
+            f"{r.load[0]:.1f}-{r.load[1]:.1f} | {got} | {found_s} | {slow_s} |"
         )
     return 0
 

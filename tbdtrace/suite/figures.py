@@ -198,4 +198,32 @@ def findings(rows: Rows) -> str:
         )
     else:
         lines.append("- FP32 efficiency stays well below peak: not testable here (no FLOP count).")
+    lines += _scaling(ok)
     return "\n".join(lines) + "\n"
+
+
+def _scaling(ok: Rows) -> list[str]:
+    """One line per multi-rank run's scaling efficiency, with the caveat an efficiency
+    above 100% needs: data parallelism does not speed a rank up, so such a figure says
+    that the one-rank run was slowed by something else (other load on the machine)."""
+    runs = [r for r in ok if (r.get("nproc") or 1) > 1 and r.get("scaling_efficiency") is not None]
+    if not runs:
+        return []
+    parts = [
+        f"{r['model']} {r['framework']} batch {r['batch_size']} x {r['nproc']} ranks "
+        f"{float(r['scaling_efficiency']):.1%}"
+        for r in runs
+    ]
+    lines = [
+        "- Data-parallel scaling (throughput with N ranks / (N x one rank's), on this "
+        f"machine): {'; '.join(parts)}."
+    ]
+    over = [r for r in runs if float(r["scaling_efficiency"]) > 1.0]
+    if over:
+        lines.append(
+            f"  Caveat: {len(over)} of {len(runs)} above 100%. More ranks do not make a rank "
+            "faster, so the one-rank run was slowed by something the other was not (other "
+            "load on the machine, a shared CPU); these efficiencies measure that, not the "
+            "model. Rerun on an idle machine."
+        )
+    return lines

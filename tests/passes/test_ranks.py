@@ -224,3 +224,32 @@ def test_kineto_collectives_of_a_generated_rank(job: dict) -> None:
         range(job["spec"].steps * job["spec"].collectives_per_step)
     )
     assert set(a["group_size"].to_pylist()) == {4}
+
+
+def test_generated_launches_leave_the_ranks_section_unchanged(job: dict, tmp_path: Path) -> None:
+    """bench/gen_ranks.py --launches (for HTA): one host launch per kernel, the rank where
+    HTA's pattern finds it, and the same cross-rank figures as without launches."""
+    import re
+    from dataclasses import replace
+
+    spec = replace(job["spec"], launches=True)
+    gen_ranks.generate(fixture(NCCL), spec, tmp_path)
+    for r in range(spec.ranks):
+        path = tmp_path / f"rank-{r}.json.gz"
+        with gzip.open(path, "rt") as f:
+            head = f.readline()
+        m = re.search(r'"rank":\s+(\d+)', head)  # HTA 0.5.0's rank pattern
+        assert m is not None and int(m.group(1)) == r
+        ev = _raw(path)["traceEvents"]
+        kernels = [e["args"]["correlation"] for e in ev if e["cat"] == "kernel"]
+        launches = sorted(
+            (e["ts"], e["ts"] + e["dur"], e["args"]["correlation"])
+            for e in ev
+            if e["cat"] == "cuda_runtime"
+        )
+        assert sorted(kernels) == sorted(c for _, _, c in launches)
+        assert len(set(kernels)) == len(kernels) == len(launches)
+        assert all(a[1] <= b[0] for a, b in zip(launches, launches[1:], strict=False))
+    rc, doc, err = _report(str(tmp_path))
+    assert rc == 0, err
+    assert doc["ranks"] == job["doc"]["ranks"]

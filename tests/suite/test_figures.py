@@ -106,3 +106,26 @@ def test_nothing_to_plot_writes_only_the_findings(tmp_path: Path) -> None:
     paths = figures.write(rows, tmp_path)
     assert [p.name for p in paths] == [figures.FINDINGS_MD]
     assert "not testable here" in paths[0].read_text()
+
+
+def test_findings_state_scaling_and_flag_efficiency_above_one() -> None:
+    def run(n: int, thr: float, eff: float | None) -> dict[str, Any]:
+        return empty_row(
+            model="resnet50",
+            framework="pytorch",
+            batch_size=4,
+            status="ok",
+            nproc=n,
+            throughput_samples_per_s=thr,
+            scaling_efficiency=eff,
+        )
+
+    # 2 ranks at 6.0 samples/s against one at 1.0: 6.0 / (2 x 1.0) = 300%
+    text = figures.findings([run(1, 1.0, 1.0), run(2, 6.0, 6.0 / (2 * 1.0))])
+    assert "resnet50 pytorch batch 4 x 2 ranks 300.0%" in text
+    assert "Caveat: 1 of 1 above 100%" in text
+    # 2 ranks at 1.6 against 1.0: 80%, no caveat
+    text = figures.findings([run(1, 1.0, 1.0), run(2, 1.6, 1.6 / 2)])
+    assert "x 2 ranks 80.0%" in text and "Caveat" not in text
+    # one rank only: no scaling line
+    assert "Data-parallel scaling" not in figures.findings([run(1, 1.0, 1.0)])
