@@ -16,7 +16,6 @@ import pyarrow as pa
 
 from tbdtrace import schema
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes.cache import PassCache
 from tbdtrace.tablefile import combine as _combine
 from tbdtrace.trace import Trace
 
@@ -134,15 +133,16 @@ class WindowedTrace(Trace):
         """Device work by placement time. A launch call has its kernel's rank, so when
         every row starts in its window and every runtime call is kept, every placement is
         inside too, and the join to the runtime calls is skipped (the common case of a
-        trace whose steps span it). The join is not kept on the base trace."""
+        trace whose steps span it). The base keeps the join: the view takes its runtime
+        matches and launch times from it (``shared_arrays.runtime_match``), and the
+        whole-trace sections place kernels with it too."""
         from tbdtrace.passes import window as w
 
         own = int_column(self.base.table(name, ["start_ns"]), "start_ns")
         keep = (own >= rlo) & (own < rhi)
         if keep.all() and self._kept_of("runtime") is None:
             return keep
-        with PassCache.of(self.base).scratch():
-            t = w.row_times(self.base, name)
+        t = w.row_times(self.base, name)
         return (t >= rlo) & (t < rhi)
 
     def _selected_steps(self) -> npt.NDArray[np.bool_]:
