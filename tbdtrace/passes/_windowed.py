@@ -78,22 +78,23 @@ class WindowedTrace(Trace):
         if decl.time_column is None or n == 0:
             return None
         keys, lo, hi = self.window.bounds()
-        rank = w.row_rank_keys(self.base, name)
+        one = w.one_rank_key(self.base, name)  # read from the column's min and max
         rlo: npt.NDArray[np.int64]
         rhi: npt.NDArray[np.int64]
         if "rank" not in decl.column_names and keys.size:
             # Tables without a rank (host samples, profiler overhead): the hull of the
             # ranks' windows.
             rlo, rhi = np.asarray(lo.min()), np.asarray(hi.max())
-        elif rank.size and rank.min() == rank.max():
+        elif one is not None:
             # One rank (the common case): one window, compared as a scalar, not as two
             # per-row arrays (10M rows: 160 MB of temporaries per table).
-            i = int(np.searchsorted(keys, rank[0]))
-            hit1 = i < keys.size and keys[i] == rank[0]
+            i = int(np.searchsorted(keys, one))
+            hit1 = i < keys.size and keys[i] == one
             dlo, dhi = self.window.default
             rlo = np.asarray(lo[i] if hit1 else dlo, np.int64)
             rhi = np.asarray(hi[i] if hit1 else dhi, np.int64)
         else:
+            rank = w.row_rank_keys(self.base, name)
             idx = np.searchsorted(keys, rank)
             hit = idx < keys.size
             hit[hit] = keys[idx[hit]] == rank[hit]

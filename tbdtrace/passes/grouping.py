@@ -46,7 +46,7 @@ def group_sum(
 
     ``a`` and ``b`` are integer codes of any width; ``values`` None sums 1 per row (the
     sums are the counts). Hash grouping in linear time; the pair is packed into one int64
-    first (``b`` recoded densely only when its values span too wide a range to pack).
+    first (``b`` recoded densely only when the pair's ranges are too wide to pack).
     Sums are exact int64. At most three row-sized temporaries live at once (10M rows:
     ~250 MB).
     """
@@ -56,14 +56,17 @@ def group_sum(
         z = np.zeros(0, dtype=np.int64)
         return z, z, z, z
     b0, b1 = int(b.min()), int(b.max())
+    a0 = int(a.min())
+    a_span = int(a.max()) - a0 + 1
     bv: Ints | None = None
-    if b1 - b0 < (1 << 24):  # small codes (names, ops, -1 for none)
+    # Small codes (names, ops, -1 for none), or a pair that packs as it is (kernel names
+    # and packed launch sizes): one hash of the packed pair, no recoding of b first.
+    if b1 - b0 < (1 << 24) or a_span * (b1 - b0 + 1) < (1 << 62):
         bc, width = b, b1 - b0 + 1
     else:
         bc, bv = dense_codes(b)
         b0, width = 0, len(bv)
-    a0 = int(a.min())
-    if (int(a.max()) - a0 + 1) * width >= 1 << 62:  # cannot pack: recode a as well
+    if a_span * width >= 1 << 62:  # cannot pack: recode a as well
         ac, av = dense_codes(a)
         ga, gb, sums, counts = group_sum(ac, b if bv is None else bc, values)
         return av[ga], (gb if bv is None else bv[gb]), sums, counts
