@@ -125,12 +125,16 @@ def durations(trace: Trace, table: str) -> I64:
 def _base_run(trace: Trace, table: str) -> tuple[Trace, int, int] | None:
     """(base trace, first, end) when ``trace`` is a window view that keeps rows
     first..end-1 of ``table`` of its base, one run; else None."""
-    from tbdtrace.passes._windowed import WindowedTrace
+    view = _view(trace)
+    run = None if view is None else view.row_run(table)
+    return None if view is None or run is None else (view.base, *run)
 
-    if not isinstance(trace, WindowedTrace):
-        return None
-    run = trace.row_run(table)
-    return None if run is None else (trace.base, *run)
+
+def _view(trace: Trace) -> Any:
+    """``trace`` when it is a window view (``passes/_windowed.py``), else None. Known by
+    its ``row_run``: importing the class here would close an import circle through
+    ``passes/window.py``."""
+    return trace if callable(getattr(trace, "row_run", None)) else None
 
 
 def _carried_matches(trace: Trace, table: str) -> tuple[Trace, int, int, int] | None:
@@ -140,25 +144,22 @@ def _carried_matches(trace: Trace, table: str) -> tuple[Trace, int, int, int] | 
     that the base matches to those rows is kept. A match is the first equal id, so the
     first match among the base's runtime rows, when kept, is the first among the view's
     too: the view's match is the base's, less the runtime rows cut before the run."""
-    from tbdtrace.passes._windowed import WindowedTrace
-
-    if not isinstance(trace, WindowedTrace) or not PassCache.of(trace.base).contains(
-        RUNTIME_MATCH, table
-    ):
+    view = _view(trace)
+    if view is None or not PassCache.of(view.base).contains(RUNTIME_MATCH, table):
         return None
 
     def compute() -> tuple[int, int, int] | None:
-        run, rrun = trace.row_run(table), trace.row_run("runtime")
+        run, rrun = view.row_run(table), view.row_run("runtime")
         if run is None or rrun is None:
             return None
-        m = runtime_match(trace.base, table)[run[0] : run[1]]
+        m = runtime_match(view.base, table)[run[0] : run[1]]
         hit = m >= 0
         if (hit & ((m < rrun[0]) | (m >= rrun[1]))).any():
             return None  # a matched call is cut: its id may match a later kept call
         return run[0], run[1], rrun[0]
 
     got = PassCache.of(trace).get(BASE_RUNS, compute, table)
-    return None if got is None else (trace.base, *got)
+    return None if got is None else (view.base, *got)
 
 
 def device_rows(trace: Trace, table: str) -> list[tuple[int, Rows]]:
