@@ -55,7 +55,16 @@ def kernels_and_ops(trace: Trace, top: int | None = 20) -> tuple[pa.Table, pa.Ta
     return (kt, ot) if top is None else (kt.slice(0, top), ot.slice(0, top))
 
 
+BY_KERNEL: Entry[pa.Table] = Entry("hotspots.by_kernel", "the by=kernel table")
+
+
 def by_kernel(trace: Trace) -> pa.Table:
+    """The by=kernel table (computed once per trace: the launch codes it groups by are
+    not kept, 80 MB per 10M kernels)."""
+    return PassCache.of(trace).get(BY_KERNEL, lambda: _by_kernel(trace))
+
+
+def _by_kernel(trace: Trace) -> pa.Table:
     base = kernels.run(trace)
     if base.num_rows == 0:
         return outputs.HOTSPOTS_KERNEL.empty_table()
@@ -94,19 +103,13 @@ def by_kernel(trace: Trace) -> pa.Table:
     return out
 
 
-LAUNCH_CODES: Entry[tuple[np.ndarray, Any]] = Entry(
-    "hotspots.launch_codes",
-    "per kernel row, its packed launch configuration and the label function",
-)
-
-
 def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
     """Per kernel row, a launch-configuration code (-1 without grid/block) and a function
     from code to its "grid=(x,y,z) block=(x,y,z)" label.
 
     The six sizes pack exactly into one int64 code when their ranges allow (always, for
     real launches), so no grouping pass is needed; else rows are coded with a hash
-    (``row_codes``)."""
+    (``row_codes``). Not kept: :func:`by_kernel` reads them once."""
 
     def compute() -> tuple[np.ndarray, Any]:
         n = trace.num_rows("kernels")
@@ -150,7 +153,7 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
         packed[~known] = -1
         return packed, _label_of(bits, [])
 
-    return PassCache.of(trace).get(LAUNCH_CODES, compute)
+    return compute()
 
 
 def _stored_values(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
