@@ -154,7 +154,7 @@ def _device(
     ms, me = shared_arrays.merged(trace, key, "all")
     first_last = shared_arrays.device_span(trace, key)  # zero-duration rows excluded
     span = first_last[1] - first_last[0] if first_last else 0
-    busy = shared_arrays.merged_length(trace, key, "all")
+    busy = int((me - ms).sum())
     ga, gb = me[:-1], ms[1:]  # gaps between merged busy intervals
     # The work ending each gap starts at gb; among several, the one with the latest launch.
     if (

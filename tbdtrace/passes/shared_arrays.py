@@ -284,12 +284,6 @@ def merged_with_cum(trace: Trace, key: int, what: str) -> tuple[I64, I64, I64]:
     return PassCache.of(trace).get(MERGED_CUM, compute, key, what)
 
 
-def merged_length(trace: Trace, key: int, what: str) -> int:
-    """Total length of ``merged(trace, key, what)``: the last of its cumulative lengths
-    (kept for the window queries), not another pass over the intervals."""
-    return int(merged_with_cum(trace, key, what)[2][-1])
-
-
 def merged_kernels_first(trace: Trace, key: int) -> tuple[I64, I64, I64]:
     """``merged(trace, key, "kernels")`` plus, per merged interval, the kernel row (within
     the device's rows) that opens it (``intervals.merge_first``)."""

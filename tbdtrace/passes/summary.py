@@ -46,8 +46,8 @@ def _run(trace: Trace) -> pa.Table:
         krow = shared_arrays.rows_of(trace, "kernels", key)
         first_last = shared_arrays.device_span(trace, key)
         span = first_last[1] - first_last[0] if first_last else 0
-        busy = shared_arrays.merged_length(trace, key, "all")
-        compute = shared_arrays.merged_length(trace, key, "kernels")
+        busy = _length(shared_arrays.merged(trace, key, "all"))
+        compute = _length(shared_arrays.merged(trace, key, "kernels"))
         rank, dtype, dev = decode_device_key(int(key))
         vals = {
             "rank": rank,
@@ -119,13 +119,11 @@ def by_rank(trace: Trace) -> list[dict[str, Any]]:
         span = max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0
         ms = [shared_arrays.merged(trace, k, "all") for k in keys[r]]
         # One device: its merged intervals are the rank's union already.
-        busy = (
-            shared_arrays.merged_length(trace, keys[r][0], "all")
+        busy = _length(
+            ms[0]
             if len(ms) == 1
-            else _length(
-                intervals.merge(
-                    np.concatenate([m[0] for m in ms]), np.concatenate([m[1] for m in ms])
-                )
+            else intervals.merge(
+                np.concatenate([m[0] for m in ms]), np.concatenate([m[1] for m in ms])
             )
         )
         row: dict[str, Any] = {"rank": None if r < 0 else r, "device_count": len(keys[r])}
