@@ -17,6 +17,7 @@ traces open unchanged and ``tbdtrace upgrade`` rewrites them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -88,21 +89,48 @@ def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]
     try:
         pf = pq.ParquetFile(str(file), memory_map=True)
         names = pf.schema_arrow.names
-        present = [c for c in cols if c in names]
+        n = pf.metadata.num_rows
+        # A column every row of which is null (by the file's statistics) is not decoded:
+        # it reads as untouched zero pages, like an absent one (10M kernels without
+        # FLOP counts: ~180 MB of decoding buffers).
+        null = _all_null_columns(pf.metadata, [c for c in cols if c in names])
+        present = [c for c in cols if c in names and c not in null]
         # One thread: decoding on Arrow's pool threads allocates from glibc's per-thread
         # arenas, whose freed memory is returned and faulted in again; on the main
         # arena the CLI's heap settings keep it (a 10M-kernel report: half the page
         # faults, ~1 s less system time; docs/DECISIONS.md 15).
-        tbl = pf.read(columns=present, use_threads=False)
-        n = pf.metadata.num_rows
+        tbl = pf.read(columns=present, use_threads=False) if present else None
     except (pa.ArrowInvalid, OSError, ValueError) as e:
         raise _unreadable(file, e) from e
     out = {}
     for c in cols:
         col = decl.column(c)
-        arr = combine(tbl.column(c)) if c in names else null_array(n, col.type)
+        arr = (
+            combine(tbl.column(c)) if tbl is not None and c in present else null_array(n, col.type)
+        )
         _check_type(file, col, arr)
         out[c] = arr
+    return out
+
+
+def _all_null_columns(meta: Any, cols: list[str]) -> set[str]:
+    """Columns of ``cols`` whose statistics count every row of every row group as null
+    (a file without statistics, or with none for a column, reads it as usual)."""
+    if not cols or meta.num_rows == 0:
+        return set()
+    leaf = {meta.schema.column(j).path: j for j in range(meta.num_columns)}
+    out = set()
+    for c in cols:
+        j = leaf.get(c)
+        if j is None:
+            continue
+        for g in range(meta.num_row_groups):
+            rg = meta.row_group(g)
+            st = rg.column(j).statistics
+            if st is None or not st.has_null_count or st.null_count != rg.num_rows:
+                break
+        else:
+            out.add(c)
     return out
 
 

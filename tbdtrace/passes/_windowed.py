@@ -16,7 +16,6 @@ import pyarrow as pa
 
 from tbdtrace import schema
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes.cache import PassCache
 from tbdtrace.tablefile import combine as _combine
 from tbdtrace.trace import Trace
 
@@ -35,7 +34,9 @@ class WindowedTrace(Trace):
         super().__init__(base.path, base.meta)
         self.base = base
         self.window = window
-        self._kept: dict[str, npt.NDArray[np.int64] | None] = {}
+        # Per table: None (every row), (first, end) for one run of rows (a window that
+        # cuts a time-ordered table's ends: no index array), or the kept row indices.
+        self._kept: dict[str, tuple[int, int] | npt.NDArray[np.int64] | None] = {}
 
     def __repr__(self) -> str:
         return f"WindowedTrace({self.base!r}, {self.window.label()!r})"
@@ -44,16 +45,32 @@ class WindowedTrace(Trace):
         return self.base.has(name)
 
     def num_rows(self, name: str) -> int:
-        kept = self.kept_rows(name)
-        return self.base.num_rows(name) if kept is None else int(kept.size)
+        kept = self._kept_of(name)
+        if kept is None:
+            return self.base.num_rows(name)
+        return kept[1] - kept[0] if isinstance(kept, tuple) else int(kept.size)
 
     def kept_rows(self, name: str) -> npt.NDArray[np.int64] | None:
         """Row indices of ``name`` in the base trace that the window keeps (None: all)."""
+        kept = self._kept_of(name)
+        if isinstance(kept, tuple):
+            return np.arange(kept[0], kept[1], dtype=np.int64)
+        return kept
+
+    def row_run(self, name: str) -> tuple[int, int] | None:
+        """(first, end): the window keeps rows first..end-1 of ``name`` in the base trace,
+        one run (every row: (0, rows)); None when the kept rows are not one run."""
+        kept = self._kept_of(name)
+        if kept is None:
+            return 0, self.base.num_rows(name)
+        return kept if isinstance(kept, tuple) else None
+
+    def _kept_of(self, name: str) -> tuple[int, int] | npt.NDArray[np.int64] | None:
         if name not in self._kept:
             self._kept[name] = self._select(name)
         return self._kept[name]
 
-    def _select(self, name: str) -> npt.NDArray[np.int64] | None:
+    def _select(self, name: str) -> tuple[int, int] | npt.NDArray[np.int64] | None:
         from tbdtrace.passes import window as w
 
         decl = schema.table(name)
@@ -61,22 +78,23 @@ class WindowedTrace(Trace):
         if decl.time_column is None or n == 0:
             return None
         keys, lo, hi = self.window.bounds()
-        rank = w.row_rank_keys(self.base, name)
+        one = w.one_rank_key(self.base, name)  # read from the column's min and max
         rlo: npt.NDArray[np.int64]
         rhi: npt.NDArray[np.int64]
         if "rank" not in decl.column_names and keys.size:
             # Tables without a rank (host samples, profiler overhead): the hull of the
             # ranks' windows.
             rlo, rhi = np.asarray(lo.min()), np.asarray(hi.max())
-        elif rank.size and rank.min() == rank.max():
+        elif one is not None:
             # One rank (the common case): one window, compared as a scalar, not as two
             # per-row arrays (10M rows: 160 MB of temporaries per table).
-            i = int(np.searchsorted(keys, rank[0]))
-            hit1 = i < keys.size and keys[i] == rank[0]
+            i = int(np.searchsorted(keys, one))
+            hit1 = i < keys.size and keys[i] == one
             dlo, dhi = self.window.default
             rlo = np.asarray(lo[i] if hit1 else dlo, np.int64)
             rhi = np.asarray(hi[i] if hit1 else dhi, np.int64)
         else:
+            rank = w.row_rank_keys(self.base, name)
             idx = np.searchsorted(keys, rank)
             hit = idx < keys.size
             hit[hit] = keys[idx[hit]] == rank[hit]
@@ -101,7 +119,14 @@ class WindowedTrace(Trace):
             keep &= self._selected_steps()
         if keep.all():
             return None
-        return np.flatnonzero(keep).astype(np.int64)
+        if keep.any():
+            # One run of rows (the window cuts a time-ordered table's ends): kept as its
+            # bounds, not as an index array (10M kernels: 80 MB).
+            first = int(np.argmax(keep))
+            end = keep.size - int(np.argmax(keep[::-1]))
+            if keep[first:end].all():
+                return first, end
+        return np.flatnonzero(keep)
 
     def _events(
         self, name: str, rlo: npt.NDArray[np.int64], rhi: npt.NDArray[np.int64]
@@ -109,15 +134,16 @@ class WindowedTrace(Trace):
         """Device work by placement time. A launch call has its kernel's rank, so when
         every row starts in its window and every runtime call is kept, every placement is
         inside too, and the join to the runtime calls is skipped (the common case of a
-        trace whose steps span it). The join is not kept on the base trace."""
+        trace whose steps span it). The base keeps the join: the view takes its runtime
+        matches and launch times from it (``shared_arrays.runtime_match``), and the
+        whole-trace sections place kernels with it too."""
         from tbdtrace.passes import window as w
 
         own = int_column(self.base.table(name, ["start_ns"]), "start_ns")
         keep = (own >= rlo) & (own < rhi)
-        if keep.all() and self.kept_rows("runtime") is None:
+        if keep.all() and self._kept_of("runtime") is None:
             return keep
-        with PassCache.of(self.base).scratch():
-            t = w.row_times(self.base, name)
+        t = w.row_times(self.base, name)
         return (t >= rlo) & (t < rhi)
 
     def _selected_steps(self) -> npt.NDArray[np.bool_]:
@@ -138,12 +164,12 @@ class WindowedTrace(Trace):
         return np.ones(t.num_rows, dtype=bool)
 
     def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
-        kept = self.kept_rows(decl.name)
+        kept = self._kept_of(decl.name)
         tbl = self.base.table(decl.name, cols, cache=False)
-        if kept is not None and kept.size and int(kept[-1]) - int(kept[0]) + 1 == kept.size:
-            # One run of rows (the window cuts a time-ordered table's ends): a zero-copy
-            # view of the base's columns, not a copy of each (10M kernels: ~0.5 GiB).
-            tbl = tbl.slice(int(kept[0]), kept.size)
+        if isinstance(kept, tuple):
+            # One run of rows: a zero-copy view of the base's columns, not a copy of each
+            # (10M kernels: ~0.5 GiB).
+            tbl = tbl.slice(kept[0], kept[1] - kept[0])
         elif kept is not None:
             tbl = tbl.take(pa.array(kept))
         out = {}

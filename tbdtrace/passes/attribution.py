@@ -122,13 +122,6 @@ def _attribute(trace: Trace) -> Attribution:
     n = trace.num_rows("kernels")
     # "Not attributed" for every kernel: a read-only view of one value, no memory.
     none = np.broadcast_to(np.int64(-1), (n,))
-    m = shared_arrays.runtime_match(trace, "kernels")
-    hit = m >= 0
-    launched = (
-        hit | (shared_arrays.ints(trace, "kernels", "tid") >= 0)
-        if shared_arrays.has_values(trace, "kernels", "tid")
-        else hit
-    )
     ops = trace.table("ops", ["rank", "external_id", "name", "category"])
     o_codes, o_labels = shared_arrays.codes(trace, "ops", "name")
     if ops.num_rows and trace.column("kernels", "external_id").null_count < n:
@@ -141,11 +134,25 @@ def _attribute(trace: Trace) -> Attribution:
     else:
         by_ext = none
     m_codes, m_labels = shared_arrays.codes(trace, "markers", "name")
-    tq = np.flatnonzero(launched)
-    if tq.size == 0 or (ops.num_rows == 0 and trace.num_rows("markers") == 0):
+    if ops.num_rows == 0 and trace.num_rows("markers") == 0:
+        # No host ranges to search: the launch threads are not looked up (a native
+        # capture without ops: 10M kernels, ~0.1 GB of tids and runtime matches).
         op_idx, mod_idx, mark_idx = by_ext, none, none
     else:
-        op_idx, mod_idx, mark_idx = _on_launch_threads(trace, tq, m, hit, by_ext, o_codes, o_labels)
+        m = shared_arrays.runtime_match(trace, "kernels")
+        hit = m >= 0
+        launched = (
+            hit | (shared_arrays.ints(trace, "kernels", "tid") >= 0)
+            if shared_arrays.has_values(trace, "kernels", "tid")
+            else hit
+        )
+        tq = np.flatnonzero(launched)
+        if tq.size == 0:
+            op_idx, mod_idx, mark_idx = by_ext, none, none
+        else:
+            op_idx, mod_idx, mark_idx = _on_launch_threads(
+                trace, tq, m, hit, by_ext, o_codes, o_labels
+            )
 
     def codes(idx: I64, c: I64) -> I64:
         if idx is none or not c.size:

@@ -104,6 +104,10 @@ def in_window(t: I64, w: Window) -> npt.NDArray[np.bool_]:
     """Mask of times inside the window's intervals (ends included)."""
     if not w.starts.size:
         return np.zeros(t.size, dtype=bool)
+    if w.starts.size == 1:  # one interval (the common case): two comparisons
+        inside = t >= w.starts[0]
+        inside &= t <= w.ends[0]
+        return inside
     i = np.searchsorted(w.starts, t, side="right") - 1
     return (i >= 0) & (t <= w.ends[np.clip(i, 0, None)])
 
@@ -217,8 +221,10 @@ def kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
     for d in rkeys:
         rows = shared_arrays.rows_of(trace, "kernels", d)
         if rows is not None:
-            idx = np.arange(ks.size) if isinstance(rows, slice) else rows
-            parts.append(idx[in_window(ks[idx], w)])
+            if isinstance(rows, slice):  # every row: no index array or copy of the times
+                parts.append(np.flatnonzero(in_window(ks, w)))
+            else:
+                parts.append(rows[in_window(ks[rows], w)])
     rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     codes, labels = shared_arrays.codes(trace, "kernels", "name")
     want = {categories.CAT_INDEX[c] for c in FLOP_CATEGORIES}

@@ -55,7 +55,16 @@ def kernels_and_ops(trace: Trace, top: int | None = 20) -> tuple[pa.Table, pa.Ta
     return (kt, ot) if top is None else (kt.slice(0, top), ot.slice(0, top))
 
 
+BY_KERNEL: Entry[pa.Table] = Entry("hotspots.by_kernel", "the by=kernel table")
+
+
 def by_kernel(trace: Trace) -> pa.Table:
+    """The by=kernel table (computed once per trace: the launch codes it groups by are
+    not kept, 80 MB per 10M kernels)."""
+    return PassCache.of(trace).get(BY_KERNEL, lambda: _by_kernel(trace))
+
+
+def _by_kernel(trace: Trace) -> pa.Table:
     base = kernels.run(trace)
     if base.num_rows == 0:
         return outputs.HOTSPOTS_KERNEL.empty_table()
@@ -65,16 +74,15 @@ def by_kernel(trace: Trace) -> pa.Table:
     names = [x if x is not None else "<unknown>" for x in labels]
     total = np.bincount(name, weights=dur, minlength=len(labels))
     launch, launch_label = _launch_codes(trace)
-    # The launch configuration is the most common one by instances (each row weighs 1);
-    # op, module and marker are the ones holding most of the kernel's time.
-    ones = np.ones(dur.size, dtype=np.int64)
+    # The launch configuration is the most common one by instances (each row weighs 1:
+    # no weight); op, module and marker are the ones holding most of the kernel's time.
     count = np.bincount(name, minlength=len(labels))
     extra: dict[str, dict[str, Any]] = {}
     for col, codes, labs, weight, tot in (
         ("op", att.op, att.op_labels.__getitem__, dur, total),
         ("module", att.module, att.module_labels.__getitem__, dur, total),
         ("marker", att.marker, att.marker_labels.__getitem__, dur, total),
-        ("launch", launch, launch_label, ones, count),
+        ("launch", launch, launch_label, None, count),
     ):
         best = _dominant(name, codes, weight, tot)
         extra[col] = {names[n]: (labs(c), sh) for n, (c, sh) in best.items()}
@@ -95,19 +103,13 @@ def by_kernel(trace: Trace) -> pa.Table:
     return out
 
 
-LAUNCH_CODES: Entry[tuple[np.ndarray, Any]] = Entry(
-    "hotspots.launch_codes",
-    "per kernel row, its packed launch configuration and the label function",
-)
-
-
 def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
     """Per kernel row, a launch-configuration code (-1 without grid/block) and a function
     from code to its "grid=(x,y,z) block=(x,y,z)" label.
 
     The six sizes pack exactly into one int64 code when their ranges allow (always, for
     real launches), so no grouping pass is needed; else rows are coded with a hash
-    (``row_codes``)."""
+    (``row_codes``). Not kept: :func:`by_kernel` reads them once."""
 
     def compute() -> tuple[np.ndarray, Any]:
         n = trace.num_rows("kernels")
@@ -123,14 +125,17 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
             col = trace.table("kernels", [name], cache=False).column(0)
             if col.null_count == n:
                 return np.full(n, -1, dtype=np.int64), _label_of([], [])
-            v = int_values(col, -1)
+            v = _stored_values(col)
             del col
-            known &= v >= 0
             top = max(int(v.max()), 0)
             narrow = next(
                 t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max
             )
-            cols.append(np.where(v >= 0, v, 0).astype(narrow))
+            if int(v.min()) < 0:
+                neg = v < 0
+                known &= ~neg
+                v = np.where(neg, 0, v)
+            cols.append(v.astype(narrow))
             bits.append(top.bit_length())
             del v
         if sum(bits) > 62:
@@ -148,7 +153,20 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
         packed[~known] = -1
         return packed, _label_of(bits, [])
 
-    return PassCache.of(trace).get(LAUNCH_CODES, compute)
+    return compute()
+
+
+def _stored_values(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """An integer column's values in their stored width (int32 launch sizes stay int32,
+    half the bytes of int64), nulls as -1."""
+    if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1:
+        col = col.chunk(0)
+    if isinstance(col, pa.Array) and col.null_count == 0 and pa.types.is_signed_integer(col.type):
+        dt = np.dtype(f"i{col.type.bit_width // 8}")
+        return np.frombuffer(
+            col.buffers()[1], dtype=dt, count=len(col), offset=col.offset * dt.itemsize
+        )
+    return int_values(col, -1)
 
 
 def _label_of(bits: list[int], _: list[Any]) -> Any:
@@ -170,10 +188,10 @@ _LAUNCH_COLS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 
 
 def _dominant(
-    name: np.ndarray, codes: np.ndarray, dur: np.ndarray, total: np.ndarray
+    name: np.ndarray, codes: np.ndarray, dur: np.ndarray | None, total: np.ndarray
 ) -> dict[int, tuple[int, float]]:
     """Per kernel name code: (the code of ``codes`` holding most of that name's weight
-    ``dur`` (time, or 1 per instance), that weight / the name's ``total``). Ties go to the
+    ``dur`` (time, or None: 1 per instance), that weight / the name's ``total``). Ties go to the
     smaller code; rows with code -1 are skipped."""
     if not (codes >= 0).any():
         return {}

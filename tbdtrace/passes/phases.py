@@ -34,9 +34,13 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     (kernels placed in it, and their summed durations, ns).
     """
     first, last = _activity_bounds(trace)
-    k_rank = window.row_rank_keys(trace, "kernels")
-    k_time = window.row_times(trace, "kernels") if trace.num_rows("kernels") else k_rank
+    # Kernels of one rank (the common case): that rank's rows are all rows, no copies.
+    k_one = window.one_rank_key(trace, "kernels")
+    k_rank = window.row_rank_keys(trace, "kernels") if k_one is None else None
+    n_k = trace.num_rows("kernels")
+    k_time = window.row_times(trace, "kernels") if n_k else np.zeros(0, np.int64)
     k_dur = shared_arrays.durations(trace, "kernels")
+    none = np.zeros(0, np.int64)
     phases = window.phase_bounds(trace)
     steps = window.step_rows(trace)
     rows: list[dict[str, Any]] = []
@@ -44,8 +48,11 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     if window.NO_RANK in phases and window.NO_RANK not in first and len(ranks) > 1:
         ranks.discard(window.NO_RANK)  # unranked steps only lend their phases
     for r in sorted(ranks):
-        sel = k_rank == r
-        kt, kd = k_time[sel], k_dur[sel]
+        if k_rank is not None:
+            sel = k_rank == r
+            kt, kd = k_time[sel], k_dur[sel]
+        else:
+            kt, kd = (k_time, k_dur) if r == k_one else (none, none)
         f, e = first.get(r), last.get(r)
         # A rank without steps takes the phases of the steps without a rank, if any.
         bounds = phases.get(r) or phases.get(window.NO_RANK) or {"all": (window.LO, window.HI)}
@@ -55,7 +62,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
             t = e if hi == window.HI else hi
             if s is not None and t is not None and s > t:  # no activity on that side
                 s, t = (t, t) if lo == window.LO else (s, s)
-            inside = (kt >= lo) & (kt < hi)
+            inside = _between(kt, lo, hi)
             rows.append(
                 {
                     "rank": None if r == window.NO_RANK else r,
@@ -64,11 +71,24 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
                     "end_ns": t,
                     "wall_ns": max(0, t - s) if s is not None and t is not None else 0,
                     "step_count": int(((st >= lo) & (st < hi)).sum()),
-                    "kernel_count": int(inside.sum()),
-                    "kernel_time_ns": int(kd[inside].sum()),
+                    "kernel_count": int(np.count_nonzero(inside)),
+                    "kernel_time_ns": int(np.sum(kd, where=inside)),
                 }
             )
     return pa.Table.from_pylist(rows, schema=SCHEMA)
+
+
+def _between(t: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """lo <= t < hi, per element (an open bound, LO or HI, is not compared)."""
+    if lo == window.LO and hi == window.HI:
+        return np.ones(t.size, dtype=bool)
+    if lo == window.LO:
+        return t < hi
+    if hi == window.HI:
+        return t >= lo
+    inside = t >= lo
+    inside &= t < hi
+    return inside
 
 
 def _activity_bounds(trace: Trace) -> tuple[dict[int, int], dict[int, int]]:
@@ -78,8 +98,13 @@ def _activity_bounds(trace: Trace) -> tuple[dict[int, int], dict[int, int]]:
     for t in _ACTIVITY:
         if not trace.num_rows(t):
             continue
-        rank = window.row_rank_keys(trace, t)
         s, e = shared_arrays.ints(trace, t, "start_ns"), shared_arrays.ints(trace, t, "end_ns")
+        one = window.one_rank_key(trace, t)
+        if one is not None:  # every row of one rank: no per-rank selection
+            first[one] = min(first.get(one, int(s.min())), int(s.min()))
+            last[one] = max(last.get(one, int(e.max())), int(e.max()))
+            continue
+        rank = window.row_rank_keys(trace, t)
         for r in np.unique(rank):
             sel = rank == r
             key = int(r)

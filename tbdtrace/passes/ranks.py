@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from tbdtrace.arrow_ints import int_column
+from tbdtrace.arrow_ints import int_column, int_values
 from tbdtrace.passes import intervals, outputs
 from tbdtrace.passes.categories import CAT_INDEX, kernel_codes
 from tbdtrace.trace import Trace
@@ -54,7 +55,9 @@ def _np(tbl: pa.Table, col: str, fill: int = -1) -> np.ndarray:
 def _ranks_of(trace: Trace, table: str) -> np.ndarray:
     if not trace.has(table) or not trace.num_rows(table):
         return np.zeros(0, np.int64)
-    return _np(trace.table(table, ["rank"]), "rank")
+    # The distinct ranks only (hashed by Arrow), from a column not kept for this.
+    col = trace.table(table, ["rank"], cache=False).column(0)
+    return int_values(pc.unique(col), -1)
 
 
 def rank_list(trace: Trace) -> list[int]:

@@ -59,6 +59,11 @@ RUNTIME_MATCH: Entry[I64] = Entry(
 LAUNCH_TIMES: Entry[I64] = Entry(
     "shared_arrays.launch_times", "(table, column): per row, its runtime call's time"
 )
+BASE_RUNS: Entry[tuple[int, int, int] | None] = Entry(
+    "shared_arrays.base_runs",
+    "(table,): on a window view, the base's rows first..end of the table and the first "
+    "kept runtime row, when the base's runtime matches carry over (else None)",
+)
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -103,12 +108,58 @@ def codes(trace: Trace, table: str, column: str) -> tuple[I64, list[str | None]]
 
 
 def durations(trace: Trace, table: str) -> I64:
-    """end_ns - start_ns of every row."""
-    return PassCache.of(trace).get(
-        DURATIONS,
-        lambda: _ro(ints(trace, table, "end_ns") - ints(trace, table, "start_ns")),
-        table,
-    )
+    """end_ns - start_ns of every row.
+
+    On a window view that keeps one run of at least half the base's rows, a slice of
+    the base's array (the whole trace's sections need that one too)."""
+
+    def compute() -> I64:
+        run = _base_run(trace, table)
+        if run is not None and 2 * (run[2] - run[1]) >= run[0].num_rows(table):
+            return durations(run[0], table)[run[1] : run[2]]
+        return _ro(ints(trace, table, "end_ns") - ints(trace, table, "start_ns"))
+
+    return PassCache.of(trace).get(DURATIONS, compute, table)
+
+
+def _base_run(trace: Trace, table: str) -> tuple[Trace, int, int] | None:
+    """(base trace, first, end) when ``trace`` is a window view that keeps rows
+    first..end-1 of ``table`` of its base, one run; else None."""
+    view = _view(trace)
+    run = None if view is None else view.row_run(table)
+    return None if view is None or run is None else (view.base, *run)
+
+
+def _view(trace: Trace) -> Any:
+    """``trace`` when it is a window view (``passes/_windowed.py``), else None. Known by
+    its ``row_run``: importing the class here would close an import circle through
+    ``passes/window.py``."""
+    return trace if callable(getattr(trace, "row_run", None)) else None
+
+
+def _carried_matches(trace: Trace, table: str) -> tuple[Trace, int, int, int] | None:
+    """(base, first, end, runtime first) when the window view ``trace`` can take its
+    runtime matches of ``table`` from its base's (already computed): its rows of
+    ``table`` and of ``runtime`` are each one run of the base's, and every runtime call
+    that the base matches to those rows is kept. A match is the first equal id, so the
+    first match among the base's runtime rows, when kept, is the first among the view's
+    too: the view's match is the base's, less the runtime rows cut before the run."""
+    view = _view(trace)
+    if view is None or not PassCache.of(view.base).contains(RUNTIME_MATCH, table):
+        return None
+
+    def compute() -> tuple[int, int, int] | None:
+        run, rrun = view.row_run(table), view.row_run("runtime")
+        if run is None or rrun is None:
+            return None
+        m = runtime_match(view.base, table)[run[0] : run[1]]
+        hit = m >= 0
+        if (hit & ((m < rrun[0]) | (m >= rrun[1]))).any():
+            return None  # a matched call is cut: its id may match a later kept call
+        return run[0], run[1], rrun[0]
+
+    got = PassCache.of(trace).get(BASE_RUNS, compute, table)
+    return None if got is None else (view.base, *got)
 
 
 def device_rows(trace: Trace, table: str) -> list[tuple[int, Rows]]:
@@ -251,6 +302,11 @@ def runtime_match(trace: Trace, table: str) -> I64:
         n = trace.num_rows(table)
         if n == 0 or trace.num_rows("runtime") == 0:
             return _ro(np.full(n, -1, dtype=np.int64))
+        carried = _carried_matches(trace, table)
+        if carried is not None:
+            base, first, end, rfirst = carried
+            m = runtime_match(base, table)[first:end]
+            return m if rfirst == 0 else _ro(np.where(m >= 0, m - rfirst, -1))
         kc = ints(trace, table, "correlation_id", NULL_ID, keep=False)
         rc = ints(trace, "runtime", "correlation_id", NULL_ID, keep=False)
         kr = trace.table(table, ["rank"], cache=False).column(0)
@@ -274,6 +330,10 @@ def launch_times(trace: Trace, table: str, column: str = "start_ns", keep: bool 
     ``keep=False``: not kept for later calls (a one-off use)."""
 
     def compute() -> I64:
+        carried = _carried_matches(trace, table)
+        if carried is not None:  # the base's launch times of the same calls
+            base, first, end, _ = carried
+            return launch_times(base, table, column, keep=keep)[first:end]
         m = runtime_match(trace, table)
         hit = m >= 0
         if not hit.any():

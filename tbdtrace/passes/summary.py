@@ -118,8 +118,13 @@ def by_rank(trace: Trace) -> list[dict[str, Any]]:
         spans = [s for s in (shared_arrays.device_span(trace, k) for k in keys[r]) if s is not None]
         span = max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0
         ms = [shared_arrays.merged(trace, k, "all") for k in keys[r]]
+        # One device: its merged intervals are the rank's union already.
         busy = _length(
-            intervals.merge(np.concatenate([m[0] for m in ms]), np.concatenate([m[1] for m in ms]))
+            ms[0]
+            if len(ms) == 1
+            else intervals.merge(
+                np.concatenate([m[0] for m in ms]), np.concatenate([m[1] for m in ms])
+            )
         )
         row: dict[str, Any] = {"rank": None if r < 0 else r, "device_count": len(keys[r])}
         for c in ("kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes", "memset_count"):

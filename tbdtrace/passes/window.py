@@ -177,8 +177,30 @@ def row_times(trace: Trace, table: str) -> npt.NDArray[np.int64]:
     start = shared_arrays.ints(trace, table, tc)
     if table in shared_arrays.EVENT_TABLES and trace.num_rows("runtime"):
         launch = shared_arrays.launch_times(trace, table, keep=False)
-        return np.where(launch >= 0, launch, start)
+        known = launch >= 0
+        return launch if known.all() else np.where(known, launch, start)
     return start
+
+
+def one_rank_key(trace: Trace, table: str) -> int | None:
+    """The rank key (as :func:`row_rank_keys`) that every row of ``table`` has, when they
+    all have the same one; None when they differ or the table is empty. Read from the
+    column's minimum and maximum, without an int64 copy of it."""
+    import pyarrow.compute as pc
+
+    from tbdtrace import schema
+
+    if "rank" not in schema.table(table).column_names:
+        return NO_RANK if trace.num_rows(table) else None
+    col = trace.table(table, ["rank"], cache=False).column(0)
+    n = len(col)
+    if n == 0 or 0 < col.null_count < n:
+        return None
+    if col.null_count == n:
+        return NO_RANK
+    mm = pc.min_max(col)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    return int(lo) if lo == hi else None
 
 
 def step_rows(trace: Trace) -> dict[int, dict[str, np.ndarray]]:

@@ -187,3 +187,27 @@ def test_every_compression_round_trips(tmp_path, monkeypatch, compression):
         {"start_ns": 3, "end_ns": 4, "correlation_id": 2},
         {"start_ns": 9, "end_ns": 10, "correlation_id": 4},
     ]
+
+
+def test_all_null_columns_read_from_the_statistics(tmp_path):
+    # flops: null in every row (known from the statistics, not decoded); grid_x: some
+    # values (decoded).
+    n = 5
+    k = {
+        "start_ns": list(range(0, 10 * n, 10)),
+        "end_ns": list(range(5, 10 * n + 5, 10)),
+        "name": ["k"] * n,
+        "flops": [None] * n,
+        "grid_x": [None, 4, None, 8, None],
+    }
+    p = trace_mod.write(tmp_path / "t", {"kernels": k}, {"source": "test"})
+    f = p / "kernels.parquet"
+    stats = pq.ParquetFile(f).metadata.row_group(0)
+    names = pq.ParquetFile(f).schema_arrow.names
+    assert stats.column(names.index("flops")).statistics.null_count == n
+    decl = schema.table("kernels")
+    got = tablefile.read(f, decl, ["flops", "grid_x", "name"])
+    assert got["flops"].type == decl.column("flops").type and got["flops"].null_count == n
+    assert got["grid_x"].to_pylist() == k["grid_x"]
+    assert got["name"].to_pylist() == k["name"]
+    assert tablefile._all_null_columns(pq.ParquetFile(f).metadata, ["flops", "grid_x"]) == {"flops"}
