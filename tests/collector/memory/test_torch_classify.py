@@ -8,6 +8,8 @@ Module buffers (BatchNorm's running statistics and batch counter) count as weigh
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,14 @@ from tests.collector.memory.models import (
     mlp_batch,
     train,
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_garbage_from_earlier_tests() -> Iterator[None]:
+    """The classifier sees every live tensor of the process; cyclic garbage left by an
+    earlier test in this worker (a model in a reference cycle) is collected first."""
+    gc.collect()
+    yield
 
 
 def _opt(kind: str, model: torch.nn.Module) -> torch.optim.Optimizer | None:
