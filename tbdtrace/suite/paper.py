@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace.errors import TraceError
-from tbdtrace.suite import capture, plan, rows, runner
+from tbdtrace.suite import capture, plan, runner
 from tbdtrace.suite.plan import BenchConfig, Job
 from tbdtrace.suite.runner import OnDone, OnStart
 
@@ -220,33 +220,23 @@ def run_sweep(
     ending each sweep upward where memory runs out (module docstring). ``available``
     fixes the device memory the estimates are held against (tests); by default it is read
     before each run (:func:`available_memory_bytes`)."""
-    mode = capture.resolve(cfg.capture)
-    device = plan.resolved_device(cfg)
     ended: dict[SweepKey, str] = {}
     done: dict[SweepKey, list[dict[str, Any]]] = defaultdict(list)
-    out: list[dict[str, Any]] = []
-    for i, job in enumerate(jobs):
-        if on_start:
-            on_start(i, job)
+
+    def run_one(job: Job, cfg: BenchConfig, mode: str, device: str) -> dict[str, Any]:
         key = sweep_key(job)
-        why = plan.unsupported(job, device, cfg.size)
-        if why:
-            row = runner.unsupported_row(job, cfg, why)
-        elif key in ended:
-            row = skipped_row(job, cfg, ended[key])
-        else:
-            row = _run_or_skip(job, cfg, mode, device, done[key], available)
-            if row["status"] == "ok":
-                done[key].append(row)
-            elif row["status"] == OUT_OF_MEMORY:
-                ended[key] = f"not run: batch {job.batch_size} ran out of memory"
-            elif row["status"] == SKIPPED:
-                ended[key] = f"not run: batch {job.batch_size} was estimated not to fit"
-        out.append(row)
-        if on_done:
-            on_done(i, job, row)
-    rows.add_scaling(out)
-    return out
+        if key in ended:
+            return skipped_row(job, cfg, ended[key])
+        row = _run_or_skip(job, cfg, mode, device, done[key], available)
+        if row["status"] == "ok":
+            done[key].append(row)
+        elif row["status"] == OUT_OF_MEMORY:
+            ended[key] = f"not run: batch {job.batch_size} ran out of memory"
+        elif row["status"] == SKIPPED:
+            ended[key] = f"not run: batch {job.batch_size} was estimated not to fit"
+        return row
+
+    return runner.run_jobs(jobs, cfg, on_start, on_done, run_one)
 
 
 def _run_or_skip(

@@ -154,13 +154,24 @@ def run_job(job: Job, cfg: BenchConfig, mode: str) -> dict[str, Any]:
     return row
 
 
+# Runs one supported job: (job, cfg, capture mode, resolved device) -> its row.
+RunOne = Callable[[Job, BenchConfig, str, str], dict[str, Any]]
+
+
+def _run_one(job: Job, cfg: BenchConfig, mode: str, device: str) -> dict[str, Any]:
+    return run_job(job, cfg, mode)
+
+
 def run_jobs(
     jobs: Sequence[Job],
     cfg: BenchConfig,
     on_start: OnStart | None = None,
     on_done: OnDone | None = None,
+    run_one: RunOne = _run_one,
 ) -> list[dict[str, Any]]:
-    """Run every job (a failure does not stop the others); rows in job order."""
+    """Run every job (a failure does not stop the others); rows in job order. A job
+    ``workloads/dimensions.py`` rules out gets an ``unsupported`` row; the others go to
+    ``run_one`` (:func:`run_job` by default; ``bench --paper`` passes its sweep's)."""
     mode = capture.resolve(cfg.capture)
     device = plan.resolved_device(cfg)
     out: list[dict[str, Any]] = []
@@ -168,7 +179,7 @@ def run_jobs(
         if on_start:
             on_start(i, job)
         why = plan.unsupported(job, device, cfg.size)
-        row = unsupported_row(job, cfg, why) if why else run_job(job, cfg, mode)
+        row = unsupported_row(job, cfg, why) if why else run_one(job, cfg, mode, device)
         out.append(row)
         if on_done:
             on_done(i, job, row)
