@@ -95,9 +95,13 @@ def keep_freed_memory(big: bool = True) -> None:
     libc = glibc()
     if not big or libc is None:
         return
-    m_trim_threshold, m_mmap_max = -1, -4  # malloc.h
+    m_trim_threshold, m_mmap_max, m_arena_max = -1, -4, -8  # malloc.h
     libc.mallopt(m_mmap_max, 0)
     libc.mallopt(m_trim_threshold, 2**31 - 1)
+    # Tables are decoded on helper threads too (Trace.prefetch_tables): one arena, so
+    # what they allocate comes from the heap kept above, not from per-thread arenas
+    # that give freed memory back to the kernel.
+    libc.mallopt(m_arena_max, 1)
 
 
 def _positionals(argv: list[str]) -> list[str]:

@@ -113,6 +113,42 @@ def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]
     return out
 
 
+def constant(file: Path, column: str) -> tuple[Any] | None:
+    """``(value,)`` when the file's statistics prove that every row of ``column`` holds
+    ``value`` (``(None,)``: every row is null); None when they do not tell (versions 1
+    and 2, a file or column without statistics, values that differ, an empty file).
+    Read from the file's footer: nothing is decoded."""
+    if file.suffix != PARQUET_SUFFIX:
+        return None
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_metadata(str(file))
+    except (pa.ArrowInvalid, OSError, ValueError) as e:
+        raise _unreadable(file, e) from e
+    if meta.num_rows == 0 or meta.num_row_groups == 0:
+        return None
+    leaf = [j for j in range(meta.num_columns) if meta.schema.column(j).path == column]
+    if not leaf:
+        return None
+    nulls, values = 0, set()
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        st = rg.column(leaf[0]).statistics
+        if st is None or not st.has_null_count:
+            return None
+        nulls += st.null_count
+        if st.null_count < rg.num_rows:
+            if not st.has_min_max or st.min != st.max:
+                return None
+            values.add(st.min)
+    if nulls == meta.num_rows:
+        return (None,)
+    if nulls or len(values) != 1:
+        return None
+    return (values.pop(),)
+
+
 def _all_null_columns(meta: Any, cols: list[str]) -> set[str]:
     """Columns of ``cols`` whose statistics count every row of every row group as null
     (a file without statistics, or with none for a column, reads it as usual)."""

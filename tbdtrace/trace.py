@@ -47,6 +47,7 @@ class Trace:
         self.meta = meta
         self._columns: dict[tuple[str, str], pa.Array] = {}
         self._rows: dict[str, int] = {}
+        self._constants: dict[tuple[str, str], tuple[Any] | None] = {}
         self.pass_cache: object = None  # tbdtrace.passes.cache.PassCache, made on first use
 
     def __repr__(self) -> str:
@@ -98,12 +99,45 @@ class Trace:
         return pa.Table.from_arrays(arrays, schema=want)
 
     def prefetch(self, name: str, columns: Iterable[str]) -> None:
-        """Read the columns of table ``name`` not read yet, in one pass over the file
-        (its buffers decompress in parallel), and keep them."""
+        """Read the columns of table ``name`` not read yet, in one pass over the file,
+        and keep them."""
+        self.prefetch_tables([(name, columns)])
+
+    def prefetch_tables(self, wanted: Iterable[tuple[str, Iterable[str]]]) -> None:
+        """:meth:`prefetch` for several tables at once: each file is decoded on a thread
+        of its own (Parquet decoding releases the GIL), so on a machine with more than
+        one core the tables are read side by side."""
+        loads = []
+        for name, columns in wanted:
+            decl = schema.table(name)
+            missing = [c for c in columns if (name, decl.column(c).name) not in self._columns]
+            if missing:
+                loads.append((decl, missing))
+        for got in _concurrently([lambda d=d, m=m: self._load(d, m) for d, m in loads]):
+            self._columns.update(got)
+
+    def read_columns(self, name: str, columns: Iterable[str]) -> list[pa.Array]:
+        """Columns of table ``name`` for one use, not kept (``table(..., cache=False)``),
+        each read on a thread of its own: several columns are decoded side by side."""
         decl = schema.table(name)
-        missing = [c for c in columns if (name, decl.column(c).name) not in self._columns]
-        if missing:
-            self._columns.update(self._load(decl, missing))
+        cols = [decl.column(c).name for c in columns]
+
+        def one(c: str) -> pa.Array:
+            if (name, c) in self._columns:
+                return self._columns[(name, c)]
+            return self._load(decl, [c])[(name, c)]
+
+        return _concurrently([lambda c=c: one(c) for c in cols])
+
+    def constant(self, name: str, column: str) -> tuple[Any] | None:
+        """``(value,)`` when every row of ``column`` of table ``name`` holds ``value``
+        (``(None,)``: every row null), as the table file's statistics prove without
+        decoding it; None when they do not tell (then read the column)."""
+        key = (name, column)
+        if key not in self._constants:
+            f = self._file(name)
+            self._constants[key] = None if f is None else tablefile.constant(f, column)
+        return self._constants[key]
 
     def column(self, name: str, column: str) -> pa.Array:
         """One column of table ``name`` as a single Arrow array (decoded, cached)."""
@@ -141,6 +175,50 @@ class Trace:
             self._rows[decl.name] = len(next(iter(got.values())))
         # A version-2 file may add start_ns (read to decode end_ns); keep it too.
         return {(decl.name, c): a for c, a in got.items()}
+
+
+def _concurrently(calls: list[Any]) -> list[Any]:
+    """The results of ``calls``, run side by side on up to as many threads as this
+    process may use cores (the calling thread is one of them; each thread takes the next
+    call not yet taken); one call, or one core: in turn. The first exception of any call
+    is raised here, once every thread has stopped."""
+    threads = min(len(calls), _cores())
+    if threads < 2:
+        return [c() for c in calls]
+    import threading
+
+    results: list[Any] = [None] * len(calls)
+    errors: list[BaseException] = []
+    todo = iter(range(len(calls)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while not errors:
+            with lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            try:
+                results[i] = calls[i]()
+            except BaseException as e:  # raised again on the calling thread
+                errors.append(e)
+
+    helpers = [threading.Thread(target=work, daemon=True) for _ in range(threads - 1)]
+    for t in helpers:
+        t.start()
+    work()
+    for t in helpers:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _conform(tbl: pa.Table, want: pa.Schema, where: Path) -> pa.Table:

@@ -8,7 +8,8 @@ trace, filtered, and kept here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +50,21 @@ class WindowedTrace(Trace):
         if kept is None:
             return self.base.num_rows(name)
         return kept[1] - kept[0] if isinstance(kept, tuple) else int(kept.size)
+
+    def constant(self, name: str, column: str) -> tuple[Any] | None:
+        """The base's constant column (:meth:`Trace.constant`), when the window keeps
+        any of its rows: a subset of equal values holds the same value."""
+        return self.base.constant(name, column) if self.num_rows(name) else None
+
+    def prefetch_tables(self, wanted: Iterable[tuple[str, Iterable[str]]]) -> None:
+        wanted = [(name, list(cols)) for name, cols in wanted]
+        for name, _ in wanted:
+            self._kept_of(name)  # decided here, before the reading threads ask for it
+        super().prefetch_tables(wanted)
+
+    def read_columns(self, name: str, columns: Iterable[str]) -> list[pa.Array]:
+        self._kept_of(name)  # decided here, before the reading threads ask for it
+        return super().read_columns(name, columns)
 
     def kept_rows(self, name: str) -> npt.NDArray[np.int64] | None:
         """Row indices of ``name`` in the base trace that the window keeps (None: all)."""

@@ -115,14 +115,18 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
         n = trace.num_rows("kernels")
         if n == 0:
             return np.full(n, -1, dtype=np.int64), _label_of([], [])
-        # Read for this only, one column at a time, each kept in the narrowest unsigned
-        # type its values fit (block sizes in a byte or two): the packed code replaces
-        # the six columns, and no more than one of them is ever held at full width.
+        # Read for this only, two columns at a time (decoded side by side), each kept in
+        # the narrowest unsigned type its values fit (block sizes in a byte or two): the
+        # packed code replaces the six columns, and no more than two of them are ever
+        # held at full width.
         cols: list[np.ndarray] = []
         bits: list[int] = []
         known = np.ones(n, dtype=bool)
-        for name in _LAUNCH_COLS:
-            col = trace.table("kernels", [name], cache=False).column(0)
+        pending: list[pa.Array] = []
+        for i, _name in enumerate(_LAUNCH_COLS):
+            if not pending:
+                pending = trace.read_columns("kernels", _LAUNCH_COLS[i : i + 2])
+            col = pending.pop(0)
             if col.null_count == n:
                 return np.full(n, -1, dtype=np.int64), _label_of([], [])
             v = _stored_values(col)

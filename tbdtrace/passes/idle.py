@@ -72,9 +72,15 @@ def _sync_intervals(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     rsel = np.flatnonzero(
         shared_arrays.label_mask(trace, "runtime", "name", lambda x: "Synchronize" in x)
     )
-    # Only the sync calls' ranks are needed: taken from the column, not kept.
-    rt_rank = trace.table("runtime", ["rank"], cache=False).column(0).take(pa.array(rsel))
-    rank = np.concatenate([int_column(sy, "rank"), int_column(pa.table({"r": rt_rank}), "r")])
+    # Only the sync calls' ranks are needed: from the file's statistics when every call
+    # has the same one, else taken from the column, not kept.
+    known = trace.constant("runtime", "rank") if rsel.size else None
+    if known is not None:
+        rt_ranks = np.full(rsel.size, -1 if known[0] is None else known[0], np.int64)
+    else:
+        rt_rank = trace.table("runtime", ["rank"], cache=False).column(0).take(pa.array(rsel))
+        rt_ranks = int_column(pa.table({"r": rt_rank}), "r")
+    rank = np.concatenate([int_column(sy, "rank"), rt_ranks])
     s = np.concatenate(
         [int_column(sy, "start_ns"), shared_arrays.ints(trace, "runtime", "start_ns")[rsel]]
     )

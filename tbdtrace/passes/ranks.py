@@ -55,6 +55,9 @@ def _np(tbl: pa.Table, col: str, fill: int = -1) -> np.ndarray:
 def _ranks_of(trace: Trace, table: str) -> np.ndarray:
     if not trace.has(table) or not trace.num_rows(table):
         return np.zeros(0, np.int64)
+    known = trace.constant(table, "rank")  # from the file's statistics, when they tell
+    if known is not None:
+        return np.array([-1 if known[0] is None else known[0]], np.int64)
     # The distinct ranks only (hashed by Arrow), from a column not kept for this.
     col = trace.table(table, ["rank"], cache=False).column(0)
     return int_values(pc.unique(col), -1)

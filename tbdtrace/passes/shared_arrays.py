@@ -16,6 +16,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tbdtrace import schema
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.passes import intervals
 from tbdtrace.passes.cache import Entry, PassCache
@@ -170,6 +171,19 @@ def device_rows(trace: Trace, table: str) -> list[tuple[int, Rows]]:
     """
 
     def compute() -> list[tuple[int, Rows]]:
+        if trace.num_rows(table) == 0:
+            return []
+        known = [trace.constant(table, c) for c in _DEVICE_COLS]
+        if all(k is not None for k in known):  # one device, by the file's statistics
+            types = schema.table(table).arrow_schema()
+            one = pa.table(
+                {
+                    c: pa.array([k[0]], types.field(c).type)
+                    for c, k in zip(_DEVICE_COLS, known, strict=True)
+                    if k is not None
+                }
+            )
+            return [(int(device_keys(one)[0]), slice(None))]
         # Not kept in the trace's cache: once split by device these columns are not needed.
         t = trace.table(table, _DEVICE_COLS, cache=False)
         if t.num_rows == 0:
@@ -200,6 +214,16 @@ def _constant(col: pa.ChunkedArray | pa.Array) -> bool:
         col = col.indices
     mm = pc.min_max(col)
     return bool(mm["min"].as_py() == mm["max"].as_py())
+
+
+def _one_rank(trace: Trace, table: str) -> bool:
+    """Do every row of ``table`` and every runtime call have the same rank?"""
+    known = trace.constant(table, "rank"), trace.constant("runtime", "rank")
+    if known[0] is not None and known[1] is not None:
+        return known[0] == known[1]  # the files' statistics: nothing decoded
+    kr = trace.table(table, ["rank"], cache=False).column(0)
+    rr = trace.table("runtime", ["rank"], cache=False).column(0)
+    return _constant(kr) and _constant(rr) and kr[0].as_py() == rr[0].as_py()
 
 
 def device_keys_of(trace: Trace, tables: tuple[str, ...] = EVENT_TABLES) -> list[int]:
@@ -309,9 +333,7 @@ def runtime_match(trace: Trace, table: str) -> I64:
             return m if rfirst == 0 else _ro(np.where(m >= 0, m - rfirst, -1))
         kc = ints(trace, table, "correlation_id", NULL_ID, keep=False)
         rc = ints(trace, "runtime", "correlation_id", NULL_ID, keep=False)
-        kr = trace.table(table, ["rank"], cache=False).column(0)
-        rr = trace.table("runtime", ["rank"], cache=False).column(0)
-        if _constant(kr) and _constant(rr) and kr[0].as_py() == rr[0].as_py():
+        if _one_rank(trace, table):
             return _ro(join_sorted(kc, rc))  # one rank: ids alone decide
         return _ro(
             join_pairs(

@@ -185,13 +185,19 @@ def row_times(trace: Trace, table: str) -> npt.NDArray[np.int64]:
 def one_rank_key(trace: Trace, table: str) -> int | None:
     """The rank key (as :func:`row_rank_keys`) that every row of ``table`` has, when they
     all have the same one; None when they differ or the table is empty. Read from the
-    column's minimum and maximum, without an int64 copy of it."""
+    file's statistics when they tell, else from the column's minimum and maximum,
+    without an int64 copy of it."""
     import pyarrow.compute as pc
 
     from tbdtrace import schema
 
     if "rank" not in schema.table(table).column_names:
         return NO_RANK if trace.num_rows(table) else None
+    if trace.num_rows(table) == 0:
+        return None
+    known = trace.constant(table, "rank")  # from the file's statistics, when they tell
+    if known is not None:
+        return NO_RANK if known[0] is None else int(known[0])
     col = trace.table(table, ["rank"], cache=False).column(0)
     n = len(col)
     if n == 0 or 0 < col.null_count < n:

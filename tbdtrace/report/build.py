@@ -33,8 +33,7 @@ def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
             "skipped_events": dict(trace.meta.get("skipped_events") or {}),
         }
     }
-    for table, cols in PREFETCH:
-        trace.prefetch(table, cols)
+    trace.prefetch_tables(PREFETCH)
     win = window.resolve(trace, opts.window)
     view = window.view(trace, win)
     doc["window"] = {
@@ -48,7 +47,7 @@ def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
     return doc
 
 
-# Columns most sections read, fetched together so their decompression runs in parallel.
+# Columns most sections read, fetched together: the two files are decoded side by side.
 PREFETCH = (
     ("kernels", ("start_ns", "end_ns", "name")),
     ("runtime", ("start_ns", "end_ns", "name")),

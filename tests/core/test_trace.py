@@ -98,3 +98,67 @@ def test_meta_json_is_plain_json(tmp_path):
     tbdtrace.write(tmp_path / "t", {}, {"source": "test", "command": ["a", "b"]})
     meta = json.loads((tmp_path / "t" / "meta.json").read_text())
     assert meta["command"] == ["a", "b"] and meta["clock"] == "CLOCK_REALTIME"
+
+
+def _kernels(n: int, **cols):
+    base = {"start_ns": list(range(0, 10 * n, 10)), "end_ns": list(range(5, 10 * n, 10))}
+    return {**base, **cols}
+
+
+def test_constant_columns_come_from_the_statistics_of_every_row_group(tmp_path, monkeypatch):
+    from tbdtrace import tablefile
+
+    monkeypatch.setattr(tablefile, "ROW_GROUP_ROWS", 2)  # 5 rows: three row groups
+    cols = _kernels(
+        5,
+        rank=[3] * 5,
+        device_type=["cuda"] * 5,
+        grid_x=[1, 1, 1, 1, 2],  # differs in the last row group only
+        block_x=[7, 7, None, 7, 7],  # one null
+        stream_id=[None] * 5,
+    )
+    tbdtrace.write(tmp_path / "t", {"kernels": cols}, {})
+    import pyarrow.parquet as pq
+
+    assert pq.read_metadata(tmp_path / "t" / "kernels.parquet").num_row_groups == 3
+    tr = tbdtrace.open(tmp_path / "t")
+    assert tr.constant("kernels", "rank") == (3,)
+    assert tr.constant("kernels", "device_type") == ("cuda",)
+    assert tr.constant("kernels", "stream_id") == (None,)
+    assert tr.constant("kernels", "grid_x") is None
+    assert tr.constant("kernels", "block_x") is None
+    assert tr.constant("runtime", "rank") is None  # no such table
+    # what the statistics say agrees with the decoded values
+    for c in ("rank", "device_type", "stream_id"):
+        assert set(tr.table("kernels", [c]).column(0).to_pylist()) == {tr.constant("kernels", c)[0]}
+
+
+def test_concurrent_reads_give_the_columns_of_one_at_a_time_reads(tmp_path, monkeypatch):
+    import tbdtrace.trace as trace_mod
+
+    monkeypatch.setattr(trace_mod, "_cores", lambda: 4)  # threads even on a one-core machine
+    kern = _kernels(50, name=[f"k{i % 3}" for i in range(50)], grid_x=list(range(50)))
+    rt = {"start_ns": list(range(50)), "end_ns": list(range(1, 51)), "name": ["launch"] * 50}
+    tbdtrace.write(tmp_path / "t", {"kernels": kern, "runtime": rt}, {})
+    one = tbdtrace.open(tmp_path / "t")
+    many = tbdtrace.open(tmp_path / "t")
+    many.prefetch_tables([("kernels", ["start_ns", "name"]), ("runtime", ["end_ns", "name"])])
+    for table, c in (("kernels", "start_ns"), ("kernels", "name"), ("runtime", "end_ns")):
+        assert many.column(table, c).equals(one.column(table, c))
+    got = many.read_columns("kernels", ["grid_x", "end_ns", "start_ns"])
+    assert [a.to_pylist() for a in got] == [kern["grid_x"], kern["end_ns"], kern["start_ns"]]
+
+
+def test_an_error_on_a_reading_thread_reaches_the_caller(tmp_path, monkeypatch):
+    import tbdtrace.trace as trace_mod
+
+    monkeypatch.setattr(trace_mod, "_cores", lambda: 4)
+    tbdtrace.write(
+        tmp_path / "t",
+        {"kernels": _kernels(3), "runtime": {"start_ns": [1], "end_ns": [2]}},
+        {},
+    )
+    (tmp_path / "t" / "runtime.parquet").write_bytes(b"garbage")
+    tr = tbdtrace.open(tmp_path / "t")
+    with pytest.raises(TraceError, match="runtime.parquet"):
+        tr.prefetch_tables([("kernels", ["start_ns"]), ("runtime", ["start_ns"])])
