@@ -18,6 +18,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,6 +71,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or (held.get("NSYS") is NSYS and not NSYS.is_dir())
         ):
             item.add_marker(skip)
+
+
+# Files whose tests make test spreads over its workers one by one (each test is a long
+# training run of its own, a subprocess, and the file shares no fixture between them).
+SPREAD_FILES = frozenset({"tests/workloads/test_to_quality.py", "tests/workloads/test_train.py"})
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook; absent under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (make test) runs the tests of one file on one worker, so a
+    file's module- and session-scoped fixtures are made once; the tests of
+    ``SPREAD_FILES`` go to the workers one by one instead, so that no worker is left
+    with all of them. (``--dist loadgroup`` with ``xdist_group`` marks would say the same
+    but does not group under pytest 9: docs/DECISIONS.md 101.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileOrTestScheduling(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return nodeid if file in SPREAD_FILES else file
+
+    return FileOrTestScheduling(config, log)
 
 
 @pytest.fixture(autouse=True)
