@@ -90,9 +90,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadFileScheduling
 
     class FileOrTestScheduling(LoadFileScheduling):  # type: ignore[misc]
+        started = False
+
         def _split_scope(self, nodeid: str) -> str:
             file = nodeid.split("::", 1)[0]
             return nodeid if file in SPREAD_FILES else file
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # The long runs first (the queue puts files with the most tests first, so
+            # these one-test units would come last and end the run on one worker).
+            if not self.started:
+                self.started = True
+                spread = [u for u in self.workqueue if "::" in u]
+                for unit in reversed(spread):
+                    self.workqueue.move_to_end(unit, last=False)
+            super()._assign_work_unit(node)
 
     return FileOrTestScheduling(config, log)
 
