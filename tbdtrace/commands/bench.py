@@ -126,6 +126,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "time-to-quality (MLPerf-style); --steps is then ignored",
     )
     p.add_argument(
+        "--no-eval",
+        action="store_true",
+        help="skip the held-out evaluation each run makes after its last step (a forward "
+        "pass over the held-out set, longer than the steps of a short run); the quality "
+        "columns stay empty",
+    )
+    p.add_argument(
         "--nproc",
         nargs="+",
         action=_Extend,
@@ -187,6 +194,8 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         p.error("--steps must be >= 1 and --warmup >= 0")
     if args.timeout <= 0:
         p.error("--timeout must be > 0")
+    if args.to_quality and args.no_eval:
+        p.error("--to-quality needs the evaluation; drop --no-eval")
     try:
         batches = tuple(int(b) for b in args.batch_sizes)
     except ValueError:
@@ -222,6 +231,7 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         timeout_s=args.timeout,
         capture=args.capture,
         to_quality=args.to_quality,
+        no_eval=args.no_eval,
         nproc=tuple(dict.fromkeys(nproc)),
         precisions=tuple(dict.fromkeys(precisions)),
         compile=tuple(dict.fromkeys(m == "on" for m in modes)),
