@@ -768,6 +768,7 @@ def test_bench_relative_out_from_any_cwd(tmp_path: Path) -> None:
             "0",
             "--device",
             "cpu",
+            "--no-eval",
             "--out",
             "rel",
         ],
