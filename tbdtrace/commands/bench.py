@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tbdtrace.suite import capture, figures, paper, paper_summary, plan, table
+from tbdtrace.suite import capture, paper, plan, table
 from tbdtrace.suite.plan import DATA_MODES, DEVICES, PRECISIONS, SIZES, BenchConfig, Job
 from tbdtrace.suite.runner import run_jobs
 
@@ -282,6 +282,10 @@ def _run(args: argparse.Namespace) -> int:
         run = paper.run_sweep if args.paper else run_jobs
         rows = run(jobs, cfg, start, done)
         bar.update(task, description="done")
+    # Imported here, once there are rows: matplotlib's import is most of the start-up of
+    # `bench --list` and of a command line refused as a usage error.
+    from tbdtrace.suite import figures, paper_summary
+
     paths = table.write(rows, cfg) + figures.write(rows, cfg.out_dir)
     if args.paper:
         paths.append(paper_summary.write(rows, cfg, plan.resolved_device(cfg), paths))
