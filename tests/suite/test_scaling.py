@@ -142,7 +142,10 @@ def _measured_rate(tr: tbdtrace.Trace) -> float:
 @pytest.fixture(scope="module")
 def bench_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("scaling")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # One intra-op thread, as the two-rank runs get (a share of the cores each): with two
+    # threads on a loaded 2-core machine, one bfloat16 ResNet-50 step waits on the other
+    # thread's turn (8-35 s instead of 2 s).
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(k, None)
     cmd = [sys.executable, "-m", "tbdtrace", "bench", "--models", "resnet50"]
