@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tbdtrace.suite import capture, figures, paper, paper_summary, plan, table
+from tbdtrace.suite import capture, paper, plan, table
 from tbdtrace.suite.plan import DATA_MODES, DEVICES, PRECISIONS, SIZES, BenchConfig, Job
 from tbdtrace.suite.runner import run_jobs
 
@@ -126,6 +126,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "time-to-quality (MLPerf-style); --steps is then ignored",
     )
     p.add_argument(
+        "--no-eval",
+        action="store_true",
+        help="skip the held-out evaluation each run makes after its last step (a forward "
+        "pass over the held-out set, longer than the steps of a short run); the quality "
+        "columns stay empty",
+    )
+    p.add_argument(
         "--nproc",
         nargs="+",
         action=_Extend,
@@ -187,6 +194,8 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         p.error("--steps must be >= 1 and --warmup >= 0")
     if args.timeout <= 0:
         p.error("--timeout must be > 0")
+    if args.to_quality and args.no_eval:
+        p.error("--to-quality needs the evaluation; drop --no-eval")
     try:
         batches = tuple(int(b) for b in args.batch_sizes)
     except ValueError:
@@ -222,6 +231,7 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         timeout_s=args.timeout,
         capture=args.capture,
         to_quality=args.to_quality,
+        no_eval=args.no_eval,
         nproc=tuple(dict.fromkeys(nproc)),
         precisions=tuple(dict.fromkeys(precisions)),
         compile=tuple(dict.fromkeys(m == "on" for m in modes)),
@@ -272,6 +282,10 @@ def _run(args: argparse.Namespace) -> int:
         run = paper.run_sweep if args.paper else run_jobs
         rows = run(jobs, cfg, start, done)
         bar.update(task, description="done")
+    # Imported here, once there are rows: matplotlib's import is most of the start-up of
+    # `bench --list` and of a command line refused as a usage error.
+    from tbdtrace.suite import figures, paper_summary
+
     paths = table.write(rows, cfg) + figures.write(rows, cfg.out_dir)
     if args.paper:
         paths.append(paper_summary.write(rows, cfg, plan.resolved_device(cfg), paths))

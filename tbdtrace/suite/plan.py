@@ -34,6 +34,7 @@ class BenchConfig:
     timeout_s: float = 3600.0  # a job running longer is stopped and reported as failed
     capture: str = "auto"  # auto | tbdtrace | steps (see tbdtrace.suite.capture)
     to_quality: bool = False  # train each job until its held-out quality target is met
+    no_eval: bool = False  # no held-out evaluation after the last step: no quality cells
     nproc: tuple[int, ...] = (1,)  # data-parallel ranks per job, one job per count
     precisions: tuple[str, ...] = ("fp32",)  # training precisions, one job per precision
     compile: tuple[bool, ...] = (False,)  # compiled or not, one job per choice
@@ -185,6 +186,8 @@ def workload_argv(job: Job, cfg: BenchConfig) -> list[str]:
         argv += ["--batch-size", str(job.batch_size)]
     if cfg.to_quality:
         argv.append("--to-quality")
+    if cfg.no_eval:
+        argv.append("--no-eval")
     if job.nproc != 1:
         argv += ["--nproc", str(job.nproc)]
     if job.precision != "fp32":

@@ -14,6 +14,8 @@ differ more: gloo's worker threads are scheduled late on a loaded machine).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -52,13 +54,15 @@ def _node_env(rank: int, port: int, shift: int) -> dict[str, str]:
 
 
 def _merge(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tbdtrace", "merge", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=120,
-    )
+    """``tbdtrace merge ARGS`` through the command line's entry point, in this process (the
+    merge reads and writes files only: a process of its own would add only its start-up)."""
+    from tbdtrace import cli
+
+    argv = ["merge", *args]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(argv)
+    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,29 @@ def test_to_quality_is_passed_to_the_workload(tmp_path: Path) -> None:
     assert argv[-1] == "--to-quality"
 
 
+def test_no_eval_is_passed_to_the_workload(tmp_path: Path) -> None:
+    assert "--no-eval" not in workload_argv(_job(), BenchConfig(out_dir=tmp_path))
+    argv = workload_argv(_job(), BenchConfig(out_dir=tmp_path, no_eval=True))
+    assert argv[-1] == "--no-eval"
+
+
+def test_no_eval_with_to_quality_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from tbdtrace.commands import bench
+
+    parser = argparse.ArgumentParser()
+    bench.register(parser.add_subparsers())
+    args = parser.parse_args(["bench", "--to-quality", "--no-eval", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit) as e:
+        bench._config(args)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith("--to-quality needs the evaluation; drop --no-eval")
+
+
 def test_quality_line_is_parsed(tmp_path: Path) -> None:
     log = tmp_path / "x.log"
     log.write_text(
