@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     with tf.device(device):
         net = actor_critic(n_actions)
         opt = keras.optimizers.RMSprop(learning_rate=7e-4, rho=0.99, epsilon=0.1)
+        _common.build_optimizer(opt, net.trainable_variables)
 
         @tf.function
         def act(obs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:

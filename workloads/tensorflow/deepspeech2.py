@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     with tf.device(device):
         net = build_model(cfg)
         opt = keras.optimizers.AdamW(learning_rate=cfg.lr)
+        _common.build_optimizer(opt, net.trainable_variables)
         templates = synthetic.char_templates(cfg.freq_bins, rng)
 
         # Utterance lengths vary per batch: one trace for any length (no retracing).

@@ -339,6 +339,7 @@ def main(argv: list[str] | None = None) -> None:
         net = build_model(cfg)
         params = net.trainable_variables
         opt = keras.optimizers.SGD(learning_rate=cfg.lr, momentum=0.9, weight_decay=1e-4)
+        _common.build_optimizer(opt, params)
         colours = rng.uniform(size=(cfg.classes, 3)).astype(np.float32)
 
         @tf.function

@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     with tf.device(device):
         net = build_model(cfg)
         opt = keras.optimizers.RMSprop(learning_rate=cfg.lr, rho=0.9, momentum=0.9, epsilon=1.0)
+        _common.build_optimizer(opt, net.trainable_variables)
         loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         templates = synthetic.class_templates(cfg.classes, 3, cfg.image_px, rng)
 

@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     with tf.device(device):
         net = build_model(cfg)
         opt = keras.optimizers.SGD(learning_rate=cfg.lr, momentum=0.9, weight_decay=1e-4)
+        _common.build_optimizer(opt, net.trainable_variables)
         loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         templates = synthetic.class_templates(cfg.classes, 3, cfg.image_px, rng)
 

@@ -74,6 +74,10 @@ def main(argv: list[str] | None = None) -> None:
     with tf.device(device):
         net = Seq2Seq(cfg)
         opt = keras.optimizers.Adam(learning_rate=cfg.lr, global_clipnorm=1.0)
+        # a subclassed model creates its weights on its first call: made here, eagerly, so
+        # that the step is traced once (_common.build_optimizer)
+        net(tf.ones((1, cfg.max_len), tf.int32), tf.ones((1, 2), tf.int32))
+        _common.build_optimizer(opt, net.trainable_variables)
 
         @tf.function(reduce_retracing=True)
         def train_step(src: tf.Tensor, tgt: tf.Tensor) -> tf.Tensor:

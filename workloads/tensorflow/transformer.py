@@ -152,6 +152,10 @@ def main(argv: list[str] | None = None) -> None:
             beta_2=0.98,
             epsilon=1e-9,
         )
+        # a subclassed model creates its weights on its first call: made here, eagerly, so
+        # that the step is traced once (_common.build_optimizer)
+        net(tf.ones((1, cfg.max_len), tf.int32), tf.ones((1, 2), tf.int32))
+        _common.build_optimizer(opt, net.trainable_variables)
 
         @tf.function(reduce_retracing=True)
         def train_step(src: tf.Tensor, tgt: tf.Tensor) -> tf.Tensor:

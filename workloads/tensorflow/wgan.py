@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> None:
         net_g, net_d = generator(cfg), critic(cfg)
         opt_g = keras.optimizers.RMSprop(learning_rate=cfg.lr)
         opt_d = keras.optimizers.RMSprop(learning_rate=cfg.lr)
+        _common.build_optimizer(opt_g, net_g.trainable_variables)
+        _common.build_optimizer(opt_d, net_d.trainable_variables)
 
         @tf.function
         def train_step(reals: tf.Tensor) -> tf.Tensor:
