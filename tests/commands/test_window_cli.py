@@ -8,9 +8,7 @@ the captured trace read here, with the placement rule of docs/METRICS.md written
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import json
 import os
 import subprocess
@@ -21,32 +19,12 @@ from typing import Any
 import pytest
 
 import tbdtrace.trace
-from tbdtrace.cli import main
 from tests import rawkineto
 from tests.conftest import KINETO, KINETO_TRACES
+from tests.inprocess import tbd as _tbd
 
 HTA = KINETO / "hta"
 RANKS = {0: HTA / "sampled_rank-0.json.gz", 1: HTA / "sampled_rank-1.json.gz"}
-
-
-def _tbd(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """``tbdtrace ARGS`` through main() in this process (the commands' code, without a
-    child process's seconds of start-up): its exit status and what it wrote."""
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(list(args))
-        except SystemExit as e:  # argparse's usage errors
-            rc = e.code if isinstance(e.code, int) else 1
-    texts = []
-    for stream in (out, err):
-        stream.flush()
-        texts.append(stream.buffer.getvalue().decode())  # type: ignore[attr-defined]
-    cp = subprocess.CompletedProcess(["tbdtrace", *args], rc, texts[0], texts[1])
-    if check:
-        cp.check_returncode()
-    return cp
 
 
 def _raw_measured(path: Path) -> dict[str, int]:
