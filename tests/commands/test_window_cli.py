@@ -21,19 +21,10 @@ import pytest
 import tbdtrace.trace
 from tests import rawkineto
 from tests.conftest import KINETO, KINETO_TRACES
+from tests.inprocess import tbd as _tbd
 
 HTA = KINETO / "hta"
 RANKS = {0: HTA / "sampled_rank-0.json.gz", 1: HTA / "sampled_rank-1.json.gz"}
-
-
-def _tbd(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tbdtrace", *args],
-        capture_output=True,
-        text=True,
-        check=check,
-        env=dict(os.environ),
-    )
 
 
 def _raw_measured(path: Path) -> dict[str, int]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 import tbdtrace
 from tbdtrace.importers import kineto, validate
 from tests.conftest import KINETO, KINETO_TRACES
+from tests.inprocess import tbd
 from tests.rawkineto import expected_report, load, ns
 
 IDS = [p.name[:40] for p in KINETO_TRACES]
@@ -98,13 +97,7 @@ def test_profiler_steps_become_steps(imported):
 def test_report_json_figures_exact(imported):
     src, tr = imported
     exp = expected_report(src)
-    out = subprocess.run(
-        [sys.executable, "-m", "tbdtrace", "report", str(tr.path), "--format", "json"]
-        + ["--window", "all"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+    out = tbd("report", str(tr.path), "--format", "json", "--window", "all")
     doc = json.loads(out.stdout)
     s = doc["summary"]
     for key in ("kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes", "memset_count"):
@@ -155,12 +148,7 @@ def test_cpu_only_trace_imports_and_reports(tmp_path):
     assert "kernels" not in tables
     assert meta["ranks"] == [34]
     tbdtrace.write(tmp_path / "t", tables, meta)
-    doc = subprocess.run(
-        [sys.executable, "-m", "tbdtrace", "report", str(tmp_path / "t"), "--format", "json"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    doc = tbd("report", str(tmp_path / "t"), "--format", "json").stdout
     assert json.loads(doc)["summary"]["kernel_count"] == 0
 
 
@@ -212,25 +200,12 @@ def _write_gz(path: Path, data: bytes) -> Path:
 def test_bad_json_is_one_line_exit_1(tmp_path, content, needle):
     src = _write_gz(tmp_path / "bad.json.gz", content)
     out = tmp_path / "out"
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tbdtrace",
-            "import",
-            str(src),
-            "--out",
-            str(out),
-            "--format",
-            "kineto",
-        ],
-        capture_output=True,
-    )
+    r = tbd("import", str(src), "--out", str(out), "--format", "kineto", check=False)
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
-    assert str(src).encode() in lines[0] and needle in lines[0]
-    assert b"Traceback" not in r.stderr
+    assert str(src) in lines[0] and needle.decode() in lines[0]
+    assert "Traceback" not in r.stderr
     assert not out.exists()
 
 
@@ -238,11 +213,7 @@ def test_truncated_gzip_is_one_line(tmp_path):
     good = gzip.compress(b'{"traceEvents": []}' * 50)
     src = tmp_path / "cut.json.gz"
     src.write_bytes(good[: len(good) // 2])
-    r = subprocess.run(
-        [sys.executable, "-m", "tbdtrace", "import", str(src), "--out", str(tmp_path / "o")],
-        capture_output=True,
-        text=True,
-    )
+    r = tbd("import", str(src), "--out", str(tmp_path / "o"), check=False)
     assert r.returncode == 1
     assert len(r.stderr.strip().splitlines()) == 1 and str(src) in r.stderr
 
@@ -250,46 +221,17 @@ def test_truncated_gzip_is_one_line(tmp_path):
 def test_failed_import_keeps_existing_trace(tmp_path):
     good = KINETO / "hta" / "triton_example.json.gz"
     out = tmp_path / "trace"
-    subprocess.run(
-        [sys.executable, "-m", "tbdtrace", "import", str(good), "--out", str(out)],
-        check=True,
-        capture_output=True,
-    )
+    tbd("import", str(good), "--out", str(out))
     before = sorted(p.name for p in out.iterdir())
     bad = _write_gz(tmp_path / "bad.json.gz", b'{"traceEvents": [')
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tbdtrace",
-            "import",
-            str(bad),
-            "--out",
-            str(out),
-            "--format",
-            "kineto",
-        ],
-        capture_output=True,
-    )
+    r = tbd("import", str(bad), "--out", str(out), "--format", "kineto", check=False)
     assert r.returncode == 1
     assert sorted(p.name for p in out.iterdir()) == before
     assert tbdtrace.open(out).table("kernels").num_rows == 1
 
 
 def test_missing_file_is_one_line(tmp_path):
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tbdtrace",
-            "import",
-            str(tmp_path / "nope.json"),
-            "--out",
-            str(tmp_path / "o"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    r = tbd("import", str(tmp_path / "nope.json"), "--out", str(tmp_path / "o"), check=False)
     assert r.returncode == 1 and "no such file" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 

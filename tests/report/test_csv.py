@@ -6,8 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +13,10 @@ import pytest
 
 from tbdtrace.report import tabular
 from tests.conftest import fixture
+from tests.inprocess import tbd as _run
 
 SMALL = "kineto/kineto_tb_plugin/worker0.1623143089861.pt.trace.json.gz"
 OTHER = "kineto/hta/step_based_trace_2543932.json.gz"
-
-
-def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tbdtrace", *args], check=check, capture_output=True, text=True
-    )
 
 
 def _cell(v: Any) -> str:

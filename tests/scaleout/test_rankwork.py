@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -17,6 +16,7 @@ from tbdtrace.cli import main
 from tbdtrace.errors import TraceError
 from tbdtrace.scaleout import ExecutorSpec, executors, open_executor
 from tests.conftest import fixture
+from tests.inprocess import tbd
 from tests.scaleout.conftest import STRAGGLER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,9 +131,5 @@ def test_options_checked(generated: Path) -> None:
         [str(generated), "--workers", "2", "--scheduler", "tcp://x:1"],
         [one, "--jobs", "2"],  # one file: nothing to run rank by rank
     ):
-        r = subprocess.run(
-            [sys.executable, "-m", "tbdtrace", "report", *bad],
-            capture_output=True,
-            text=True,
-        )
+        r = tbd("report", *bad, check=False)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr

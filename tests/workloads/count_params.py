@@ -4,8 +4,10 @@ Run with the framework's own Python (``.venv`` for pytorch and tensorflow, ``.ve
 for mxnet): ``python tests/workloads/count_params.py FRAMEWORK SIZE...``. Prints
 ``{model: {size: count}}`` for the models that framework implements. The nets are built
 as the workloads build them (one tiny forward pass where a framework creates its weights
-lazily); nothing is trained. A model a framework does not implement (no module
-``workloads.<framework>.<model>``) is left out of that framework's counts.
+lazily), with their weights' shapes only where the framework allows it (PyTorch's meta
+device, Keras's stateless scope); nothing is trained. A model a framework does not
+implement (no module ``workloads.<framework>.<model>``) is left out of that framework's
+counts.
 tests/workloads/test_specs.py compares the frameworks.
 """
 
@@ -62,23 +64,28 @@ def _torch_nets(mod: Any, model: str, cfg: Any) -> list[Any]:
 def _tf(model: str, cfg: Any) -> int:
     import importlib
 
+    import keras
     import numpy as np
-    import tensorflow as tf
 
     mod = importlib.import_module(f"workloads.tensorflow.{model}")
-    tokens = tf.constant(np.full((1, 5), 3, np.int32))
     nets: list[Any]
-    if model in ("resnet50", "inception_v3", "deepspeech2", "faster_rcnn"):
-        nets = [mod.build_model(cfg)]  # faster_rcnn's builds its weights with a forward pass
-    elif model == "seq2seq":
-        nets = [mod.Seq2Seq(cfg)]
-        nets[0](tokens, tokens)
-    elif model == "transformer":
-        nets = [mod.Transformer(cfg)]
-        nets[0](tokens, tokens)
-    else:
-        nets = [mod.generator(cfg), mod.critic(cfg)]
-    return sum(int(np.prod(v.shape)) for n in nets for v in n.trainable_variables)
+    # Shapes only: in a stateless scope Keras creates each variable with its shape and
+    # defers its initial value, which is never computed here (the paper sizes' orthogonal
+    # GRU kernels alone took a minute to initialise), and the token inputs are symbolic,
+    # so the subclassed models are traced, not run.
+    with keras.StatelessScope(initialize_variables=False):
+        tokens = keras.KerasTensor((1, 5), "int32")
+        if model in ("resnet50", "inception_v3", "deepspeech2", "faster_rcnn"):
+            nets = [mod.build_model(cfg)]  # faster_rcnn's builds its weights with a forward pass
+        elif model == "seq2seq":
+            nets = [mod.Seq2Seq(cfg)]
+            nets[0](tokens, tokens)
+        elif model == "transformer":
+            nets = [mod.Transformer(cfg)]
+            nets[0](tokens, tokens)
+        else:
+            nets = [mod.generator(cfg), mod.critic(cfg)]
+        return sum(int(np.prod(v.shape)) for n in nets for v in n.trainable_variables)
 
 
 def _mx(model: str, cfg: Any) -> int:
@@ -139,11 +146,14 @@ SPECS: dict[str, specs.Spec[Any]] = {
 }
 
 
-def main() -> None:
-    framework, sizes = sys.argv[1], sys.argv[2:]
+def counts(framework: str, sizes: list[str]) -> dict[str, dict[str, int]]:
+    """``{model: {size: count}}`` of `framework`'s models, in this process."""
     count = COUNTERS[framework]
-    out = {m: {s: count(m, SPECS[m].configs[s]) for s in sizes} for m in MODELS}
-    print(json.dumps(out))
+    return {m: {s: count(m, SPECS[m].configs[s]) for s in sizes} for m in MODELS}
+
+
+def main() -> None:
+    print(json.dumps(counts(sys.argv[1], sys.argv[2:])))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ from pathlib import Path
 
 from tests.workloads.runner import run_workload
 
+# Parameter counts need the parameters' shapes only: models built on the meta device
+# allocate and initialise nothing (the paper sizes took seconds on the CPU).
+META = "meta"
+
 
 def test_network_is_the_four_layer_a3c_net() -> None:
     from workloads.pytorch import a3c
@@ -53,9 +57,12 @@ def test_synthetic_speech_is_learnable(tmp_path: Path) -> None:
 
 
 def test_paper_size_is_resnet50_fpn_with_voc_head() -> None:
+    import torch
+
     from workloads.pytorch import faster_rcnn
 
-    net = faster_rcnn.build_model(faster_rcnn.CONFIGS["paper"])
+    with torch.device(META):
+        net = faster_rcnn.build_model(faster_rcnn.CONFIGS["paper"])
     # torchvision documents 41,755,286 parameters for the COCO model (91 classes, frozen
     # batch-norm). VOC's 21 classes shrink the predictor by 70 x 1025 (scores) and
     # 280 x 1025 (boxes); trainable batch-norm adds 2 x 26,560 ResNet-50 BN channels.
@@ -64,10 +71,13 @@ def test_paper_size_is_resnet50_fpn_with_voc_head() -> None:
 
 
 def test_paper_size_is_inception_v3_without_the_aux_head() -> None:
+    import torch
+
     from workloads.pytorch import inception_v3
 
     cfg = inception_v3.CONFIGS["paper"]
-    net = inception_v3.build_model(cfg)
+    with torch.device(META):
+        net = inception_v3.build_model(cfg)
     # torchvision's documented parameter count for Inception-v3 (27,161,264) less its
     # auxiliary head: 1x1 conv 768->128 + BN, 5x5 conv 128->768 + BN, fc 768->1000.
     aux = (768 * 128 + 2 * 128) + (128 * 768 * 25 + 2 * 768) + (768 * 1000 + 1000)
@@ -76,9 +86,12 @@ def test_paper_size_is_inception_v3_without_the_aux_head() -> None:
 
 
 def test_paper_size_is_resnet50_on_imagenet() -> None:
+    import torch
+
     from workloads.pytorch import resnet50
 
-    net = resnet50.build_model(resnet50.CONFIGS["paper"])
+    with torch.device(META):
+        net = resnet50.build_model(resnet50.CONFIGS["paper"])
     # torchvision's documented parameter count for ResNet-50 (ImageNet-1k head).
     assert sum(p.numel() for p in net.parameters()) == 25_557_032
     assert resnet50.CONFIGS["paper"].image_px == 224
@@ -133,11 +146,14 @@ def _transformer_params(d: int, ff: int, vocab: int, layers: int) -> int:
 
 
 def test_paper_size_is_transformer_base() -> None:
+    import torch
+
     from workloads.pytorch import transformer
 
     cfg = transformer.CONFIGS["paper"]
     assert (cfg.d_model, cfg.heads, cfg.layers, cfg.ff) == (512, 8, 6, 2048)
-    net = transformer.TransformerNMT(cfg)
+    with torch.device(META):
+        net = transformer.TransformerNMT(cfg)
     assert sum(p.numel() for p in net.parameters()) == _transformer_params(512, 2048, cfg.vocab, 6)
 
 

@@ -1,4 +1,8 @@
-"""The harness options, exercised through a real PyTorch workload (WGAN, the fastest)."""
+"""The harness options, exercised through a real PyTorch workload (WGAN, the fastest).
+
+Runs that train are child processes, as a user starts them; options refused before any
+training starts are checked through the workload's main() in this process (each child
+spends seconds loading torch, which this process holds already)."""
 
 from __future__ import annotations
 
@@ -55,23 +59,50 @@ def test_no_steps_file_still_trains(tmp_path: Path) -> None:
     assert "wgan pytorch size=tiny batch=8 steps=1" in p.stderr
 
 
+def _exit_in_process(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+) -> tuple[int | str | None, str]:
+    """``main(args)`` of the workload in this process, for the options refused before any
+    training starts: the exit status it raises and what it wrote to stderr. A SystemExit is
+    what makes `python -m` exit with that status and no traceback; the steps file must not
+    appear."""
+    from workloads.pytorch import wgan
+
+    steps = tmp_path / "steps.jsonl"
+    monkeypatch.setenv("TBDTRACE_STEPS_FILE", str(steps))
+    with pytest.raises(SystemExit) as exited:
+        wgan.main(list(args))
+    assert not steps.exists()
+    return exited.value.code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize("bad", [["--steps", "0"], ["--batch-size", "0"], ["--size", "huge"]])
-def test_bad_options_are_usage_errors(tmp_path: Path, bad: list[str]) -> None:
-    run = run_workload(MODULE, tmp_path, *bad)
-    assert run.returncode == 2
-    assert "Traceback" not in run.stderr
-    assert run.records == []
+def test_bad_options_are_usage_errors(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    bad: list[str],
+) -> None:
+    code, stderr = _exit_in_process(tmp_path, monkeypatch, capsys, *bad)
+    assert code == 2
+    assert "error:" in stderr.strip().splitlines()[-1]
 
 
-def test_cuda_without_a_device_is_one_line(tmp_path: Path) -> None:
+def test_cuda_without_a_device_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present")
-    run = run_workload(MODULE, tmp_path, "--device", "cuda", "--steps", "1")
-    assert run.returncode == 1
-    assert "Traceback" not in run.stderr
-    assert run.stderr.strip().splitlines()[-1].startswith("workloads: --device cuda")
+    code, stderr = _exit_in_process(
+        tmp_path, monkeypatch, capsys, "--device", "cuda", "--steps", "1"
+    )
+    assert code == 1
+    assert stderr.strip().splitlines()[-1].startswith("workloads: --device cuda")
 
 
 def test_eval_every_and_no_eval(tmp_path: Path) -> None:
@@ -97,8 +128,9 @@ def test_eval_every_and_no_eval(tmp_path: Path) -> None:
     assert " quality " not in run.stderr
 
 
-def test_to_quality_without_evaluation_is_a_usage_error(tmp_path: Path) -> None:
-    run = run_workload(MODULE, tmp_path, "--to-quality", "--no-eval")
-    assert run.returncode == 2
-    assert "Traceback" not in run.stderr
-    assert run.records == []
+def test_to_quality_without_evaluation_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, stderr = _exit_in_process(tmp_path, monkeypatch, capsys, "--to-quality", "--no-eval")
+    assert code == 2
+    assert "error:" in stderr.strip().splitlines()[-1]
