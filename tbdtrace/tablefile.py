@@ -113,20 +113,24 @@ def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]
     return out
 
 
-def constant(file: Path, column: str) -> tuple[Any] | None:
-    """``(value,)`` when the file's statistics prove that every row of ``column`` holds
-    ``value`` (``(None,)``: every row is null); None when they do not tell (versions 1
-    and 2, a file or column without statistics, values that differ, an empty file).
-    Read from the file's footer: nothing is decoded."""
+def footer(file: Path) -> Any | None:
+    """The Parquet footer (file metadata, statistics included) of a version-3 table file;
+    None for versions 1 and 2 (Arrow IPC files carry no statistics)."""
     if file.suffix != PARQUET_SUFFIX:
         return None
     import pyarrow.parquet as pq
 
     try:
-        meta = pq.read_metadata(str(file))
+        return pq.read_metadata(str(file))
     except (pa.ArrowInvalid, OSError, ValueError) as e:
         raise _unreadable(file, e) from e
-    if meta.num_rows == 0 or meta.num_row_groups == 0:
+
+
+def constant(meta: Any, column: str) -> tuple[Any] | None:
+    """``(value,)`` when the footer ``meta``'s statistics prove that every row of
+    ``column`` holds ``value`` (``(None,)``: every row is null); None when they do not
+    tell (a column without statistics, values that differ, an empty file)."""
+    if meta.num_rows == 0:
         return None
     leaf = [j for j in range(meta.num_columns) if meta.schema.column(j).path == column]
     if not leaf:
@@ -152,22 +156,7 @@ def constant(file: Path, column: str) -> tuple[Any] | None:
 def _all_null_columns(meta: Any, cols: list[str]) -> set[str]:
     """Columns of ``cols`` whose statistics count every row of every row group as null
     (a file without statistics, or with none for a column, reads it as usual)."""
-    if not cols or meta.num_rows == 0:
-        return set()
-    leaf = {meta.schema.column(j).path: j for j in range(meta.num_columns)}
-    out = set()
-    for c in cols:
-        j = leaf.get(c)
-        if j is None:
-            continue
-        for g in range(meta.num_row_groups):
-            rg = meta.row_group(g)
-            st = rg.column(j).statistics
-            if st is None or not st.has_null_count or st.null_count != rg.num_rows:
-                break
-        else:
-            out.add(c)
-    return out
+    return {c for c in cols if constant(meta, c) == (None,)}
 
 
 def _unreadable(file: Path, e: BaseException) -> TraceError:

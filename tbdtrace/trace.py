@@ -47,7 +47,7 @@ class Trace:
         self.meta = meta
         self._columns: dict[tuple[str, str], pa.Array] = {}
         self._rows: dict[str, int] = {}
-        self._constants: dict[tuple[str, str], tuple[Any] | None] = {}
+        self._footers: dict[str, Any] = {}  # table -> Parquet footer (None: no statistics)
         self.pass_cache: object = None  # tbdtrace.passes.cache.PassCache, made on first use
 
     def __repr__(self) -> str:
@@ -133,11 +133,11 @@ class Trace:
         """``(value,)`` when every row of ``column`` of table ``name`` holds ``value``
         (``(None,)``: every row null), as the table file's statistics prove without
         decoding it; None when they do not tell (then read the column)."""
-        key = (name, column)
-        if key not in self._constants:
+        if name not in self._footers:
             f = self._file(name)
-            self._constants[key] = None if f is None else tablefile.constant(f, column)
-        return self._constants[key]
+            self._footers[name] = None if f is None else tablefile.footer(f)
+        meta = self._footers[name]
+        return None if meta is None else tablefile.constant(meta, column)
 
     def column(self, name: str, column: str) -> pa.Array:
         """One column of table ``name`` as a single Arrow array (decoded, cached)."""
@@ -179,39 +179,15 @@ class Trace:
 
 def _concurrently(calls: list[Any]) -> list[Any]:
     """The results of ``calls``, run side by side on up to as many threads as this
-    process may use cores (the calling thread is one of them; each thread takes the next
-    call not yet taken); one call, or one core: in turn. The first exception of any call
-    is raised here, once every thread has stopped."""
-    threads = min(len(calls), _cores())
-    if threads < 2:
+    process may use cores (one call, or one core: in turn, on the calling thread). An
+    exception of any call is raised here, after every call has ended."""
+    workers = min(len(calls), _cores())
+    if workers < 2:
         return [c() for c in calls]
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
-    results: list[Any] = [None] * len(calls)
-    errors: list[BaseException] = []
-    todo = iter(range(len(calls)))
-    lock = threading.Lock()
-
-    def work() -> None:
-        while not errors:
-            with lock:
-                i = next(todo, None)
-            if i is None:
-                return
-            try:
-                results[i] = calls[i]()
-            except BaseException as e:  # raised again on the calling thread
-                errors.append(e)
-
-    helpers = [threading.Thread(target=work, daemon=True) for _ in range(threads - 1)]
-    for t in helpers:
-        t.start()
-    work()
-    for t in helpers:
-        t.join()
-    if errors:
-        raise errors[0]
-    return results
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(lambda call: call(), calls))
 
 
 def _cores() -> int:

@@ -217,7 +217,9 @@ def _constant(col: pa.ChunkedArray | pa.Array) -> bool:
 
 
 def _one_rank(trace: Trace, table: str) -> bool:
-    """Do every row of ``table`` and every runtime call have the same rank?"""
+    """Do every row of ``table`` and every runtime call have the same rank? (As
+    ``window.one_rank_key``, which importing here would close an import circle through
+    ``passes/_windowed.py``.)"""
     known = trace.constant(table, "rank"), trace.constant("runtime", "rank")
     if known[0] is not None and known[1] is not None:
         return known[0] == known[1]  # the files' statistics: nothing decoded

@@ -14,8 +14,6 @@ differ more: gloo's worker threads are scheduled late on a loaded machine).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -28,6 +26,7 @@ import pytest
 
 import tbdtrace
 from tbdtrace.passes import ranks as ranks_pass
+from tests.inprocess import tbd
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("ddp_tiny.py")
@@ -56,13 +55,7 @@ def _node_env(rank: int, port: int, shift: int) -> dict[str, str]:
 def _merge(*args: str) -> subprocess.CompletedProcess[str]:
     """``tbdtrace merge ARGS`` through the command line's entry point, in this process (the
     merge reads and writes files only: a process of its own would add only its start-up)."""
-    from tbdtrace import cli
-
-    argv = ["merge", *args]
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli.main(argv)
-    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
+    return tbd("merge", *args, check=False)
 
 
 @pytest.fixture(scope="module")

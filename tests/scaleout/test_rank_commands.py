@@ -4,24 +4,20 @@ query over every rank's Parquet files, checked against the rank files' raw JSON.
 from __future__ import annotations
 
 import gzip
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from tbdtrace.cli import main
+from tests.inprocess import tbd
 
 KERNELS_BY_RANK = "SELECT rank, count(*) AS n FROM kernels GROUP BY rank ORDER BY rank"
 
 
 def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = main(list(argv))
-    assert "Traceback" not in err.getvalue(), err.getvalue()
-    return rc, out.getvalue(), err.getvalue()
+    cp = tbd(*argv, check=False)
+    assert "Traceback" not in cp.stderr, cp.stderr
+    return cp.returncode, cp.stdout, cp.stderr
 
 
 def _raw_kernels(folder: Path) -> list[dict]:
