@@ -94,9 +94,13 @@ def measured_window(
     if sel.any():
         ms, me = intervals.merge(int_column(win, "start_ns")[sel], int_column(win, "end_ns")[sel])
         return Window(ms, me, f"measured steps ({int(sel.sum())}, warm-up excluded)")
-    ks = [shared_arrays.spans(trace, "kernels", d) for d in keys]
-    lo = min(int(s.min()) for s, _ in ks)
-    hi = max(int(e.max()) for _, e in ks)
+    bounds = [
+        shared_arrays.time_bounds(trace, "kernels", d)
+        for d in keys
+        if shared_arrays.rows_of(trace, "kernels", d) is not None
+    ]
+    lo = min(b[0] for b in bounds)
+    hi = max(b[1] for b in bounds)
     return Window(np.array([lo]), np.array([hi]), "whole trace (no measured steps)")
 
 
@@ -215,7 +219,25 @@ class _Kernels:
     dur: I64
 
 
+KERNELS_IN: Entry[_Kernels] = Entry(
+    "flops.kernels_in", "per rank's devices and window, its kernel rows (the FLOP passes')"
+)
+
+
 def kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
+    """The kernel rows of devices ``rkeys`` starting in ``w``, with their FLOP-bearing
+    flag and durations (computed once per devices and window: the flops, fp32 and
+    kernel_flops passes read the same ones)."""
+    return PassCache.of(trace).get(
+        KERNELS_IN,
+        lambda: _kernels_in(trace, rkeys, w),
+        tuple(rkeys),
+        w.starts.tobytes(),
+        w.ends.tobytes(),
+    )
+
+
+def _kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
     ks = shared_arrays.ints(trace, "kernels", "start_ns")
     parts = []
     for d in rkeys:
@@ -229,8 +251,15 @@ def kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
     codes, labels = shared_arrays.codes(trace, "kernels", "name")
     want = {categories.CAT_INDEX[c] for c in FLOP_CATEGORIES}
     lut = np.array([categories.CAT_INDEX[categories.classify(x)] in want for x in labels], bool)
-    bearing = lut[codes[rows]] if rows.size else np.zeros(0, dtype=bool)
-    return _Kernels(rows, bearing, shared_arrays.durations(trace, "kernels")[rows])
+    dur = shared_arrays.durations(trace, "kernels")
+    if not rows.size:
+        return _Kernels(rows, np.zeros(0, dtype=bool), dur[rows])
+    # One device's rows in file order, one run of them (kernels sorted by start, one
+    # window interval): slices of the columns instead of gathered copies.
+    lo, hi = int(rows[0]), int(rows[-1]) + 1
+    if len(parts) == 1 and hi - lo == rows.size:
+        return _Kernels(rows, lut[codes[lo:hi]], dur[lo:hi])
+    return _Kernels(rows, lut[codes[rows]], dur[rows])
 
 
 PerPrecision = dict[str, dict[str, int]]  # precision -> source -> FLOPs

@@ -76,12 +76,28 @@ def group_sum(
     if b0:
         key -= b0
     del bc
-    kc, kv = dense_codes(key)
+    span = a_span * width
+    if span <= min(4 * key.size, _DIRECT_MAX):
+        # Few possible pairs (kernel names by ops, by launch sizes): counted directly by
+        # the packed key, no hash.
+        per_key = np.bincount(key, minlength=span)
+        kv = np.flatnonzero(per_key)
+        counts = per_key[kv].astype(np.int64)
+        del per_key
+        sums = counts if values is None else _sums(key, span, values)[kv]
+    else:
+        kc, kv = dense_codes(key)
+        counts = np.bincount(kc, minlength=len(kv)).astype(np.int64)
+        sums = counts if values is None else _sums(kc, len(kv), values)
+        del kc
     del key
-    counts = np.bincount(kc, minlength=len(kv)).astype(np.int64)
-    sums = counts if values is None else _sums(kc, len(kv), values)
     gcode = kv % width
     return kv // width + a0, (gcode + b0 if bv is None else bv[gcode]), sums, counts
+
+
+# Above this many possible packed pairs, group_sum hashes the pairs that occur instead
+# of counting every possible one (4M int64 counters: 32 MB).
+_DIRECT_MAX = 1 << 22
 
 
 def _sums(codes: Ints, n: int, values: Ints) -> Ints:

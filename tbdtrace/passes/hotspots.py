@@ -109,55 +109,66 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
 
     The six sizes pack exactly into one int64 code when their ranges allow (always, for
     real launches), so no grouping pass is needed; else rows are coded with a hash
-    (``row_codes``). Not kept: :func:`by_kernel` reads them once."""
-
-    def compute() -> tuple[np.ndarray, Any]:
-        n = trace.num_rows("kernels")
-        if n == 0:
-            return np.full(n, -1, dtype=np.int64), _label_of([], [])
-        # Read for this only, two columns at a time (decoded side by side), each kept in
-        # the narrowest unsigned type its values fit (block sizes in a byte or two): the
-        # packed code replaces the six columns, and no more than two of them are ever
-        # held at full width.
-        cols: list[np.ndarray] = []
-        bits: list[int] = []
-        known = np.ones(n, dtype=bool)
-        pending: list[pa.Array] = []
-        for i, _name in enumerate(_LAUNCH_COLS):
-            if not pending:
-                pending = trace.read_columns("kernels", _LAUNCH_COLS[i : i + 2])
-            col = pending.pop(0)
+    (``row_codes``). Codes order as the sizes do, compared from block_z down to grid_x.
+    Not kept: :func:`by_kernel` reads them once."""
+    n = trace.num_rows("kernels")
+    if n == 0:
+        return np.full(n, -1, dtype=np.int64), _label_of([])
+    # A size that is the same on every row (block_z, grid_z: often 1) is known from the
+    # file's statistics: not decoded, and not packed (it adds the same to every code).
+    fields: list[tuple[str, int | None]] = []
+    for c in _LAUNCH_COLS:
+        k = trace.constant("kernels", c)
+        if k is not None and (k[0] is None or k[0] < 0):  # no row has this size
+            return np.full(n, -1, dtype=np.int64), _label_of([])
+        fields.append((c, None if k is None else int(k[0])))
+    varying = [c for c, k in fields if k is None]
+    # The others are read two at a time (decoded side by side) and packed as they come:
+    # no more than two of them are ever held.
+    packed = np.zeros(n, dtype=np.int64)
+    tmp = np.empty(n, dtype=np.int64)
+    known = np.ones(n, dtype=bool)
+    bits: dict[str, int] = {}
+    shift = 0
+    for i in range(0, len(varying), 2):
+        for name, col in zip(
+            varying[i : i + 2], trace.read_columns("kernels", varying[i : i + 2]), strict=True
+        ):
             if col.null_count == n:
-                return np.full(n, -1, dtype=np.int64), _label_of([], [])
+                return np.full(n, -1, dtype=np.int64), _label_of([])
             v = _stored_values(col)
             del col
             top = max(int(v.max()), 0)
-            narrow = next(
-                t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max
-            )
+            if shift + top.bit_length() > 62:
+                del v, packed, tmp
+                return _hashed_launch_codes(trace, n)
             if int(v.min()) < 0:
                 neg = v < 0
                 known &= ~neg
                 v = np.where(neg, 0, v)
-            cols.append(v.astype(narrow))
-            bits.append(top.bit_length())
-            del v
-        if sum(bits) > 62:
-            inv, first = row_codes(*(c.astype(np.int64) for c in cols))
-            rows = [[int(c[i]) for c in cols] for i in first]
-            return np.where(known, inv, -1), lambda code: _fmt(rows[code])
-        packed = np.zeros(n, dtype=np.int64)
-        tmp = np.empty(n, dtype=np.int64)
-        shift = 0
-        for c, b in zip(cols, bits, strict=True):
-            np.left_shift(c, shift, out=tmp, dtype=np.int64)
+            np.left_shift(v, shift, out=tmp, dtype=np.int64)
             packed |= tmp
-            shift += b
-        del tmp
-        packed[~known] = -1
-        return packed, _label_of(bits, [])
+            bits[name] = top.bit_length()
+            shift += bits[name]
+            del v
+    del tmp
+    packed[~known] = -1
+    return packed, _label_of([(bits.get(c, 0), k) for c, k in fields])
 
-    return compute()
+
+def _hashed_launch_codes(trace: Trace, n: int) -> tuple[np.ndarray, Any]:
+    """:func:`_launch_codes` for sizes too wide to pack in 62 bits: rows coded by a hash
+    of the six sizes (``row_codes``)."""
+    known = np.ones(n, dtype=bool)
+    cols: list[np.ndarray] = []
+    for col in trace.read_columns("kernels", _LAUNCH_COLS):
+        v = _stored_values(col).astype(np.int64)
+        neg = v < 0
+        known &= ~neg
+        cols.append(np.where(neg, 0, v))
+    inv, first = row_codes(*cols)
+    rows = [[int(c[i]) for c in cols] for i in first]
+    return np.where(known, inv, -1), lambda code: _fmt(rows[code])
 
 
 def _stored_values(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -173,10 +184,15 @@ def _stored_values(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return int_values(col, -1)
 
 
-def _label_of(bits: list[int], _: list[Any]) -> Any:
+def _label_of(fields: list[tuple[int, int | None]]) -> Any:
+    """Label of a packed code: per size, (its bits in the code, or its one value)."""
+
     def label(code: int) -> str:
         vals, shift = [], 0
-        for b in bits:
+        for b, const in fields:
+            if const is not None:
+                vals.append(const)
+                continue
             vals.append((code >> shift) & ((1 << b) - 1))
             shift += b
         return _fmt(vals)

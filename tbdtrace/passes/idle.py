@@ -102,12 +102,17 @@ def _kernel_gap_launches(trace: Trace, key: int) -> np.ndarray:
     rows = shared_arrays.rows_of(trace, "kernels", key)
     ls = shared_arrays.launch_times(trace, "kernels")[rows]
     out = ls[first]
-    # Later rows starting at the same ns come right after the first (stable order).
-    nxt = np.minimum(first + 1, s.size - 1)
-    tie = (s[nxt] == s[first]) & (nxt > first)
-    if tie.any():
+    # Later rows starting at the same ns come right after the first (stable order). One
+    # sequential comparison finds whether any two rows share a start at all (real
+    # traces: few; the gathers at each opener are skipped without them).
+    same = s[1:] == s[:-1]  # same[i]: row i + 1 starts where row i does
+    if same.any():
+        inb = first < s.size - 1
+        tie = np.zeros(first.size, dtype=bool)
+        tie[inb] = same[first[inb]]
         t = np.flatnonzero(tie)
-        out[t] = _run_max(ls, first[t], np.searchsorted(s, s[first[t]], side="right"))
+        if t.size:
+            out[t] = _run_max(ls, first[t], np.searchsorted(s, s[first[t]], side="right"))
     return out
 
 
@@ -210,9 +215,12 @@ def _queued_per_gap(
         end = np.searchsorted(cut, se, side="left")  # gaps starting before e
         ok = first < end
         if ok.any():
-            n = part.size
-            depth = np.bincount(first[ok], minlength=n + 1) - np.bincount(end[ok], minlength=n + 1)
-            idx = np.flatnonzero(np.cumsum(depth[:n]) > 0)
+            # The gaps under some wait: the union of the runs [first, end), listed in
+            # order (work in the gaps covered, not in all of them).
+            ra, rb = intervals.merge(first[ok], end[ok])
+            lens = rb - ra
+            idx = np.arange(int(lens.sum()), dtype=np.int64)
+            idx += np.repeat(ra - (np.cumsum(lens) - lens), lens)
             part[idx] -= covered_in_merged(ss, se, cut[idx], np.maximum(gb[idx], cut[idx]))
     return part
 
@@ -245,15 +253,38 @@ def _launch_stats(trace: Trace, key: int) -> dict[str, Any]:
     all_launched = bool(launched.all())
     lat = (s - ls) if all_launched else (s - ls)[launched]
     out["launch_count"] = int(lat.size)
-    pct = np.percentile(lat, [50, 90, 99])
-    for st, v in zip(_STATS, (lat.mean(), *pct, lat.max()), strict=True):
+    mean, top = lat.mean(), lat.max()
+    # ``lat`` is this function's own array: the percentiles partition it in place.
+    pct = np.percentile(lat, [50, 90, 99], overwrite_input=True)
+    del lat
+    for st, v in zip(_STATS, (mean, *pct, top), strict=True):
         out[f"launch_latency_{st}_ns"] = float(v)
     dur = shared_arrays.durations(trace, "kernels")[rows]
-    le = shared_arrays.launch_times(trace, "kernels", "end_ns", keep=False)[rows]
-    short_k = launched & (dur < (le - ls))
+    # A kernel is short when it runs for less time than its launch call: the call's
+    # duration is its runtime row's (one gather, no end times gathered and subtracted).
+    call = _call_durations(trace, rows, launched, all_launched)
+    short_k = np.less(dur, call)
+    del call
+    if not all_launched:
+        short_k &= launched
     out["short_kernel_count"] = int(short_k.sum())
     out["short_kernel_ns"] = int(dur[short_k].sum())
     return out
+
+
+def _call_durations(
+    trace: Trace, rows: shared_arrays.Rows, launched: np.ndarray, all_launched: bool
+) -> np.ndarray:
+    """Per kernel row of ``rows``, the duration of its launch call (end - start of the
+    matched runtime row); 0 where it has none (``launched`` False)."""
+    m = shared_arrays.runtime_match(trace, "kernels")[rows]
+    # Not kept: the report needs the calls' durations here only.
+    rd = shared_arrays.ints(trace, "runtime", "end_ns") - shared_arrays.ints(
+        trace, "runtime", "start_ns"
+    )
+    if all_launched:
+        return rd[m]
+    return np.where(launched, rd[np.where(launched, m, 0)], 0)
 
 
 def summarize(tbl: pa.Table) -> dict[str, Any]:

@@ -46,10 +46,13 @@ def _rank(
     oc = op_counts(trace)
     op_prec = flops.op_precisions(trace)
     launcher = flops.launching_counted_op(trace, k.rows)
+    has_hw = bool(k.rows.size) and shared_arrays.has_values(trace, "kernels", "flops")
+    if not has_hw and not (launcher >= 0).any():
+        return []  # no FLOPs from counters or from launching ops: no row is known
     prec = np.full(k.rows.size, -1, dtype=np.int64)
     if op_prec.size:
         prec = np.where(launcher >= 0, op_prec[np.clip(launcher, 0, None)], -1)
-    if k.rows.size and shared_arrays.has_values(trace, "kernels", "flops"):
+    if has_hw:
         hw = shared_arrays.ints(trace, "kernels", "flops")[k.rows]
     else:  # no counter values: not a kept int64 copy of an all-null column (80 MB at 10M)
         hw = np.full(k.rows.size, -1, dtype=np.int64)

@@ -98,12 +98,13 @@ def _activity_bounds(trace: Trace) -> tuple[dict[int, int], dict[int, int]]:
     for t in _ACTIVITY:
         if not trace.num_rows(t):
             continue
-        s, e = shared_arrays.ints(trace, t, "start_ns"), shared_arrays.ints(trace, t, "end_ns")
         one = window.one_rank_key(trace, t)
         if one is not None:  # every row of one rank: no per-rank selection
-            first[one] = min(first.get(one, int(s.min())), int(s.min()))
-            last[one] = max(last.get(one, int(e.max())), int(e.max()))
+            lo, hi = shared_arrays.time_bounds(trace, t)
+            first[one] = min(first.get(one, lo), lo)
+            last[one] = max(last.get(one, hi), hi)
             continue
+        s, e = shared_arrays.ints(trace, t, "start_ns"), shared_arrays.ints(trace, t, "end_ns")
         rank = window.row_rank_keys(trace, t)
         for r in np.unique(rank):
             sel = rank == r

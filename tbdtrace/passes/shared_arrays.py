@@ -42,6 +42,9 @@ DEVICE_ROWS: Entry[list[tuple[int, Rows]]] = Entry(
 SPANS: Entry[tuple[I64, I64]] = Entry(
     "shared_arrays.spans", "(table, device key): start_ns and end_ns of the device's rows"
 )
+TIME_BOUNDS: Entry[tuple[int, int]] = Entry(
+    "shared_arrays.time_bounds", "(table, device key or None): first start, last end"
+)
 DEVICE_SPAN: Entry[tuple[int, int] | None] = Entry(
     "shared_arrays.device_span", "(device key,): first start and last end of its work"
 )
@@ -251,6 +254,21 @@ def spans(trace: Trace, table: str, key: int) -> tuple[I64, I64]:
         return _ro(s[rows]), _ro(e[rows])
 
     return PassCache.of(trace).get(SPANS, compute, table, key)
+
+
+def time_bounds(trace: Trace, table: str, key: int | None = None) -> tuple[int, int]:
+    """(first start_ns, last end_ns) of the rows of ``table`` on device ``key`` (every
+    row when None; zero-duration rows included); the table must have such rows. Kept:
+    several passes ask for the same bounds."""
+
+    def compute() -> tuple[int, int]:
+        if key is not None and not isinstance(rows_of(trace, table, key), slice):
+            s, e = spans(trace, table, key)
+        else:
+            s, e = ints(trace, table, "start_ns"), ints(trace, table, "end_ns")
+        return int(s.min()), int(e.max())
+
+    return PassCache.of(trace).get(TIME_BOUNDS, compute, table, key)
 
 
 def device_span(trace: Trace, key: int) -> tuple[int, int] | None:

@@ -93,6 +93,46 @@ def test_launch_codes_pack_exactly(tmp_path: Path):
     ]
 
 
+def test_launch_codes_with_constant_and_too_wide_sizes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    def labels_of(grid, block, name):
+        k = kernels(
+            [(i * 10, i * 10 + 5, "k") for i in range(len(grid))],
+            **{f"grid_{a}": [g[i] for g in grid] for i, a in enumerate("xyz")},
+            **{f"block_{a}": [b[i] for b in block] for i, a in enumerate("xyz")},
+        )
+        codes, label = hotspots._launch_codes(make(tmp_path, {"kernels": k}, name=name))
+        return codes, [label(int(c)) for c in codes]
+
+    def expect(grid, block):
+        return [
+            f"grid=({g[0]},{g[1]},{g[2]}) block=({b[0]},{b[1]},{b[2]})"
+            for g, b in zip(grid, block, strict=True)
+        ]
+
+    # z sizes the same on every row (known from the file's statistics, not decoded)
+    grid = [(4, 2, 1), (8, 2, 1), (4, 2, 1), (4, 3, 1)]
+    block = [(256, 1, 7), (256, 1, 7), (256, 1, 7), (64, 1, 7)]
+    codes, got = labels_of(grid, block, "constant")
+    assert got == expect(grid, block)
+    assert codes[0] == codes[2] and len(set(codes.tolist())) == 3
+    # codes order as the sizes, compared from block_z down to grid_x
+    order = sorted(range(4), key=lambda i: (*block[i][::-1], *grid[i][::-1]))
+    assert sorted(range(4), key=lambda i: (int(codes[i]), i)) == order
+    # sizes too wide to pack in 62 bits: hashed codes, the same labels
+    big = 2**31 - 1
+    grid = [(big, big, 1), (big - 1, big - 2, 1), (big, big, 1)]
+    block = [(big, 1, 1), (big - 3, 1, 1), (big, 1, 1)]
+    hashed = []
+    real = hotspots._hashed_launch_codes
+    monkeypatch.setattr(hotspots, "_hashed_launch_codes", lambda *a: hashed.append(a) or real(*a))
+    codes, got = labels_of(grid, block, "wide")
+    assert len(hashed) == 1  # 3 x 31 bits: the hash path ran
+    assert got == expect(grid, block)
+    assert codes[0] == codes[2] != codes[1]
+
+
 def test_device_rows_split_in_file_order(tmp_path: Path):
     k = kernels([(0, 1, "a"), (2, 3, "b"), (4, 5, "c"), (6, 7, "d")], device_id=[1, 0, 1, 0])
     tr = make(tmp_path, {"kernels": k})

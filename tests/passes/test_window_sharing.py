@@ -123,10 +123,16 @@ def test_queued_per_gap_subtracts_the_sync_waits_under_each_gap():
 
 
 @pytest.mark.parametrize("big", [False, True])
-def test_group_sum_is_exact(big: bool):
+@pytest.mark.parametrize("codes", ["wide", "sparse", "dense"])
+def test_group_sum_is_exact(big: bool, codes: str):
     rng = np.random.default_rng(8)
     a = rng.integers(0, 5, 400).astype(np.int32)
-    b = rng.integers(0, 1 << 40, 7)[rng.integers(0, 7, 400)]  # wide codes
+    if codes == "wide":  # recoded first, then few pairs: counted directly
+        b = rng.integers(0, 1 << 40, 7)[rng.integers(0, 7, 400)]
+    elif codes == "sparse":  # packs as it is, too many possible pairs: hashed
+        b = rng.integers(0, 1 << 20, 400)
+    else:  # packs, few possible pairs: counted directly
+        b = rng.integers(-1, 9, 400)
     v = rng.integers(0, 1 << 60 if big else 1000, 400)  # big: beyond float64's exact range
     if big:
         v[0] = -3  # negative: the exact np.add.at path
