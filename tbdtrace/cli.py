@@ -95,6 +95,13 @@ def keep_freed_memory(big: bool = True) -> None:
     libc = glibc()
     if not big or libc is None:
         return
+    # numpy asks the kernel for transparent huge pages on every array of 4 MB or more
+    # (madvise). Where the kernel compacts memory to find them (defrag "madvise", the
+    # default), first touches of a 1.6 GB heap cost 1-2 s more system time than 4 KB
+    # pages do (bench/README.md). Read when numpy loads; an explicit choice stays.
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+    if "numpy" in sys.modules and os.environ["NUMPY_MADVISE_HUGEPAGE"] == "0":
+        _no_numpy_hugepages()
     m_trim_threshold, m_mmap_max, m_arena_max = -1, -4, -8  # malloc.h
     libc.mallopt(m_mmap_max, 0)
     libc.mallopt(m_trim_threshold, 2**31 - 1)
@@ -152,6 +159,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as e:  # every other error: one line, or a bug report
         return cli_errors.handle(e, argv)
+
+
+def _no_numpy_hugepages() -> None:
+    """numpy's own switch for the madvise above, once numpy is loaded (the variable is
+    read at import only)."""
+    from numpy._core import multiarray
+
+    switch = getattr(multiarray, "_set_madvise_hugepage", None)
+    if switch is not None:
+        switch(False)
 
 
 def _tune_process(command: str | None, paths: list[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +70,30 @@ def test_main_in_process_leaves_no_process_wide_settings(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("pandas ")
+
+
+@pytest.mark.parametrize("numpy_first", [False, True])
+def test_big_analysis_turns_numpys_huge_pages_off(numpy_first: bool) -> None:
+    """For a big input the CLI stops numpy from asking for transparent huge pages,
+    whether numpy is loaded before the settings or after (a process of its own: the
+    settings are process-wide)."""
+    code = (
+        "import os, sys\n"
+        + ("import numpy\n" if numpy_first else "")
+        + "from tbdtrace import cli\n"
+        "cli.keep_freed_memory(big=True)\n"
+        "from numpy._core import multiarray\n"
+        "was = multiarray._set_madvise_hugepage(True)\n"
+        "print(was, os.environ.get('NUMPY_MADVISE_HUGEPAGE', '-'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.split() == ["False", "0"]
+    # small inputs, and a library user's process, keep numpy's default
+    code = code.replace("big=True", "big=False")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.split()[0] == "True"
