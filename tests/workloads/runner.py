@@ -67,9 +67,16 @@ def run_workload(
     steps = tmp_path / "steps.jsonl"
     tmp_path.mkdir(parents=True, exist_ok=True)
     # One intra-op thread: on a loaded 2-core machine, spinning OpenMP threads slow the
-    # small-op workloads several-fold; one thread keeps test time steady.
+    # small-op workloads several-fold; one thread keeps test time steady. TensorFlow
+    # ignores OMP_NUM_THREADS and sizes its own pools by the cores: one thread in each
+    # too, which also makes its losses the same run to run and machine to machine.
     env = dict(
-        os.environ, TBDTRACE_STEPS_FILE=str(steps), PYTHONPATH=str(REPO), OMP_NUM_THREADS="1"
+        os.environ,
+        TBDTRACE_STEPS_FILE=str(steps),
+        PYTHONPATH=str(REPO),
+        OMP_NUM_THREADS="1",
+        TF_NUM_INTRAOP_THREADS="1",
+        TF_NUM_INTEROP_THREADS="1",
     )
     p = subprocess.run(
         [python, "-m", module, *args],

@@ -127,7 +127,8 @@ def batches(
 
     ``host``: ``workers`` ``Dataset.from_generator`` pipelines (worker w builds batches w,
     w + workers, ...), interleaved in order with ``num_parallel_calls`` so they run in
-    tf.data's threads, then ``prefetch(tf.data.AUTOTUNE)`` (and, on a GPU,
+    tf.data's threads, then ``prefetch`` of :data:`harness.HOST_PREFETCH` batches per
+    worker, tf.data's autotuning off (and, on a GPU,
     ``prefetch_to_device``). ``device``: the first :data:`harness.POOL_BATCHES` of the
     same sequence, built once on ``device`` and cycled. The seeds come from ``rng``."""
     base = synthetic.batch_base(rng)
@@ -153,7 +154,14 @@ def batches(
             num_parallel_calls=workers,
             deterministic=True,
         )
-        ds = ds.prefetch(tf.data.AUTOTUNE)
+        # A fixed prefetch depth (the other frameworks' HOST_PREFETCH per worker) and no
+        # autotuning: tf.data's autotuning thread sleeps between optimizations, doubling
+        # the interval up to a minute, and deleting the iterator at the end of the run
+        # waited for it to wake (20-50 s after the last step, with no CPU used).
+        ds = ds.prefetch(harness.HOST_PREFETCH * workers)
+        options = tf.data.Options()
+        options.autotune.enabled = False
+        ds = ds.with_options(options)
         if device.startswith("/GPU"):
             ds = ds.apply(tf.data.experimental.prefetch_to_device(device))
         return iter(ds)
