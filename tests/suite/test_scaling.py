@@ -176,6 +176,10 @@ def test_bench_scaling_columns(bench_run: Path) -> None:
 def test_bench_two_ranks_in_the_trace(bench_run: Path) -> None:
     tr = tbdtrace.open(bench_run / "resnet50-pytorch-b2-n2-bf16")
     assert tr.meta["ranks"] == [0, 1]
+    # One profiled Python process besides the ranks: the workload, which runs
+    # torch.distributed.run's launcher itself (no second interpreter loading torch again).
+    assert len(tr.meta["extra"]["distributed"]["not_ranks"]) == 1
+    assert len(tr.meta["extra"]["parts"]) == 3
     co = tr.table("collectives", ["op", "rank"]).to_pandas()
     assert set(co[co.op.astype(str) == "all_reduce"]["rank"]) == {0, 1}
 
