@@ -1,19 +1,20 @@
-"""``python -m tbdtrace bench`` end to end, on real tiny workloads."""
+"""``tbdtrace bench`` end to end, on real tiny workloads (the command through
+``tbdtrace.cli.main`` in the test process, tests/inprocess.py; each workload a process)."""
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.inprocess import tbd
+from tests.suite.conftest import run_bench
+
 TBD_MODELS = (
     "resnet50",
     "inception_v3",
@@ -26,16 +27,8 @@ TBD_MODELS = (
 )
 
 
-def _bench(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tbdtrace", "bench", *args],
-        cwd=REPO,
-        # One intra-op thread keeps the workloads steady on a loaded 2-core machine.
-        env=dict(os.environ, OMP_NUM_THREADS="1"),
-        text=True,
-        capture_output=True,
-        timeout=timeout_s,
-    )
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return tbd("bench", *args, check=False)
 
 
 def _steps_median(trace_dir: Path) -> tuple[float, int]:
@@ -68,9 +61,9 @@ def two_tiny(
     """Two tiny workloads under the default capture (``tbdtrace capture``)."""
     out = tmp_path_factory.mktemp("bench")
     args = ["--models", "seq2seq,transformer", "--frameworks", "pytorch", "--size", "tiny"]
-    args += ["--steps", "2", "--warmup", "0", "--device", "cpu", "--out", str(out)]
+    args += ["--steps", "2", "--warmup", "0", "--device", "cpu"]
     args += ["--no-eval"]  # no quality column is checked; the profiled decoding is long
-    return _bench(*args, timeout_s=900), out
+    return run_bench(out, *args), out
 
 
 MEMORY_CATEGORIES = (

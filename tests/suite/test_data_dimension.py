@@ -4,16 +4,14 @@ passed to the workloads as ``--data``, named in each row and in the table)."""
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 from tbdtrace.suite import plan, rows
 from tbdtrace.suite.plan import BenchConfig, Job
+from tests.inprocess import tbd
+from tests.suite.conftest import BenchRun
 from workloads import dimensions
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_bench_data_modes_match_the_workloads() -> None:
@@ -41,33 +39,18 @@ def test_job_and_config_default_to_host_data(tmp_path: Path) -> None:
     assert "data" in {c.name for c in rows.COLUMNS}
 
 
-def _bench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tbdtrace", "bench", *args],
-        cwd=REPO,
-        env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO)),
-        text=True,
-        capture_output=True,
-        timeout=300,
-    )
-
-
 def test_unknown_data_mode_is_a_usage_error(tmp_path: Path) -> None:
-    p = _bench("--data", "disk", "--out", str(tmp_path))
+    p = tbd("bench", "--data", "disk", "--out", str(tmp_path), check=False)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr
     assert "--data: unknown disk" in p.stderr.strip().splitlines()[-1]
 
 
-def test_bench_rows_say_which_data_mode_ran(tmp_path: Path) -> None:
-    p = _bench(
-        *("--models", "seq2seq", "--frameworks", "pytorch", "--data", "host,device"),
-        *("--size", "tiny", "--steps", "1", "--warmup", "0", "--device", "cpu"),
-        *("--capture", "steps", "--no-eval", "--out", str(tmp_path)),
-    )
+def test_bench_rows_say_which_data_mode_ran(wgan_steps_run: BenchRun) -> None:
+    p, out = wgan_steps_run
     assert p.returncode == 0, p.stderr[-3000:]
-    with (tmp_path / "bench.csv").open() as f:
+    with (out / "bench.csv").open() as f:
         got = [(r["data"], r["status"]) for r in csv.DictReader(f)]
     assert got == [("host", "ok"), ("device", "ok")]
-    md = (tmp_path / "bench.md").read_text()
+    md = (out / "bench.md").read_text()
     assert "| Data |" in md

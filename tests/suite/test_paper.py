@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +14,9 @@ import pytest
 from tbdtrace.errors import TraceError
 from tbdtrace.suite import BenchConfig, Job, paper
 from tbdtrace.suite.rows import empty_row
+from tests.inprocess import tbd
+from tests.suite.conftest import run_bench
 
-REPO = Path(__file__).resolve().parents[2]
 MEMORY_CATEGORIES = (
     "weights",
     "gradients",
@@ -159,13 +159,10 @@ def test_paper_size_is_the_default_only_with_paper(tmp_path: Path) -> None:
 
 
 def test_batch_sizes_outside_every_sweep_are_one_line_exit_1(tmp_path: Path) -> None:
-    p = subprocess.run(
-        [sys.executable, "-m", "tbdtrace", "bench", "--paper", "--models", "resnet50"]
-        + ["--batch-sizes", "3", "--out", str(tmp_path)],
-        cwd=REPO,
-        text=True,
-        capture_output=True,
-        timeout=120,
+    p = tbd(
+        *("bench", "--paper", "--models", "resnet50", "--batch-sizes", "3"),
+        *("--out", str(tmp_path)),
+        check=False,
     )
     assert p.returncode == 1
     assert p.stderr.strip().splitlines() == [
@@ -183,15 +180,7 @@ def paper_run(
     argv = ["--paper", "--models", "resnet50", "--frameworks", "pytorch", "--size", "tiny"]
     argv += ["--batch-sizes", "1,2", "--steps", "1", "--warmup", "0", "--device", "cpu"]
     argv += ["--no-eval"]  # the summary's lines read throughput and memory, not quality
-    p = subprocess.run(
-        [sys.executable, "-m", "tbdtrace", "bench", *argv, "--out", str(out)],
-        cwd=REPO,
-        env=dict(os.environ, OMP_NUM_THREADS="1"),
-        text=True,
-        capture_output=True,
-        timeout=600,
-    )
-    return p, out
+    return run_bench(out, *argv), out
 
 
 def test_paper_sweep_end_to_end(paper_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,8 +13,7 @@ import pytest
 from tbdtrace.suite import BenchConfig, Job
 from tbdtrace.suite.plan import workload_argv
 from tbdtrace.suite.runner import quality_from_log
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.suite.conftest import BenchRun
 
 
 def _job() -> Job:
@@ -77,40 +74,14 @@ def test_quality_line_is_parsed(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_bench_row_carries_the_last_evaluation(tmp_path: Path) -> None:
-    out = tmp_path / "bench"
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tbdtrace",
-            "bench",
-            "--models",
-            "wgan",
-            "--frameworks",
-            "pytorch",
-            "--size",
-            "tiny",
-            "--steps",
-            "2",
-            "--warmup",
-            "1",
-            "--device",
-            "cpu",
-            "--capture",
-            "steps",
-            "--out",
-            str(out),
-        ],
-        cwd=REPO,
-        env=dict(os.environ, OMP_NUM_THREADS="1"),
-        text=True,
-        capture_output=True,
-        timeout=300,
-    )
+def test_bench_row_carries_the_last_evaluation(wgan_steps_run: BenchRun) -> None:
+    p, out = wgan_steps_run
     assert p.returncode == 0, p.stderr
     with (out / "bench.csv").open() as f:
-        (row,) = list(csv.DictReader(f))
+        got = list(csv.DictReader(f))
+    # one row per input pipeline (--data host,device); the host run's steps file is read
+    assert [(r["model"], r["data"]) for r in got] == [("wgan", "host"), ("wgan", "device")]
+    row = got[0]
     steps = out / "logs" / "wgan-pytorch-bdefault.steps.jsonl"
     recs = [json.loads(line) for line in steps.read_text().splitlines() if line.strip()]
     evaluated = [r for r in recs if "quality" in r]

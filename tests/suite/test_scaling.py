@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,9 +15,8 @@ import pytest
 import tbdtrace
 from tbdtrace.suite import plan, rows, runner
 from tbdtrace.suite.plan import BenchConfig, Job
+from tests.suite.conftest import run_bench
 from workloads import dimensions, harness
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _row(nproc: int, rate: float | None, precision: str = "fp32", status: str = "ok") -> dict:
@@ -142,20 +139,16 @@ def _measured_rate(tr: tbdtrace.Trace) -> float:
 @pytest.fixture(scope="module")
 def bench_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("scaling")
-    # One intra-op thread, as the two-rank runs get (a share of the cores each): with two
-    # threads on a loaded 2-core machine, one bfloat16 ResNet-50 step waits on the other
-    # thread's turn (8-35 s instead of 2 s).
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
-        env.pop(k, None)
-    cmd = [sys.executable, "-m", "tbdtrace", "bench", "--models", "resnet50"]
-    cmd += ["--frameworks", "pytorch,mxnet", "--nproc", "1,2", "--precision", "bf16"]
-    cmd += ["--size", "tiny", "--steps", "1", "--warmup", "0", "--batch-sizes", "2"]
+    # One intra-op thread (run_bench), as the two-rank runs get (a share of the cores
+    # each): with two threads on a loaded 2-core machine, one bfloat16 ResNet-50 step
+    # waits on the other thread's turn (8-35 s instead of 2 s).
+    args = ["--models", "resnet50", "--frameworks", "pytorch,mxnet", "--nproc", "1,2"]
+    args += ["--precision", "bf16", "--size", "tiny", "--steps", "1", "--warmup", "0"]
+    args += ["--batch-sizes", "2", "--device", "cpu"]
     # No held-out evaluation: nothing here reads the quality columns, and a bfloat16
     # forward pass over the held-out images costs more CPU than the training step.
-    cmd += ["--no-eval"]
-    cmd += ["--device", "cpu", "--out", str(out)]
-    cp = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    args += ["--no-eval"]
+    cp = run_bench(out, *args)
     assert cp.returncode == 0, cp.stderr[-3000:]
     return out
 
@@ -183,6 +176,10 @@ def test_bench_scaling_columns(bench_run: Path) -> None:
 def test_bench_two_ranks_in_the_trace(bench_run: Path) -> None:
     tr = tbdtrace.open(bench_run / "resnet50-pytorch-b2-n2-bf16")
     assert tr.meta["ranks"] == [0, 1]
+    # One profiled Python process besides the ranks: the workload, which runs
+    # torch.distributed.run's launcher itself (no second interpreter loading torch again).
+    assert len(tr.meta["extra"]["distributed"]["not_ranks"]) == 1
+    assert len(tr.meta["extra"]["parts"]) == 3
     co = tr.table("collectives", ["op", "rank"]).to_pandas()
     assert set(co[co.op.astype(str) == "all_reduce"]["rank"]) == {0, 1}
 

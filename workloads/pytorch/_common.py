@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import os
 import random
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -97,7 +96,12 @@ def autocast_dtype(args: harness.HarnessArgs) -> torch.dtype | None:
 
 
 def _launch_ranks(nproc: int) -> None:
-    """Run this workload's module again as ``nproc`` ranks; exit with their status."""
+    """Run this workload's module again as ``nproc`` ranks through torch.distributed.run
+    (``--standalone``), whose launcher runs in this process: torch is loaded here already,
+    and a launcher process of its own would start Python and load torch once more only to
+    wait on the ranks. Exits 0 when every rank succeeded; a failed rank raises the
+    launcher's ChildFailedError (exit 1 with its report), as ``python -m
+    torch.distributed.run`` does."""
     main = sys.modules["__main__"]
     spec = getattr(main, "__spec__", None)
     if spec is None or not spec.name:
@@ -105,22 +109,22 @@ def _launch_ranks(nproc: int) -> None:
             "workloads: --nproc needs the workload run as a module (python -m ...)", file=sys.stderr
         )
         raise SystemExit(2)
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        str(nproc),
-        "-m",
-        spec.name,
-        *_without_nproc(sys.argv[1:]),
-    ]
-    env = dict(os.environ)
     # torch.distributed.run gives every rank one thread when OMP_NUM_THREADS is unset; a
     # share of the cores each keeps N ranks on the cores one rank had (fair scaling).
-    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
-    raise SystemExit(subprocess.run(cmd, check=False, env=env).returncode)
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
+    from torch.distributed import run as launcher
+
+    launcher.main(
+        [
+            "--standalone",
+            "--nproc_per_node",
+            str(nproc),
+            "-m",
+            spec.name,
+            *_without_nproc(sys.argv[1:]),
+        ]
+    )
+    raise SystemExit(0)
 
 
 def _without_nproc(argv: list[str]) -> list[str]:
