@@ -203,7 +203,10 @@ def _inductor_unloaded() -> Iterator[None]:
     ``TORCHINDUCTOR_CUDAGRAPHS == "1"``; so while it is unloaded and that variable is not
     "1", the profiler's answer is False either way, and the block takes ``_inductor`` out
     of torch's lazily imported names so that the question costs no import. Otherwise (or
-    on a torch without ``torch._lazy_modules``) nothing changes."""
+    on a torch without ``torch._lazy_modules``) nothing changes. For the block (the
+    profiler's start, milliseconds) another thread's ``torch._inductor`` attribute access
+    without an import would fail; ``import torch._inductor`` works as always. A captured
+    command's profiler starts before the program runs, on its only thread."""
     import torch
 
     lazy = getattr(torch, "_lazy_modules", None)
