@@ -9,6 +9,12 @@ turns into exact nanoseconds, so the conversion is the tested one (shapes, FLOPs
 events with addresses, ProfilerStep and record_function ranges) instead of a second
 hand-kept copy walking ``_KinetoEvent`` objects. The cost is one temporary JSON file.
 
+Starting the profiler leaves ``torch._inductor`` unloaded (:func:`_inductor_unloaded`):
+``torch.profiler.profile`` asks ``hasattr(torch, "_inductor")`` to read inductor's
+``triton.cudagraphs`` setting, and on torch's lazy module that question imports inductor
+and torch._dynamo, about 2 CPU seconds in every captured process that does not load them
+itself.
+
 On top of the import, *compute-leaf* CPU ops become ``kernels`` rows with device_type
 ``cpu`` so GPU-oriented passes work on CPU traces: the CPU analogue of a GPU kernel is the
 innermost op that does the work. Only ``cpu_op`` rows count (``python_function`` rows and
@@ -25,8 +31,11 @@ annotations neither contain nor are leaves), nesting is by time on one thread, a
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,6 +192,39 @@ def leaf_kernels(ops: dict[str, list[Any]]) -> dict[str, list[Any]]:
     }
 
 
+@contextlib.contextmanager
+def _inductor_unloaded() -> Iterator[None]:
+    """For the block, ``hasattr(torch, "_inductor")`` is false while inductor is not loaded.
+
+    ``torch.profiler.profile``'s ``prepare_trace`` reads ``torch._inductor.config.triton.
+    cudagraphs`` when ``hasattr(torch, "_inductor")``; torch's module ``__getattr__``
+    answers that by importing ``torch._inductor`` (and torch._dynamo with it). Until
+    inductor is loaded nothing can have changed that setting from its default, which is
+    ``TORCHINDUCTOR_CUDAGRAPHS == "1"``; so while it is unloaded and that variable is not
+    "1", the profiler's answer is False either way, and the block takes ``_inductor`` out
+    of torch's lazily imported names so that the question costs no import. Otherwise (or
+    on a torch without ``torch._lazy_modules``) nothing changes. For the block (the
+    profiler's start, milliseconds) another thread's ``torch._inductor`` attribute access
+    without an import would fail; ``import torch._inductor`` works as always. A captured
+    command's profiler starts before the program runs, on its only thread."""
+    import torch
+
+    lazy = getattr(torch, "_lazy_modules", None)
+    if (
+        "torch._inductor" in sys.modules
+        or os.environ.get("TORCHINDUCTOR_CUDAGRAPHS") == "1"
+        or not isinstance(lazy, set)
+        or "_inductor" not in lazy
+    ):
+        yield
+        return
+    lazy.discard("_inductor")
+    try:
+        yield
+    finally:
+        lazy.add("_inductor")
+
+
 class TorchBackend:
     """torch.profiler as a capture backend: ``start()``, then ``stop() -> (tables, meta)``.
 
@@ -223,7 +265,8 @@ class TorchBackend:
             with_flops=self.config.with_flops,
             with_stack=self.config.with_stack,
         )
-        self.profiler.__enter__()
+        with _inductor_unloaded():
+            self.profiler.__enter__()
 
     def stop(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Stop profiling; returns (tables as column mappings, meta) for trace.write."""
@@ -270,12 +313,27 @@ class TorchBackend:
         return tables, meta
 
 
+def _flops_by_id(prof: Any) -> dict[int, int]:
+    """``{correlation id: FLOPs}`` of the profiler's events that have FLOPs.
+
+    Read from the profiler's Kineto result events, from which torch builds its
+    FunctionEvents (``FunctionEvent.id`` is the event's ``correlation_id()``,
+    ``FunctionEvent.flops`` its ``flops()``); building those (``prof.events()``) parses
+    every event, memory record and tree link in Python, about a second of CPU time on a
+    ResNet-50 step, for these two numbers. Falls back to ``prof.events()`` when the
+    result is not where torch keeps it."""
+    result = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if result is None:
+        return {e.id: int(e.flops) for e in prof.events() if e.flops}
+    return {e.correlation_id(): int(e.flops()) for e in result.events() if e.flops()}
+
+
 def _add_flops(ops: dict[str, list[Any]], prof: Any) -> None:
-    """FLOPs per op from the profiler's FunctionEvents (the Chrome export leaves them out);
-    FunctionEvent.id is the op's ``External id`` in the export."""
-    if not any(e.flops for e in prof.events()):
+    """FLOPs per op from the profiler's events (the Chrome export leaves them out); the
+    event's correlation id is the op's ``External id`` in the export."""
+    by_id = _flops_by_id(prof)
+    if not by_id:
         return
-    by_id = {e.id: int(e.flops) for e in prof.events() if e.flops}
     ext = ops.get("external_id") or []
     old = ops.get("flops") or [None] * len(ext)
     ops["flops"] = [by_id.get(x, f) if x is not None else f for x, f in zip(ext, old, strict=True)]

@@ -187,8 +187,10 @@ def _elements(dims: Any) -> int | None:
 def host_collectives(chrome_trace: Path) -> dict[str, list[Any]] | None:
     """``collectives`` columns from the ``gloo:<op>`` ranges of a torch.profiler Chrome
     export (module docstring); None when there are none."""
-    with open(chrome_trace, encoding="utf-8", errors="replace") as f:
-        doc = json.load(f, parse_float=str)  # exact decimal times
+    raw = Path(chrome_trace).read_bytes()
+    if b'"gloo:' not in raw:  # every gloo range's name is the JSON string "gloo:<op>"
+        return None
+    doc = json.loads(raw.decode("utf-8", errors="replace"), parse_float=str)  # exact times
     base = doc.get("baseTimeNanoseconds")
     rows = []
     for ev in doc.get("traceEvents") or []:

@@ -183,6 +183,9 @@ def test_backend_choice() -> None:
 
 CHILD = """
 import json, os, sys, time
+# The profiler, started before this program, left torch._inductor (and torch._dynamo
+# with it) unloaded; the optimizer below loads them itself.
+print("inductor loaded at start:", "torch._inductor" in sys.modules)
 import torch
 from torch.profiler import record_function
 torch.manual_seed(0)
@@ -234,6 +237,7 @@ def test_capture_command_profiles_an_unchanged_child(tmp_path: Path) -> None:
     )
     assert cp.returncode == 3, cp.stderr[-2000:]  # the child's exit code
     child_pid = int(cp.stdout.strip().splitlines()[-1])
+    assert "inductor loaded at start: False" in cp.stdout.splitlines()
     assert marker.exists()  # the user's own sitecustomize still ran
     tr = tbdtrace.open(out)
     assert tr.meta["backend"] == "torch" and tr.meta["command"][-1] == str(script)
@@ -244,6 +248,32 @@ def test_capture_command_profiles_an_unchanged_child(tmp_path: Path) -> None:
     hs = tr.table("host_samples").to_pandas()
     assert (hs.metric.astype(str) == "rss_bytes").sum() >= 2
     assert tr.table("kernels").num_rows > 0
+
+
+def test_profiler_still_reads_inductors_cudagraphs_once_inductor_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend keeps torch from importing inductor at start (the child above); once
+    inductor is loaded (here: tests/conftest.py loads torch._dynamo, which loads it), the
+    profiler reads its ``triton.cudagraphs`` setting as torch.profiler alone does."""
+    import sys
+
+    import torch._inductor.config as inductor_config
+
+    from tbdtrace.collector.torch_backend import TorchBackend, TorchConfig
+
+    assert "torch._inductor" in sys.modules
+    for var in ("DISABLE_CUPTI_LAZY_REINIT", "TEARDOWN_CUPTI"):  # start_trace may set them
+        monkeypatch.setenv(var, "unset")
+        monkeypatch.delenv(var)
+    for value in (True, False):
+        with inductor_config.patch({"triton.cudagraphs": value}):
+            backend = TorchBackend(TorchConfig(profile_memory=False, with_flops=False))
+            backend.start()
+            torch.ones(2).sum()
+            backend.stop()
+        assert backend.profiler.has_cudagraphs is value
+    assert "_inductor" in torch._lazy_modules  # type: ignore[attr-defined]
 
 
 def test_capture_command_errors_are_one_line(tmp_path: Path) -> None:

@@ -324,6 +324,9 @@ class Scenario:
     # old-trace: --out holds a trace (steps only) and the user's notes.txt;
     # sigint-ignored: tbdtrace starts with SIGINT ignored, as a shell's background job
     flags: tuple[str, ...] = ()  # more capture options
+    # The id of an earlier scenario with the same command: its run is this one's too (one
+    # capture for both; this scenario's expectations are further facts about that run).
+    run: str = ""
 
 
 LONG = ("1000", "0.2")
@@ -335,8 +338,8 @@ SCENARIOS: tuple[Scenario, ...] = (
              ("steps=3", "ops>0", "complete", "report", "no-spool", "host-samples"),
              out="rel/t"),
     Scenario("noise-quiet", "noise", "Kineto's USDT and gpuGetDeviceCount lines not shown",
-             ("2", "0"), "none", "none", 0, r"^wrote ",
-             ("quiet", "log-has:profiler_start")),
+             ("3", "0", "0", "elsewhere"), "none", "none", 0, r"^wrote ",
+             ("quiet", "log-has:profiler_start"), out="rel/t", run="base-hydra-chdir"),
     Scenario("foreign-spool", "outputs",
              "capture into a directory holding another capture's leftover spool",
              ("2", "0"), "none", "none", 0, r"^wrote ",

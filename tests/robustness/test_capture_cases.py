@@ -27,6 +27,7 @@ import pytest
 
 import tbdtrace
 from tbdtrace import outdir
+from tests.inprocess import tbd
 from tests.robustness.cases_capture import CASES, SCENARIOS, Case, Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,7 +256,7 @@ def scenarios(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ru
     base = tmp_path_factory.mktemp("scenarios")
     script = base / "train.py"
     script.write_text(WORKLOAD)
-    runs = {sc.id: Run(sc, base, script) for sc in SCENARIOS}
+    runs = {sc.id: Run(sc, base, script) for sc in SCENARIOS if not sc.run}
     threads = [threading.Thread(target=r.go) for r in runs.values()]
     for t in threads:
         t.start()
@@ -342,7 +343,11 @@ def _tbd_lines(text: str) -> list[str]:
 
 @pytest.mark.parametrize("sc", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_scenario(sc: Scenario, scenarios: dict[str, Run], tmp_path: Path) -> None:
-    r = scenarios[sc.id]
+    r = scenarios[sc.run or sc.id]
+    if sc.run:  # the same command as the scenario whose run it reads
+        same = {f: getattr(r.sc, f) for f in ("workload", "trigger", "action", "out", "pre")}
+        assert same == {f: getattr(sc, f) for f in same}, sc.id
+        assert (r.sc.mount, r.sc.module, r.sc.flags) == (sc.mount, sc.module, sc.flags)
     if sc.mount and not r.mounted:
         pytest.skip("mounting a tmpfs is not allowed here (needs root and mount rights)")
     assert not r.error, f"{r.error}\n{r.stderr[-2000:]}"
@@ -371,13 +376,7 @@ def _scenario_check(chk: str, r: Run, tmp_path: Path) -> None:
                 (r.out.parent / "filler").unlink()  # the disk-fills workload's file
             want = len(_step_records(r.out))
             out = tmp_path / "recovered"
-            cp = subprocess.run(
-                [sys.executable, "-m", "tbdtrace", "recover", str(sp), "--out", str(out)],
-                capture_output=True,
-                text=True,
-                env=ENV,
-                timeout=120,
-            )
+            cp = tbd("recover", str(sp), "--out", str(out), check=False)
             assert cp.returncode == 0, cp.stderr
             _no_traceback(cp.stderr)
             tr = tbdtrace.open(out)
@@ -406,13 +405,7 @@ def _scenario_check(chk: str, r: Run, tmp_path: Path) -> None:
     elif name == "no-spool":
         assert _spool(r.out) is None
     elif name == "report":
-        cp = subprocess.run(
-            [sys.executable, "-m", "tbdtrace", "report", str(r.out)],
-            capture_output=True,
-            text=True,
-            env=ENV,
-            timeout=120,
-        )
+        cp = tbd("report", str(r.out), check=False)
         assert cp.returncode == 0 and cp.stdout.strip(), cp.stderr
         _no_traceback(cp.stderr)
     elif name == "foreign-spool-kept":
