@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import tbdtrace
 from tbdtrace import _pandas_gate, importers
 from tbdtrace.passes import memory
 from tbdtrace.passes.grouping import dense_codes, group_sum
@@ -101,6 +102,30 @@ def test_background_parse_of_a_repaired_file(tmp_path: Path) -> None:
     assert fg.keys() == bg.keys() and all(fg[n].equals(bg[n]) for n in fg)
     assert fg["kernels"].num_rows == 1
     assert fg["kernels"].column("name").to_pylist() == ['a"b']
+
+
+def test_capture_process_does_not_import_pandas(tmp_path: Path) -> None:
+    """The capture command's own process converts the profile without pandas; the
+    program it captures keeps its imports (torch here)."""
+    prog = "import torch; print(int((torch.ones(3) * 2).sum()))"
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tbdtrace", "capture", "--backend", "torch"]
+        + ["-o", str(tmp_path / "t"), "--", sys.executable, "-c", prog],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "6" in r.stdout.split()  # the program ran
+    imported = {
+        ln.rsplit("|", 1)[-1].strip()
+        for ln in r.stderr.splitlines()
+        if ln.startswith("import time:")
+    }
+    assert "pyarrow" in imported  # the timing covers the conversion to tables
+    assert not any(m.startswith("pandas.") for m in imported), sorted(imported)
+    assert tbdtrace.open(tmp_path / "t").num_rows("ops") > 0
 
 
 def test_dense_codes_and_group_sum_match_a_dictionary() -> None:
