@@ -62,13 +62,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 # Commands that analyze traces in this process: they get the allocator settings below.
 ANALYSIS_COMMANDS = ("report", "hotspots", "diff", "sql", "info", "import", "export")
-# ... and of those, the ones that run without pandas (tbdtrace/_pandas_gate.py) and end
-# without tearing the interpreter down (:func:`run`).
-PANDAS_FREE_COMMANDS = ("report", "hotspots", "diff", "info", "import", "export")
-# Commands whose own process runs without pandas: the above, and capture (its process
-# only waits on the program and converts its profile to tables: pyarrow alone would load
-# pandas there, 0.3-0.6 CPU s per capture). The program captured keeps its own imports.
-NO_PANDAS_COMMANDS = (*PANDAS_FREE_COMMANDS, "capture")
+# ... and of those, the ones that end without tearing the interpreter down (:func:`run`).
+QUICK_EXIT_COMMANDS = ("report", "hotspots", "diff", "info", "import", "export")
+# Commands whose own process runs without pandas (tbdtrace/_pandas_gate.py): the above,
+# and capture (its process only waits on the program and converts its profile to tables:
+# pyarrow alone would load pandas there, 0.3-0.6 CPU s per capture). The program
+# captured keeps its own imports.
+NO_PANDAS_COMMANDS = (*QUICK_EXIT_COMMANDS, "capture")
 
 
 # Inputs at least this large get keep_freed_memory's heap settings (smaller ones are done
@@ -197,7 +197,7 @@ def run() -> None:
     pos = _positionals(argv)
     _tune_process(pos[0] if pos else None, pos[1:])
     rc = main(argv)
-    if pos and pos[0] in PANDAS_FREE_COMMANDS:
+    if pos and pos[0] in QUICK_EXIT_COMMANDS:
         try:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -278,10 +278,7 @@ def _call_durations(
     """Per kernel row of ``rows``, the duration of its launch call (end - start of the
     matched runtime row); 0 where it has none (``launched`` False)."""
     m = shared_arrays.runtime_match(trace, "kernels")[rows]
-    # Not kept: the report needs the calls' durations here only.
-    rd = shared_arrays.ints(trace, "runtime", "end_ns") - shared_arrays.ints(
-        trace, "runtime", "start_ns"
-    )
+    rd = shared_arrays.durations(trace, "runtime", keep=False)  # needed here only
     if all_launched:
         return rd[m]
     return np.where(launched, rd[np.where(launched, m, 0)], 0)

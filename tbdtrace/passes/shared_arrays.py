@@ -111,19 +111,23 @@ def codes(trace: Trace, table: str, column: str) -> tuple[I64, list[str | None]]
     return PassCache.of(trace).get(CODES, compute, table, column)
 
 
-def durations(trace: Trace, table: str) -> I64:
+def durations(trace: Trace, table: str, keep: bool = True) -> I64:
     """end_ns - start_ns of every row.
 
     On a window view that keeps one run of at least half the base's rows, a slice of
-    the base's array (the whole trace's sections need that one too)."""
+    the base's array (the whole trace's sections need that one too). ``keep=False``: not
+    kept for later calls (a one-off use), as :func:`launch_times`."""
 
     def compute() -> I64:
         run = _base_run(trace, table)
         if run is not None and 2 * (run[2] - run[1]) >= run[0].num_rows(table):
-            return durations(run[0], table)[run[1] : run[2]]
+            return durations(run[0], table, keep)[run[1] : run[2]]
         return _ro(ints(trace, table, "end_ns") - ints(trace, table, "start_ns"))
 
-    return PassCache.of(trace).get(DURATIONS, compute, table)
+    cache = PassCache.of(trace)
+    if not keep and not cache.contains(DURATIONS, table):
+        return compute()
+    return cache.get(DURATIONS, compute, table)
 
 
 def _base_run(trace: Trace, table: str) -> tuple[Trace, int, int] | None:
