@@ -6,9 +6,12 @@ nothing but ``json``, so the tests check the file format, not the harness's own 
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
+import select
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -60,36 +63,123 @@ class Run:
     records: list[dict]
 
 
+# One intra-op thread: on a loaded 2-core machine, spinning OpenMP threads slow the
+# small-op workloads several-fold; one thread keeps test time steady. TensorFlow ignores
+# OMP_NUM_THREADS and sizes its own pools by the cores: one thread in each too, which also
+# makes its losses the same run to run and machine to machine. OpenMP reads its variable
+# when the library loads, so the fork servers start with these set too.
+RUN_ENV = {
+    "PYTHONPATH": str(REPO),
+    "OMP_NUM_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
+}
+
+
+class ForkServer:
+    """A running ``forkserver.py`` for one interpreter and framework (DECISIONS 133)."""
+
+    def __init__(self, python: str, framework: str) -> None:
+        env = dict(os.environ, **RUN_ENV)
+        if framework == "tensorflow":
+            env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # as workloads/tensorflow/__init__.py sets it
+        self.proc = subprocess.Popen(
+            [python, str(Path(__file__).with_name("forkserver.py")), framework],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self._read(timeout_s=300)  # {"ready": ...}: the imports are done
+
+    def _read(self, timeout_s: float) -> dict:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        if not ready:
+            raise TimeoutError
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"fork server exited with {self.proc.wait()}")
+        return json.loads(line)
+
+    def run(self, req: dict, timeout_s: float) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        pid = self._read(timeout_s=60)["pid"]
+        try:
+            return self._read(timeout_s)["returncode"]
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)
+            self._read(timeout_s=60)
+            raise subprocess.TimeoutExpired([req["module"], *req["args"]], timeout_s) from None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+
+_SERVERS: dict[tuple[str, str], ForkServer] = {}
+
+
+@atexit.register
+def _close_servers() -> None:
+    for server in _SERVERS.values():
+        server.close()
+
+
+def _server(python: str, module: str) -> ForkServer | None:
+    """The fork server for ``workloads.<framework>.*`` modules under ``python``."""
+    parts = module.split(".")
+    if (
+        len(parts) < 3
+        or parts[0] != "workloads"
+        or parts[1] not in ("pytorch", "tensorflow", "mxnet")
+    ):
+        return None
+    key = (python, parts[1])
+    server = _SERVERS.get(key)
+    if server is None or server.proc.poll() is not None:
+        server = _SERVERS[key] = ForkServer(python, parts[1])
+    return server
+
+
 def run_workload(
     module: str, tmp_path: Path, *args: str, python: str = sys.executable, timeout_s: float = 240
 ) -> Run:
-    """``python -m module args`` from the repo root with TBDTRACE_STEPS_FILE set."""
+    """``python -m module args`` from the repo root with TBDTRACE_STEPS_FILE set.
+
+    Runs in a child of the framework's fork server (forkserver.py): the same module, argv,
+    environment and working directory, without paying the framework's import again.
+    """
     steps = tmp_path / "steps.jsonl"
     tmp_path.mkdir(parents=True, exist_ok=True)
-    # One intra-op thread: on a loaded 2-core machine, spinning OpenMP threads slow the
-    # small-op workloads several-fold; one thread keeps test time steady. TensorFlow
-    # ignores OMP_NUM_THREADS and sizes its own pools by the cores: one thread in each
-    # too, which also makes its losses the same run to run and machine to machine.
-    env = dict(
-        os.environ,
-        TBDTRACE_STEPS_FILE=str(steps),
-        PYTHONPATH=str(REPO),
-        OMP_NUM_THREADS="1",
-        TF_NUM_INTRAOP_THREADS="1",
-        TF_NUM_INTEROP_THREADS="1",
-    )
-    p = subprocess.run(
-        [python, "-m", module, *args],
-        cwd=REPO,
-        env=env,
-        text=True,
-        capture_output=True,
-        timeout=timeout_s,
-    )
+    env = dict(os.environ, TBDTRACE_STEPS_FILE=str(steps), **RUN_ENV)
+    server = _server(python, module)
+    if server is None:
+        p = subprocess.run(
+            [python, "-m", module, *args],
+            cwd=REPO,
+            env=env,
+            text=True,
+            capture_output=True,
+            timeout=timeout_s,
+        )
+        returncode, stderr = p.returncode, p.stderr
+    else:
+        out, err = tmp_path / "workload.stdout", tmp_path / "workload.stderr"
+        req = dict(
+            module=module, args=list(args), env=env, cwd=str(REPO), stdout=str(out), stderr=str(err)
+        )
+        returncode = server.run(req, timeout_s)
+        stderr = err.read_text(errors="replace")
     records = []
     if steps.exists():
         records = [json.loads(line) for line in steps.read_text().splitlines() if line.strip()]
-    return Run(p.returncode, p.stderr, records)
+    return Run(returncode, stderr, records)
 
 
 def check_trained(
