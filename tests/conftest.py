@@ -28,6 +28,12 @@ import pytest
 with contextlib.suppress(ImportError):  # without torch, the tests that need it skip
     import torch._dynamo  # noqa: F401
 
+    # One intra-op thread for the models the tests run in this process: beside the other
+    # worker and the training subprocesses on 2 cores, a second OpenMP thread spins
+    # waiting for its turn. Set here, not in the environment, so processes the tests
+    # start keep what their own test gives them.
+    torch.set_num_threads(1)
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"  # data this project made itself
 FIXTURES = Path(os.environ.get("TBDTRACE_FIXTURES") or ROOT.parent / "shared" / "fixtures")
