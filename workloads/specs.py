@@ -67,7 +67,7 @@ INCEPTION_V3 = Spec(
     },
     # tiny: batch 8, not 2. At 96 px the last blocks (Mixed_7b/7c) run on a 1x1 grid, where
     # batch-norm over 2 samples maps every channel to +1 or -1 and the net cannot learn; with
-    # 8 it reaches the tiny accuracy target in about 100 steps (docs/WORKLOADS.md).
+    # 8 it reaches the tiny accuracy target in about 120 steps (docs/WORKLOADS.md).
     {"tiny": 8, "small": 8, "paper": 32},
 )
 
