@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from workloads import registry
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -131,15 +133,11 @@ def _close_servers() -> None:
         server.close()
 
 
-def _server(python: str, module: str) -> ForkServer | None:
+def _server(python: str, module: str) -> ForkServer:
     """The fork server for ``workloads.<framework>.*`` modules under ``python``."""
     parts = module.split(".")
-    if (
-        len(parts) < 3
-        or parts[0] != "workloads"
-        or parts[1] not in ("pytorch", "tensorflow", "mxnet")
-    ):
-        return None
+    if len(parts) < 3 or parts[0] != "workloads" or parts[1] not in registry.FRAMEWORKS:
+        raise ValueError(f"{module} is not a workload module (workloads.<framework>.<model>)")
     key = (python, parts[1])
     server = _SERVERS.get(key)
     if server is None or server.proc.poll() is not None:
@@ -158,24 +156,17 @@ def run_workload(
     steps = tmp_path / "steps.jsonl"
     tmp_path.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, TBDTRACE_STEPS_FILE=str(steps), **RUN_ENV)
-    server = _server(python, module)
-    if server is None:
-        p = subprocess.run(
-            [python, "-m", module, *args],
-            cwd=REPO,
-            env=env,
-            text=True,
-            capture_output=True,
-            timeout=timeout_s,
-        )
-        returncode, stderr = p.returncode, p.stderr
-    else:
-        out, err = tmp_path / "workload.stdout", tmp_path / "workload.stderr"
-        req = dict(
-            module=module, args=list(args), env=env, cwd=str(REPO), stdout=str(out), stderr=str(err)
-        )
-        returncode = server.run(req, timeout_s)
-        stderr = err.read_text(errors="replace")
+    err = tmp_path / "workload.stderr"
+    req = dict(
+        module=module,
+        args=list(args),
+        env=env,
+        cwd=str(REPO),
+        stdout=str(tmp_path / "workload.stdout"),
+        stderr=str(err),
+    )
+    returncode = _server(python, module).run(req, timeout_s)
+    stderr = err.read_text(errors="replace")
     records = []
     if steps.exists():
         records = [json.loads(line) for line in steps.read_text().splitlines() if line.strip()]
