@@ -7,9 +7,10 @@ suite runs about sixty of them on two cores. This server pays that once: it star
 the test's environment, imports the framework, and then, for each request, forks a child
 that takes the request's environment, working directory, argv and output files and runs the
 module exactly as ``python -m`` does (``runpy._run_module_as_main``, which ``-m`` calls; the
-exit status from ``SystemExit``, atexit handlers at the end). The workload, the harness and
-the steps file are the real ones; what the child shares with its parent is a set of imported
-modules that no code has run yet (DECISIONS 133).
+exit status from ``SystemExit``, atexit handlers at the end; the environment variables the
+preloaded modules set on import, such as TensorFlow's ``TF2_BEHAVIOR``, where the request has
+none). The workload, the harness and the steps file are the real ones; what the child shares
+with its parent is a set of imported modules that no code has run yet (DECISIONS 133).
 
 Protocol, one JSON object per line: the client writes ``{"module", "args", "env", "cwd",
 "stdout", "stderr"}`` on the server's stdin; the server answers ``{"pid"}`` when the child
@@ -47,9 +48,15 @@ PRELOAD = {
         "workloads.specs",
         "workloads.pytorch._common",
     ],
-    # workloads/tensorflow/__init__.py sets TF_CPP_MIN_LOG_LEVEL before TensorFlow loads;
-    # the client starts this server with it set, and the child imports that package itself.
-    "tensorflow": ["numpy", "tensorflow", "keras", "workloads.harness", "workloads.quality"],
+    # the package first: it sets TF_CPP_MIN_LOG_LEVEL before TensorFlow loads
+    "tensorflow": [
+        "workloads.tensorflow",
+        "numpy",
+        "tensorflow",
+        "keras",
+        "workloads.harness",
+        "workloads.quality",
+    ],
     "mxnet": [
         "numpy",
         "mxnet",
@@ -71,8 +78,10 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
-def _child(req: dict, protocol_fds: tuple[int, int]) -> None:
-    """Become ``python -m module args`` with the request's environment; never returns."""
+def _child(req: dict, protocol_fds: tuple[int, int], preload_env: dict[str, str]) -> None:
+    """Become ``python -m module args`` with the request's environment; never returns.
+    ``preload_env``: the variables the preloaded modules set with their imports, which a
+    fresh process would have set the same way (only where the request has none)."""
     code = 1
     try:
         for fd in protocol_fds:
@@ -90,6 +99,7 @@ def _child(req: dict, protocol_fds: tuple[int, int]) -> None:
         # line-buffered with backslash escapes
         sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115
         os.environ.clear()
+        os.environ.update(preload_env)
         os.environ.update(req["env"])
         os.chdir(req["cwd"])
         sys.path[0] = req["cwd"]  # what `python -m` puts first
@@ -126,6 +136,7 @@ def main() -> int:
     os.dup2(null, 1)
     os.close(null)
     sys.path[0] = os.getcwd()
+    before = dict(os.environ)
     for name in PRELOAD[framework]:
         try:
             importlib.import_module(name)
@@ -134,6 +145,7 @@ def main() -> int:
             # framework on purpose): the child meets the same error itself, as a fresh
             # process would. Nothing after it is preloaded.
             break
+    preload_env = {k: v for k, v in os.environ.items() if before.get(k) != v}
     reader = os.fdopen(proto_in, "r")
     writer = os.fdopen(proto_out, "w")
 
@@ -148,7 +160,7 @@ def main() -> int:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(req, (proto_in, proto_out))
+            _child(req, (proto_in, proto_out), preload_env)
         send({"pid": pid})
         _, status = os.waitpid(pid, 0)
         send({"returncode": os.waitstatus_to_exitcode(status)})

@@ -83,8 +83,6 @@ class ForkServer:
 
     def __init__(self, python: str, framework: str) -> None:
         env = dict(os.environ, **RUN_ENV)
-        if framework == "tensorflow":
-            env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # as workloads/tensorflow/__init__.py sets it
         self.proc = subprocess.Popen(
             [python, str(Path(__file__).with_name("forkserver.py")), framework],
             cwd=REPO,
