@@ -1,0 +1,160 @@
+"""Step-boundary snapshots for ``--torch-memory posthoc``: where the model state lives.
+
+:class:`SnapshotRecorder` reads the data pointers of parameters, ``.grad`` and optimizer
+state at the end of every ``optimizer.step()`` (one global optimizer step post-hook, the
+only Python it adds to a training step), and of every live module and optimizer at
+``start()`` and ``stop()``. Module buffers (BatchNorm's running statistics) are weights;
+no optimizer knows them, so the modules are found once, with ``gc``, at the first
+``optimizer.step()`` (and at start), and their buffers and parameters are read again at
+the 1st, 2nd, 4th, 8th, ... snapshot. Nothing here holds a tensor: only addresses and
+times are kept, and modules through weak references.
+
+The labeller (:mod:`.posthoc`) matches the addresses to allocator blocks live at each
+snapshot's time. Costs (2-core dev box, ResNet-50's 161 parameters with SGD momentum):
+~70 us per ``optimizer.step()``, ~200 us more on the steps that re-read buffers, one
+``gc`` scan (~0.1 s in a process with torchvision loaded) at the first step.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import Any
+
+import numpy as np
+
+from tbdtrace.collector.memory.posthoc import GRADIENTS, OPTIMIZER_STATE, WEIGHTS, Snapshots
+from tbdtrace.collector.memory.torch_live import (
+    Baseline,
+    is_optimizer,
+    live_framework_objects,
+    object_tensors,
+)
+
+_CODE = {"weights": WEIGHTS, "gradients": GRADIENTS, "optimizer_state": OPTIMIZER_STATE}
+
+
+class SnapshotRecorder:
+    """Records where parameters, buffers, gradients and optimizer state live.
+
+    ``start()`` takes the first snapshot (and, for sources that see only what is
+    allocated from now on, the :class:`~.torch_live.Baseline`) and installs the optimizer
+    post-hook; ``stop()`` removes it and takes the last snapshot;
+    :meth:`snapshots` gives them all.
+    """
+
+    def __init__(self, model: Any = None, optimizer: Any = None, scan_gc: bool = True):
+        """``model``/``optimizer`` (optional) are read even when ``scan_gc`` is off."""
+        self.scan_gc = scan_gc
+        self._explicit = [o for o in (optimizer, model) if o is not None]
+        self._ts: list[int] = []
+        self._addr: list[list[int]] = []
+        self._cat: list[int] = []
+        self._modules: list[weakref.ref[Any]] = []
+        self._found = False
+        self._handle: Any = None
+        self.baseline = Baseline()
+        self.steps = 0  # optimizer steps seen
+        self.hook_thread_ns = 0  # thread CPU time spent in the post-hook, in all
+        self.errors: list[str] = []  # snapshots that failed (the step itself went on)
+        self._tensor: Any = None
+        self.start_ns: int | None = None
+        self.stop_ns: int | None = None
+
+    # -- recording -----------------------------------------------------------------------
+    def _add(self, ts: int, cat: str, ptrs: list[int]) -> None:
+        if ptrs:
+            self._ts.append(ts)
+            self._addr.append(ptrs)
+            self._cat.append(_CODE[cat])
+
+    def _objects(self) -> list[Any]:
+        found = live_framework_objects() if self.scan_gc else []
+        ids = {id(o) for o in found}
+        return found + [o for o in self._explicit if id(o) not in ids]
+
+    def _read_objects(self, objects: list[Any], ts: int) -> None:
+        for obj in objects:
+            for cat, tensors in object_tensors(obj):
+                self._add(ts, cat, [p for p in (t.data_ptr() for t in tensors) if p])
+
+    def _remember_modules(self, objects: list[Any]) -> None:
+        self._modules = [weakref.ref(o) for o in objects if not is_optimizer(o)]
+        self._found = True
+
+    def _after_step(self, opt: Any, args: Any, kwargs: Any) -> None:
+        """The optimizer step post-hook: one snapshot of ``opt``'s tensors."""
+        t0 = time.thread_time_ns()
+        try:
+            self._snapshot(opt, time.time_ns())
+        except Exception as e:  # noqa: BLE001 - a snapshot must never fail a training step
+            self.errors.append(f"{type(e).__name__}: {e}")
+        self.hook_thread_ns += time.thread_time_ns() - t0
+
+    def _snapshot(self, opt: Any, ts: int) -> None:
+        if not self._found:
+            self._remember_modules(self._objects())
+        self.steps += 1
+        tensor = self._tensor
+        params = [p for g in opt.param_groups for p in g["params"]]
+        self._add(ts, "weights", [p.data_ptr() for p in params])
+        self._add(
+            ts, "gradients", [g.data_ptr() for g in (p.grad for p in params) if g is not None]
+        )
+        self._add(
+            ts,
+            "optimizer_state",
+            [v.data_ptr() for s in opt.state.values() for v in s.values() if isinstance(v, tensor)],
+        )
+        if self.steps & (self.steps - 1) == 0:  # 1, 2, 4, 8, ...: buffers and other models
+            mods = [m for m in (r() for r in self._modules) if m is not None]
+            self._read_objects(mods, ts)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self, baseline: bool = False) -> None:
+        """Snapshot what lives now and install the optimizer post-hook. ``baseline``: also
+        keep start-of-capture rows for a source that reports no earlier allocation."""
+        import torch
+        from torch.optim import optimizer as optim_module
+
+        self._tensor = torch.Tensor
+        self.start_ns = time.time_ns()
+        objects = self._objects()
+        if baseline:
+            self.baseline.take(objects, self.start_ns)
+        self._read_objects(objects, self.start_ns)
+        if any(not is_optimizer(o) for o in objects):
+            self._remember_modules(objects)
+        self._handle = optim_module.register_optimizer_step_post_hook(self._after_step)
+
+    def stop(self) -> None:
+        """Remove the hook and snapshot what lives now (nothing is kept alive)."""
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+        self.baseline.detach()
+        self.stop_ns = time.time_ns()
+        mods = [m for m in (r() for r in self._modules) if m is not None]
+        objects = self._objects()
+        ids = {id(o) for o in objects}
+        self._read_objects(objects + [m for m in mods if id(m) not in ids], self.stop_ns)
+
+    def snapshots(self) -> Snapshots:
+        """Every sighting, one entry per tensor."""
+        n = [len(a) for a in self._addr]
+        if not n:
+            return Snapshots.empty()
+        addr = np.array([p for a in self._addr for p in a], dtype=np.uint64).view(np.int64)
+        return Snapshots(
+            np.repeat(np.array(self._ts, dtype=np.int64), n),
+            addr,
+            np.repeat(np.array(self._cat, dtype=np.int64), n),
+        )
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "optimizer_steps": self.steps,
+            "snapshot_times": len(set(self._ts)),
+            "hook_thread_ns": self.hook_thread_ns,
+            "errors": self.errors[:5],
+        }
