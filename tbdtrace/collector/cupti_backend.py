@@ -34,14 +34,21 @@ class CuptiConfig:
     buffer_count: int = 8  # buffers in the fixed pool: at most buffer_bytes x count in use
     flush_interval_ms: int = 1000  # periodic flush and spill to the spool
     # capture command: PyTorch tensor allocations from the caching allocator's history,
-    # labelled (tbdtrace.collector.memory.torch_cuda), as the memory table's allocated level
-    torch_memory: bool = True
+    # labelled (tbdtrace.collector.memory.torch_cuda), as the memory table's allocated level:
+    # "posthoc" (snapshots + phases), "exact" (hook tracker) or "off"; True/False mean
+    # "posthoc"/"off"
+    torch_memory: str | bool = "posthoc"
     # capture command: PyTorch matmul/convolution/attention ops with shapes and FLOPs, from
     # a dispatch-level recorder (tbdtrace.collector.torch_flops), as ``ops`` rows
     torch_flops: bool = False  # capture --torch-flops (its host cost: docs/DECISIONS.md 75)
     # capture command: "flops" = per-kernel FLOPs from hardware counters (Range Profiling API,
     # kernel replay: serializes and replays kernels; a separate run mode). "" = off.
     counters: str = ""
+
+    def __post_init__(self) -> None:
+        from tbdtrace.collector.memory.torch_labels import check_mode
+
+        object.__setattr__(self, "torch_memory", check_mode(self.torch_memory))
 
 
 def _route_nvtx() -> None:

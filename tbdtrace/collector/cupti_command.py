@@ -15,7 +15,8 @@ Python processes of the command also get the capture bootstrap (``sitecustomize/
 their PYTHONPATH: in a process that imports torch it records the caching allocator's
 history and labels the tensors (``tbdtrace.collector.memory.torch_cuda``), written as
 ``torchmem-<pid>`` beside the spools and joined to the ``memory`` table as its
-``allocated`` level (``CuptiConfig.torch_memory``; ``capture --no-torch-memory``), and
+``allocated`` level (``CuptiConfig.torch_memory``; ``capture --torch-memory
+posthoc|exact|off``), and
 it records matmul, convolution and attention ops with shapes and FLOPs
 (``tbdtrace.collector.torch_flops``), written as ``torchops-<pid>`` and joined as ``ops``
 rows (``CuptiConfig.torch_flops``; ``capture --no-torch-flops``).
@@ -45,7 +46,9 @@ from tbdtrace.collector.cupti_backend import (
     resolve_activities,
 )
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig, read_spill
+from tbdtrace.collector.memory.torch_cuda import MODE_ENV as TORCH_MEMORY_MODE_ENV
 from tbdtrace.collector.memory.torch_cuda import SPOOL_ENV as TORCH_MEMORY_ENV
+from tbdtrace.collector.memory.torch_cuda import join as join_torch_memory
 from tbdtrace.collector.torch_child import (
     BOOTSTRAP_DIR,
     HOST_SPILL,
@@ -80,12 +83,13 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, 
         from tbdtrace.collector.flops import flop_metrics
 
         env["TBDTRACE_COUNTER_METRICS"] = ",".join(flop_metrics())
-    if cfg.torch_memory or cfg.torch_flops:
+    if cfg.torch_memory != "off" or cfg.torch_flops:
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + old if old else "")
         env["TBDTRACE_PACKAGE_ROOT"] = str(Path(__file__).resolve().parents[2])
-    if cfg.torch_memory:
+    if cfg.torch_memory != "off":
         env[TORCH_MEMORY_ENV] = str(spool_dir)
+        env[TORCH_MEMORY_MODE_ENV] = str(cfg.torch_memory)
     if cfg.torch_flops:
         env[TORCH_FLOPS_ENV] = str(spool_dir)
     return env
@@ -93,27 +97,6 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, 
 
 def read_spools(spool_dir: Path) -> list[spool.Spool]:
     return [spool.read(p) for p in sorted(spool_dir.glob("*.tbds"))]
-
-
-def join_torch_memory(spool_dir: Path, tables: dict[str, Any], extra: dict[str, Any]) -> None:
-    """Append each ``torchmem-<pid>`` part (allocated level) to ``tables["memory"]``."""
-    parts = sorted(p for p in spool_dir.glob("torchmem-*") if p.is_dir())
-    if not parts:
-        return
-    mems, stats = [], []
-    for p in parts:
-        tr = trace.open(p)
-        mems.append(tr.table("memory"))
-        st = dict((tr.meta.get("extra") or {}).get("torch_cuda_history") or {})
-        st["pid"] = int(p.name.split("-", 1)[1])
-        stats.append(st)
-    cupti_mem = tables.get("memory")
-    if cupti_mem is not None:  # CUPTI's reserved level, as column mappings
-        mems.insert(
-            0, cupti_mem if isinstance(cupti_mem, pa.Table) else trace.to_table("memory", cupti_mem)
-        )
-    tables["memory"] = pa.concat_tables(mems).unify_dictionaries().combine_chunks()
-    extra["torch_cuda_history"] = stats
 
 
 def join_torch_ops(spool_dir: Path, tables: dict[str, Any], extra: dict[str, Any]) -> None:
@@ -235,6 +218,7 @@ def run_capture(
     tables["host_samples"] = samples
     partial = outcome.stop_reason()
     extra = meta["extra"]
+    extra.setdefault("torch_memory", {"mode": cfg.torch_memory})
     extra.update(
         backend_choice=reason,
         exit_code=outcome.exit_code,

@@ -56,7 +56,7 @@ from tbdtrace.passes.memory_blocks import INT64_MAX, INT64_MIN, Blocks, pair
 I64 = npt.NDArray[np.int64]
 WEIGHTS, OPTIMIZER_STATE, GRADIENTS, INPUTS, ACTIVATIONS = range(5)
 OTHER = len(PRIORITY)
-_NAMES = (*PRIORITY, "other")
+NAMES = (*PRIORITY, "other")
 
 # What post-hoc labels cannot tell apart (docs/MEMORY.md "Post hoc and exact"): written
 # to meta.extra.torch_memory and shown in the report's memory section.
@@ -286,7 +286,7 @@ def label(
         else np.zeros(0, np.int64)
     )
     cat, stats = label_blocks(blocks, sel, snaps, its, resolution_ns)
-    names: list[str | None] = list(_NAMES)
+    names: list[str | None] = list(NAMES)
     if ops is not None and not isinstance(ops, pa.Table):
         ops = trace_io.to_table("ops", ops)
     ws = workspace.inside_one_op(mem, blocks, ops) if ops is not None else None
@@ -315,7 +315,7 @@ def label(
 
 __all__ = [
     "CANNOT_TELL_APART",
-    "INT64_MAX",
+    "NAMES",
     "Snapshots",
     "label",
     "label_blocks",
