@@ -76,7 +76,7 @@ class SnapshotRecorder:
     def _read_objects(self, objects: list[Any], ts: int) -> None:
         for obj in objects:
             for cat, tensors in object_tensors(obj):
-                self._add(ts, cat, [p for p in (t.data_ptr() for t in tensors) if p])
+                self._add(ts, cat, [p for p in map(_data_ptr, tensors) if p])
 
     def _remember_modules(self, objects: list[Any]) -> None:
         self._modules = [weakref.ref(o) for o in objects if not is_optimizer(o)]
@@ -158,3 +158,11 @@ class SnapshotRecorder:
             "hook_thread_ns": self.hook_thread_ns,
             "errors": self.errors[:5],
         }
+
+
+def _data_ptr(t: Any) -> int:
+    """A tensor's data pointer, 0 for one without storage (sparse, meta)."""
+    try:
+        return int(t.data_ptr())
+    except (RuntimeError, NotImplementedError, AttributeError):
+        return 0
