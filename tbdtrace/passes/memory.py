@@ -252,8 +252,10 @@ def summarize(trace: Trace, config: MemoryConfig | None = None) -> dict[str, Any
     replay_excess_bytes (the most the replay exceeded the allocator's total on the
     headline device: 0 when the two agree); model_bytes (weights/gradients/optimizer
     state sized from a model's variables, for frameworks sampled by totals such as
-    TensorFlow; null otherwise). Byte figures are null, not 0, when the trace has no
-    memory events.
+    TensorFlow; null otherwise); labels (PyTorch: ``mode``, how the categories were
+    labelled, posthoc, exact or off, and ``cannot_tell_apart``, what post-hoc labels
+    cannot separate; null when the trace does not say). Byte figures are null, not 0,
+    when the trace has no memory events.
     """
     config = config or MemoryConfig()
     mem = trace.table("memory", _COLS + ["total_allocated_bytes", "total_reserved_bytes"])
@@ -281,7 +283,21 @@ def summarize(trace: Trace, config: MemoryConfig | None = None) -> dict[str, Any
     doc["replay_excess_bytes"] = head.replay_excess_bytes if head is not None else None
     extra = trace.meta.get("extra") or {}
     doc["model_bytes"] = extra.get("memory_model") if isinstance(extra, dict) else None
+    doc["labels"] = _labels(extra)
     return doc
+
+
+def _labels(extra: Any) -> dict[str, Any] | None:
+    """How the PyTorch categories were labelled (``meta.extra.torch_memory``): the mode
+    (posthoc, exact, off) and, post hoc, what the labels cannot tell apart."""
+    tm = extra.get("torch_memory") if isinstance(extra, dict) else None
+    if not isinstance(tm, dict) or not tm.get("mode"):
+        return None
+    caveats = tm.get("cannot_tell_apart")
+    return {
+        "mode": str(tm["mode"]),
+        "cannot_tell_apart": [str(c) for c in caveats] if isinstance(caveats, list) else [],
+    }
 
 
 def _levels(all_series: list[Series], head: Series) -> dict[str, Any]:

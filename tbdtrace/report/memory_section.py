@@ -44,6 +44,7 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
             "Level: the allocator's own totals (Total Allocated); categories from the "
             "allocations in the trace; pre_existing: allocated before the trace began."
         )
+    _render_labels(con, data.get("labels"))
     if peak and data["breakdown_at_peak"]["other"] == peak:
         con.print(
             "No allocation in this trace carries a category, so all count as other "
@@ -81,6 +82,23 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
             fmt_bytes(b["other"]),
         )
     con.print(s)
+
+
+def _render_labels(con: Console, labels: dict[str, Any] | None) -> None:
+    """How the categories were labelled and, post hoc, what they cannot tell apart."""
+    if not labels:
+        return
+    mode = labels["mode"]
+    if mode == "posthoc":
+        con.print(
+            "Categories labelled post hoc (allocator blocks, step-boundary snapshots of "
+            "parameters, gradients and optimizer state, and the trace's phases); they "
+            "cannot tell apart:"
+        )
+        for c in labels["cannot_tell_apart"]:
+            con.print(f"  - {c}")
+    elif mode == "exact":
+        con.print("Categories labelled by the hook tracker (--torch-memory exact).")
 
 
 def _render_devices(con: Console, devices: list[dict[str, Any]]) -> None:

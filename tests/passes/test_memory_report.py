@@ -15,7 +15,9 @@ from tbdtrace.report.textui import Console
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _write(tmp_path: Path, categories: list[str | None]) -> Path:
+def _write(
+    tmp_path: Path, categories: list[str | None], meta: dict[str, object] | None = None
+) -> Path:
     n = len(categories)
     return tbdtrace.write(
         tmp_path / "t",
@@ -32,7 +34,7 @@ def _write(tmp_path: Path, categories: list[str | None]) -> Path:
             },
             "steps": {"step": [0], "start_ns": [0], "end_ns": [100]},
         },
-        {"source": "test"},
+        {"source": "test", **(meta or {})},
     )
 
 
@@ -107,3 +109,22 @@ def test_text_shows_the_allocator_peak_per_device(tmp_path: Path) -> None:
     cpu = next(ln for ln in dev if "│ cpu" in ln)
     assert "977.54 KiB" in cuda and "allocator" in cuda and "2.00 MiB" in cuda  # 1,001,000
     assert "4.77 MiB" in cpu  # 5,000,010: the host's, never added into the GPU's headline
+
+
+def test_posthoc_labels_name_what_they_cannot_tell_apart(tmp_path: Path) -> None:
+    caveats = ["activations vs kept temporaries", "inputs vs data pools"]
+    meta = {"extra": {"torch_memory": {"mode": "posthoc", "cannot_tell_apart": caveats}}}
+    path = _write(tmp_path, ["weights", "activations"], meta)
+    doc = build(tbdtrace.open(path), ReportOptions())["memory"]
+    assert doc["labels"] == {"mode": "posthoc", "cannot_tell_apart": caveats}
+    out = _text(path)
+    assert "Categories labelled post hoc" in out
+    assert "  - activations vs kept temporaries" in out and "  - inputs vs data pools" in out
+    exact = _write(tmp_path / "e", ["weights"], {"extra": {"torch_memory": {"mode": "exact"}}})
+    assert "labelled by the hook tracker" in _text(exact)
+    assert (
+        build(tbdtrace.open(_write(tmp_path / "n", ["weights"])), ReportOptions())["memory"][
+            "labels"
+        ]
+        is None
+    )
