@@ -4,15 +4,17 @@
 state at the end of every ``optimizer.step()`` (one global optimizer step post-hook, the
 only Python it adds to a training step), and of every live module and optimizer at
 ``start()`` and ``stop()``. Module buffers (BatchNorm's running statistics) are weights;
-no optimizer knows them, so the modules are found once, with ``gc``, at the first
-``optimizer.step()`` (and at start), and their buffers and parameters are read again at
-the 1st, 2nd, 4th, 8th, ... snapshot. Nothing here holds a tensor: only addresses and
-times are kept, and modules through weak references.
+no optimizer knows them, so where no module exists at ``start()`` (a command captured
+from its first import of torch) the modules are found once, with ``gc``, at the first
+``optimizer.step()`` and read then (parameters, buffers, gradients), and again at
+``stop()`` if they still live. Buffers are updated in place, so one sighting labels their
+blocks. Nothing here holds a tensor: only addresses and times are kept, and modules
+through weak references.
 
 The labeller (:mod:`.posthoc`) matches the addresses to allocator blocks live at each
 snapshot's time. Costs (2-core dev box, ResNet-50's 161 parameters with SGD momentum):
-~70 us per ``optimizer.step()``, ~200 us more on the steps that re-read buffers, one
-``gc`` scan (~0.1 s in a process with torchvision loaded) at the first step.
+~70 us per ``optimizer.step()``; once, at the first step, a ``gc`` scan (~0.1 s in a
+process with torchvision loaded) and the modules' read.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class SnapshotRecorder:
         self._handle: Any = None
         self.baseline = Baseline()
         self.steps = 0  # optimizer steps seen
-        self.hook_thread_ns = 0  # thread CPU time spent in the post-hook, in all
+        self.hook_thread_ns: list[int] = []  # thread CPU time of each post-hook call
         self.errors: list[str] = []  # snapshots that failed (the step itself went on)
         self._tensor: Any = None
         self.start_ns: int | None = None
@@ -89,11 +91,12 @@ class SnapshotRecorder:
             self._snapshot(opt, time.time_ns())
         except Exception as e:  # noqa: BLE001 - a snapshot must never fail a training step
             self.errors.append(f"{type(e).__name__}: {e}")
-        self.hook_thread_ns += time.thread_time_ns() - t0
+        self.hook_thread_ns.append(time.thread_time_ns() - t0)
 
     def _snapshot(self, opt: Any, ts: int) -> None:
-        if not self._found:
+        if not self._found:  # the first step of a capture that began before the model
             self._remember_modules(self._objects())
+            self._read_objects([m for m in (r() for r in self._modules) if m is not None], ts)
         self.steps += 1
         tensor = self._tensor
         params = [p for g in opt.param_groups for p in g["params"]]
@@ -106,9 +109,6 @@ class SnapshotRecorder:
             "optimizer_state",
             [v.data_ptr() for s in opt.state.values() for v in s.values() if isinstance(v, tensor)],
         )
-        if self.steps & (self.steps - 1) == 0:  # 1, 2, 4, 8, ...: buffers and other models
-            mods = [m for m in (r() for r in self._modules) if m is not None]
-            self._read_objects(mods, ts)
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self, baseline: bool = False) -> None:
@@ -155,7 +155,12 @@ class SnapshotRecorder:
         return {
             "optimizer_steps": self.steps,
             "snapshot_times": len(set(self._ts)),
-            "hook_thread_ns": self.hook_thread_ns,
+            # thread CPU time in the post-hook: in all, and the median call (steady state:
+            # the first call's gc scan and the buffer re-reads excluded by the median)
+            "hook_thread_ns": sum(self.hook_thread_ns),
+            "hook_median_thread_ns": (
+                int(np.median(self.hook_thread_ns)) if self.hook_thread_ns else 0
+            ),
             "errors": self.errors[:5],
         }
 
