@@ -1,20 +1,24 @@
 """Step-boundary snapshots for ``--torch-memory posthoc``: where the model state lives.
 
 :class:`SnapshotRecorder` reads the data pointers of parameters, ``.grad`` and optimizer
-state at the end of every ``optimizer.step()`` (one global optimizer step post-hook, the
-only Python it adds to a training step), and of every live module and optimizer at
-``start()`` and ``stop()``. Module buffers (BatchNorm's running statistics) are weights;
-no optimizer knows them, so where no module exists at ``start()`` (a command captured
-from its first import of torch) the modules are found once, with ``gc``, at the first
-``optimizer.step()`` and read then (parameters, buffers, gradients), and again at
-``stop()`` if they still live. Buffers are updated in place, so one sighting labels their
-blocks. Nothing here holds a tensor: only addresses and times are kept, and modules
-through weak references.
+state at the end of an optimizer's 1st, 2nd, 4th, 8th, ... ``optimizer.step()`` (one
+global optimizer step post-hook, the only Python it adds to a training step; on the
+other steps it counts and returns), and of every live module and optimizer at
+``start()`` and ``stop()``. Parameters and optimizer state keep their storage from step
+to step; the gradients of the steps between snapshots are labelled by their life
+(:mod:`.posthoc`, rule 2), which the snapshots check. Module buffers (BatchNorm's
+running statistics) are weights; no optimizer knows them, so where no module exists at
+``start()`` (a command captured from its first import of torch) the modules are found
+once, with ``gc``, at the first ``optimizer.step()`` and read then (parameters, buffers,
+gradients), and again at ``stop()`` if they still live. Buffers are updated in place, so
+one sighting labels their blocks. Nothing here holds a tensor: only addresses and times
+are kept, and modules through weak references.
 
 The labeller (:mod:`.posthoc`) matches the addresses to allocator blocks live at each
 snapshot's time. Costs (2-core dev box, ResNet-50's 161 parameters with SGD momentum):
-~70 us per ``optimizer.step()``; once, at the first step, a ``gc`` scan (~0.1 s in a
-process with torchvision loaded) and the modules' read.
+~70 us per snapshot with warm caches (0.3-0.5 ms after a training step, under load), a
+few microseconds on the other steps; once, at the first step, a ``gc`` scan (~0.1 s in a
+process with torchvision loaded) and the modules' read (bench/torch_memory_overhead.py).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ class SnapshotRecorder:
         self._handle: Any = None
         self.baseline = Baseline()
         self.steps = 0  # optimizer steps seen
+        self._counts: dict[int, int] = {}  # id(optimizer) -> its steps seen
         self.hook_thread_ns: list[int] = []  # thread CPU time of each post-hook call
         self.errors: list[str] = []  # snapshots that failed (the step itself went on)
         self._tensor: Any = None
@@ -85,19 +90,22 @@ class SnapshotRecorder:
         self._found = True
 
     def _after_step(self, opt: Any, args: Any, kwargs: Any) -> None:
-        """The optimizer step post-hook: one snapshot of ``opt``'s tensors."""
+        """The optimizer step post-hook: a snapshot of ``opt``'s tensors at its 1st, 2nd,
+        4th, 8th, ... step."""
         t0 = time.thread_time_ns()
-        try:
-            self._snapshot(opt, time.time_ns())
-        except Exception as e:  # noqa: BLE001 - a snapshot must never fail a training step
-            self.errors.append(f"{type(e).__name__}: {e}")
+        self.steps += 1
+        n = self._counts[id(opt)] = self._counts.get(id(opt), 0) + 1
+        if n & (n - 1) == 0:
+            try:
+                self._snapshot(opt, time.time_ns())
+            except Exception as e:  # noqa: BLE001 - a snapshot must never fail a step
+                self.errors.append(f"{type(e).__name__}: {e}")
         self.hook_thread_ns.append(time.thread_time_ns() - t0)
 
     def _snapshot(self, opt: Any, ts: int) -> None:
         if not self._found:  # the first step of a capture that began before the model
             self._remember_modules(self._objects())
             self._read_objects([m for m in (r() for r in self._modules) if m is not None], ts)
-        self.steps += 1
         tensor = self._tensor
         params = [p for g in opt.param_groups for p in g["params"]]
         self._add(ts, "weights", [p.data_ptr() for p in params])

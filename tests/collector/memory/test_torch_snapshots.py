@@ -22,7 +22,7 @@ def _by_time(rec: SnapshotRecorder) -> dict[int, dict[int, set[int]]]:
     return out
 
 
-def test_one_snapshot_per_optimizer_step() -> None:
+def test_snapshots_at_an_optimizers_first_second_fourth_step() -> None:
     gc.collect()
     torch.manual_seed(0)
     model = bn_cnn()
@@ -36,7 +36,7 @@ def test_one_snapshot_per_optimizer_step() -> None:
         model,
         opt,
         cnn_batch(2),
-        steps=3,
+        steps=5,
         on_step=lambda: grads_seen.append({p.grad.data_ptr() for p in model.parameters()}),
     )
     rec.stop()
@@ -46,17 +46,35 @@ def test_one_snapshot_per_optimizer_step() -> None:
     momentum = {s["momentum_buffer"].data_ptr() for s in opt.state.values()}
     snaps = _by_time(rec)
     times = sorted(snaps)
-    assert len(times) == 5  # start, 3 optimizer steps, stop
-    start, steps, stop = snaps[times[0]], [snaps[t] for t in times[1:4]], snaps[times[4]]
+    assert len(times) == 5  # start, the 1st, 2nd and 4th step, stop
+    start, stop = snaps[times[0]], snaps[times[-1]]
     assert start[WEIGHTS] == params | buffers and GRADIENTS not in start
-    for i, s in enumerate(steps):
-        assert s[GRADIENTS] == grads_seen[i]
+    for s, step in zip((snaps[t] for t in times[1:4]), (0, 1, 3), strict=True):
+        assert s[GRADIENTS] == grads_seen[step]
         assert s[OPTIMIZER_STATE] == momentum
         assert s[WEIGHTS] == params  # buffers: read at start, where the model existed
     assert stop[WEIGHTS] == params | buffers and stop[GRADIENTS] == grads_seen[-1]
     st = rec.stats()
-    assert st["optimizer_steps"] == 3 and st["snapshot_times"] == 5 and st["errors"] == []
-    assert st["hook_thread_ns"] > 0
+    assert st["optimizer_steps"] == 5 and st["snapshot_times"] == 5 and st["errors"] == []
+    assert len(rec.hook_thread_ns) == 5 and st["hook_thread_ns"] == sum(rec.hook_thread_ns)
+
+
+def test_each_optimizer_has_its_own_schedule() -> None:
+    a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    oa = torch.optim.SGD(a.parameters(), lr=0.1)
+    ob = torch.optim.SGD(b.parameters(), lr=0.1)
+    rec = SnapshotRecorder(scan_gc=False)
+    rec.start()
+    for _ in range(3):  # alternating, as a GAN's two optimizers do
+        for m, o in ((a, oa), (b, ob)):
+            m(torch.ones(1, 2)).sum().backward()
+            o.step()
+    rec.stop()
+    s = rec.snapshots()
+    got = {}
+    for p in (*a.parameters(), *b.parameters()):
+        got[p.data_ptr()] = int(((s.address == p.data_ptr()) & (s.category == WEIGHTS)).sum())
+    assert set(got.values()) == {2}  # each optimizer's 1st and 2nd step, not its 3rd
 
 
 def test_finds_modules_made_after_start_and_keeps_nothing_alive() -> None:
