@@ -18,9 +18,9 @@ No profiler runs: its cost is the same in every mode, and the allocator history 
 median over the measured steps of all rounds. Reported: the median step, the added time
 per step against ``none`` (with the spread of ``none`` itself between rounds, the noise
 floor of that difference), and for post hoc the thread time spent inside its optimizer
-post-hook, measured by the hook itself (``hook_thread_ns / optimizer_steps``: the exact
-figure that the difference of medians estimates), plus the one-time ``gc`` scan of the
-first step.
+post-hook, measured by the hook itself (the exact figure that the difference of medians
+can only estimate): on a step without a snapshot, on a snapshot step, on the first step
+(its ``gc`` scan), and per step over a 1,000-step run (10 snapshots).
 
     .venv/bin/python bench/torch_memory_overhead.py [--rounds 3] [--steps 6]
         [--workload resnet50 ...] [--json OUT.json]
@@ -91,7 +91,7 @@ def child(workload: str, mode: str, steps: int) -> None:
         rec.stop()
     out: dict[str, Any] = {"step_thread_ns": times[WARMUP:], "first_step_thread_ns": times[0]}
     if mode == "posthoc":
-        out.update(rec.stats(), hook_first_thread_ns=rec.hook_thread_ns[0])
+        out.update(rec.stats())
     print("BENCH " + json.dumps(out))
 
 
@@ -115,22 +115,21 @@ def measure(workload: str, rounds: int, steps: int) -> dict[str, Any]:
     med = {m: statistics.median([t for x in runs[m] for t in x["step_thread_ns"]]) for m in MODES}
     none_rounds = [statistics.median(x["step_thread_ns"]) for x in runs["none"]]
     post = runs["posthoc"]
-    hook = statistics.median(x["hook_median_thread_ns"] for x in post)
-    # All hook time over all steps, the first step's (the gc scan) excluded.
-    rest = sum(x["hook_thread_ns"] - x["hook_first_thread_ns"] for x in post)
-    mean = rest / max(1, sum(x["optimizer_steps"] - 1 for x in post))
+    plain = statistics.median(x["hook_plain_median_thread_ns"] for x in post)
+    snap = statistics.median(x["hook_snapshot_median_thread_ns"] for x in post)
+    first = statistics.median(x["hook_first_thread_ns"] for x in post)
+    # Over a 1,000-step run: 10 snapshots (1st, 2nd, 4th, ..., 512th step), the first
+    # with its gc scan; the other 990 calls only count.
+    amortized = (first + 9 * snap + 990 * plain) / 1000
     return {
         "workload": workload,
         "median_step_ms": {m: med[m] / 1e6 for m in MODES},
         "added_ms": {m: (med[m] - med["none"]) / 1e6 for m in ("posthoc", "exact")},
         "none_spread_ms": (max(none_rounds) - min(none_rounds)) / 1e6,
-        "posthoc_hook_ms_per_step": hook / 1e6,
-        "posthoc_hook_mean_ms_after_first": mean / 1e6,
-        "posthoc_first_step_extra_ms": (
-            statistics.median(x["first_step_thread_ns"] for x in post)
-            - statistics.median(x["first_step_thread_ns"] for x in runs["none"])
-        )
-        / 1e6,
+        "posthoc_hook_plain_ms": plain / 1e6,
+        "posthoc_hook_snapshot_ms": snap / 1e6,
+        "posthoc_hook_first_ms": first / 1e6,
+        "posthoc_amortized_ms_per_step_1000": amortized / 1e6,
     }
 
 
@@ -150,25 +149,28 @@ def main() -> None:
         r = rows[-1]
         print(
             f"{w}: step {r['median_step_ms']['none']:.1f} ms; posthoc "
-            f"{r['added_ms']['posthoc']:+.2f} ms (hook {r['posthoc_hook_ms_per_step']:.3f} ms), "
-            f"exact {r['added_ms']['exact']:+.2f} ms; none spread {r['none_spread_ms']:.2f} ms",
+            f"{r['added_ms']['posthoc']:+.2f} ms (hook {r['posthoc_hook_plain_ms']:.4f} ms, "
+            f"snapshot {r['posthoc_hook_snapshot_ms']:.3f} ms, first "
+            f"{r['posthoc_hook_first_ms']:.1f} ms), exact {r['added_ms']['exact']:+.2f} ms; "
+            f"none spread {r['none_spread_ms']:.2f} ms",
             flush=True,
         )
     print()
     print(
-        "| workload (tiny, CPU) | step, none (ms) | posthoc: hook per step, median (ms) | "
-        "posthoc: hook per step, mean after the first (ms) | "
-        "posthoc: added, medians (ms) | exact: added, medians (ms) | none: spread "
-        "between rounds (ms) | posthoc: first step, gc scan (ms) |"
+        "| workload (tiny, CPU) | step, none (ms) | posthoc hook, no snapshot (ms) | "
+        "posthoc snapshot (ms) | posthoc first step: gc scan + snapshot (ms) | "
+        "posthoc per step over 1,000 steps (ms) | posthoc: added, medians (ms) | "
+        "exact: added, medians (ms) | none: spread between rounds (ms) |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['workload']} | {r['median_step_ms']['none']:.1f} | "
-            f"{r['posthoc_hook_ms_per_step']:.3f} | "
-            f"{r['posthoc_hook_mean_ms_after_first']:.3f} | {r['added_ms']['posthoc']:+.2f} | "
-            f"{r['added_ms']['exact']:+.2f} | {r['none_spread_ms']:.2f} | "
-            f"{r['posthoc_first_step_extra_ms']:+.1f} |"
+            f"{r['posthoc_hook_plain_ms']:.4f} | {r['posthoc_hook_snapshot_ms']:.3f} | "
+            f"{r['posthoc_hook_first_ms']:.1f} | "
+            f"{r['posthoc_amortized_ms_per_step_1000']:.4f} | "
+            f"{r['added_ms']['posthoc']:+.2f} | {r['added_ms']['exact']:+.2f} | "
+            f"{r['none_spread_ms']:.2f} |"
         )
     if ns.json:
         ns.json.write_text(json.dumps(rows, indent=2) + "\n")
