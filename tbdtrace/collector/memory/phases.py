@@ -31,7 +31,7 @@ hook in the training process marks them. Per process:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from tbdtrace import trace as trace_io
 from tbdtrace.arrow_ints import int_column
+from tbdtrace.passes.grouping import dict_codes
 
 I64 = npt.NDArray[np.int64]
 # Runtime/driver calls that put work on a device: kernel and graph launches, copies, sets.
@@ -92,8 +93,11 @@ def _of_pid(t: pa.Table | None, pid: int | None) -> pa.Table | None:
     return t.filter(pa.array(keep)) if not keep.all() else t
 
 
-def _names(t: pa.Table, col: str = "name") -> list[str]:
-    return [str(x) if x is not None else "" for x in t.column(col).cast(pa.string()).to_pylist()]
+def _matches(t: pa.Table, test: Callable[[str], bool], col: str = "name") -> npt.NDArray[np.bool_]:
+    """Per row: does ``test`` hold for its ``col`` string (tested once per distinct value)?"""
+    codes, labels = dict_codes(t, col)
+    hit = np.array([bool(lbl is not None and test(lbl)) for lbl in labels] or [False])
+    return hit[codes] if codes.size else np.zeros(t.num_rows, dtype=bool)
 
 
 def step_windows(tables: Mapping[str, Any], pid: int | None) -> tuple[I64, I64]:
@@ -108,7 +112,7 @@ def step_windows(tables: Mapping[str, Any], pid: int | None) -> tuple[I64, I64]:
             t = _of_pid(_table(tables, name, ["start_ns", "end_ns", "pid", "name"]), pid)
             if t is None:
                 continue
-            hit = np.array([bool(STEP_MARKER.fullmatch(n)) for n in _names(t)], dtype=bool)
+            hit = _matches(t, lambda n: bool(STEP_MARKER.fullmatch(n)))
             if hit.any():
                 s, e = int_column(t, "start_ns")[hit], int_column(t, "end_ns")[hit]
                 break
@@ -123,7 +127,7 @@ def optimizer_marks(tables: Mapping[str, Any], pid: int | None) -> I64:
         t = _of_pid(_table(tables, name, ["start_ns", "end_ns", "pid", "name"]), pid)
         if t is None:
             continue
-        hit = np.array([bool(OPTIMIZER_MARKER.fullmatch(n)) for n in _names(t)], dtype=bool)
+        hit = _matches(t, lambda n: bool(OPTIMIZER_MARKER.fullmatch(n)))
         out.append(int_column(t, "end_ns")[hit])
     return np.sort(np.concatenate(out)) if out else np.zeros(0, np.int64)
 
@@ -145,10 +149,8 @@ def _from_ops(tables: Mapping[str, Any], pid: int | None) -> _Work | None:
     )
     if t is None or "category" not in t.column_names:
         return None
-    cats = _names(t, "category")
-    keep = np.array([c in OP_CATEGORIES for c in cats], dtype=bool)
-    names = [n for n, k in zip(_names(t), keep, strict=True) if k]
-    bwd_op = np.array([n.startswith(BACKWARD_OP) for n in names], dtype=bool)
+    keep = _matches(t, lambda c: c in OP_CATEGORIES, "category")
+    bwd_op = _matches(t, lambda n: n.startswith(BACKWARD_OP))[keep]
     if not bwd_op.any():
         return None
     sel = pa.array(keep)
@@ -176,7 +178,7 @@ def _from_launches(tables: Mapping[str, Any], pid: int | None, steps: tuple[I64,
     if t is None:
         z = np.zeros(0, np.int64)
         return _Work(z, z, np.zeros(0, bool), "none")
-    hit = np.array([bool(LAUNCH.search(n)) for n in _names(t)], dtype=bool)
+    hit = _matches(t, lambda n: bool(LAUNCH.search(n)))
     start = int_column(t, "start_ns")[hit]
     end = int_column(t, "end_ns")[hit]
     tid = int_column(t, "tid", -1)[hit]

@@ -287,20 +287,19 @@ def label(
         else np.zeros(0, np.int64)
     )
     cat, stats = label_blocks(blocks, sel, snaps, its, resolution_ns)
-    names: list[str | None] = list(NAMES)
     if ops is not None and not isinstance(ops, pa.Table):
         ops = trace_io.to_table("ops", ops)
-    ws = workspace.inside_one_op(mem, blocks, ops) if ops is not None else None
-    row_cat: list[str | None] = [None] * mem.num_rows
-    for b in sel.tolist():
-        name = names[cat[b]]
-        if name == "other" and ws is not None and ws[b]:
-            name = "workspace"
-        for r in (blocks.alloc_row[b], blocks.free_row[b]):
-            if r >= 0:
-                row_cat[r] = name
-    have = mem.column("category").to_pylist()
-    final = [h if h is not None else c for h, c in zip(have, row_cat, strict=True)]
+    names = np.array([*NAMES, "workspace", None], dtype=object)
+    code = cat.copy()
+    if ops is not None:
+        ws = workspace.inside_one_op(mem, blocks, ops)
+        code[(code == OTHER) & ws] = OTHER + 1
+    row_code = np.full(mem.num_rows, OTHER + 2, dtype=np.int64)  # None: not labelled here
+    for rows in (blocks.alloc_row[sel], blocks.free_row[sel]):
+        ok = rows >= 0
+        row_code[rows[ok]] = code[sel][ok]
+    have = np.array(mem.column("category").to_pylist(), dtype=object)
+    final = np.where(have != None, have, names[row_code]).tolist()  # noqa: E711
     out = mem.set_column(
         mem.schema.get_field_index("category"),
         "category",
