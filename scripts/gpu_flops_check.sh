@@ -19,8 +19,8 @@ timeout 120 "$PY" -m tbdtrace report "$T" | sed -n '/FLOPs by precision/,$p'
 import json, sys
 import numpy as np
 import tbdtrace
-from tbdtrace.passes import shared_arrays
-from tbdtrace.passes.attribution import on_threads, thread_groups
+from tbdtrace.analysis.engine import shared_arrays
+from tbdtrace.analysis.engine.attribution import on_threads, thread_groups
 tr = tbdtrace.open(sys.argv[1])
 ops = tr.table("ops").to_pylist()
 rt = tr.table("runtime", ["start_ns", "pid", "tid", "name"])

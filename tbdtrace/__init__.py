@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from tbdtrace.errors import TraceError
 
 if TYPE_CHECKING:
-    from tbdtrace.analysis import TraceAnalysis, analyze
+    from tbdtrace.analysis.facade import TraceAnalysis, analyze
     from tbdtrace.trace import Trace, open, write  # noqa: A004 - documented API name
 
 __version__ = "0.1.0"
@@ -31,7 +31,7 @@ def __getattr__(name: str) -> object:
 
         return getattr(trace, name)
     if name in ("analyze", "TraceAnalysis"):
-        from tbdtrace import analysis
+        from tbdtrace.analysis import facade as analysis
 
         return getattr(analysis, name)
     # capture pulls in the native module and framework backends.

@@ -155,7 +155,7 @@ class Trace:
 
     def analyze(self, window: Any = None) -> Any:
         """Every analysis of this trace: :func:`tbdtrace.analyze` (a ``TraceAnalysis``)."""
-        from tbdtrace.analysis import analyze
+        from tbdtrace.analysis.facade import analyze
 
         return analyze(self, window)
 

@@ -26,10 +26,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes import shared_arrays
-from tbdtrace.passes.attribution import attribute
-from tbdtrace.passes.categories import CATEGORIES, kernel_categories
-from tbdtrace.passes.grouping import dense_codes
+from tbdtrace.analysis.engine import shared_arrays
+from tbdtrace.analysis.engine.attribution import attribute
+from tbdtrace.analysis.engine.grouping import dense_codes
+from tbdtrace.analysis.passes.categories import CATEGORIES, kernel_categories
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -554,7 +554,7 @@ def _memory_counters(trace: Trace, tl: Timeline) -> list[tuple[int, I64, F64]]:
     """Per device: live allocated bytes per category and live reserved bytes over time,
     from the memory pass's timeline (blocks paired; a free whose alloc predates the
     capture is left out, so no series goes negative; docs/MEMORY.md)."""
-    from tbdtrace.passes import memory
+    from tbdtrace.analysis.passes import memory
 
     mt = memory.timeline(trace)
     if not mt.num_rows:

@@ -18,7 +18,7 @@ POOLED = ("kernels", "categories", "hotspots")
 
 def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
     """The report document: meta and window first, then each section in report order."""
-    from tbdtrace.passes import window
+    from tbdtrace.analysis.engine import window
     from tbdtrace.report.contents import SECTIONS
 
     opts = opts or ReportOptions()

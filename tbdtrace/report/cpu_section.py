@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import cpu_activity, summary
+from tbdtrace.analysis.passes import cpu_activity, summary
 from tbdtrace.report.fmt import fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table

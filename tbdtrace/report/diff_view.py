@@ -8,7 +8,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tbdtrace.passes import diff, window
+from tbdtrace.analysis import compare as diff
+from tbdtrace.analysis.engine import window
 from tbdtrace.report.fmt import clip, fmt_ns
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import flops, kernel_flops
+from tbdtrace.analysis.passes import flops, kernel_flops
 from tbdtrace.report.fmt import clip, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table

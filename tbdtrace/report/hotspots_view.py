@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tbdtrace.passes import hotspots, window
+from tbdtrace.analysis.engine import window
+from tbdtrace.analysis.passes import hotspots
 from tbdtrace.report.fmt import clip, fmt_ns
 from tbdtrace.report.section_api import table_records
 from tbdtrace.report.textui import Console, Table

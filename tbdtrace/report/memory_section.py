@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import memory
+from tbdtrace.analysis.passes import memory
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns
 from tbdtrace.report.section_api import ReportOptions, Section
 from tbdtrace.report.textui import Console, Table

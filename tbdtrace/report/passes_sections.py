@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import (
+from tbdtrace.analysis.passes import (
     categories,
     fp32,
     hotspots,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tbdtrace.passes import ranks
+from tbdtrace.analysis.passes import ranks
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, titled
 from tbdtrace.report.textui import Console, Table

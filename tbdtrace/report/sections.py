@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import kernels, summary
+from tbdtrace.analysis.passes import kernels, summary
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records, titled
 from tbdtrace.report.textui import Console, Table

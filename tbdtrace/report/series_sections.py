@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.passes import collective_skew, memory_series, step_timeline
+from tbdtrace.analysis.passes import collective_skew, memory_series, step_timeline
 from tbdtrace.report.fmt import clip, fmt_ns
 from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import phases
+from tbdtrace.analysis.passes import phases
 from tbdtrace.report.fmt import fmt_ns
 from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table

@@ -53,7 +53,7 @@ def analyse_rank(
     on the rank's own steps, as the report does per rank. An input that cannot be read
     gives a RankPart with ``problem`` (its one-line error), not an exception, so one bad
     rank file never stops the others."""
-    from tbdtrace.passes import window as window_pass
+    from tbdtrace.analysis.engine import window as window_pass
 
     out = part_folder(Path(work_dir), index)
     try:
@@ -122,7 +122,7 @@ def _fill_rank(tables: dict[str, Any], rank: int) -> None:
 def _write_parts(tr: Any, out: Path) -> list[int]:
     import pyarrow.parquet as pq
 
-    from tbdtrace.passes import ranks
+    from tbdtrace.analysis.passes import ranks
 
     rows = ranks.per_rank(tr)
     pq.write_table(pa.Table.from_pylist(rows), out / "per_rank.parquet")
@@ -190,7 +190,7 @@ def ranks_report(parts: list[RankPart]) -> dict[str, Any] | None:
     same document as the section of the ranks imported as one trace."""
     import pyarrow.parquet as pq
 
-    from tbdtrace.passes import ranks
+    from tbdtrace.analysis.passes import ranks
     from tbdtrace.report import ranks_section
 
     rows: list[dict[str, Any]] = []

@@ -25,7 +25,7 @@ NOTES = "_notes"  # key of a provider's notes (list of str) for the error column
 
 def optional_pass(name: str) -> ModuleType | None:
     """``tbdtrace.passes.<name>`` when this build has it, else None."""
-    full = f"tbdtrace.passes.{name}"
+    full = f"tbdtrace.analysis.passes.{name}"
     try:
         return importlib.import_module(full)
     except ModuleNotFoundError as e:

@@ -32,8 +32,7 @@ def _modules() -> dict[str, Path]:
 KNOWN_DEFERRED = [
     ["tbdtrace.collector.cupti_backend", "tbdtrace.collector.flops", "tbdtrace.collector.merge"],
     ["tbdtrace.commands.sql", "tbdtrace.commands.sql_output"],
-    ["tbdtrace.passes._peaks", "tbdtrace.passes.flops", "tbdtrace.passes.fp32"],
-    ["tbdtrace.passes._windowed", "tbdtrace.passes.window"],
+    ["tbdtrace.analysis.engine.context", "tbdtrace.analysis.engine.window"],
 ]
 
 
@@ -146,7 +145,7 @@ def test_the_named_circles_are_gone_counting_deferred_imports() -> None:
     flat = {m for c in found for m in c}
     for gone in (
         "tbdtrace.importers.kineto",
-        "tbdtrace.passes.shared_arrays",
+        "tbdtrace.analysis.engine.shared_arrays",
         "tbdtrace.report.build",
     ):
         assert gone not in flat
