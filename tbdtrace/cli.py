@@ -39,7 +39,7 @@ COMMANDS = (
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with ``only`` (a command name), just that subcommand's, so a
     command does not pay for importing every other command's dependencies."""
-    from tbdtrace import __version__
+    from tbdtrace.version import __version__
 
     p = argparse.ArgumentParser(
         prog="tbdtrace",

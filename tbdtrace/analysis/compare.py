@@ -1,5 +1,7 @@
 """Two traces side by side: throughput, utilization, per-category and per-kernel deltas.
 
+Each side is a trace or an analysis context (a window of one: ``report/diff_view.py``).
+
 Every delta is B - A; ``ratio`` is B / A (null when A is 0 or either side is unknown).
 """
 
@@ -11,18 +13,18 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs
+from tbdtrace.analysis.engine.context import Source
 from tbdtrace.analysis.passes import categories, kernels, steps, summary, utilization
-from tbdtrace.trace import Trace
 
-KERNEL_SCHEMA = outputs.DIFF_KERNELS.arrow_schema()  # declared in passes/outputs.py
-CATEGORY_SCHEMA = outputs.DIFF_CATEGORIES.arrow_schema()  # declared in passes/outputs.py
+KERNEL_SCHEMA = outputs.DIFF_KERNELS.arrow_schema()  # declared in analysis/engine/outputs.py
+CATEGORY_SCHEMA = outputs.DIFF_CATEGORIES.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
     return b / a if a and b is not None else None
 
 
-def run(a: Trace, b: Trace, config: Any = None) -> pa.Table:
+def run(a: Source, b: Source, config: Any = None) -> pa.Table:
     """Per-kernel deltas, one row per kernel name in either trace, largest |delta| first.
 
     Columns: name, category; a_count, b_count; a_total_ns, b_total_ns, delta_ns (ns);
@@ -53,7 +55,7 @@ def run(a: Trace, b: Trace, config: Any = None) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=KERNEL_SCHEMA)
 
 
-def by_category(a: Trace, b: Trace) -> pa.Table:
+def by_category(a: Source, b: Source) -> pa.Table:
     """Per-category deltas (categories pass of each trace), in category order."""
     ca = {r["category"]: r for r in categories.run(a).to_pylist()}
     cb = {r["category"]: r for r in categories.run(b).to_pylist()}
@@ -88,7 +90,7 @@ def _per_rank(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def headline(tr: Trace) -> dict[str, Any]:
+def headline(tr: Source) -> dict[str, Any]:
     """The figures compared at the top of a diff: per rank for a one-rank trace, else the
     median over ranks (``ranks`` says how many)."""
     st_ranks = steps.by_rank(steps.run(tr))
@@ -113,7 +115,7 @@ def headline(tr: Trace) -> dict[str, Any]:
     }
 
 
-def compare(a: Trace, b: Trace, top: int | None = 20) -> dict[str, Any]:
+def compare(a: Source, b: Source, top: int | None = 20) -> dict[str, Any]:
     """The whole diff as a JSON-ready document: headline, categories, kernels (top N)."""
     ha, hb = headline(a), headline(b)
     head = {}

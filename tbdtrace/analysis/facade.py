@@ -9,13 +9,15 @@
     doc = a.report()                         # the report (`report --format json`)
     print(a.report_text())
     dir(a), help(a.utilization)              # every analysis, with its columns
+    a                                        # in Jupyter: the trace's source and tables
 
-Each table method runs one pass (``tbdtrace.passes.<name>.run``) and returns the table
-declared in ``tbdtrace/passes/outputs.py``; its docstring lists the columns with units.
-Passes share the trace's cache (``passes/cache.py``), so asking for several tables
-computes what they have in common once. ``window`` restricts every table to a part of
-the run (``"measured"``: the steps after warm-up, as the report does; ``"all"``: the whole
-trace, the default here; or a ``tbdtrace.passes.window.WindowSpec``).
+Each table method runs one pass (``tbdtrace.analysis.passes.<name>.run``) and returns the
+table declared in ``tbdtrace/analysis/engine/outputs.py``; its docstring lists the columns
+with units. Passes share one analysis context (``engine/context.py``: the trace, the
+window, the cache), so asking for several tables computes what they have in common once.
+``window`` restricts every table to a part of the run (``"measured"``: the steps after
+warm-up, as the report does; ``"all"``: the whole trace, the default here; or a
+``tbdtrace.analysis.engine.window.WindowSpec``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from tbdtrace.analysis.engine import outputs
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from tbdtrace.analysis.engine.context import AnalysisContext, Source
     from tbdtrace.analysis.engine.window import WindowSpec
     from tbdtrace.analysis.passes.hotspots import HotspotsConfig
     from tbdtrace.report.section_api import ReportOptions
@@ -51,61 +54,69 @@ def _columns(out: outputs.Output) -> Callable[[F], F]:
     return deco
 
 
-def _run(name: str, trace: Trace, config: Any) -> pa.Table:
+def _run(name: str, ctx: AnalysisContext, config: Any) -> pa.Table:
     import importlib
 
     mod = importlib.import_module(f"tbdtrace.analysis.passes.{name}")
-    table: pa.Table = mod.run(trace, config)
+    table: pa.Table = mod.run(ctx, config)
     return table
 
 
 class TraceAnalysis:
     """Every analysis of one trace, as methods returning Arrow tables (or the report).
 
-    Made by :func:`tbdtrace.analyze`. ``trace`` is the trace the tables cover (a windowed
-    view when a window was asked for); ``whole`` the trace as opened.
+    Made by :func:`tbdtrace.analyze`. ``ctx`` is the analysis context the tables cover
+    (the trace, restricted to the window when one was asked for); ``whole`` the trace as
+    opened.
     """
 
     def __init__(self, trace: Trace, window: WindowSpec | str | None = None):
+        from tbdtrace.analysis.engine import context
         from tbdtrace.analysis.engine import window as w
 
         self.whole = trace
         self.window_spec = w.WindowSpec(window) if isinstance(window, str) else window
-        self.trace = trace
+        self.ctx = context.of(trace)
         if self.window_spec is not None and self.window_spec.kind != "all":
-            self.trace = w.view(trace, w.resolve(trace, self.window_spec))
+            self.ctx = self.ctx.windowed(w.resolve(self.ctx, self.window_spec))
 
     def __repr__(self) -> str:
         win = "" if self.window_spec is None else f", window={self.window_spec.name!r}"
         return f"TraceAnalysis({self.whole!r}{win})"
+
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: the trace's source and tables (``report.notebook``)."""
+        from tbdtrace.report import notebook
+
+        return notebook.trace_html(self.whole)
 
     # -- the passes (one method per declared output; tests check that none is missing)
 
     @_columns(outputs.SUMMARY)
     def summary(self, config: Any = None) -> pa.Table:
         """Per device: kernel, copy and set counts, busy time and utilization over its span."""
-        return _run("summary", self.trace, config)
+        return _run("summary", self.ctx, config)
 
     @_columns(outputs.KERNELS)
     def kernels(self, config: Any = None) -> pa.Table:
         """Kernel time by name (nsys's columns: count, total, mean, median, min, max, std)."""
-        return _run("kernels", self.trace, config)
+        return _run("kernels", self.ctx, config)
 
     @_columns(outputs.STEPS)
     def steps(self, config: Any = None) -> pa.Table:
         """The training steps with their duration and throughput
-        (``tbdtrace.passes.steps.StepsConfig``)."""
-        return _run("steps", self.trace, config)
+        (``tbdtrace.analysis.passes.steps.StepsConfig``)."""
+        return _run("steps", self.ctx, config)
 
     @_columns(outputs.UTILIZATION)
     def utilization(self, config: Any = None) -> pa.Table:
         """Device utilization (compute, memory, any) per measured step and in total."""
-        return _run("utilization", self.trace, config)
+        return _run("utilization", self.ctx, config)
 
     @_columns(outputs.CATEGORIES)
     def categories(self, config: Any = None) -> pa.Table:
         """Device time by kind of work (gemm, conv, attention, communication, ...)."""
-        return _run("categories", self.trace, config)
+        return _run("categories", self.ctx, config)
 
     @_columns(outputs.HOTSPOTS_KERNEL)
     def hotspots(self, top: int | None = 20, by: str = "kernel") -> pa.Table:
@@ -115,70 +126,70 @@ class TraceAnalysis:
         from tbdtrace.analysis.passes.hotspots import HotspotsConfig
 
         cfg: HotspotsConfig = HotspotsConfig(top=top, by=by)
-        return _run("hotspots", self.trace, cfg)
+        return _run("hotspots", self.ctx, cfg)
 
     @_columns(outputs.IDLE)
     def idle(self, config: Any = None) -> pa.Table:
         """Device idle time split into host-bound, queued and synchronization waits, with
-        launch latencies (``tbdtrace.passes.idle.IdleConfig``)."""
-        return _run("idle", self.trace, config)
+        launch latencies (``tbdtrace.analysis.passes.idle.IdleConfig``)."""
+        return _run("idle", self.ctx, config)
 
     @_columns(outputs.MEMCPY)
     def memcpy(self, config: Any = None) -> pa.Table:
         """Memory copies per device and direction: bytes, bandwidth, share of the peak."""
-        return _run("memcpy", self.trace, config)
+        return _run("memcpy", self.ctx, config)
 
     @_columns(outputs.FP32)
     def fp32(self, config: Any = None) -> pa.Table:
         """FP32 FLOP/s and efficiency against the device peak, per rank (TBD's metric)."""
-        return _run("fp32", self.trace, config)
+        return _run("fp32", self.ctx, config)
 
     @_columns(outputs.PHASES)
     def phases(self, config: Any = None) -> pa.Table:
         """The run's phases per rank (init, warm-up, measured, after) and their work."""
-        return _run("phases", self.trace, config)
+        return _run("phases", self.ctx, config)
 
     @_columns(outputs.MEMORY)
     def memory(self, config: Any = None) -> pa.Table:
         """Memory events replayed: live bytes by category after every alloc and free."""
-        return _run("memory", self.trace, config)
+        return _run("memory", self.ctx, config)
 
     @_columns(outputs.MEMORY_SERIES)
     def memory_series(self, config: Any = None) -> pa.Table:
         """Memory over time per device by category, thinned for plotting."""
-        return _run("memory_series", self.trace, config)
+        return _run("memory_series", self.ctx, config)
 
     @_columns(outputs.STEP_TIMELINE)
     def step_timeline(self, config: Any = None) -> pa.Table:
         """The device events of one step per stream
-        (``tbdtrace.passes.step_timeline.StepTimelineConfig``)."""
-        return _run("step_timeline", self.trace, config)
+        (``tbdtrace.analysis.passes.step_timeline.StepTimelineConfig``)."""
+        return _run("step_timeline", self.ctx, config)
 
     @_columns(outputs.COLLECTIVE_SKEW)
     def collective_skew(self, config: Any = None) -> pa.Table:
         """How far apart the ranks start each collective."""
-        return _run("collective_skew", self.trace, config)
+        return _run("collective_skew", self.ctx, config)
 
     @_columns(outputs.CPU_ACTIVITY)
     def cpu_activity(self, config: Any = None) -> pa.Table:
         """Host threads' profiled operators: busy time over their span."""
-        return _run("cpu_activity", self.trace, config)
+        return _run("cpu_activity", self.ctx, config)
 
     @_columns(outputs.FLOPS)
     def flops(self, config: Any = None) -> pa.Table:
         """FLOPs per precision, achieved FLOP/s, efficiency and MFU per rank
-        (``tbdtrace.passes.flops.FlopsConfig``)."""
-        return _run("flops", self.trace, config)
+        (``tbdtrace.analysis.passes.flops.FlopsConfig``)."""
+        return _run("flops", self.ctx, config)
 
     @_columns(outputs.KERNEL_FLOPS)
     def kernel_flops(self, config: Any = None) -> pa.Table:
         """FLOPs and efficiency per kernel name and precision."""
-        return _run("kernel_flops", self.trace, config)
+        return _run("kernel_flops", self.ctx, config)
 
     @_columns(outputs.RANKS)
     def ranks(self, config: Any = None) -> pa.Table:
         """Per-rank figures of a multi-rank trace (compute, communication, overlap)."""
-        return _run("ranks", self.trace, config)
+        return _run("ranks", self.ctx, config)
 
     # -- queries, comparison and the report
 
@@ -187,15 +198,15 @@ class TraceAnalysis:
         as in docs/TRACE_FORMAT.md)."""
         from tbdtrace.analysis import sql
 
-        return sql.query(self.trace, query)
+        return sql.query(self.ctx, query)
 
     @_columns(outputs.DIFF_KERNELS)
-    def diff(self, other: TraceAnalysis | Trace) -> pa.Table:
+    def diff(self, other: TraceAnalysis | Source) -> pa.Table:
         """Per-kernel time of this trace (A) against ``other`` (B), largest change first."""
-        from tbdtrace.analysis import compare as diff
+        from tbdtrace.analysis import compare
 
-        b = other.trace if isinstance(other, TraceAnalysis) else other
-        return diff.run(self.trace, b)
+        b = other.ctx if isinstance(other, TraceAnalysis) else other
+        return compare.run(self.ctx, b)
 
     def report(self, options: ReportOptions | None = None) -> dict[str, Any]:
         """The report document (JSON-ready dict; ``tbdtrace report --format json``). The
@@ -249,13 +260,13 @@ def render_markdown() -> str:
     out = [
         "# Library API: `tbdtrace.analyze`",
         "",
-        "<!-- Generated by `make docs` (python -m tbdtrace.analysis docs/API.md) from",
-        "tbdtrace/analysis.py; do not edit by hand. -->",
+        "<!-- Generated by `make docs` (python -m tbdtrace.analysis.facade docs/API.md) from",
+        "tbdtrace/analysis/facade.py; do not edit by hand. -->",
         "",
         *(inspect.getdoc(sys.modules[__name__]) or "").split("\n"),
         "",
-        "Also on a trace: `trace.analyze(window)` is `tbdtrace.analyze(trace, window)`, and",
-        "`trace.report(top_json)` gives the report document.",
+        "A `Trace` is storage only (DECISIONS engine.2): its report, notebook summary and",
+        "every analysis are here (`tbdtrace.analyze(trace).report()`, `_repr_html_`).",
         "",
         "## Methods of `TraceAnalysis`",
     ]
@@ -270,6 +281,6 @@ def render_markdown() -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        print("usage: python -m tbdtrace.analysis docs/API.md", file=sys.stderr)
+        print("usage: python -m tbdtrace.analysis.facade docs/API.md", file=sys.stderr)
         sys.exit(2)
     Path(sys.argv[1]).write_text(render_markdown())

@@ -14,14 +14,16 @@ tables cannot be dropped or replaced; results are written to files by the caller
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 
 from tbdtrace import schema
 from tbdtrace.errors import TraceError
-from tbdtrace.trace import Trace
+
+if TYPE_CHECKING:
+    from tbdtrace.analysis.engine.context import Source
 
 # Applied when the connection opens; lock_configuration keeps a query's SET/PRAGMA from
 # changing them afterwards.
@@ -37,7 +39,7 @@ SANDBOX_CONFIG: dict[str, Any] = {
 ALLOWED_STATEMENTS = ("SELECT", "EXPLAIN")
 
 
-def connect(trace: Trace) -> Any:
+def connect(trace: Source) -> Any:
     """A sandboxed in-memory DuckDB connection with the trace's tables registered."""
     return connect_tables({t.name: trace.table(t.name) for t in schema.TABLES})
 
@@ -68,7 +70,7 @@ def check_statements(con: Any, sql: str) -> list[Any]:
     return statements
 
 
-def query(trace: Trace, sql: str) -> pa.Table:
+def query(trace: Source, sql: str) -> pa.Table:
     """Run ``sql`` and return the result as an Arrow table; bad or refused SQL raises
     TraceError (one line)."""
     return query_on(connect(trace), sql, trace.path)
@@ -104,6 +106,6 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split())
 
 
-def run(trace: Trace, config: str) -> pa.Table:
+def run(trace: Source, config: str) -> pa.Table:
     """The pass-shaped entry point: ``config`` is the SQL text (see :func:`query`)."""
     return query(trace, config)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-# tbdtrace.passes.window.KINDS, without loading the passes.
+# tbdtrace.analysis.engine.window.KINDS, without loading the passes.
 KINDS = ("measured", "steps", "warmup", "init", "after", "all")
 
 

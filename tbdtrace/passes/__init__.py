@@ -46,7 +46,7 @@ MOVED = {
     "outputs": f"{_ENGINE}.outputs",
     "shared_arrays": f"{_ENGINE}.shared_arrays",
     "window": f"{_ENGINE}.window",
-    "device_peaks": f"{_ENGINE}.device_peaks",
+    "device_peaks": f"{_ENGINE}.peaks",
     "_peaks": f"{_ENGINE}.peaks",
     "_kernel_names": f"{_ENGINE}.kernel_names",
     "_op_flops": f"{_ENGINE}.op_flops",

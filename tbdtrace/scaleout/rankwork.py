@@ -49,10 +49,11 @@ def analyse_rank(
     index: int, source: str, work_dir: str, keep_trace: bool = False, window: Any = None
 ) -> RankPart:
     """The task: read ``source`` and write its parts under ``work_dir``; ``window`` (a
-    :class:`tbdtrace.passes.window.WindowSpec`, default the measured steps) is resolved
+    :class:`tbdtrace.analysis.engine.window.WindowSpec`, default the measured steps) is resolved
     on the rank's own steps, as the report does per rank. An input that cannot be read
     gives a RankPart with ``problem`` (its one-line error), not an exception, so one bad
     rank file never stops the others."""
+    from tbdtrace.analysis.engine import context
     from tbdtrace.analysis.engine import window as window_pass
 
     out = part_folder(Path(work_dir), index)
@@ -61,7 +62,8 @@ def analyse_rank(
         out.mkdir(parents=True, exist_ok=True)
         for name in PARTS:  # an earlier run's parts in a kept --work-dir
             (out / f"{name}.parquet").unlink(missing_ok=True)
-        view = window_pass.view(tr, window_pass.resolve(tr, window))
+        whole = context.of(tr)
+        view = whole.windowed(window_pass.resolve(whole, window))
         ranks = _write_parts(view, out)
     except TraceError as e:
         return RankPart(index, source, None, problem=str(e))

@@ -11,8 +11,8 @@ import pytest
 
 import tbdtrace
 from tbdtrace.analysis.engine import outputs
-from tbdtrace.analysis.engine.context import WindowedTrace
 from tbdtrace.analysis.facade import TraceAnalysis, render_markdown
+from tbdtrace.report import build
 from tests.analysis.tiny import US, kernels, make
 from tests.conftest import fixture
 
@@ -52,13 +52,13 @@ def test_analyze_a_profiler_file_and_a_trace_directory(tmp_path: Path) -> None:
     a = tbdtrace.analyze(path)
     assert a.kernels().num_rows > 0
     doc = a.report()
-    assert json.loads(json.dumps(doc)) == json.loads(json.dumps(a.whole.report()))
+    assert json.loads(json.dumps(doc)) == json.loads(json.dumps(build(a.whole)))
     assert "tbdtrace report" in a.report_text()
     from tbdtrace.importers import import_files
 
     tables, meta = import_files([path])
     d = tbdtrace.write(tmp_path / "t", tables, meta)
-    b = tbdtrace.open(d).analyze()
+    b = tbdtrace.analyze(tbdtrace.open(d))
     assert b.kernels().equals(a.kernels())
 
 
@@ -77,10 +77,11 @@ def test_window_restricts_the_tables(tmp_path: Path) -> None:
         },
     )
     a = tbdtrace.analyze(tr, window="measured")
-    assert isinstance(a.trace, WindowedTrace) and a.whole is tr
+    assert a.ctx.window is not None and a.ctx.trace is tr and a.whole is tr
     assert a.kernels().column("count").to_pylist() == [2]
     assert tbdtrace.analyze(tr).kernels().column("count").to_pylist() == [3]
-    assert tbdtrace.analyze(tr, window="all").trace is tr
+    whole = tbdtrace.analyze(tr, window="all").ctx
+    assert whole.window is None and whole.trace is tr
 
 
 def test_top_level_names() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tbdtrace.analysis.passes.fp32 import cpu_fp32_peak
+from tbdtrace.analysis.engine.peaks import cpu_fp32_peak
 from tbdtrace.collector.cpuinfo import describe
 
 # One package reporting 2 cores and 2 siblings: no SMT.

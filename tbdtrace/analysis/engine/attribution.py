@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -26,11 +27,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.analysis.engine import shared_arrays
-from tbdtrace.analysis.engine.cache import Entry, PassCache
+from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.intervals import innermost
 from tbdtrace.analysis.engine.joins import NULL_ID, join_pairs
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.trace import Trace
+
+if TYPE_CHECKING:
+    from tbdtrace.analysis.engine.context import AnalysisContext
+
 
 I64 = npt.NDArray[np.int64]
 
@@ -76,24 +80,26 @@ THREAD_GROUPS: Entry[Groups] = Entry(
 )
 
 
-def range_groups(trace: Trace, table: str) -> Groups:
+def range_groups(ctx: AnalysisContext, table: str) -> Groups:
     """:func:`thread_groups` of a range table (ops, markers), once per trace."""
-    return PassCache.of(trace).get(
+    return ctx.cache.get(
         THREAD_GROUPS,
         lambda: thread_groups(
-            shared_arrays.ints(trace, table, "pid"), shared_arrays.ints(trace, table, "tid")
+            shared_arrays.ints(ctx, table, "pid"), shared_arrays.ints(ctx, table, "tid")
         ),
         table,
     )
 
 
-def on_threads(trace: Trace, table: str, keep: np.ndarray, queries: Groups, q_t: I64) -> I64:
+def on_threads(
+    ctx: AnalysisContext, table: str, keep: np.ndarray, queries: Groups, q_t: I64
+) -> I64:
     """Per query, the innermost row of ``table`` (rows where ``keep``) on the query's
     thread containing its time ``q_t``; -1 if none. ``queries`` groups the queries by
     thread (:func:`thread_groups`)."""
     out = np.full(q_t.size, -1, dtype=np.int64)
-    ranges = range_groups(trace, table)
-    s, e = shared_arrays.ints(trace, table, "start_ns"), shared_arrays.ints(trace, table, "end_ns")
+    ranges = range_groups(ctx, table)
+    s, e = shared_arrays.ints(ctx, table, "start_ns"), shared_arrays.ints(ctx, table, "end_ns")
     for th, qsel in queries.items():
         rows = ranges.get(th)
         if rows is None:
@@ -112,38 +118,38 @@ ATTRIBUTION: Entry[Attribution] = Entry(
 )
 
 
-def attribute(trace: Trace) -> Attribution:
+def attribute(ctx: AnalysisContext) -> Attribution:
     """Attribute every kernel of ``trace`` to ops, modules and markers (computed once
     per trace)."""
-    return PassCache.of(trace).get(ATTRIBUTION, lambda: _attribute(trace))
+    return ctx.cache.get(ATTRIBUTION, lambda: _attribute(ctx))
 
 
-def _attribute(trace: Trace) -> Attribution:
-    n = trace.num_rows("kernels")
+def _attribute(ctx: AnalysisContext) -> Attribution:
+    n = ctx.num_rows("kernels")
     # "Not attributed" for every kernel: a read-only view of one value, no memory.
     none = np.broadcast_to(np.int64(-1), (n,))
-    ops = trace.table("ops", ["rank", "external_id", "name", "category"])
-    o_codes, o_labels = shared_arrays.codes(trace, "ops", "name")
-    if ops.num_rows and trace.column("kernels", "external_id").null_count < n:
+    ops = ctx.table("ops", ["rank", "external_id", "name", "category"])
+    o_codes, o_labels = shared_arrays.codes(ctx, "ops", "name")
+    if ops.num_rows and ctx.column("kernels", "external_id").null_count < n:
         by_ext = join_pairs(
-            shared_arrays.ints(trace, "kernels", "rank"),
-            shared_arrays.ints(trace, "kernels", "external_id", NULL_ID),
+            shared_arrays.ints(ctx, "kernels", "rank"),
+            shared_arrays.ints(ctx, "kernels", "external_id", NULL_ID),
             int_column(ops, "rank"),
             int_column(ops, "external_id", NULL_ID),
         )
     else:
         by_ext = none
-    m_codes, m_labels = shared_arrays.codes(trace, "markers", "name")
-    if ops.num_rows == 0 and trace.num_rows("markers") == 0:
+    m_codes, m_labels = shared_arrays.codes(ctx, "markers", "name")
+    if ops.num_rows == 0 and ctx.num_rows("markers") == 0:
         # No host ranges to search: the launch threads are not looked up (a native
         # capture without ops: 10M kernels, ~0.1 GB of tids and runtime matches).
         op_idx, mod_idx, mark_idx = by_ext, none, none
     else:
-        m = shared_arrays.runtime_match(trace, "kernels")
+        m = shared_arrays.runtime_match(ctx, "kernels")
         hit = m >= 0
         launched = (
-            hit | (shared_arrays.ints(trace, "kernels", "tid") >= 0)
-            if shared_arrays.has_values(trace, "kernels", "tid")
+            hit | (shared_arrays.ints(ctx, "kernels", "tid") >= 0)
+            if shared_arrays.has_values(ctx, "kernels", "tid")
             else hit
         )
         tq = np.flatnonzero(launched)
@@ -151,7 +157,7 @@ def _attribute(trace: Trace) -> Attribution:
             op_idx, mod_idx, mark_idx = by_ext, none, none
         else:
             op_idx, mod_idx, mark_idx = _on_launch_threads(
-                trace, tq, m, hit, by_ext, o_codes, o_labels
+                ctx, tq, m, hit, by_ext, o_codes, o_labels
             )
 
     def codes(idx: I64, c: I64) -> I64:
@@ -170,7 +176,7 @@ def _attribute(trace: Trace) -> Attribution:
 
 
 def _on_launch_threads(
-    trace: Trace,
+    ctx: AnalysisContext,
     tq: I64,
     m: I64,
     hit: np.ndarray,
@@ -185,34 +191,40 @@ def _on_launch_threads(
     h = hit[tq]
 
     def at_launch(col: str, own: I64) -> I64:
-        r = shared_arrays.ints(trace, "runtime", col)
+        r = shared_arrays.ints(ctx, "runtime", col)
         return np.where(h, r[mc] if r.size else -1, own[tq])
 
-    q_pid = at_launch("pid", shared_arrays.ints(trace, "kernels", "pid"))
-    q_tid = at_launch("tid", shared_arrays.ints(trace, "kernels", "tid"))
-    q_t = at_launch("start_ns", shared_arrays.ints(trace, "kernels", "start_ns"))
+    q_pid = at_launch("pid", shared_arrays.ints(ctx, "kernels", "pid"))
+    q_tid = at_launch("tid", shared_arrays.ints(ctx, "kernels", "tid"))
+    q_t = at_launch("start_ns", shared_arrays.ints(ctx, "kernels", "start_ns"))
     queries = thread_groups(q_pid, q_tid)
     del q_pid, q_tid
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
-    is_py = shared_arrays.label_mask(trace, "ops", "category", lambda x: x == "python_function")
+    is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module
     op_idx = np.full(n, -1, dtype=np.int64)
-    found = on_threads(trace, "ops", keep, queries, q_t)
-    op_idx[tq] = _skip_own_op(trace, tq, found, h, queries, q_t, keep)
+    found = on_threads(ctx, "ops", keep, queries, q_t)
+    op_idx[tq] = _skip_own_op(ctx, tq, found, h, queries, q_t, keep)
     op_idx = np.where(op_idx >= 0, op_idx, by_ext)
     mod_idx = np.full(n, -1, dtype=np.int64)
-    mod_idx[tq] = on_threads(trace, "ops", is_module, queries, q_t)
+    mod_idx[tq] = on_threads(ctx, "ops", is_module, queries, q_t)
     is_step = shared_arrays.label_mask(
-        trace, "markers", "name", lambda x: x.startswith("ProfilerStep#")
+        ctx, "markers", "name", lambda x: x.startswith("ProfilerStep#")
     )
-    is_range = shared_arrays.label_mask(trace, "markers", "kind", lambda x: x == "range")
+    is_range = shared_arrays.label_mask(ctx, "markers", "kind", lambda x: x == "range")
     mark_idx = np.full(n, -1, dtype=np.int64)
-    mark_idx[tq] = on_threads(trace, "markers", is_range & ~is_step, queries, q_t)
+    mark_idx[tq] = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
     return op_idx, mod_idx, mark_idx
 
 
 def _skip_own_op(
-    trace: Trace, tq: I64, op_idx: I64, hit: np.ndarray, queries: Groups, q_t: I64, keep: np.ndarray
+    ctx: AnalysisContext,
+    tq: I64,
+    op_idx: I64,
+    hit: np.ndarray,
+    queries: Groups,
+    q_t: I64,
+    keep: np.ndarray,
 ) -> I64:
     """CPU-backend kernels are leaf ops that the ops table may hold too: the op found at
     the kernel's own start can be the kernel itself (same thread, start and end). Its
@@ -222,18 +234,18 @@ def _skip_own_op(
         return op_idx
     oc = np.clip(op_idx, 0, None)
     o_s, o_e = (
-        shared_arrays.ints(trace, "ops", "start_ns"),
-        shared_arrays.ints(trace, "ops", "end_ns"),
+        shared_arrays.ints(ctx, "ops", "start_ns"),
+        shared_arrays.ints(ctx, "ops", "end_ns"),
     )
-    ks = shared_arrays.ints(trace, "kernels", "start_ns")[tq]
-    ke = shared_arrays.ints(trace, "kernels", "end_ns")[tq]
+    ks = shared_arrays.ints(ctx, "kernels", "start_ns")[tq]
+    ke = shared_arrays.ints(ctx, "kernels", "end_ns")[tq]
     same = own & (o_s[oc] == ks) & (o_e[oc] == ke)
     if not same.any():
         return op_idx
     keep2 = keep.copy()
     keep2[op_idx[same]] = False
     sub = {th: q[same[q]] for th, q in queries.items()}
-    again = on_threads(trace, "ops", keep2, {th: q for th, q in sub.items() if q.size}, q_t)
+    again = on_threads(ctx, "ops", keep2, {th: q for th, q in sub.items() if q.size}, q_t)
     out = op_idx.copy()
     out[same] = again[same]
     return out

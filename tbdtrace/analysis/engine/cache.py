@@ -1,19 +1,20 @@
-"""The passes' per-trace cache: values derived from a trace's tables, computed once.
+"""The passes' cache: values derived from an analysis context's rows, computed once.
 
 A report runs a dozen passes over the same rows; what several of them derive (int64
 columns, device row groups, merged busy intervals, kernel categories, the attribution)
-is computed once per opened trace and kept here. Each kind of value is an :class:`Entry`
-declared once, next to the code that computes it, with its type and a doc line, so a
-reader sees what the cache holds and mypy checks what each entry returns::
+is computed once per context (``ctx.cache``, ``engine/context.py``) and kept here. Each
+kind of value is an :class:`Entry` declared once, next to the code that computes it, with
+its type and a doc line, so a reader sees what the cache holds and mypy checks what each
+entry returns::
 
     STATS: Entry[pa.Table] = Entry("kernels.stats", "per-name kernel statistics")
-    table = PassCache.of(trace).get(STATS, compute)
-    ints = PassCache.of(trace).get(INTS, compute, "kernels", "start_ns", -1)
+    table = ctx.cache.get(STATS, compute)
+    ints = ctx.cache.get(INTS, compute, "kernels", "start_ns", -1)
 
-The trace holds its cache in ``Trace.pass_cache`` (opaque to the trace; only this module
-reads or writes it), so the cache lives and dies with the trace, and a windowed view
-(``passes/_windowed.py``) has its own. Values are shared between passes and must not be
-modified (arrays are marked read-only where they are made).
+A whole trace's cache is kept on the trace (``Trace.pass_cache``, opaque to storage), so
+it lives and dies with the trace; a windowed context has its own. Values are shared
+between passes and must not be modified (arrays are marked read-only where they are
+made).
 """
 
 from __future__ import annotations
@@ -21,10 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
-
-if TYPE_CHECKING:
-    from tbdtrace.trace import Trace
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -38,18 +36,10 @@ class Entry(Generic[T]):
 
 
 class PassCache:
-    """The cached values of one trace, keyed by entry and the entry's arguments."""
+    """The cached values of one context, keyed by entry and the entry's arguments."""
 
     def __init__(self) -> None:
         self._values: dict[tuple[Hashable, ...], Any] = {}
-
-    @staticmethod
-    def of(trace: Trace) -> PassCache:
-        """The cache of ``trace`` (made on first use)."""
-        c = trace.pass_cache
-        if not isinstance(c, PassCache):
-            c = trace.pass_cache = PassCache()
-        return c
 
     def get(self, entry: Entry[T], compute: Callable[[], T], *args: Hashable) -> T:
         """The value of ``entry`` for ``args``: ``compute()`` on the first call, kept."""

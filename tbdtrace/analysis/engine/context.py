@@ -1,14 +1,25 @@
-"""A trace seen through a window: the same tables, holding only the window's rows.
+"""What a pass reads: a trace, the window its rows are restricted to, and the cache.
 
-Every pass reads a :class:`WindowedTrace` as it reads a trace directory, so each pass
-covers the window without knowing it. Which rows are kept is decided once per table
-(``tbdtrace.passes.window`` states the rule); columns are read from the underlying
-trace, filtered, and kept here.
+Every pass is ``run(ctx, config)`` over an :class:`AnalysisContext`: ``ctx.trace`` is the
+trace as stored (``tbdtrace.trace.Trace``), ``ctx.window`` the
+:class:`~tbdtrace.analysis.engine.window.Window` the context covers (None: the whole
+trace), ``ctx.cache`` the :class:`~tbdtrace.analysis.engine.cache.PassCache` of what the
+passes derive from the rows it holds. The context reads like a trace (``table``,
+``column``, ``num_rows``, ``meta`` ...), holding only the window's rows, so each pass
+covers the window without knowing it.
+
+Which rows a window keeps is decided once per table (``engine/window.py`` states the
+rule) by :class:`WindowRows`; its columns are read from the trace, filtered, and kept
+there. A trace's whole-trace context keeps its cache on the trace (``Trace.pass_cache``,
+opaque to storage), so every pass run on that trace shares it; a windowed context has a
+cache of its own, and ``ctx.whole`` is the context of the whole trace (the window's rows
+reuse what was computed for it: ``shared_arrays``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,9 +27,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace import schema
+from tbdtrace.analysis.engine.cache import PassCache
+from tbdtrace.analysis.engine.grouping import one_rank_key, row_rank_keys
+from tbdtrace.analysis.engine.window import row_times
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.tablefile import combine as _combine
-from tbdtrace.trace import Trace
+from tbdtrace.trace import ColumnStore, Trace
 
 if TYPE_CHECKING:
     from tbdtrace.analysis.engine.window import Window
@@ -28,19 +42,113 @@ _RANGES = ("ops", "markers")
 _EVENTS = ("kernels", "memcpy", "memset")  # device work: placed by its launch
 
 
-class WindowedTrace(Trace):
-    """``base`` restricted to ``window``; ``window`` and ``base`` stay reachable."""
+class AnalysisContext:
+    """The rows a pass reads (``trace``, restricted to ``window`` unless it is None) and
+    the cache of what passes derive from them. Made by :func:`of` (a whole trace) and
+    :meth:`windowed`."""
 
-    def __init__(self, base: Trace, window: Window):
-        super().__init__(base.path, base.meta)
+    def __init__(self, trace: Trace, window: Window | None = None):
+        self.trace = trace
+        self.window = None if window is None or window.is_all else window
+        self._rows: ColumnStore
+        self._selection: WindowRows | None = None
+        self.whole: AnalysisContext
+        if self.window is None:
+            if not isinstance(trace.pass_cache, PassCache):
+                trace.pass_cache = PassCache()
+            self.cache: PassCache = trace.pass_cache
+            self.whole = self
+            self._rows = trace
+        else:
+            self.cache = PassCache()
+            self.whole = AnalysisContext(trace)
+            self._rows = self._selection = WindowRows(self.whole, self.window)
+
+    def __repr__(self) -> str:
+        win = "whole trace" if self.window is None else self.window.label()
+        return f"AnalysisContext({self.trace!r}, {win!r})"
+
+    def windowed(self, window: Window) -> AnalysisContext:
+        """The context of ``window`` on this context's trace (the whole-trace context when
+        the window keeps every row)."""
+        return AnalysisContext(self.trace, window)
+
+    # -- reading, as from a trace (only the window's rows)
+
+    @property
+    def path(self) -> Path:
+        return self.trace.path
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.trace.meta
+
+    def has(self, name: str) -> bool:
+        return self._rows.has(name)
+
+    def num_rows(self, name: str) -> int:
+        return self._rows.num_rows(name)
+
+    def constant(self, name: str, column: str) -> tuple[Any] | None:
+        return self._rows.constant(name, column)
+
+    def table(
+        self, name: str, columns: Iterable[str] | None = None, cache: bool = True
+    ) -> pa.Table:
+        return self._rows.table(name, columns, cache)
+
+    def column(self, name: str, column: str) -> pa.Array:
+        return self._rows.column(name, column)
+
+    def prefetch(self, name: str, columns: Iterable[str]) -> None:
+        self._rows.prefetch(name, columns)
+
+    def prefetch_tables(self, wanted: Iterable[tuple[str, Iterable[str]]]) -> None:
+        self._rows.prefetch_tables(wanted)
+
+    def read_columns(self, name: str, columns: Iterable[str]) -> list[pa.Array]:
+        return self._rows.read_columns(name, columns)
+
+    def df(self, name: str, columns: Iterable[str] | None = None) -> Any:
+        """Table ``name`` as a pandas DataFrame (as :meth:`Trace.df`)."""
+        from tbdtrace import _pandas_gate
+
+        _pandas_gate.open_()
+        return self.table(name, columns).to_pandas()
+
+    # -- where the window's rows sit in the whole trace's
+
+    def kept_rows(self, name: str) -> npt.NDArray[np.int64] | None:
+        """Row indices of ``name`` in the whole trace that this context holds (None: all)."""
+        return None if self._selection is None else self._selection.kept_rows(name)
+
+    def row_run(self, name: str) -> tuple[int, int] | None:
+        """(first, end): this context holds rows first..end-1 of ``name`` of the whole
+        trace, one run (every row: (0, rows)); None when the rows are not one run."""
+        if self._selection is None:
+            return 0, self.trace.num_rows(name)
+        return self._selection.row_run(name)
+
+
+Source = AnalysisContext | Trace  # what a pass's ``run`` takes
+
+
+def of(source: Source) -> AnalysisContext:
+    """``source`` when it is a context, else the whole-trace context of the trace ``source``
+    (its cache kept on the trace: every pass run on it shares what is computed)."""
+    return source if isinstance(source, AnalysisContext) else AnalysisContext(source)
+
+
+class WindowRows(ColumnStore):
+    """The rows of ``base`` (a whole-trace context) that ``window`` keeps, table by table."""
+
+    def __init__(self, base: AnalysisContext, window: Window):
+        super().__init__()
         self.base = base
         self.window = window
         # Per table: None (every row), (first, end) for one run of rows (a window that
         # cuts a time-ordered table's ends: no index array), or the kept row indices.
         self._kept: dict[str, tuple[int, int] | npt.NDArray[np.int64] | None] = {}
-
-    def __repr__(self) -> str:
-        return f"WindowedTrace({self.base!r}, {self.window.label()!r})"
 
     def has(self, name: str) -> bool:
         return self.base.has(name)
@@ -87,14 +195,12 @@ class WindowedTrace(Trace):
         return self._kept[name]
 
     def _select(self, name: str) -> tuple[int, int] | npt.NDArray[np.int64] | None:
-        from tbdtrace.analysis.engine import window as w
-
         decl = schema.table(name)
         n = self.base.num_rows(name)
         if decl.time_column is None or n == 0:
             return None
         keys, lo, hi = self.window.bounds()
-        one = w.one_rank_key(self.base, name)  # read from the column's min and max
+        one = one_rank_key(self.base, name)  # read from the column's min and max
         rlo: npt.NDArray[np.int64]
         rhi: npt.NDArray[np.int64]
         if "rank" not in decl.column_names and keys.size:
@@ -110,7 +216,7 @@ class WindowedTrace(Trace):
             rlo = np.asarray(lo[i] if hit1 else dlo, np.int64)
             rhi = np.asarray(hi[i] if hit1 else dhi, np.int64)
         else:
-            rank = w.row_rank_keys(self.base, name)
+            rank = row_rank_keys(self.base, name)
             idx = np.searchsorted(keys, rank)
             hit = idx < keys.size
             hit[hit] = keys[idx[hit]] == rank[hit]
@@ -119,17 +225,17 @@ class WindowedTrace(Trace):
             rlo = np.where(hit, lo[safe] if keys.size else dlo, dlo)
             rhi = np.where(hit, hi[safe] if keys.size else dhi, dhi)
         if name in _RANGES:
-            s = w.row_times(self.base, name)
+            s = row_times(self.base, name)
             e = self.base.table(name, ["end_ns"], cache=False).column(0)
             end = np.asarray(e.to_numpy(), dtype=np.int64)
             # [s, e) overlaps [lo, hi); a mark (e == s) when lo <= s < hi.
             keep = (s < rhi) & ((end > rlo) | ((end == s) & (s >= rlo)))
         elif name == "host_samples":
-            keep = _samples_covering(w.row_times(self.base, name), rlo, rhi)
+            keep = _samples_covering(row_times(self.base, name), rlo, rhi)
         elif name in _EVENTS:
             keep = self._events(name, rlo, rhi)
         else:
-            t = w.row_times(self.base, name)
+            t = row_times(self.base, name)
             keep = (t >= rlo) & (t < rhi)
         if name == "steps":
             keep &= self._selected_steps()
@@ -153,13 +259,11 @@ class WindowedTrace(Trace):
         trace whose steps span it). The base keeps the join: the view takes its runtime
         matches and launch times from it (``shared_arrays.runtime_match``), and the
         whole-trace sections place kernels with it too."""
-        from tbdtrace.analysis.engine import window as w
-
         own = int_column(self.base.table(name, ["start_ns"]), "start_ns")
         keep = (own >= rlo) & (own < rhi)
         if keep.all() and self._kept_of("runtime") is None:
             return keep
-        t = w.row_times(self.base, name)
+        t = row_times(self.base, name)
         return (t >= rlo) & (t < rhi)
 
     def _selected_steps(self) -> npt.NDArray[np.bool_]:

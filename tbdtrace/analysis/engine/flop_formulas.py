@@ -241,7 +241,7 @@ def _attention(name: str, s: Shapes, c: list[Any]) -> int | None:
 # Convolutions that are never transposed, and the PyTorch < 2 backward of cuDNN
 # convolutions (input, grad_output, weight, ...; no output_mask in the trace): traces
 # without ``Concrete Inputs`` are counted from the autograd node's and children's shapes
-# (tbdtrace.passes._op_flops).
+# (tbdtrace.analysis.engine.op_flops).
 PLAIN_CONV = (
     "aten::conv1d",
     "aten::conv2d",

@@ -1,14 +1,22 @@
 """Grouping keys the passes share: dictionary columns to codes, dense codes, group sums,
-device keys (rank, device type, device id packed in one int64)."""
+device keys (rank, device type, device id packed in one int64), rank keys of rows."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tbdtrace import schema
 from tbdtrace.arrow_ints import int_column, int_values
+
+if TYPE_CHECKING:
+    from tbdtrace.analysis.engine.context import AnalysisContext
+
+NO_RANK = -1  # rank key of rows whose rank is null
 
 
 def dict_codes(tbl: pa.Table, name: str) -> tuple[npt.NDArray[np.int64], list[str | None]]:
@@ -163,3 +171,33 @@ def row_codes(*cols: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.
         code = code.reshape(-1).astype(np.int64)
     _, first = np.unique(code, return_index=True)
     return code, first.astype(np.int64)
+
+
+def row_rank_keys(ctx: AnalysisContext, table: str) -> npt.NDArray[np.int64]:
+    """Rank of each row of ``table`` (-1 for null; all -1 when the table has no rank)."""
+    if "rank" not in schema.table(table).column_names:
+        return np.full(ctx.num_rows(table), NO_RANK, dtype=np.int64)
+    return int_column(ctx.table(table, ["rank"], cache=False), "rank", NO_RANK)
+
+
+def one_rank_key(ctx: AnalysisContext, table: str) -> int | None:
+    """The rank key (as :func:`row_rank_keys`) that every row of ``table`` has, when they
+    all have the same one; None when they differ or the table is empty. Read from the
+    file's statistics when they tell, else from the column's minimum and maximum,
+    without an int64 copy of it."""
+    if "rank" not in schema.table(table).column_names:
+        return NO_RANK if ctx.num_rows(table) else None
+    if ctx.num_rows(table) == 0:
+        return None
+    known = ctx.constant(table, "rank")  # from the file's statistics, when they tell
+    if known is not None:
+        return NO_RANK if known[0] is None else int(known[0])
+    col = ctx.table(table, ["rank"], cache=False).column(0)
+    n = len(col)
+    if n == 0 or 0 < col.null_count < n:
+        return None
+    if col.null_count == n:
+        return NO_RANK
+    mm = pc.min_max(col)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    return int(lo) if lo == hi else None

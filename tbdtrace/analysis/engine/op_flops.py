@@ -1,6 +1,6 @@
 """FLOPs of every ``ops`` row, computed once per trace (the flops pass's op sources).
 
-Per row of the matrix-math ops of :mod:`tbdtrace.passes.flop_formulas`: the framework's
+Per row of the matrix-math ops of :mod:`tbdtrace.analysis.engine.flop_formulas`: the framework's
 count (``ops.flops``) when present, else the analytic formula; the precision from the
 first tensor input dtype (fp32 as tf32 where :func:`tf32_allowed`); and whether the row
 is counted: the outermost such row with FLOPs on its thread. Formulas run once per
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,10 +20,13 @@ import pyarrow as pa
 from tbdtrace.analysis.engine import flop_formulas as ff
 from tbdtrace.analysis.engine import shared_arrays
 from tbdtrace.analysis.engine.attribution import on_threads, thread_groups
-from tbdtrace.analysis.engine.cache import Entry, PassCache
+from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.grouping import dict_codes
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.trace import Trace
+
+if TYPE_CHECKING:
+    from tbdtrace.analysis.engine.context import AnalysisContext
+
 
 I64 = npt.NDArray[np.int64]
 
@@ -43,16 +46,16 @@ class OpCounts:
 OP_COUNTS: Entry[OpCounts] = Entry("op_flops.counts", "FLOPs of every ops row")
 
 
-def op_counts(trace: Trace) -> OpCounts:
+def op_counts(ctx: AnalysisContext) -> OpCounts:
     """FLOPs of every ops row (computed once per trace)."""
-    return PassCache.of(trace).get(OP_COUNTS, lambda: _op_counts(trace))
+    return ctx.cache.get(OP_COUNTS, lambda: _op_counts(ctx))
 
 
 _OPS_COLS = ("name", "input_shapes", "input_dtypes", "concrete_inputs")
 
 
-def _op_counts(trace: Trace) -> OpCounts:
-    ops = trace.table("ops", [*_OPS_COLS, "flops"])
+def _op_counts(ctx: AnalysisContext) -> OpCounts:
+    ops = ctx.table("ops", [*_OPS_COLS, "flops"])
     n = ops.num_rows
     flops = np.full(n, -1, dtype=np.int64)
     prec = np.full(n, -1, dtype=np.int64)
@@ -61,7 +64,7 @@ def _op_counts(trace: Trace) -> OpCounts:
     fam = np.array([lbl in ff.NAMES for lbl in labels], dtype=bool)
     sel = fam[codes] if codes.size else np.zeros(0, dtype=bool)
     if codes.size:
-        sel |= _counted_foreign(trace)
+        sel |= _counted_foreign(ctx)
     idx = np.flatnonzero(sel)
     if idx.size == 0:
         return OpCounts(flops, prec, source, np.zeros(n, dtype=bool))
@@ -70,7 +73,7 @@ def _op_counts(trace: Trace) -> OpCounts:
     key = np.stack([c for c, _ in cols], axis=1)
     uniq, inv = np.unique(key, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
-    tf32 = tf32_allowed(trace.meta)
+    tf32 = tf32_allowed(ctx.meta)
     u_flops = np.full(len(uniq), -1, dtype=np.int64)
     u_prec = np.full(len(uniq), -1, dtype=np.int64)
     for j, (cn, cs, cd, cc) in enumerate(uniq.tolist()):
@@ -84,11 +87,11 @@ def _op_counts(trace: Trace) -> OpCounts:
     fw = int_column(sub, "flops", -1)
     an = u_flops[inv]
     if (an < 0).any():
-        an = _without_concrete_inputs(trace, idx, cols[0], cols[1][0], cols[1][1], an)
+        an = _without_concrete_inputs(ctx, idx, cols[0], cols[1][0], cols[1][1], an)
     flops[idx] = np.where(fw >= 0, fw, an)
     source[idx] = np.where(fw >= 0, 1, np.where(an >= 0, 2, -1))
     prec[idx] = u_prec[inv]
-    return OpCounts(flops, prec, source, _outermost(trace, flops >= 0))
+    return OpCounts(flops, prec, source, _outermost(ctx, flops >= 0))
 
 
 # Op categories of other frameworks whose ``ops.flops`` count only matrix math (the
@@ -96,16 +99,16 @@ def _op_counts(trace: Trace) -> OpCounts:
 FOREIGN_COUNTED = ("tf_op",)
 
 
-def _counted_foreign(trace: Trace) -> npt.NDArray[np.bool_]:
+def _counted_foreign(ctx: AnalysisContext) -> npt.NDArray[np.bool_]:
     """Rows of :data:`FOREIGN_COUNTED` categories that carry a framework FLOP count."""
-    cat = shared_arrays.label_mask(trace, "ops", "category", lambda x: x in FOREIGN_COUNTED)
+    cat = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x in FOREIGN_COUNTED)
     if not cat.any():
         return cat
-    return cat & (shared_arrays.ints(trace, "ops", "flops", -1) >= 0)
+    return cat & (shared_arrays.ints(ctx, "ops", "flops", -1) >= 0)
 
 
 def _without_concrete_inputs(
-    trace: Trace,
+    ctx: AnalysisContext,
     idx: I64,
     names: tuple[I64, list[str | None]],
     shape_codes: I64,
@@ -122,23 +125,23 @@ def _without_concrete_inputs(
     codes, labels = names
     plain = np.array([x in ff.PLAIN_CONV for x in labels], dtype=bool)[codes] & (an < 0)
     if plain.any():
-        _forward_from_nodes(trace, idx, plain, shape_codes, shape_labels, an)
+        _forward_from_nodes(ctx, idx, plain, shape_codes, shape_labels, an)
     old = np.array([x == ff.OLD_CUDNN_BACKWARD for x in labels], dtype=bool)[codes] & (an < 0)
     if old.any():
-        _old_backward_from_children(trace, idx, old, shape_codes, shape_labels, an)
+        _old_backward_from_children(ctx, idx, old, shape_codes, shape_labels, an)
     return an
 
 
 def _forward_from_nodes(
-    trace: Trace, idx: I64, plain: Any, shape_codes: I64, shape_labels: list[Any], an: I64
+    ctx: AnalysisContext, idx: I64, plain: Any, shape_codes: I64, shape_labels: list[Any], an: I64
 ) -> None:
-    node = shared_arrays.label_mask(trace, "ops", "name", lambda x: "ConvolutionBackward" in x)
+    node = shared_arrays.label_mask(ctx, "ops", "name", lambda x: "ConvolutionBackward" in x)
     node_rows = np.flatnonzero(node)
     if node_rows.size == 0:
         return
     rank, seq = (
-        shared_arrays.ints(trace, "ops", "rank"),
-        shared_arrays.ints(trace, "ops", "sequence_number"),
+        shared_arrays.ints(ctx, "ops", "rank"),
+        shared_arrays.ints(ctx, "ops", "sequence_number"),
     )
     nkey = (rank[node_rows] + 1) * (1 << 40) + seq[node_rows]
     order = np.argsort(nkey, kind="stable")
@@ -147,7 +150,7 @@ def _forward_from_nodes(
     fkey = (rank[rows] + 1) * (1 << 40) + seq[rows]
     pos = np.clip(np.searchsorted(nkey, fkey), 0, nkey.size - 1)
     hit = (nkey[pos] == fkey) & (seq[rows] >= 0)
-    shapes = trace.column("ops", "input_shapes")
+    shapes = ctx.column("ops", "input_shapes")
     got = np.full(rows.size, -1, dtype=np.int64)
     cache: dict[tuple[int, Any], int] = {}
     sc = shape_codes[plain]
@@ -167,13 +170,13 @@ def _forward_from_nodes(
 
 
 def _old_backward_from_children(
-    trace: Trace, idx: I64, old: Any, shape_codes: I64, shape_labels: list[Any], an: I64
+    ctx: AnalysisContext, idx: I64, old: Any, shape_codes: I64, shape_labels: list[Any], an: I64
 ) -> None:
     parents = idx[old]
-    keep = np.zeros(trace.num_rows("ops"), dtype=bool)
+    keep = np.zeros(ctx.num_rows("ops"), dtype=bool)
     keep[parents] = True
     kids = shared_arrays.label_mask(
-        trace,
+        ctx,
         "ops",
         "name",
         lambda x: x in (f"{ff.OLD_CUDNN_BACKWARD}_input", f"{ff.OLD_CUDNN_BACKWARD}_weight"),
@@ -182,10 +185,10 @@ def _old_backward_from_children(
     if krows.size == 0:
         return
     q = thread_groups(
-        shared_arrays.ints(trace, "ops", "pid")[krows],
-        shared_arrays.ints(trace, "ops", "tid")[krows],
+        shared_arrays.ints(ctx, "ops", "pid")[krows],
+        shared_arrays.ints(ctx, "ops", "tid")[krows],
     )
-    parent = on_threads(trace, "ops", keep, q, shared_arrays.ints(trace, "ops", "start_ns")[krows])
+    parent = on_threads(ctx, "ops", keep, q, shared_arrays.ints(ctx, "ops", "start_ns")[krows])
     grads = np.bincount(parent[parent >= 0], minlength=keep.size)[parents]
     sc = shape_codes[old]
     one = np.array(
@@ -194,19 +197,19 @@ def _old_backward_from_children(
     an[old] = np.where((one >= 0) & (grads > 0), one * grads, -1)
 
 
-def _outermost(trace: Trace, has: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+def _outermost(ctx: AnalysisContext, has: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
     """Rows of ``has`` not inside another ``has`` row on the same thread."""
     out = has.copy()
     rows = np.flatnonzero(has)
     if rows.size < 2:
         return out
     pid, tid = (
-        shared_arrays.ints(trace, "ops", "pid")[rows],
-        shared_arrays.ints(trace, "ops", "tid")[rows],
+        shared_arrays.ints(ctx, "ops", "pid")[rows],
+        shared_arrays.ints(ctx, "ops", "tid")[rows],
     )
     s, e = (
-        shared_arrays.ints(trace, "ops", "start_ns")[rows],
-        shared_arrays.ints(trace, "ops", "end_ns")[rows],
+        shared_arrays.ints(ctx, "ops", "start_ns")[rows],
+        shared_arrays.ints(ctx, "ops", "end_ns")[rows],
     )
     for g in thread_groups(pid, tid).values():
         order = g[np.lexsort((-e[g], s[g]))]

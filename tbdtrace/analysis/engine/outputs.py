@@ -4,16 +4,20 @@ As ``tbdtrace/schema.py`` declares the trace's tables, this module declares the 
 output tables. Each pass builds its table from its :class:`Output` here
 (``outputs.KERNELS.arrow_schema()``), a test checks that every pass returns exactly the
 declared schema, and the column tables of docs/METRICS.md are generated from these
-declarations (``make docs``; ``python -m tbdtrace.passes.outputs docs/METRICS.md``), a
-test checking that the committed file is what they generate. This module imports no pass.
+declarations (``make docs``; ``python -m tbdtrace.analysis.engine.outputs
+docs/METRICS.md``), a test checking that the committed file is what they generate. This
+module imports no pass: it sits in the engine, below the passes, as ``schema.py`` sits
+below the trace (DECISIONS engine.1).
 
-The contract every pass keeps (checked over :data:`PASSES` by tests/passes/test_outputs.py):
-``tbdtrace.passes.<module>.run(trace, config=None) -> pyarrow.Table`` with the columns of
-its output, in order and of the declared types, whatever the trace (an empty one too);
-a config that picks another table (``HotspotsConfig.by``) returns another declared output.
-``config`` is the pass's frozen config dataclass, or None for its defaults. Two modules
-are not passes of one trace and keep their own signature: ``diff.run(a, b, config)``
-compares two traces, ``sql.run(trace, query)`` returns whatever the query selects.
+The contract every pass keeps (checked over :data:`PASSES` by
+tests/analysis/engine/test_outputs.py): ``tbdtrace.analysis.passes.<module>.run(ctx,
+config=None) -> pyarrow.Table`` with the columns of its output, in order and of the
+declared types, whatever the trace (an empty one too); ``ctx`` is an analysis context
+(``engine/context.py``) or a trace. A config that picks another table
+(``HotspotsConfig.by``) returns another declared output. ``config`` is the pass's frozen
+config dataclass, or None for its defaults. ``tbdtrace/analysis/passes/`` holds exactly
+the modules of :data:`PASSES`; ``analysis/compare.py`` (``run(a, b, config)``: two traces)
+and ``analysis/sql.py`` (whatever the query selects) are not passes of one trace.
 """
 
 from __future__ import annotations
@@ -437,7 +441,8 @@ DIFF_CATEGORIES = Output(
     (Column("category", STR, "text", "category"), *_DIFF_SIDES),
 )
 
-# The passes of one trace, each ``tbdtrace.passes.<name>.run`` (module name = output name).
+# The passes of one trace, each ``tbdtrace.analysis.passes.<name>.run`` (module name =
+# output name).
 PASSES: tuple[Output, ...] = (
     SUMMARY,
     KERNELS,
@@ -467,7 +472,9 @@ OUTPUTS: tuple[Output, ...] = (
     DIFF_CATEGORIES,
 )
 
-BEGIN = "<!-- BEGIN pass outputs: generated from tbdtrace/passes/outputs.py by `make docs` -->"
+BEGIN = (
+    "<!-- BEGIN pass outputs: generated from tbdtrace/analysis/engine/outputs.py by `make docs` -->"
+)
 END = "<!-- END pass outputs -->"
 
 
@@ -477,9 +484,10 @@ def render_markdown() -> str:
         BEGIN,
         "## Pass output tables",
         "",
-        "Every pass returns one Arrow table, `tbdtrace.passes.<pass>.run(trace, config=None)`",
-        "(or through `tbdtrace.analyze(trace)`); these are their columns, declared in",
-        "`tbdtrace/passes/outputs.py`. The sections above define the figures.",
+        "Every pass returns one Arrow table, `tbdtrace.analysis.passes.<pass>.run(ctx,",
+        "config=None)` (or through `tbdtrace.analyze(trace)`); these are their columns,",
+        "declared in `tbdtrace/analysis/engine/outputs.py`. The sections above define the",
+        "figures.",
     ]
     for o in OUTPUTS:
         out += ["", f"### `{o.name}`", "", o.doc[0].upper() + o.doc[1:] + ".", ""]
@@ -502,7 +510,7 @@ def update_metrics(text: str) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m tbdtrace.passes.outputs docs/METRICS.md", file=sys.stderr)
+        print("usage: python -m tbdtrace.analysis.engine.outputs docs/METRICS.md", file=sys.stderr)
         return 2
     path = Path(argv[0])
     path.write_text(update_metrics(path.read_text()))

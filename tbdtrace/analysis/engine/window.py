@@ -24,30 +24,40 @@ events); host samples from the last one before the window to the first one after
 Host ranges (ops, markers) are kept when they overlap the window: they give kernels
 their launching op and annotation. Rows are kept whole, never clipped.
 
+The steps come from :func:`recorded_steps` (the ``steps`` table, else NVTX ``step N``
+ranges); a step is warm-up where flagged (``StepsConfig.warmup_steps`` of the steps pass
+does not move the window).
+
 API for passes: :func:`resolve` (spec -> :class:`Window`), :func:`rank_bounds` (the
-measured window of each rank, as passes that compute rates need it), :func:`view` (a
-:class:`~tbdtrace.trace.Trace` that holds only the window's rows, which every pass reads
-unchanged), :func:`phase_bounds`.
+measured window of each rank, as passes that compute rates need it),
+:func:`phase_bounds`, :func:`step_rows`, :func:`recorded_steps`. The rows a window holds
+are read through ``AnalysisContext.windowed(window)`` (``engine/context.py``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from tbdtrace.analysis.passes import steps as steps_pass
+from tbdtrace.analysis.engine import shared_arrays
+from tbdtrace.analysis.engine.cache import Entry
+from tbdtrace.analysis.engine.grouping import NO_RANK
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.errors import TraceError
-from tbdtrace.trace import Trace
+
+if TYPE_CHECKING:
+    from tbdtrace.analysis.engine.context import AnalysisContext
 
 KINDS = ("measured", "steps", "warmup", "init", "after", "all")
 PHASES = ("init", "warmup", "measured", "after")
 LO = int(np.iinfo(np.int64).min)  # no lower bound
 HI = int(np.iinfo(np.int64).max)  # no upper bound
-NO_RANK = -1  # key of rows whose rank is null
 RULE = (
     "device work by the start of its launching runtime call (else its own start), other "
     "events by their start, in [start_ns, end_ns) of their rank; ops and markers when they "
@@ -160,72 +170,97 @@ def _open(v: int, unbounded: int) -> int | None:
     return None if v == unbounded else v
 
 
-def row_rank_keys(trace: Trace, table: str) -> npt.NDArray[np.int64]:
-    """Rank of each row of ``table`` (-1 for null; all -1 when the table has no rank)."""
-    from tbdtrace import schema
-
-    if "rank" not in schema.table(table).column_names:
-        return np.full(trace.num_rows(table), NO_RANK, dtype=np.int64)
-    return int_column(trace.table(table, ["rank"], cache=False), "rank", NO_RANK)
-
-
-def row_times(trace: Trace, table: str) -> npt.NDArray[np.int64]:
+def row_times(ctx: AnalysisContext, table: str) -> npt.NDArray[np.int64]:
     """Placement time of each row of ``table`` (see the module docstring)."""
-    from tbdtrace.analysis.engine import shared_arrays
-
     tc = "ts_ns" if table in ("memory", "host_samples") else "start_ns"
-    start = shared_arrays.ints(trace, table, tc)
-    if table in shared_arrays.EVENT_TABLES and trace.num_rows("runtime"):
-        launch = shared_arrays.launch_times(trace, table, keep=False)
+    start = shared_arrays.ints(ctx, table, tc)
+    if table in shared_arrays.EVENT_TABLES and ctx.num_rows("runtime"):
+        launch = shared_arrays.launch_times(ctx, table, keep=False)
         known = launch >= 0
         return launch if known.all() else np.where(known, launch, start)
     return start
 
 
-def one_rank_key(trace: Trace, table: str) -> int | None:
-    """The rank key (as :func:`row_rank_keys`) that every row of ``table`` has, when they
-    all have the same one; None when they differ or the table is empty. Read from the
-    file's statistics when they tell, else from the column's minimum and maximum,
-    without an int64 copy of it."""
-    import pyarrow.compute as pc
-
-    from tbdtrace import schema
-
-    if "rank" not in schema.table(table).column_names:
-        return NO_RANK if trace.num_rows(table) else None
-    if trace.num_rows(table) == 0:
-        return None
-    known = trace.constant(table, "rank")  # from the file's statistics, when they tell
-    if known is not None:
-        return NO_RANK if known[0] is None else int(known[0])
-    col = trace.table(table, ["rank"], cache=False).column(0)
-    n = len(col)
-    if n == 0 or 0 < col.null_count < n:
-        return None
-    if col.null_count == n:
-        return NO_RANK
-    mm = pc.min_max(col)
-    lo, hi = mm["min"].as_py(), mm["max"].as_py()
-    return int(lo) if lo == hi else None
+RECORDED_STEPS: Entry[pa.Table] = Entry(
+    "window.recorded_steps", "the trace's steps as recorded, in (rank, start, step) order"
+)
+STEP_COLUMNS = ["step", "start_ns", "end_ns", "rank", "samples", "warmup", "source"]
+_NVTX_STEP = re.compile(r"step (-?[0-9]+)")
 
 
-def step_rows(trace: Trace) -> dict[int, dict[str, np.ndarray]]:
-    """Per rank key (-1 for null): the steps pass's step, start_ns, end_ns and warmup
-    (the effective flag) as numpy arrays, in (rank, start) order."""
-    st = steps_pass.run(trace)
+def recorded_steps(ctx: AnalysisContext) -> pa.Table:
+    """The trace's steps in (rank, start, step) order, columns :data:`STEP_COLUMNS`
+    (``warmup`` null where not flagged): its ``steps`` table, or, where it has none, every
+    marker range named ``step N`` with an integer N (``step -1``, ``step 12``) as step N
+    of its rank, source ``nvtx``, samples unknown. A negative N marks a warm-up step;
+    where a rank has no negative N, its flags stay unknown."""
+    return ctx.cache.get(RECORDED_STEPS, lambda: _in_order(_steps_table(ctx)))
+
+
+def _in_order(t: pa.Table) -> pa.Table:
+    if t.num_rows == 0:
+        return t
+    rank, start, step = (int_column(t, c) for c in ("rank", "start_ns", "step"))
+    return t.take(pa.array(np.lexsort((step, start, rank))))
+
+
+def _steps_table(ctx: AnalysisContext) -> pa.Table:
+    """The trace's ``steps`` table, or steps from NVTX ``step N`` ranges when it has none."""
+    t = ctx.table("steps", STEP_COLUMNS)
+    if t.num_rows or not ctx.num_rows("markers"):
+        return t
+    m = ctx.table("markers", ["name", "kind", "rank", "start_ns", "end_ns"])
+    names = m.column("name").cast(pa.string()).to_pylist()
+    kinds = m.column("kind").cast(pa.string()).to_pylist()
+    idx: list[int] = []
+    nums: list[int] = []
+    for i, (name, kind) in enumerate(zip(names, kinds, strict=True)):
+        hit = _NVTX_STEP.fullmatch(name) if kind == "range" and name else None
+        if hit:
+            idx.append(i)
+            nums.append(int(hit.group(1)))
+    if not idx:
+        return t
+    sel = m.take(pa.array(idx, pa.int64()))
+    num = np.asarray(nums, dtype=np.int64)
+    rank = int_column(sel, "rank")
+    # Warm-up is known (True) for negative N; non-negative N are unknown where the rank has
+    # no negative N (the config default applies), else measured.
+    warm: list[bool | None] = []
+    has_neg = {int(r) for r in np.unique(rank[num < 0])}
+    for n, r in zip(num, rank, strict=True):
+        warm.append(True if n < 0 else (False if int(r) in has_neg else None))
+    return pa.table(
+        {
+            "step": pa.array(num, pa.int64()),
+            "start_ns": sel.column("start_ns"),
+            "end_ns": sel.column("end_ns"),
+            "rank": sel.column("rank"),
+            "samples": pa.nulls(len(idx), pa.int64()),
+            "warmup": pa.array(warm, pa.bool_()),
+            "source": pa.array(["nvtx"] * len(idx), pa.string()),
+        }
+    )
+
+
+def step_rows(ctx: AnalysisContext) -> dict[int, dict[str, np.ndarray]]:
+    """Per rank key (-1 for null): the recorded steps' step, start_ns, end_ns and warmup
+    (unflagged steps measured) as numpy arrays, in (rank, start) order."""
+    st = recorded_steps(ctx)
     rank = int_column(st, "rank", NO_RANK)
     cols = {c: int_column(st, c) for c in ("step", "start_ns", "end_ns")}
-    warm = np.asarray(st.column("warmup").to_numpy(zero_copy_only=False), dtype=bool)
+    flag = pc.fill_null(st.column("warmup"), False)
+    warm = np.asarray(flag.to_numpy(zero_copy_only=False), dtype=bool)
     return {
         int(r): {**{c: v[rank == r] for c, v in cols.items()}, "warmup": warm[rank == r]}
         for r in np.unique(rank)
     }
 
 
-def phase_bounds(trace: Trace) -> dict[int, dict[str, tuple[int, int]]]:
+def phase_bounds(ctx: AnalysisContext) -> dict[int, dict[str, tuple[int, int]]]:
     """Per rank key with steps: phase -> (lo, hi), half-open, LO/HI for no bound."""
     out: dict[int, dict[str, tuple[int, int]]] = {}
-    for r, s in step_rows(trace).items():
+    for r, s in step_rows(ctx).items():
         t0, t_end = int(s["start_ns"].min()), int(s["end_ns"].max())
         m = ~s["warmup"]
         t1, t2 = (
@@ -235,11 +270,13 @@ def phase_bounds(trace: Trace) -> dict[int, dict[str, tuple[int, int]]]:
     return out
 
 
-def rank_bounds(trace: Trace, spec: WindowSpec | None = None) -> dict[int | None, tuple[int, int]]:
+def rank_bounds(
+    ctx: AnalysisContext, spec: WindowSpec | None = None
+) -> dict[int | None, tuple[int, int]]:
     """Per rank (None for null): the window's (start_ns, end_ns), for passes that need
     the measured window's length (rates). Ranks without steps are absent: their window
     is the whole trace, and the caller measures its own span."""
-    win = resolve(trace, spec)
+    win = resolve(ctx, spec)
     return {
         r.rank: (r.start_ns, r.end_ns)
         for r in win.ranks
@@ -247,18 +284,18 @@ def rank_bounds(trace: Trace, spec: WindowSpec | None = None) -> dict[int | None
     }
 
 
-def resolve(trace: Trace, spec: WindowSpec | None = None) -> Window:
+def resolve(ctx: AnalysisContext, spec: WindowSpec | None = None) -> Window:
     """The window ``spec`` (default: the measured steps) on ``trace``, per rank."""
     spec = spec or WindowSpec()
-    steps = step_rows(trace)
+    steps = step_rows(ctx)
     if spec.kind == "all" and spec.steps is None:
         return Window(spec, tuple(_rank_window(r, s, "all", LO, HI) for r, s in steps.items()))
     if not steps and (spec.steps is not None or spec.kind in ("warmup", "init", "after")):
         raise TraceError(
-            f"{trace.path}: the trace has no steps, so it has no {spec.name} window; "
+            f"{ctx.path}: the trace has no steps, so it has no {spec.name} window; "
             "use --window all (or measured, which falls back to the whole trace)"
         )
-    phases = phase_bounds(trace)
+    phases = phase_bounds(ctx)
     ranks = []
     for r, s in steps.items():
         if spec.steps is not None:
@@ -277,7 +314,7 @@ def resolve(trace: Trace, spec: WindowSpec | None = None) -> Window:
     if spec.steps is not None and not any(rw.step_count for rw in ranks):
         have = np.concatenate([s["step"] for s in steps.values()])
         raise TraceError(
-            f"{trace.path}: no step numbered {spec.steps[0]}..{spec.steps[1]}; "
+            f"{ctx.path}: no step numbered {spec.steps[0]}..{spec.steps[1]}; "
             f"the trace has steps {int(have.min())}..{int(have.max())}"
         )
     default = (LO, HI) if spec.kind in ("measured", "steps") and spec.steps is None else (0, 0)
@@ -305,12 +342,3 @@ def _rank_window(r: int, s: dict[str, np.ndarray], kind: str, lo: int, hi: int) 
         step_count=int(inside.sum()),
         warmup_steps_excluded=int((s["warmup"] & ~inside).sum()),
     )
-
-
-def view(trace: Trace, window: Window) -> Trace:
-    """``trace`` restricted to ``window`` (the trace itself when the window is ``all``)."""
-    if window.is_all:
-        return trace
-    from tbdtrace.analysis.engine.context import WindowedTrace
-
-    return WindowedTrace(trace, window)

@@ -35,10 +35,10 @@ import pyarrow as pa
 
 from tbdtrace.analysis.engine import kernel_names as _kernel_names
 from tbdtrace.analysis.engine import outputs, shared_arrays
-from tbdtrace.analysis.engine.cache import Entry, PassCache
+from tbdtrace.analysis.engine.cache import Entry
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes
 from tbdtrace.analysis.passes import kernels
-from tbdtrace.trace import Trace
 
 CATEGORIES = (
     "gemm",
@@ -61,7 +61,7 @@ OTHER = CAT_INDEX["other"]
 BY_NONE, BY_NAME, BY_OP = 0, 1, 2
 SOURCES = ("none", "name", "op")
 
-SCHEMA = outputs.CATEGORIES.arrow_schema()  # declared in passes/outputs.py
+SCHEMA = outputs.CATEGORIES.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
 class Rule:
@@ -209,17 +209,18 @@ KERNEL_CODES: Entry[KernelCategories] = Entry(
 )
 
 
-def kernel_codes(trace: Trace) -> KernelCategories:
+def kernel_codes(ctx: Source) -> KernelCategories:
     """Category of every kernel row of ``trace`` (the rule of the module docstring),
     computed once per trace. Other passes use it to split kernel time by category."""
-    return PassCache.of(trace).get(KERNEL_CODES, lambda: _kernel_codes(trace))
+    ctx = of(ctx)
+    return ctx.cache.get(KERNEL_CODES, lambda: _kernel_codes(ctx))
 
 
-def _kernel_codes(trace: Trace) -> KernelCategories:
-    codes, labels = shared_arrays.codes(trace, "kernels", "name")
+def _kernel_codes(ctx: AnalysisContext) -> KernelCategories:
+    codes, labels = shared_arrays.codes(ctx, "kernels", "name")
     cat, decisive = _lut(labels)
     name_src = np.where(cat == OTHER, BY_NONE, BY_NAME).astype(np.int8)
-    op = _op_path(trace)
+    op = _op_path(ctx)
     if op is None:
         return KernelCategories(cat[codes], name_src[codes], False)
     use_op = (op >= 0) & ~decisive[codes]
@@ -235,33 +236,33 @@ OP_PATH: Entry[npt.NDArray[np.int8] | None] = Entry(
 )
 
 
-def _op_path(trace: Trace) -> npt.NDArray[np.int8] | None:
+def _op_path(ctx: AnalysisContext) -> npt.NDArray[np.int8] | None:
     """Per kernel row, the op table's category of its launching op (-1 when none); None
     when no op can decide (every kernel's name decides, no ops, or no launching op in the
     op table), so callers can stay on per-name tables. Computed once per trace."""
 
     def compute() -> npt.NDArray[np.int8] | None:
-        if trace.num_rows("ops") == 0 or trace.num_rows("kernels") == 0:
+        if ctx.num_rows("ops") == 0 or ctx.num_rows("kernels") == 0:
             return None
-        codes, labels = shared_arrays.codes(trace, "kernels", "name")
+        codes, labels = shared_arrays.codes(ctx, "kernels", "name")
         _, decisive = _lut(labels)
         if decisive.all():
             return None
         if not (np.bincount(codes, minlength=len(labels)) > 0)[~decisive].any():
             return None  # the names that do not decide label no row
-        return _op_categories(trace)
+        return _op_categories(ctx)
 
-    return PassCache.of(trace).get(OP_PATH, compute)
+    return ctx.cache.get(OP_PATH, compute)
 
 
-def _op_categories(trace: Trace) -> npt.NDArray[np.int8] | None:
+def _op_categories(ctx: AnalysisContext) -> npt.NDArray[np.int8] | None:
     """Per kernel row, the op table's category of its launching op (-1 when none); None
     when no launching op is in the op table."""
-    if trace.num_rows("ops") == 0:
+    if ctx.num_rows("ops") == 0:
         return None
     from tbdtrace.analysis.engine.attribution import attribute
 
-    att = attribute(trace)
+    att = attribute(ctx)
     lut = np.array(
         [CAT_INDEX[c] if (c := classify_op(x)) else -1 for x in att.op_labels] + [-1],
         dtype=np.int8,
@@ -280,7 +281,7 @@ def _lut(labels: list[str | None]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np
     )
 
 
-def run(trace: Trace, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: Any = None) -> pa.Table:
     """Device time by category, one row per category with any time, largest first.
 
     Kernels are classified as the module docstring says; rows of the memcpy and memset
@@ -289,19 +290,20 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     by_op_ns and by_name_ns: the part of total_ns whose category came from the launching
     op and from the kernel's name (the rest: ``other``, and memcpy/memset table rows).
     """
+    ctx = of(ctx)
     n = len(CATEGORIES)
     count = np.zeros(n, dtype=np.int64)
     total = np.zeros((n, 3), dtype=np.int64)
-    if _op_path(trace) is None:
+    if _op_path(ctx) is None:
         # From the per-name table (shared with the kernels pass): no pass over the rows.
-        per_name = kernels.run(trace)
+        per_name = kernels.run(ctx)
         cat, _ = _lut(per_name.column("name").to_pylist())
         src = np.where(cat == OTHER, BY_NONE, BY_NAME)
         np.add.at(count, cat, per_name.column("count").to_numpy())
         np.add.at(total, (cat, src), per_name.column("total_ns").to_numpy())
     else:
-        kc = kernel_codes(trace)
-        dur = shared_arrays.durations(trace, "kernels")
+        kc = kernel_codes(ctx)
+        dur = shared_arrays.durations(ctx, "kernels")
         count += np.bincount(kc.code, minlength=n)
         key = kc.code.astype(np.int64) * 3 + kc.source
         # float64 sums of int64 durations are exact below 2**53 ns (104 days).
@@ -309,22 +311,23 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
             np.rint(np.bincount(key, weights=dur, minlength=3 * n)).astype(np.int64).reshape(n, 3)
         )
     for table, c in (("memcpy", "memcpy"), ("memset", "memset")):
-        d = shared_arrays.durations(trace, table)
+        d = shared_arrays.durations(ctx, table)
         count[CAT_INDEX[c]] += d.size
         total[CAT_INDEX[c], BY_NONE] += int(d.sum())
     return _table(count, total)
 
 
-def name_categories(trace: Trace) -> dict[str, str]:
+def name_categories(ctx: Source) -> dict[str, str]:
     """Per kernel name of ``trace``, the category holding most of its time (a name whose
     launching ops differ can have rows of several categories)."""
-    codes, labels = shared_arrays.codes(trace, "kernels", "name")
+    ctx = of(ctx)
+    codes, labels = shared_arrays.codes(ctx, "kernels", "name")
     names = [x if x is not None else "<unknown>" for x in labels]
-    if _op_path(trace) is None:
+    if _op_path(ctx) is None:
         return {nm: classify(lbl) for nm, lbl in zip(names, labels, strict=True)}
-    kc = kernel_codes(trace)
+    kc = kernel_codes(ctx)
     n = len(CATEGORIES)
-    dur = shared_arrays.durations(trace, "kernels")
+    dur = shared_arrays.durations(ctx, "kernels")
     t = np.bincount(codes.astype(np.int64) * n + kc.code, weights=dur, minlength=len(labels) * n)
     best = t.reshape(len(labels), n).argmax(axis=1)
     return {nm: CATEGORIES[int(b)] for nm, b in zip(names, best, strict=True)}
@@ -348,10 +351,11 @@ def _table(count: npt.NDArray[np.int64], total: npt.NDArray[np.int64]) -> pa.Tab
     )
 
 
-def other_share(trace: Trace) -> float | None:
+def other_share(ctx: Source) -> float | None:
     """Share of kernel time (kernels table only) left in ``other``."""
-    dur = shared_arrays.durations(trace, "kernels")
+    ctx = of(ctx)
+    dur = shared_arrays.durations(ctx, "kernels")
     if not dur.size or not dur.sum():
         return None
-    other = kernel_codes(trace).code == OTHER
+    other = kernel_codes(ctx).code == OTHER
     return float(dur[other].sum() / dur.sum())

@@ -22,16 +22,16 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs, shared_arrays
+from tbdtrace.analysis.engine.context import Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
 from tbdtrace.analysis.passes import categories
 from tbdtrace.analysis.passes import steps as steps_pass
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.trace import Trace
 
-SCHEMA = outputs.COLLECTIVE_SKEW.arrow_schema()  # declared in passes/outputs.py
+SCHEMA = outputs.COLLECTIVE_SKEW.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
-def run(trace: Trace, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: Any = None) -> pa.Table:
     """One row per collective instance seen on at least two ranks, by first start.
 
     Columns: name (kernel name); step (null when the trace has no steps); occurrence
@@ -39,17 +39,18 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     first_start_ns, last_start_ns (earliest and latest start over the ranks, ns);
     skew_ns = last - first; last_rank (the rank that started it last).
     """
-    codes, labels = shared_arrays.codes(trace, "kernels", "name")
+    ctx = of(ctx)
+    codes, labels = shared_arrays.codes(ctx, "kernels", "name")
     is_comm = np.array(
         [categories.classify(lbl) == "communication" for lbl in labels] or [False], dtype=bool
     )
-    starts = shared_arrays.ints(trace, "kernels", "start_ns")
+    starts = shared_arrays.ints(ctx, "kernels", "start_ns")
     per_rank = [
-        (decode_device_key(k)[0], rows) for k, rows in shared_arrays.device_rows(trace, "kernels")
+        (decode_device_key(k)[0], rows) for k, rows in shared_arrays.device_rows(ctx, "kernels")
     ]
     if len({r for r, _ in per_rank if r is not None}) < 2:
         return SCHEMA.empty_table()
-    st = steps_pass.run(trace)
+    st = steps_pass.run(ctx)
     parts = []
     for rank, rows in per_rank:
         if rank is None:

@@ -16,20 +16,21 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import intervals, outputs
+from tbdtrace.analysis.engine.context import Source, of
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.trace import Trace
 
 _NULL = -(2**62)  # stands for a null rank/pid/tid while grouping
-_SCHEMA = outputs.CPU_ACTIVITY.arrow_schema()  # declared in passes/outputs.py
+_SCHEMA = outputs.CPU_ACTIVITY.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
-def run(trace: Trace, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: Any = None) -> pa.Table:
     """Per-thread table, busiest first.
 
     Columns: rank, pid, tid, op_count, span_ns, busy_ns (ns), busy_ratio (0..1; null
     when the span is 0).
     """
-    ops = trace.table("ops", ["rank", "pid", "tid", "start_ns", "end_ns"])
+    ctx = of(ctx)
+    ops = ctx.table("ops", ["rank", "pid", "tid", "start_ns", "end_ns"])
     if ops.num_rows == 0:
         return _SCHEMA.empty_table()
     # Nulls become a value no real id takes, so they group together.

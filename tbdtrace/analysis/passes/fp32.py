@@ -1,7 +1,7 @@
 """FP32 efficiency: achieved FLOP/s over the measured steps / peak FP32 FLOP/s.
 
 Per rank (docs/METRICS.md, "FP32"): the window and the FLOPs are the fp32 row of the
-``flops`` pass (:func:`tbdtrace.passes.flops.fp32_flops`: hardware counters, else framework
+``flops`` pass (:func:`tbdtrace.analysis.passes.flops.fp32_flops`: hardware counters, else framework
 counts and analytic formulas of matmul, convolution and attention ops whose inputs are
 FP32 and did not run as TF32); else null with a reason. Achieved = FLOPs / window
 (``*_wall``) and FLOPs / device compute-busy time in the window (``*_busy``). Peak = sum
@@ -17,43 +17,37 @@ from typing import Any
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs, shared_arrays
-from tbdtrace.analysis.engine.device_peaks import device_props, gpu_fp32_peak
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
 from tbdtrace.analysis.engine.intervals import covered_in_merged
+from tbdtrace.analysis.engine.peaks import cpu_fp32_peak, device_props, gpu_fp32_peak
 from tbdtrace.analysis.passes import flops as flops_mod
 from tbdtrace.analysis.passes import steps as steps_pass
-from tbdtrace.trace import Trace
 
-SCHEMA = outputs.FP32.arrow_schema()  # declared in passes/outputs.py
-
-# SIMD FP32 lanes by the widest vector extension in /proc/cpuinfo flags.
-_SIMD = (("avx512f", 16), ("avx2", 8), ("avx", 8), ("asimd", 4), ("neon", 4), ("sse2", 4))
+SCHEMA = outputs.FP32.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
-def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
+def run(ctx: Source, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     """One row per rank that ran kernels. Columns: rank; devices (names); window_ns,
     busy_ns (ns); flops (count, null when unknown); flops_source (or the reason there are
     none); achieved_flops_per_s_wall/_busy (FLOP/s); peak_flops_per_s (FLOP/s, null when
     unknown); peak_source (every factor's source, or the reason); efficiency_wall/_busy
     (ratio 0..1)."""
-    keys = shared_arrays.device_keys_of(trace, ("kernels",))
-    if not keys:
+    ctx = of(ctx)
+    by_rank = shared_arrays.devices_by_rank(ctx)
+    if not by_rank:
         return SCHEMA.empty_table()
-    props = device_props(trace)
-    by_rank: dict[int, list[int]] = {}
-    for key in keys:
-        rank = decode_device_key(key)[0]
-        by_rank.setdefault(-1 if rank is None else rank, []).append(key)
+    props = device_props(ctx)
     rows = []
     for r, rkeys in sorted(by_rank.items()):
-        w = flops_mod.measured_window(trace, r, rkeys, config)
+        w = flops_mod.measured_window(ctx, r, rkeys, config)
         ms, me, window = w.starts, w.ends, w.length_ns
         busy = 0
         for d in rkeys:
-            kms, kme, cum = shared_arrays.merged_with_cum(trace, d, "kernels")
+            kms, kme, cum = shared_arrays.merged_with_cum(ctx, d, "kernels")
             busy += int(covered_in_merged(kms, kme, ms, me, cum).sum())
-        flops, fsrc = flops_mod.fp32_flops(trace, r, rkeys, config)
-        peak, psrc, names = _peak(trace, props, rkeys)
+        flops, fsrc = flops_mod.fp32_flops(ctx, r, rkeys, config)
+        peak, psrc, names = _peak(ctx, props, rkeys)
         wall = flops * 1e9 / window if flops is not None and window else None
         bz = flops * 1e9 / busy if flops is not None and busy else None
         rows.append(
@@ -76,14 +70,14 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
 
 
 def _peak(
-    trace: Trace, props: dict[int, dict[str, Any]], keys: list[int]
+    ctx: AnalysisContext, props: dict[int, dict[str, Any]], keys: list[int]
 ) -> tuple[float | None, str, str]:
     total, srcs, names = 0.0, [], []
     for key in keys:
         _, dtype, dev = decode_device_key(key)
         d = props.get(key)
         if dtype == "cpu":
-            p, src = cpu_fp32_peak(trace.meta)
+            p, src = cpu_fp32_peak(ctx.meta)
             names.append(f"cpu:{dev}")
         elif d is None:
             p, src = None, f"device {dtype}:{dev} not described in the trace"
@@ -100,29 +94,4 @@ def _peak(
         total,
         "; ".join(uniq) + (f" (sum over {len(keys)} devices)" if len(keys) > 1 else ""),
         ", ".join(dict.fromkeys(names)),
-    )
-
-
-def cpu_fp32_peak(meta: dict[str, Any]) -> tuple[float | None, str]:
-    """Peak FP32 FLOP/s of the capture host from ``meta.extra.cpu`` ({cores, flags, mhz}).
-
-    cores x SIMD lanes (widest of avx512f 16, avx2/avx 8, asimd/neon/sse2 4) x FMA units
-    (2 with the ``fma`` or ``asimd`` flag, an assumption: current x86 and Arm server
-    cores have two FMA pipes; else 1) x 2 x clock (MHz as /proc/cpuinfo gives it).
-    """
-    cpu = (meta.get("extra") or {}).get("cpu") or meta.get("cpu") or {}
-    cores, mhz = cpu.get("cores") or cpu.get("physical_cores"), cpu.get("mhz") or cpu.get("max_mhz")
-    flags = cpu.get("flags") or []
-    flags = set(flags.split() if isinstance(flags, str) else flags)
-    if not cores or not mhz or not flags:
-        return None, (
-            "CPU peak unknown: the trace has no CPU description (cores, flags, "
-            "clock from /proc/cpuinfo) in meta.extra.cpu"
-        )
-    lanes = next((n for f, n in _SIMD if f in flags), 1)
-    fma = 2 if ("fma" in flags or "asimd" in flags) else 1
-    peak = float(cores) * lanes * fma * 2 * float(mhz) * 1e6
-    return peak, (
-        f"{cores} cores x {lanes} FP32 SIMD lanes x {fma} FMA units (assumed) x 2 "
-        f"x {mhz} MHz (meta.extra.cpu, from /proc/cpuinfo at capture)"
     )

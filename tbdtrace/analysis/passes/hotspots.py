@@ -2,7 +2,7 @@
 
 ``run(trace, HotspotsConfig(by="kernel"))`` extends the kernels pass with the category,
 the most common launch configuration, and the op / module / annotation range that
-launched most of each kernel's time (see :mod:`tbdtrace.passes.attribution`).
+launched most of each kernel's time (see :mod:`tbdtrace.analysis.engine.attribution`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs, shared_arrays
 from tbdtrace.analysis.engine.attribution import attribute
-from tbdtrace.analysis.engine.cache import Entry, PassCache
+from tbdtrace.analysis.engine.cache import Entry
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import group_sum, row_codes
 from tbdtrace.analysis.passes import categories, kernels
 from tbdtrace.arrow_ints import int_values
-from tbdtrace.trace import Trace
 
 BY = ("kernel", "op", "category")
 
@@ -30,7 +30,7 @@ class HotspotsConfig:
     by: str = "kernel"  # kernel, op or category
 
 
-def run(trace: Trace, config: HotspotsConfig | None = None) -> pa.Table:
+def run(ctx: Source, config: HotspotsConfig | None = None) -> pa.Table:
     """The top rows by total device time.
 
     by=kernel: the kernels pass columns (name, count, total_ns, mean/median/min/max/std_ns,
@@ -40,41 +40,44 @@ def run(trace: Trace, config: HotspotsConfig | None = None) -> pa.Table:
     by=op: op ("<unattributed>" for kernels no op claims), kernel_count, distinct_kernels,
     total_ns, mean_ns, share, top_kernel. by=category: the categories pass.
     """
+    ctx = of(ctx)
     cfg = config or HotspotsConfig()
     if cfg.by not in BY:
         raise ValueError(f"by must be one of {BY}, not {cfg.by!r}")
     if cfg.by == "category":
-        tbl = categories.run(trace)
+        tbl = categories.run(ctx)
     else:
-        tbl = by_kernel(trace) if cfg.by == "kernel" else by_op(trace)
+        tbl = by_kernel(ctx) if cfg.by == "kernel" else by_op(ctx)
     return tbl if cfg.top is None else tbl.slice(0, cfg.top)
 
 
-def kernels_and_ops(trace: Trace, top: int | None = 20) -> tuple[pa.Table, pa.Table]:
+def kernels_and_ops(ctx: Source, top: int | None = 20) -> tuple[pa.Table, pa.Table]:
     """by=kernel and by=op tables (what the report shows)."""
-    kt, ot = by_kernel(trace), by_op(trace)
+    ctx = of(ctx)
+    kt, ot = by_kernel(ctx), by_op(ctx)
     return (kt, ot) if top is None else (kt.slice(0, top), ot.slice(0, top))
 
 
 BY_KERNEL: Entry[pa.Table] = Entry("hotspots.by_kernel", "the by=kernel table")
 
 
-def by_kernel(trace: Trace) -> pa.Table:
+def by_kernel(ctx: Source) -> pa.Table:
     """The by=kernel table (computed once per trace: the launch codes it groups by are
     not kept, 80 MB per 10M kernels)."""
-    return PassCache.of(trace).get(BY_KERNEL, lambda: _by_kernel(trace))
+    ctx = of(ctx)
+    return ctx.cache.get(BY_KERNEL, lambda: _by_kernel(ctx))
 
 
-def _by_kernel(trace: Trace) -> pa.Table:
-    base = kernels.run(trace)
+def _by_kernel(ctx: AnalysisContext) -> pa.Table:
+    base = kernels.run(ctx)
     if base.num_rows == 0:
         return outputs.HOTSPOTS_KERNEL.empty_table()
-    att = attribute(trace)
-    name, labels = shared_arrays.codes(trace, "kernels", "name")
-    dur = shared_arrays.durations(trace, "kernels")
+    att = attribute(ctx)
+    name, labels = shared_arrays.codes(ctx, "kernels", "name")
+    dur = shared_arrays.durations(ctx, "kernels")
     names = [x if x is not None else "<unknown>" for x in labels]
     total = np.bincount(name, weights=dur, minlength=len(labels))
-    launch, launch_label = _launch_codes(trace)
+    launch, launch_label = _launch_codes(ctx)
     # The launch configuration is the most common one by instances (each row weighs 1:
     # no weight); op, module and marker are the ones holding most of the kernel's time.
     count = np.bincount(name, minlength=len(labels))
@@ -88,7 +91,7 @@ def _by_kernel(trace: Trace) -> pa.Table:
         best = _dominant(name, codes, weight, tot)
         extra[col] = {names[n]: (labs(c), sh) for n, (c, sh) in best.items()}
     row_names = base.column("name").to_pylist()
-    cat = categories.name_categories(trace)
+    cat = categories.name_categories(ctx)
     out = base.append_column(
         "category", pa.array([cat.get(n, "other") for n in row_names], pa.string())
     )
@@ -104,7 +107,7 @@ def _by_kernel(trace: Trace) -> pa.Table:
     return out
 
 
-def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
+def _launch_codes(ctx: AnalysisContext) -> tuple[np.ndarray, Any]:
     """Per kernel row, a launch-configuration code (-1 without grid/block) and a function
     from code to its "grid=(x,y,z) block=(x,y,z)" label.
 
@@ -112,14 +115,14 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
     real launches), so no grouping pass is needed; else rows are coded with a hash
     (``row_codes``). Codes order as the sizes do, compared from block_z down to grid_x.
     Not kept: :func:`by_kernel` reads them once."""
-    n = trace.num_rows("kernels")
+    n = ctx.num_rows("kernels")
     if n == 0:
         return np.full(n, -1, dtype=np.int64), _label_of([])
     # A size that is the same on every row (block_z, grid_z: often 1) is known from the
     # file's statistics: not decoded, and not packed (it adds the same to every code).
     fields: list[tuple[str, int | None]] = []
     for c in _LAUNCH_COLS:
-        k = trace.constant("kernels", c)
+        k = ctx.constant("kernels", c)
         if k is not None and (k[0] is None or k[0] < 0):  # no row has this size
             return np.full(n, -1, dtype=np.int64), _label_of([])
         fields.append((c, None if k is None else int(k[0])))
@@ -133,7 +136,7 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
     shift = 0
     for i in range(0, len(varying), 2):
         for name, col in zip(
-            varying[i : i + 2], trace.read_columns("kernels", varying[i : i + 2]), strict=True
+            varying[i : i + 2], ctx.read_columns("kernels", varying[i : i + 2]), strict=True
         ):
             if col.null_count == n:
                 return np.full(n, -1, dtype=np.int64), _label_of([])
@@ -142,7 +145,7 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
             top = max(int(v.max()), 0)
             if shift + top.bit_length() > 62:
                 del v, packed, tmp
-                return _hashed_launch_codes(trace, n)
+                return _hashed_launch_codes(ctx, n)
             if int(v.min()) < 0:
                 neg = v < 0
                 known &= ~neg
@@ -157,12 +160,12 @@ def _launch_codes(trace: Trace) -> tuple[np.ndarray, Any]:
     return packed, _label_of([(bits.get(c, 0), k) for c, k in fields])
 
 
-def _hashed_launch_codes(trace: Trace, n: int) -> tuple[np.ndarray, Any]:
+def _hashed_launch_codes(ctx: AnalysisContext, n: int) -> tuple[np.ndarray, Any]:
     """:func:`_launch_codes` for sizes too wide to pack in 62 bits: rows coded by a hash
     of the six sizes (``row_codes``)."""
     known = np.ones(n, dtype=bool)
     cols: list[np.ndarray] = []
-    for col in trace.read_columns("kernels", _LAUNCH_COLS):
+    for col in ctx.read_columns("kernels", _LAUNCH_COLS):
         v = _stored_values(col).astype(np.int64)
         neg = v < 0
         known &= ~neg
@@ -229,13 +232,14 @@ def _dominant(
     }
 
 
-def by_op(trace: Trace) -> pa.Table:
+def by_op(ctx: Source) -> pa.Table:
+    ctx = of(ctx)
     schema = outputs.HOTSPOTS_OP.arrow_schema()
-    if trace.num_rows("kernels") == 0:
+    if ctx.num_rows("kernels") == 0:
         return schema.empty_table()
-    att = attribute(trace)
-    name, labels = shared_arrays.codes(trace, "kernels", "name")
-    dur = shared_arrays.durations(trace, "kernels")
+    att = attribute(ctx)
+    name, labels = shared_arrays.codes(ctx, "kernels", "name")
+    dur = shared_arrays.durations(ctx, "kernels")
     # One hash aggregation over (op, name); everything else is over its few rows.
     # One hash grouping over (op, name) (op -1: unattributed); the rest is over its rows.
     op, nm, d, cnt = group_sum(att.op, name, dur)

@@ -30,10 +30,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.analysis.engine import intervals, outputs, shared_arrays
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
 from tbdtrace.analysis.engine.intervals import covered_in_merged
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -43,23 +43,24 @@ class IdleConfig:
 
 
 _STATS = ("mean", "p50", "p90", "p99", "max")
-SCHEMA = outputs.IDLE.arrow_schema()  # declared in passes/outputs.py
+SCHEMA = outputs.IDLE.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
-def run(trace: Trace, config: IdleConfig | None = None) -> pa.Table:
+def run(ctx: Source, config: IdleConfig | None = None) -> pa.Table:
     """One row per device. Columns: rank, device_type, device_id; span_ns, busy_ns,
     idle_ns, host_bound_ns, queued_ns, sync_wait_ns (ns); gap_count; queued_gap_max_ns
     (ns, the longest queued part of one gap; 0 without gaps); launch_count
     (kernels with a matched runtime call); launch_latency_{mean,p50,p90,p99,max}_ns (ns,
     null without launches); short_kernel_count, short_kernel_ns (kernels shorter than
     their launch call, and their summed duration)."""
+    ctx = of(ctx)
     cfg = config or IdleConfig()
-    sync = _sync_intervals(trace)
+    sync = _sync_intervals(ctx)
     rows: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
-    for k in shared_arrays.device_keys_of(trace):
+    for k in shared_arrays.device_keys_of(ctx):
         rank, dtype, dev = decode_device_key(k)
         r = _device(
-            trace, k, sync.get(-1 if rank is None else rank, (np.zeros(0, np.int64),) * 2), cfg
+            ctx, k, sync.get(-1 if rank is None else rank, (np.zeros(0, np.int64),) * 2), cfg
         )
         r.update(rank=rank, device_type=dtype, device_id=dev)
         for c in rows:
@@ -67,40 +68,38 @@ def run(trace: Trace, config: IdleConfig | None = None) -> pa.Table:
     return pa.table(rows, schema=SCHEMA)
 
 
-def _sync_intervals(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    sy = trace.table("sync", ["start_ns", "end_ns", "rank"])
+def _sync_intervals(ctx: AnalysisContext) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    sy = ctx.table("sync", ["start_ns", "end_ns", "rank"])
     rsel = np.flatnonzero(
-        shared_arrays.label_mask(trace, "runtime", "name", lambda x: "Synchronize" in x)
+        shared_arrays.label_mask(ctx, "runtime", "name", lambda x: "Synchronize" in x)
     )
     # Only the sync calls' ranks are needed: from the file's statistics when every call
     # has the same one, else taken from the column, not kept.
-    known = trace.constant("runtime", "rank") if rsel.size else None
+    known = ctx.constant("runtime", "rank") if rsel.size else None
     if known is not None:
         rt_ranks = np.full(rsel.size, -1 if known[0] is None else known[0], np.int64)
     else:
-        rt_rank = trace.table("runtime", ["rank"], cache=False).column(0).take(pa.array(rsel))
+        rt_rank = ctx.table("runtime", ["rank"], cache=False).column(0).take(pa.array(rsel))
         rt_ranks = int_column(pa.table({"r": rt_rank}), "r")
     rank = np.concatenate([int_column(sy, "rank"), rt_ranks])
     s = np.concatenate(
-        [int_column(sy, "start_ns"), shared_arrays.ints(trace, "runtime", "start_ns")[rsel]]
+        [int_column(sy, "start_ns"), shared_arrays.ints(ctx, "runtime", "start_ns")[rsel]]
     )
     e = np.concatenate(
-        [int_column(sy, "end_ns"), shared_arrays.ints(trace, "runtime", "end_ns")[rsel]]
+        [int_column(sy, "end_ns"), shared_arrays.ints(ctx, "runtime", "end_ns")[rsel]]
     )
     return {int(r): intervals.merge(s[rank == r], e[rank == r]) for r in np.unique(rank)}
 
 
-def _kernel_gap_launches(trace: Trace, key: int) -> np.ndarray:
+def _kernel_gap_launches(ctx: AnalysisContext, key: int) -> np.ndarray:
     """:func:`_gap_launches` for a device that ran only kernels: the merge already knows
     the kernel opening each busy interval, so only ties on its start need a look."""
-    s, e = shared_arrays.spans(trace, "kernels", key)
-    first = shared_arrays.merged_kernels_first(trace, key)[2][1:]
+    s, e = shared_arrays.spans(ctx, "kernels", key)
+    first = shared_arrays.merged_kernels_first(ctx, key)[2][1:]
     if not intervals.is_sorted(s) or (e == s).any():
-        return _gap_launches(
-            trace, "kernels", key, shared_arrays.merged(trace, key, "kernels")[0][1:]
-        )
-    rows = shared_arrays.rows_of(trace, "kernels", key)
-    ls = shared_arrays.launch_times(trace, "kernels")[rows]
+        return _gap_launches(ctx, "kernels", key, shared_arrays.merged(ctx, key, "kernels")[0][1:])
+    rows = shared_arrays.rows_of(ctx, "kernels", key)
+    ls = shared_arrays.launch_times(ctx, "kernels")[rows]
     out = ls[first]
     # Later rows starting at the same ns come right after the first (stable order). One
     # sequential comparison finds whether any two rows share a start at all (real
@@ -130,15 +129,15 @@ def _run_max(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return out
 
 
-def _gap_launches(trace: Trace, table: str, key: int, gb: np.ndarray) -> np.ndarray:
+def _gap_launches(ctx: AnalysisContext, table: str, key: int, gb: np.ndarray) -> np.ndarray:
     """Per gap end ``gb``: the latest launch-call start among the rows of ``table`` on
     device ``key`` that start exactly at ``gb``; -1 where none has a launch call."""
     out = np.full(gb.size, -1, dtype=np.int64)
-    rows = shared_arrays.rows_of(trace, table, key)
+    rows = shared_arrays.rows_of(ctx, table, key)
     if rows is None or not gb.size:
         return out
-    s, e = shared_arrays.spans(trace, table, key)
-    ls = shared_arrays.launch_times(trace, table)[rows]
+    s, e = shared_arrays.spans(ctx, table, key)
+    ls = shared_arrays.launch_times(ctx, table)[rows]
     if (e == s).any():  # zero-duration rows end no gap
         pos = e > s
         s, ls = s[pos], ls[pos]
@@ -160,22 +159,22 @@ def _gap_launches(trace: Trace, table: str, key: int, gb: np.ndarray) -> np.ndar
 
 
 def _device(
-    trace: Trace, key: int, sync: tuple[np.ndarray, np.ndarray], cfg: IdleConfig
+    ctx: AnalysisContext, key: int, sync: tuple[np.ndarray, np.ndarray], cfg: IdleConfig
 ) -> dict[str, Any]:
-    ms, me = shared_arrays.merged(trace, key, "all")
-    first_last = shared_arrays.device_span(trace, key)  # zero-duration rows excluded
+    ms, me = shared_arrays.merged(ctx, key, "all")
+    first_last = shared_arrays.device_span(ctx, key)  # zero-duration rows excluded
     span = first_last[1] - first_last[0] if first_last else 0
     busy = int((me - ms).sum())
     ga, gb = me[:-1], ms[1:]  # gaps between merged busy intervals
     # The work ending each gap starts at gb; among several, the one with the latest launch.
     if (
-        shared_arrays.rows_of(trace, "memcpy", key) is None
-        and shared_arrays.rows_of(trace, "memset", key) is None
+        shared_arrays.rows_of(ctx, "memcpy", key) is None
+        and shared_arrays.rows_of(ctx, "memset", key) is None
     ):
-        launch = _kernel_gap_launches(trace, key)
+        launch = _kernel_gap_launches(ctx, key)
     else:
         launch = np.max(
-            [_gap_launches(trace, t, key, gb) for t in shared_arrays.EVENT_TABLES], axis=0
+            [_gap_launches(ctx, t, key, gb) for t in shared_arrays.EVENT_TABLES], axis=0
         )
     known = launch >= 0
     cut = np.where(
@@ -196,7 +195,7 @@ def _device(
         "gap_count": int(ga.size),
         "queued_gap_max_ns": longest,
     }
-    out.update(_launch_stats(trace, key))
+    out.update(_launch_stats(ctx, key))
     return out
 
 
@@ -238,15 +237,15 @@ def _covered_total(ms: np.ndarray, me: np.ndarray, ws: np.ndarray, we: np.ndarra
     return int(covered_in_merged(ms, me, ws, we).sum())
 
 
-def _launch_stats(trace: Trace, key: int) -> dict[str, Any]:
+def _launch_stats(ctx: AnalysisContext, key: int) -> dict[str, Any]:
     """Launch latency and kernels shorter than their launch call, on device ``key``."""
-    rows = shared_arrays.rows_of(trace, "kernels", key)
+    rows = shared_arrays.rows_of(ctx, "kernels", key)
     out: dict[str, Any] = {"launch_count": 0, "short_kernel_count": 0, "short_kernel_ns": 0}
     out.update({f"launch_latency_{st}_ns": None for st in _STATS})
     if rows is None:
         return out
-    s, e = shared_arrays.spans(trace, "kernels", key)
-    ls = shared_arrays.launch_times(trace, "kernels")[rows]
+    s, e = shared_arrays.spans(ctx, "kernels", key)
+    ls = shared_arrays.launch_times(ctx, "kernels")[rows]
     launched = ls >= 0
     if not launched.any():
         return out
@@ -259,10 +258,10 @@ def _launch_stats(trace: Trace, key: int) -> dict[str, Any]:
     del lat
     for st, v in zip(_STATS, (mean, *pct, top), strict=True):
         out[f"launch_latency_{st}_ns"] = float(v)
-    dur = shared_arrays.durations(trace, "kernels")[rows]
+    dur = shared_arrays.durations(ctx, "kernels")[rows]
     # A kernel is short when it runs for less time than its launch call: the call's
     # duration is its runtime row's (one gather, no end times gathered and subtracted).
-    call = _call_durations(trace, rows, launched, all_launched)
+    call = _call_durations(ctx, rows, launched, all_launched)
     short_k = np.less(dur, call)
     del call
     if not all_launched:
@@ -273,12 +272,12 @@ def _launch_stats(trace: Trace, key: int) -> dict[str, Any]:
 
 
 def _call_durations(
-    trace: Trace, rows: shared_arrays.Rows, launched: np.ndarray, all_launched: bool
+    ctx: AnalysisContext, rows: shared_arrays.Rows, launched: np.ndarray, all_launched: bool
 ) -> np.ndarray:
     """Per kernel row of ``rows``, the duration of its launch call (end - start of the
     matched runtime row); 0 where it has none (``launched`` False)."""
-    m = shared_arrays.runtime_match(trace, "kernels")[rows]
-    rd = shared_arrays.durations(trace, "runtime", keep=False)  # needed here only
+    m = shared_arrays.runtime_match(ctx, "kernels")[rows]
+    rd = shared_arrays.durations(ctx, "runtime", keep=False)  # needed here only
     if all_launched:
         return rd[m]
     return np.where(launched, rd[np.where(launched, m, 0)], 0)

@@ -9,28 +9,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.analysis.engine import outputs, shared_arrays
-from tbdtrace.analysis.engine.cache import Entry, PassCache
-from tbdtrace.trace import Trace
+from tbdtrace.analysis.engine.cache import Entry
+from tbdtrace.analysis.engine.context import Source, of
 
-SCHEMA = outputs.KERNELS.arrow_schema()  # declared in passes/outputs.py
+SCHEMA = outputs.KERNELS.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
 STATS: Entry[pa.Table] = Entry("kernels.stats", "the kernels pass's table")
 
 
-def run(trace: Trace, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: Any = None) -> pa.Table:
     """One row per kernel name, sorted by total_ns descending (ties by name).
 
     Columns: name; count; total_ns, mean_ns, median_ns, min_ns, max_ns, std_ns (ns; std is
     the sample standard deviation, n-1, 0 for a single instance, as nsys reports it);
     share = total_ns / sum of all kernel durations (ratio 0..1).
     """
+    ctx = of(ctx)
 
     def compute() -> pa.Table:
-        codes, labels = shared_arrays.codes(trace, "kernels", "name")
-        return stats(codes, labels, shared_arrays.durations(trace, "kernels"))
+        codes, labels = shared_arrays.codes(ctx, "kernels", "name")
+        return stats(codes, labels, shared_arrays.durations(ctx, "kernels"))
 
-    return PassCache.of(trace).get(STATS, compute)
+    return ctx.cache.get(STATS, compute)
 
 
 # Above this many distinct names, one sort of packed (name, duration) keys beats a

@@ -14,15 +14,15 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs
-from tbdtrace.analysis.engine.device_peaks import device_props, dram_bandwidth
+from tbdtrace.analysis.engine.context import Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key, device_keys, dict_codes, row_codes
+from tbdtrace.analysis.engine.peaks import device_props, dram_bandwidth
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.trace import Trace
 
-SCHEMA = outputs.MEMCPY.arrow_schema()  # declared in passes/outputs.py
+SCHEMA = outputs.MEMCPY.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
-def run(trace: Trace, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: Any = None) -> pa.Table:
     """One row per (device, copy_kind), ordered by device then bytes descending.
 
     Columns: rank, device_type, device_id, copy_kind ("unknown" when the source does not
@@ -30,7 +30,8 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     zero time); peak_bytes_per_s (null when unknown); peak_fraction = achieved / peak;
     peak_source (where the peak came from, or why there is none).
     """
-    t = trace.table(
+    ctx = of(ctx)
+    t = ctx.table(
         "memcpy", ["start_ns", "end_ns", "device_id", "device_type", "rank", "bytes", "copy_kind"]
     )
     if t.num_rows == 0:
@@ -44,7 +45,7 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     count = np.bincount(inv, minlength=len(uniq))
     tot_b = np.bincount(inv, weights=nbytes, minlength=len(uniq))
     tot_ns = np.bincount(inv, weights=dur, minlength=len(uniq))
-    props = device_props(trace)
+    props = device_props(ctx)
     rows: list[dict[str, Any]] = []
     for i, (key, code) in enumerate(uniq):
         rank, dtype, dev = decode_device_key(key)

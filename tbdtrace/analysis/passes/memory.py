@@ -1,7 +1,7 @@
 """Memory over time: live bytes per category, the peak and what it is made of, per step.
 
 Input: the ``memory`` table (alloc/free events, level reserved or allocated, category).
-Events are paired into blocks by :func:`tbdtrace.passes.memory_blocks.pair`; a free
+Events are paired into blocks by :func:`tbdtrace.analysis.engine.memory_blocks.pair`; a free
 without a matching alloc (the block predates the capture) is dropped, so no total ever
 goes negative, and a block's free subtracts exactly what its alloc added. A row without a
 category counts as ``other``.
@@ -24,12 +24,12 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes
 from tbdtrace.analysis.engine.memory_blocks import INT64_MAX, Blocks, group_codes, pair
 from tbdtrace.analysis.engine.memory_devices import BREAKDOWN, Events, Series, series
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.schema import MEMORY_CATEGORIES, MEMORY_LEVELS
-from tbdtrace.trace import Trace
 
 CATEGORY_COLUMNS = tuple(f"{c}_bytes" for c in MEMORY_CATEGORIES)
 _OTHER = MEMORY_CATEGORIES.index("other")
@@ -68,7 +68,7 @@ def _block_categories(mem: pa.Table, blocks: Blocks) -> npt.NDArray[np.int64]:
     return row_cat[rows] if rows.size else np.zeros(0, dtype=np.int64)
 
 
-def timeline(trace: Trace, config: MemoryConfig | None = None) -> pa.Table:
+def timeline(ctx: Source, config: MemoryConfig | None = None) -> pa.Table:
     """One row per effective alloc or free, in time order within each level.
 
     Columns: ts_ns (ns); level; device_type, device_id, rank, pid (where the event was);
@@ -77,13 +77,15 @@ def timeline(trace: Trace, config: MemoryConfig | None = None) -> pa.Table:
     just after the event; device_total_bytes: live bytes of that level on the event's
     device (same rank, pid, device) just after it. Frees with no matching alloc are absent.
     """
-    mem = trace.table("memory", _COLS)
+    ctx = of(ctx)
+    mem = ctx.table("memory", _COLS)
     return _timeline(mem, pair(mem))
 
 
-def run(trace: Trace, config: MemoryConfig | None = None) -> pa.Table:
+def run(ctx: Source, config: MemoryConfig | None = None) -> pa.Table:
     """The pass entry point: :func:`timeline`."""
-    return timeline(trace, config)
+    ctx = of(ctx)
+    return timeline(ctx, config)
 
 
 def _events(mem: pa.Table, blocks: Blocks) -> tuple[Events, npt.NDArray[np.int64]]:
@@ -216,10 +218,10 @@ def _steps(sr: Series | None, steps: pa.Table) -> list[dict[str, Any]]:
     return out
 
 
-def _use_totals(trace: Trace, config: MemoryConfig) -> bool:
+def _use_totals(ctx: AnalysisContext, config: MemoryConfig) -> bool:
     if config.totals is not None:
         return config.totals
-    return trace.meta.get("source") == "kineto"
+    return ctx.meta.get("source") == "kineto"
 
 
 def _headline(series: list[Series], level: str) -> Series | None:
@@ -233,7 +235,7 @@ def _headline(series: list[Series], level: str) -> Series | None:
     return max(pool, key=lambda s: _series_peak(s)["peak_bytes"])
 
 
-def summarize(trace: Trace, config: MemoryConfig | None = None) -> dict[str, Any]:
+def summarize(ctx: Source, config: MemoryConfig | None = None) -> dict[str, Any]:
     """The report's ``memory`` document: per device, never summed across devices.
 
     Keys: level (the one the headline numbers are for); device (the headline device:
@@ -255,11 +257,12 @@ def summarize(trace: Trace, config: MemoryConfig | None = None) -> dict[str, Any
     TensorFlow; null otherwise). Byte figures are null, not 0, when the trace has no
     memory events.
     """
+    ctx = of(ctx)
     config = config or MemoryConfig()
-    mem = trace.table("memory", _COLS + ["total_allocated_bytes", "total_reserved_bytes"])
+    mem = ctx.table("memory", _COLS + ["total_allocated_bytes", "total_reserved_bytes"])
     blocks = pair(mem)
     events = _events(mem, blocks)
-    all_series = series(mem, blocks.group_keys, events[0], _use_totals(trace, config))
+    all_series = series(mem, blocks.group_keys, events[0], _use_totals(ctx, config))
     present = [lv for lv in MEMORY_LEVELS if any(s.key[0] == lv for s in all_series)]
     level = config.level or (
         "allocated" if "allocated" in present else (present[0] if present else "allocated")
@@ -272,14 +275,14 @@ def summarize(trace: Trace, config: MemoryConfig | None = None) -> dict[str, Any
         doc.update(source=head.source, **_series_peak(head))
         doc["levels"] = _levels(all_series, head)
     doc["devices"] = _device_rows(all_series, _devices(_timeline(mem, blocks, events)))
-    doc["steps"] = _steps(head, trace.table("steps", ["step", "start_ns", "end_ns"]))
+    doc["steps"] = _steps(head, ctx.table("steps", ["step", "start_ns", "end_ns"]))
     doc["event_count"] = mem.num_rows
     doc["first_ts_ns"] = int(pa.compute.min(mem.column("ts_ns")).as_py()) if mem.num_rows else None
     doc["unmatched_frees"] = blocks.unmatched_frees
     doc["allocator_peak_bytes"] = _reported_max(mem, head, "total_allocated_bytes")
     doc["allocator_reserved_peak_bytes"] = _reported_max(mem, head, "total_reserved_bytes")
     doc["replay_excess_bytes"] = head.replay_excess_bytes if head is not None else None
-    extra = trace.meta.get("extra") or {}
+    extra = ctx.meta.get("extra") or {}
     doc["model_bytes"] = extra.get("memory_model") if isinstance(extra, dict) else None
     return doc
 

@@ -1,6 +1,6 @@
 """Memory over time per device, by category: the report's memory plot, thinned.
 
-From :func:`tbdtrace.passes.memory.timeline` (blocks paired, frees without an alloc
+From :func:`tbdtrace.analysis.passes.memory.timeline` (blocks paired, frees without an alloc
 dropped), live bytes per category are summed per (level, device_type, device_id, rank)
 over its processes, just after each event. A series with more events than
 ``max_points`` is thinned: its time span is cut into ``max_points`` equal buckets and
@@ -22,15 +22,15 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes, row_codes
 from tbdtrace.analysis.passes import memory
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.schema import MEMORY_CATEGORIES
-from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 CATEGORY_COLUMNS = memory.CATEGORY_COLUMNS
-SCHEMA = outputs.MEMORY_SERIES.arrow_schema()  # declared in passes/outputs.py
+SCHEMA = outputs.MEMORY_SERIES.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class MemorySeriesConfig:
     max_points: int = 400
 
 
-def run(trace: Trace, config: MemorySeriesConfig | None = None) -> pa.Table:
+def run(ctx: Source, config: MemorySeriesConfig | None = None) -> pa.Table:
     """One row per kept point, by (level, device_type, device_id, rank), then time.
 
     Columns: level (allocated|reserved); source (events: paired alloc/free events;
@@ -47,11 +47,12 @@ def run(trace: Trace, config: MemorySeriesConfig | None = None) -> pa.Table:
     rank; ts_ns (ns); ``<category>_bytes`` for each of MEMORY_CATEGORIES (live bytes on
     that device after the event; null for allocator totals); total_bytes.
     """
+    ctx = of(ctx)
     cfg = config or MemorySeriesConfig()
-    tl = memory.timeline(trace)
+    tl = memory.timeline(ctx)
     parts = [_from_events(tl, cfg.max_points)]
     if "reserved" not in set(tl.column("level").to_pylist()):
-        parts.append(_from_totals(trace, cfg.max_points))
+        parts.append(_from_totals(ctx, cfg.max_points))
     out = pa.concat_tables([p for p in parts if p.num_rows] or [SCHEMA.empty_table()])
     return out
 
@@ -110,10 +111,8 @@ def _from_events(tl: pa.Table, max_points: int) -> pa.Table:
     return pa.table(cols, schema=SCHEMA)
 
 
-def _from_totals(trace: Trace, max_points: int) -> pa.Table:
-    mem = trace.table(
-        "memory", ["ts_ns", "device_type", "device_id", "rank", "total_reserved_bytes"]
-    )
+def _from_totals(ctx: AnalysisContext, max_points: int) -> pa.Table:
+    mem = ctx.table("memory", ["ts_ns", "device_type", "device_id", "rank", "total_reserved_bytes"])
     valid = ~np.asarray(
         mem.column("total_reserved_bytes").is_null().to_numpy(zero_copy_only=False), bool
     )

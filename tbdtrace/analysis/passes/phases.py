@@ -1,6 +1,6 @@
 """Wall time and kernel time per phase (init, warm-up, measured, after), per rank.
 
-Phases are those of :mod:`tbdtrace.passes.window` (split at the rank's first step start,
+Phases are those of :mod:`tbdtrace.analysis.engine.window` (split at the rank's first step start,
 first measured step start and last measured step end); a kernel is in the phase that holds
 its placement time (the start of its launching runtime call, else its own start), so the
 phases of a rank partition its kernels. The open ends are closed by the rank's own
@@ -18,13 +18,14 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs, shared_arrays, window
-from tbdtrace.trace import Trace
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
+from tbdtrace.analysis.engine.grouping import one_rank_key, row_rank_keys
 
-SCHEMA = outputs.PHASES.arrow_schema()  # declared in passes/outputs.py
+SCHEMA = outputs.PHASES.arrow_schema()  # declared in analysis/engine/outputs.py
 _ACTIVITY = ("kernels", "memcpy", "memset", "runtime", "ops", "markers")
 
 
-def run(trace: Trace, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: Any = None) -> pa.Table:
     """One row per (rank, phase), ranks ascending (null first), phases in time order.
 
     Columns: rank; phase (init, warmup, measured, after; ``all`` for a rank without
@@ -33,16 +34,17 @@ def run(trace: Trace, config: Any = None) -> pa.Table:
     phase is empty); step_count (steps starting in it); kernel_count, kernel_time_ns
     (kernels placed in it, and their summed durations, ns).
     """
-    first, last = _activity_bounds(trace)
+    ctx = of(ctx)
+    first, last = _activity_bounds(ctx)
     # Kernels of one rank (the common case): that rank's rows are all rows, no copies.
-    k_one = window.one_rank_key(trace, "kernels")
-    k_rank = window.row_rank_keys(trace, "kernels") if k_one is None else None
-    n_k = trace.num_rows("kernels")
-    k_time = window.row_times(trace, "kernels") if n_k else np.zeros(0, np.int64)
-    k_dur = shared_arrays.durations(trace, "kernels")
+    k_one = one_rank_key(ctx, "kernels")
+    k_rank = row_rank_keys(ctx, "kernels") if k_one is None else None
+    n_k = ctx.num_rows("kernels")
+    k_time = window.row_times(ctx, "kernels") if n_k else np.zeros(0, np.int64)
+    k_dur = shared_arrays.durations(ctx, "kernels")
     none = np.zeros(0, np.int64)
-    phases = window.phase_bounds(trace)
-    steps = window.step_rows(trace)
+    phases = window.phase_bounds(ctx)
+    steps = window.step_rows(ctx)
     rows: list[dict[str, Any]] = []
     ranks = set(first) | set(phases)
     if window.NO_RANK in phases and window.NO_RANK not in first and len(ranks) > 1:
@@ -91,21 +93,21 @@ def _between(t: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return inside
 
 
-def _activity_bounds(trace: Trace) -> tuple[dict[int, int], dict[int, int]]:
+def _activity_bounds(ctx: AnalysisContext) -> tuple[dict[int, int], dict[int, int]]:
     """Per rank key: first start and last end over the activity tables."""
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for t in _ACTIVITY:
-        if not trace.num_rows(t):
+        if not ctx.num_rows(t):
             continue
-        one = window.one_rank_key(trace, t)
+        one = one_rank_key(ctx, t)
         if one is not None:  # every row of one rank: no per-rank selection
-            lo, hi = shared_arrays.time_bounds(trace, t)
+            lo, hi = shared_arrays.time_bounds(ctx, t)
             first[one] = min(first.get(one, lo), lo)
             last[one] = max(last.get(one, hi), hi)
             continue
-        s, e = shared_arrays.ints(trace, t, "start_ns"), shared_arrays.ints(trace, t, "end_ns")
-        rank = window.row_rank_keys(trace, t)
+        s, e = shared_arrays.ints(ctx, t, "start_ns"), shared_arrays.ints(ctx, t, "end_ns")
+        rank = row_rank_keys(ctx, t)
         for r in np.unique(rank):
             sel = rank == r
             key = int(r)

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.analysis.engine import intervals, outputs
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.passes.categories import CAT_INDEX, kernel_codes
 from tbdtrace.arrow_ints import int_column, int_values
-from tbdtrace.trace import Trace
 
 COMM = CAT_INDEX["communication"]
 
@@ -52,36 +52,38 @@ def _np(tbl: pa.Table, col: str, fill: int = -1) -> np.ndarray:
     return int_column(tbl, col, fill)
 
 
-def _ranks_of(trace: Trace, table: str) -> np.ndarray:
-    if not trace.has(table) or not trace.num_rows(table):
+def _ranks_of(ctx: AnalysisContext, table: str) -> np.ndarray:
+    if not ctx.has(table) or not ctx.num_rows(table):
         return np.zeros(0, np.int64)
-    known = trace.constant(table, "rank")  # from the file's statistics, when they tell
+    known = ctx.constant(table, "rank")  # from the file's statistics, when they tell
     if known is not None:
         return np.array([-1 if known[0] is None else known[0]], np.int64)
     # The distinct ranks only (hashed by Arrow), from a column not kept for this.
-    col = trace.table(table, ["rank"], cache=False).column(0)
+    col = ctx.table(table, ["rank"], cache=False).column(0)
     return int_values(pc.unique(col), -1)
 
 
-def rank_list(trace: Trace) -> list[int]:
+def rank_list(ctx: Source) -> list[int]:
     """Ranks with kernels or steps (rows without a rank are left out)."""
-    found = np.concatenate([_ranks_of(trace, t) for t in ("kernels", "steps")])
+    ctx = of(ctx)
+    found = np.concatenate([_ranks_of(ctx, t) for t in ("kernels", "steps")])
     return sorted(int(r) for r in np.unique(found) if r >= 0)
 
 
-def per_rank(trace: Trace) -> list[dict[str, Any]]:
+def per_rank(ctx: Source) -> list[dict[str, Any]]:
     """One row per rank: steps, step_time_median_ns, span_ns, compute_ns (union of
     non-communication kernels), communication_ns (union of communication kernels),
     busy_ns (union of all device work), idle_ns = span - busy, utilization = busy / span,
     start_ns / end_ns (first start, last end of its device work),
     overlap (share of communication time under compute, HTA's definition),
     memory_peak_bytes (allocator total, Kineto [memory] events)."""
-    ranks = rank_list(trace)
-    split = _kernel_split(trace)
+    ctx = of(ctx)
+    ranks = rank_list(ctx)
+    split = _kernel_split(ctx)
     kern = None if split is None else _by_rank(split[2], split[0], split[1], split[3])
-    dev = _device_work(trace)
-    st = trace.table("steps", ["start_ns", "end_ns", "rank"]) if trace.has("steps") else None
-    mem = _memory_peaks(trace)
+    dev = _device_work(ctx)
+    st = ctx.table("steps", ["start_ns", "end_ns", "rank"]) if ctx.has("steps") else None
+    mem = _memory_peaks(ctx)
     rows = []
     for r in ranks:
         row: dict[str, Any] = {"rank": r}
@@ -115,13 +117,13 @@ def per_rank(trace: Trace) -> list[dict[str, Any]]:
 
 
 def _kernel_split(
-    trace: Trace,
+    ctx: AnalysisContext,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Kernels' (start, end, rank, is communication), None without kernels."""
-    if not trace.has("kernels") or not trace.num_rows("kernels"):
+    if not ctx.has("kernels") or not ctx.num_rows("kernels"):
         return None
-    k = trace.table("kernels", ["start_ns", "end_ns", "rank"])
-    comm = kernel_codes(trace).code == COMM
+    k = ctx.table("kernels", ["start_ns", "end_ns", "rank"])
+    comm = kernel_codes(ctx).code == COMM
     return _np(k, "start_ns"), _np(k, "end_ns"), _np(k, "rank"), comm
 
 
@@ -137,12 +139,12 @@ def _by_rank(rank: np.ndarray, *cols: np.ndarray) -> dict[int, tuple[np.ndarray,
     }
 
 
-def _device_work(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def _device_work(ctx: AnalysisContext) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     parts: dict[int, list[tuple[np.ndarray, ...]]] = {}
     for t in ("kernels", "memcpy", "memset"):
-        if not trace.has(t) or not trace.num_rows(t):
+        if not ctx.has(t) or not ctx.num_rows(t):
             continue
-        tbl = trace.table(t, ["start_ns", "end_ns", "rank"])
+        tbl = ctx.table(t, ["start_ns", "end_ns", "rank"])
         s, e, r = _np(tbl, "start_ns"), _np(tbl, "end_ns"), _np(tbl, "rank")
         for x, cols in _by_rank(r, s, e).items():
             parts.setdefault(x, []).append(cols)
@@ -152,10 +154,10 @@ def _device_work(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     }
 
 
-def _memory_peaks(trace: Trace) -> dict[int, int]:
-    if not trace.has("memory") or not trace.num_rows("memory"):
+def _memory_peaks(ctx: AnalysisContext) -> dict[int, int]:
+    if not ctx.has("memory") or not ctx.num_rows("memory"):
         return {}
-    tbl = trace.table("memory")
+    tbl = ctx.table("memory")
     if "total_allocated_bytes" not in tbl.column_names:
         return {}
     v, r = _np(tbl, "total_allocated_bytes"), _np(tbl, "rank")
@@ -191,11 +193,12 @@ class Matched:
     rows: list[dict[str, Any]]  # per collective: key, op, ranks, starts/ends per rank
 
 
-def match_collectives(trace: Trace) -> Matched | None:
+def match_collectives(ctx: Source) -> Matched | None:
     """Collective kernels grouped into collective instances across ranks."""
-    if not trace.has("collectives") or not trace.num_rows("collectives"):
+    ctx = of(ctx)
+    if not ctx.has("collectives") or not ctx.num_rows("collectives"):
         return None
-    return match_collective_rows(trace.table("collectives", list(COLLECTIVE_COLUMNS)))
+    return match_collective_rows(ctx.table("collectives", list(COLLECTIVE_COLUMNS)))
 
 
 # The collectives columns :func:`match_collective_rows` reads (a rank's share of the
@@ -285,18 +288,20 @@ def collective_stats(c: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(trace: Trace, config: RanksConfig | None = None) -> pa.Table:
+def run(ctx: Source, config: RanksConfig | None = None) -> pa.Table:
     """The per-rank table (:func:`per_rank`) as Arrow."""
-    return pa.Table.from_pylist(per_rank(trace), schema=outputs.RANKS.arrow_schema())
+    ctx = of(ctx)
+    return pa.Table.from_pylist(per_rank(ctx), schema=outputs.RANKS.arrow_schema())
 
 
-def steps(trace: Trace, config: RanksConfig) -> list[dict[str, Any]]:
+def steps(ctx: Source, config: RanksConfig) -> list[dict[str, Any]]:
     """Per step number seen on 2+ ranks: the slowest rank by work time (step time minus
     the time its collective kernels ran during the step: a rank that arrives late makes
     the others wait inside the collective, which this leaves out), its lead over the
     median rank, whether that lead makes it a straggler, and step_skew_ns (max - min
     step time)."""
-    return stragglers(step_rows(trace), config)
+    ctx = of(ctx)
+    return stragglers(step_rows(ctx), config)
 
 
 STEP_ROWS = pa.schema(
@@ -310,17 +315,18 @@ STEP_ROWS = pa.schema(
 )
 
 
-def step_rows(trace: Trace) -> pa.Table:
+def step_rows(ctx: Source) -> pa.Table:
     """One row per step of a rank (rows without a rank left out): step, rank, start_ns,
     end_ns, in_comm_ns (ns of the step covered by the rank's collective kernels). A
     rank's rows need only that rank's tables, so ranks can be computed apart."""
-    if not trace.has("steps") or not trace.num_rows("steps"):
+    ctx = of(ctx)
+    if not ctx.has("steps") or not ctx.num_rows("steps"):
         return STEP_ROWS.empty_table()
-    st = trace.table("steps", ["step", "start_ns", "end_ns", "rank"])
+    st = ctx.table("steps", ["step", "start_ns", "end_ns", "rank"])
     num, s, e, r = (_np(st, c) for c in ("step", "start_ns", "end_ns", "rank"))
     m = r >= 0
     num, s, e, r = num[m], s[m], e[m], r[m]
-    comm = _comm_intervals(trace)
+    comm = _comm_intervals(ctx)
     in_comm = [_covered(comm.get(rk), a, b) for rk, a, b in zip(r.tolist(), s, e, strict=True)]
     return pa.table([num, r, s, e, np.array(in_comm, np.int64).reshape(-1)], schema=STEP_ROWS)
 
@@ -357,14 +363,14 @@ def stragglers(rows: pa.Table, config: RanksConfig) -> list[dict[str, Any]]:
     return out
 
 
-def _comm_intervals(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def _comm_intervals(ctx: AnalysisContext) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Per rank: merged intervals of its collective kernels (the collectives table, else
     kernels of category communication)."""
-    if trace.has("collectives") and trace.num_rows("collectives"):
-        t = trace.table("collectives", ["start_ns", "end_ns", "rank"])
+    if ctx.has("collectives") and ctx.num_rows("collectives"):
+        t = ctx.table("collectives", ["start_ns", "end_ns", "rank"])
         s, e, r = _np(t, "start_ns"), _np(t, "end_ns"), _np(t, "rank")
     else:
-        k = _kernel_split(trace)
+        k = _kernel_split(ctx)
         if k is None:
             return {}
         s, e, r = k[0][k[3]], k[1][k[3]], k[2][k[3]]

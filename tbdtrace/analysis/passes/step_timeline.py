@@ -15,13 +15,13 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs, shared_arrays
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
 from tbdtrace.analysis.passes import categories
 from tbdtrace.analysis.passes import steps as steps_pass
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.trace import Trace
 
-SCHEMA = outputs.STEP_TIMELINE.arrow_schema()  # declared in passes/outputs.py
+SCHEMA = outputs.STEP_TIMELINE.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,11 @@ def choose(steps: pa.Table) -> int | None:
     return int(int_column(m, "step")[mid])
 
 
-def windows(trace: Trace, config: StepTimelineConfig | None = None) -> pa.Table:
+def windows(ctx: Source, config: StepTimelineConfig | None = None) -> pa.Table:
     """Windows of the chosen step: rank, step, start_ns, end_ns (one row per rank)."""
+    ctx = of(ctx)
     cfg = config or StepTimelineConfig()
-    st = steps_pass.run(trace, cfg.steps)
+    st = steps_pass.run(ctx, cfg.steps)
     n = choose(st)
     if n is None:
         return st.select(["rank", "step", "start_ns", "end_ns"]).slice(0, 0)
@@ -57,21 +58,23 @@ def windows(trace: Trace, config: StepTimelineConfig | None = None) -> pa.Table:
     return m.take(pa.array(keep)).select(["rank", "step", "start_ns", "end_ns"])
 
 
-def run(trace: Trace, config: StepTimelineConfig | None = None) -> pa.Table:
+def run(ctx: Source, config: StepTimelineConfig | None = None) -> pa.Table:
     """Events of the chosen step, longest first when more than ``max_events``, else in
     (rank, device, stream, start) order.
 
     Columns: rank; device_type, device_id, stream_id (where it ran); kind (kernel,
-    memcpy, memset); category (tbdtrace.passes.categories; memcpy/memset for copies and
+    memcpy, memset); category (tbdtrace.analysis.passes.categories; memcpy/memset for copies and
     sets); offset_ns (start minus the window's start on that rank, clipped at 0, ns);
     duration_ns (the part inside the window, ns).
     """
-    return events(trace, config or StepTimelineConfig())[0]
+    ctx = of(ctx)
+    return events(ctx, config or StepTimelineConfig())[0]
 
 
-def events(trace: Trace, cfg: StepTimelineConfig) -> tuple[pa.Table, int]:
+def events(ctx: Source, cfg: StepTimelineConfig) -> tuple[pa.Table, int]:
     """(:func:`run`'s table, the number of events overlapping the windows before the cut)."""
-    win = windows(trace, cfg)
+    ctx = of(ctx)
+    win = windows(ctx, cfg)
     if win.num_rows == 0:
         return SCHEMA.empty_table(), 0
     parts = []
@@ -82,8 +85,8 @@ def events(trace: Trace, cfg: StepTimelineConfig) -> tuple[pa.Table, int]:
         strict=True,
     ):
         for table in ("kernels", "memcpy", "memset"):
-            for key, idx in _overlapping(trace, table, int(r), int(ws), int(we)):
-                parts.append(_part(trace, table, key, idx, int(ws), int(we)))
+            for key, idx in _overlapping(ctx, table, int(r), int(ws), int(we)):
+                parts.append(_part(ctx, table, key, idx, int(ws), int(we)))
     if not parts:
         return SCHEMA.empty_table(), 0
     out = pa.concat_tables(parts)
@@ -101,16 +104,16 @@ def events(trace: Trace, cfg: StepTimelineConfig) -> tuple[pa.Table, int]:
 
 
 def _overlapping(
-    trace: Trace, table: str, rank: int, ws: int, we: int
+    ctx: AnalysisContext, table: str, rank: int, ws: int, we: int
 ) -> list[tuple[int, npt.NDArray[np.int64]]]:
     """(device key, rows) of ``table`` on ``rank``'s devices (every device for rank -1:
     no rank) that overlap [ws, we), from the per-device arrays passes share (_frame)."""
     found = []
-    for key, rows in shared_arrays.device_rows(trace, table):
+    for key, rows in shared_arrays.device_rows(ctx, table):
         key_rank = decode_device_key(key)[0]
         if rank != -1 and (-1 if key_rank is None else key_rank) != rank:
             continue
-        s, e = shared_arrays.spans(trace, table, key)
+        s, e = shared_arrays.spans(ctx, table, key)
         hit = np.flatnonzero((s < we) & (e > ws))
         if hit.size:
             found.append((key, hit if isinstance(rows, slice) else rows[hit]))
@@ -118,16 +121,16 @@ def _overlapping(
 
 
 def _part(
-    trace: Trace, table: str, key: int, idx: npt.NDArray[np.int64], ws: int, we: int
+    ctx: AnalysisContext, table: str, key: int, idx: npt.NDArray[np.int64], ws: int, we: int
 ) -> pa.Table:
     n = len(idx)
     rank, dtype, dev = decode_device_key(key)
     # The one column no other pass reads: decoded for this call only.
-    stream = trace.table(table, ["stream_id"], cache=False).column(0).take(pa.array(idx))
-    s = np.maximum(shared_arrays.ints(trace, table, "start_ns")[idx], ws)
-    e = np.minimum(shared_arrays.ints(trace, table, "end_ns")[idx], we)
+    stream = ctx.table(table, ["stream_id"], cache=False).column(0).take(pa.array(idx))
+    s = np.maximum(shared_arrays.ints(ctx, table, "start_ns")[idx], ws)
+    e = np.minimum(shared_arrays.ints(ctx, table, "end_ns")[idx], we)
     if table == "kernels":
-        codes, labels = shared_arrays.codes(trace, "kernels", "name")
+        codes, labels = shared_arrays.codes(ctx, "kernels", "name")
         lut = np.array([categories.classify(lbl) for lbl in labels] or ["other"])
         cats = pa.array(lut[codes[idx]].tolist(), pa.string())
     else:

@@ -8,13 +8,13 @@ samples / duration (samples/s), null when the step has no samples.
 A trace without a ``steps`` table (a CUPTI capture of a script that marks its iterations
 with NVTX, or an older trace) gets its steps from the ``markers`` table: every range named
 ``step N`` with an integer N (``step -1``, ``step 12``) is step N of its rank and process,
-with source ``nvtx``. A negative N marks a warm-up step; where a rank has no negative N,
-its flags stay unknown so ``StepsConfig.warmup_steps`` applies. Samples are unknown (null).
+with source ``nvtx`` (``engine/window.py``, :func:`recorded_steps`). A negative N marks a
+warm-up step; where a rank has no negative N, its flags stay unknown so
+``StepsConfig.warmup_steps`` applies. Samples are unknown (null).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace.analysis.engine import outputs
-from tbdtrace.analysis.engine.cache import Entry, PassCache
+from tbdtrace.analysis.engine import outputs, window
+from tbdtrace.analysis.engine.context import Source, of
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -34,13 +33,10 @@ class StepsConfig:
     warmup_steps: int = 0
 
 
-SCHEMA = outputs.STEPS.arrow_schema()  # declared in passes/outputs.py
+SCHEMA = outputs.STEPS.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
-STEPS_TABLE: Entry[pa.Table] = Entry("steps.table", "the trace's steps, one row per step")
-
-
-def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
+def run(ctx: Source, config: StepsConfig | None = None) -> pa.Table:
     """One row per step, ordered by (rank, start).
 
     Columns: rank; step; start_ns, end_ns, duration_ns (ns); samples (count, null when
@@ -48,15 +44,12 @@ def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
     step); warmup (the effective flag after the config default); source.
     """
     cfg = config or StepsConfig()
-    t = PassCache.of(trace).get(STEPS_TABLE, lambda: _steps_table(trace))
+    t = window.recorded_steps(of(ctx))  # in (rank, start, step) order
     if t.num_rows == 0:
         return SCHEMA.empty_table()
     rank = int_column(t, "rank")
     start, end = int_column(t, "start_ns"), int_column(t, "end_ns")
     step = int_column(t, "step")
-    order = np.lexsort((step, start, rank))
-    t = t.take(pa.array(order))
-    rank, start, end, step = rank[order], start[order], end[order], step[order]
     dur = end - start
     samples = t.column("samples")
     s_f = pc.fill_null(samples, 0).to_numpy().astype(np.float64)
@@ -80,49 +73,6 @@ def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
     )
 
 
-_COLUMNS = ["step", "start_ns", "end_ns", "rank", "samples", "warmup", "source"]
-_NVTX_STEP = re.compile(r"step (-?[0-9]+)")
-
-
-def _steps_table(trace: Trace) -> pa.Table:
-    """The trace's ``steps`` table, or steps from NVTX ``step N`` ranges when it has none."""
-    t = trace.table("steps", _COLUMNS)
-    if t.num_rows or not trace.num_rows("markers"):
-        return t
-    m = trace.table("markers", ["name", "kind", "rank", "start_ns", "end_ns"])
-    names = m.column("name").cast(pa.string()).to_pylist()
-    kinds = m.column("kind").cast(pa.string()).to_pylist()
-    idx: list[int] = []
-    nums: list[int] = []
-    for i, (name, kind) in enumerate(zip(names, kinds, strict=True)):
-        hit = _NVTX_STEP.fullmatch(name) if kind == "range" and name else None
-        if hit:
-            idx.append(i)
-            nums.append(int(hit.group(1)))
-    if not idx:
-        return t
-    sel = m.take(pa.array(idx, pa.int64()))
-    num = np.asarray(nums, dtype=np.int64)
-    rank = int_column(sel, "rank")
-    # Warm-up is known (True) for negative N; non-negative N are unknown where the rank has
-    # no negative N (the config default applies), else measured.
-    warm: list[bool | None] = []
-    has_neg = {int(r) for r in np.unique(rank[num < 0])}
-    for n, r in zip(num, rank, strict=True):
-        warm.append(True if n < 0 else (False if int(r) in has_neg else None))
-    return pa.table(
-        {
-            "step": pa.array(num, pa.int64()),
-            "start_ns": sel.column("start_ns"),
-            "end_ns": sel.column("end_ns"),
-            "rank": sel.column("rank"),
-            "samples": pa.nulls(len(idx), pa.int64()),
-            "warmup": pa.array(warm, pa.bool_()),
-            "source": pa.array(["nvtx"] * len(idx), pa.string()),
-        }
-    )
-
-
 def _warmup(t: pa.Table, rank: np.ndarray, k: int) -> np.ndarray:
     flag = t.column("warmup")
     known = ~np.asarray(flag.is_null().to_numpy(zero_copy_only=False), dtype=bool)
@@ -140,9 +90,9 @@ def measured(steps: pa.Table) -> pa.Table:
     return steps.filter(pc.invert(steps.column("warmup")))
 
 
-def windows(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
+def windows(ctx: Source, config: StepsConfig | None = None) -> pa.Table:
     """Measured steps as windows: rank, step, start_ns, end_ns."""
-    return measured(run(trace, config)).select(["rank", "step", "start_ns", "end_ns"])
+    return measured(run(ctx, config)).select(["rank", "step", "start_ns", "end_ns"])
 
 
 def summarize(steps: pa.Table) -> dict[str, Any]:

@@ -18,43 +18,44 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import intervals, outputs, shared_arrays
-from tbdtrace.analysis.engine.cache import Entry, PassCache
+from tbdtrace.analysis.engine.cache import Entry
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
-from tbdtrace.trace import Trace
 
 SUMMARY: Entry[pa.Table] = Entry("summary.table", "the summary pass's table")
 
 
-def run(trace: Trace, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: Any = None) -> pa.Table:
     """Per-device table.
 
     Columns: rank, device_type, device_id, kernel_count, kernel_time_ns, memcpy_count,
     memcpy_bytes, memset_count, span_ns, busy_ns, compute_busy_ns (ns), utilization,
     compute_utilization (ratio 0..1; null when the span is 0).
     """
-    return PassCache.of(trace).get(SUMMARY, lambda: _run(trace), config)
+    ctx = of(ctx)
+    return ctx.cache.get(SUMMARY, lambda: _run(ctx), config)
 
 
-def _run(trace: Trace) -> pa.Table:
+def _run(ctx: AnalysisContext) -> pa.Table:
     rows: dict[str, list[Any]] = {c: [] for c in _SCHEMA.names}
-    cbytes = shared_arrays.ints(trace, "memcpy", "bytes", 0)
-    for key in shared_arrays.device_keys_of(trace):
-        ks, _ = shared_arrays.spans(trace, "kernels", key)
-        cs, _ = shared_arrays.spans(trace, "memcpy", key)
-        ms, _ = shared_arrays.spans(trace, "memset", key)
-        crow = shared_arrays.rows_of(trace, "memcpy", key)
-        krow = shared_arrays.rows_of(trace, "kernels", key)
-        first_last = shared_arrays.device_span(trace, key)
+    cbytes = shared_arrays.ints(ctx, "memcpy", "bytes", 0)
+    for key in shared_arrays.device_keys_of(ctx):
+        ks, _ = shared_arrays.spans(ctx, "kernels", key)
+        cs, _ = shared_arrays.spans(ctx, "memcpy", key)
+        ms, _ = shared_arrays.spans(ctx, "memset", key)
+        crow = shared_arrays.rows_of(ctx, "memcpy", key)
+        krow = shared_arrays.rows_of(ctx, "kernels", key)
+        first_last = shared_arrays.device_span(ctx, key)
         span = first_last[1] - first_last[0] if first_last else 0
-        busy = _length(shared_arrays.merged(trace, key, "all"))
-        compute = _length(shared_arrays.merged(trace, key, "kernels"))
+        busy = _length(shared_arrays.merged(ctx, key, "all"))
+        compute = _length(shared_arrays.merged(ctx, key, "kernels"))
         rank, dtype, dev = decode_device_key(int(key))
         vals = {
             "rank": rank,
             "device_type": dtype,
             "device_id": dev,
             "kernel_count": int(ks.size),
-            "kernel_time_ns": int(shared_arrays.durations(trace, "kernels")[krow].sum())
+            "kernel_time_ns": int(shared_arrays.durations(ctx, "kernels")[krow].sum())
             if krow is not None
             else 0,
             "memcpy_count": int(cs.size),
@@ -75,7 +76,7 @@ def _length(m: tuple[np.ndarray, np.ndarray]) -> int:
     return int((m[1] - m[0]).sum())
 
 
-_SCHEMA = outputs.SUMMARY.arrow_schema()  # declared in passes/outputs.py
+_SCHEMA = outputs.SUMMARY.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
 def summarize(devices: pa.Table) -> dict[str, Any]:
@@ -98,7 +99,7 @@ def summarize(devices: pa.Table) -> dict[str, Any]:
     }
 
 
-def by_rank(trace: Trace) -> list[dict[str, Any]]:
+def by_rank(ctx: Source) -> list[dict[str, Any]]:
     """The summary of each rank (ranks ascending, null first), never summed across ranks.
 
     Per rank: rank, device_count; kernel_count, kernel_time_ns, memcpy_count,
@@ -106,18 +107,19 @@ def by_rank(trace: Trace) -> list[dict[str, Any]]:
     start over its devices; gpu_busy_ns = length of the union of its devices' busy
     intervals (time some device of the rank was busy); gpu_utilization = busy / span.
     """
-    devices = run(trace)
+    ctx = of(ctx)
+    devices = run(ctx)
     keys: dict[int, list[int]] = {}
-    for key in shared_arrays.device_keys_of(trace):
+    for key in shared_arrays.device_keys_of(ctx):
         rank = decode_device_key(int(key))[0]
         keys.setdefault(-1 if rank is None else rank, []).append(int(key))
     drank = [-1 if r is None else r for r in devices.column("rank").to_pylist()]
     out = []
     for r in sorted(keys):
         mine = devices.filter(pa.array([x == r for x in drank]))
-        spans = [s for s in (shared_arrays.device_span(trace, k) for k in keys[r]) if s is not None]
+        spans = [s for s in (shared_arrays.device_span(ctx, k) for k in keys[r]) if s is not None]
         span = max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0
-        ms = [shared_arrays.merged(trace, k, "all") for k in keys[r]]
+        ms = [shared_arrays.merged(ctx, k, "all") for k in keys[r]]
         # One device: its merged intervals are the rank's union already.
         busy = _length(
             ms[0]

@@ -17,16 +17,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.analysis.engine import intervals, outputs, shared_arrays
+from tbdtrace.analysis.engine.context import Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
 from tbdtrace.analysis.engine.intervals import covered_in_merged
 from tbdtrace.analysis.passes import steps as steps_pass
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.trace import Trace
 
-SCHEMA = outputs.UTILIZATION.arrow_schema()  # declared in passes/outputs.py
+SCHEMA = outputs.UTILIZATION.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
-def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
+def run(ctx: Source, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     """Per device: one row per measured step, then a total row (step null).
 
     The total row's window is the union of the step windows (or the device span when the
@@ -35,20 +35,21 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     busy_ns (ns); compute_utilization, memory_utilization, utilization (ratio 0..1, null
     for an empty window).
     """
-    win = steps_pass.windows(trace, config)
+    ctx = of(ctx)
+    win = steps_pass.windows(ctx, config)
     w_rank = int_column(win, "rank")
     w_step, w_s, w_e = (int_column(win, c) for c in ("step", "start_ns", "end_ns"))
     rows: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
-    for key in shared_arrays.device_keys_of(trace):
+    for key in shared_arrays.device_keys_of(ctx):
         rank, dtype, dev = decode_device_key(key)
         sel = w_rank == (-1 if rank is None else rank)
         kern, mem, allm = (
-            shared_arrays.merged_with_cum(trace, key, w) for w in ("kernels", "memops", "all")
+            shared_arrays.merged_with_cum(ctx, key, w) for w in ("kernels", "memops", "all")
         )
         if sel.any():
             ws, we, st = w_s[sel], w_e[sel], [int(x) for x in w_step[sel]]
         else:
-            first, last = shared_arrays.device_span(trace, key) or (0, 0)
+            first, last = shared_arrays.device_span(ctx, key) or (0, 0)
             ws, we, st = np.array([first]), np.array([last]), []
         comp, memb, busy = (covered_in_merged(m[0], m[1], ws, we, m[2]) for m in (kern, mem, allm))
         length = np.maximum(we - ws, 0)
@@ -92,7 +93,7 @@ def _append(rows: dict[str, list[Any]], rank: Any, dtype: Any, dev: Any, r: tupl
 
 
 def cpu(
-    trace: Trace, config: steps_pass.StepsConfig | None = None, metric: str = "cpu_util"
+    ctx: Source, config: steps_pass.StepsConfig | None = None, metric: str = "cpu_util"
 ) -> dict[str, Any]:
     """CPU utilization from ``host_samples`` (metric cpu_util, index -1 = all cores; with
     ``metric="proc_cpu_cores"``, the captured process tree's CPU use in cores).
@@ -102,7 +103,8 @@ def cpu(
     when the trace has no steps); ``per_step``: [{step, rank, samples (covering the
     step), mean}]; ratio 0..1. None when no sample covers the window.
     """
-    hs = trace.table("host_samples", ["ts_ns", "metric", "index", "value"])
+    ctx = of(ctx)
+    hs = ctx.table("host_samples", ["ts_ns", "metric", "index", "value"])
     if hs.num_rows:
         hs = hs.filter(
             pc.and_(
@@ -117,7 +119,7 @@ def cpu(
     # covers [ts[i-1], ts[i]]. A window's utilization is the overlap-weighted mean of
     # the samples covering it: exact for windows shorter than the sampling period too.
     lo, hi, v = ts[:-1], ts[1:], val[1:]
-    win = steps_pass.windows(trace, config)
+    win = steps_pass.windows(ctx, config)
     ws, we = int_column(win, "start_ns"), int_column(win, "end_ns")
     if not ws.size and ts.size:
         ws, we = ts[:1], ts[-1:]

@@ -49,7 +49,7 @@ def test_the_passes_package_holds_only_declared_passes() -> None:
 def test_run_contract_and_declared_schema(out: outputs.Output, real: Trace, empty: Trace) -> None:
     run = importlib.import_module(f"tbdtrace.analysis.passes.{out.name}").run
     params = list(inspect.signature(run).parameters.values())
-    assert [p.name for p in params] == ["trace", "config"]
+    assert [p.name for p in params] == ["ctx", "config"]
     assert params[1].default is None
     for tr in (real, empty):
         got = run(tr, None)

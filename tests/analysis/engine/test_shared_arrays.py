@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tbdtrace.analysis.engine import intervals, shared_arrays
+from tbdtrace.analysis.engine import context, intervals, shared_arrays
 from tbdtrace.analysis.engine.joins import NULL_ID, join_sorted
 from tbdtrace.analysis.passes import hotspots, idle
 from tests.analysis.tiny import kernels, make
@@ -137,8 +137,8 @@ def test_launch_codes_with_constant_and_too_wide_sizes(
 def test_device_rows_split_in_file_order(tmp_path: Path):
     k = kernels([(0, 1, "a"), (2, 3, "b"), (4, 5, "c"), (6, 7, "d")], device_id=[1, 0, 1, 0])
     tr = make(tmp_path, {"kernels": k})
-    rows = dict(shared_arrays.device_rows(tr, "kernels"))
+    rows = dict(shared_arrays.device_rows(context.of(tr), "kernels"))
     by_dev = {k_ & 0xFFFFFFFF: r.tolist() for k_, r in rows.items()}
     assert by_dev == {2: [0, 2], 1: [1, 3]}  # key holds device_id + 1
     one = make(tmp_path, {"kernels": kernels([(0, 1, "a"), (2, 3, "b")])}, name="one")
-    assert [r for _, r in shared_arrays.device_rows(one, "kernels")] == [slice(None)]
+    assert [r for _, r in shared_arrays.device_rows(context.of(one), "kernels")] == [slice(None)]

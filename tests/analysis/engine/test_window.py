@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tbdtrace.analysis.engine import window
+from tbdtrace.analysis.engine import context, window
 from tbdtrace.analysis.engine.window import WindowSpec, parse_steps
 from tbdtrace.analysis.passes import hotspots, idle, kernels, phases, steps, summary
 from tbdtrace.errors import TraceError
@@ -145,7 +145,7 @@ def expected(r: int, lo: float, hi: float) -> dict[str, Any]:
 
 
 def test_default_window_is_the_measured_steps_per_rank(trace) -> None:
-    win = window.resolve(trace)
+    win = window.resolve(context.of(trace))
     assert win.spec.kind == "measured"
     for rw in win.ranks:
         lo, hi = _bounds(rw.rank, "measured")
@@ -156,7 +156,7 @@ def test_default_window_is_the_measured_steps_per_rank(trace) -> None:
 
 @pytest.mark.parametrize("kind", ["measured", "steps", "warmup", "init", "after", "all"])
 def test_windowed_summary_per_rank(trace, kind: str) -> None:
-    view = window.view(trace, window.resolve(trace, WindowSpec(kind)))
+    view = context.of(trace).windowed(window.resolve(context.of(trace), WindowSpec(kind)))
     got = {r["rank"]: r for r in summary.by_rank(view)}
     for r in KERNELS:
         want = expected(r, *_bounds(r, kind))
@@ -176,8 +176,8 @@ def test_steps_a_to_b(trace) -> None:
     for bad in ("a:b", "3:1"):
         with pytest.raises(ValueError):
             parse_steps(bad)
-    win = window.resolve(trace, WindowSpec(steps=(2, 2)))
-    view = window.view(trace, win)
+    win = window.resolve(context.of(trace), WindowSpec(steps=(2, 2)))
+    view = context.of(trace).windowed(win)
     got = {r["rank"]: r for r in summary.by_rank(view)}
     for r, st in STEPS.items():
         (_, s, e, _) = st[2]
@@ -190,11 +190,11 @@ def test_steps_a_to_b(trace) -> None:
     ]
     assert per[0]["measured_ns"] == (STEPS[0][2][2] - STEPS[0][2][1]) * US
     with pytest.raises(TraceError, match="no step numbered 7..9"):
-        window.resolve(trace, WindowSpec(steps=(7, 9)))
+        window.resolve(context.of(trace), WindowSpec(steps=(7, 9)))
 
 
 def test_warmup_window_measures_the_warmup_steps(trace) -> None:
-    view = window.view(trace, window.resolve(trace, WindowSpec("warmup")))
+    view = context.of(trace).windowed(window.resolve(context.of(trace), WindowSpec("warmup")))
     per = {p["rank"]: p for p in steps.by_rank(steps.run(view))}
     for r, st in STEPS.items():
         warm = [e - s for _, s, e, w in st if w]
@@ -273,10 +273,10 @@ def test_no_steps_measured_is_the_whole_trace(tmp_path: Path) -> None:
             }
         },
     )
-    win = window.resolve(tr)
-    assert win.is_all and window.view(tr, win) is tr
+    win = window.resolve(context.of(tr))
+    assert win.is_all and context.of(tr).windowed(win).window is None
     with pytest.raises(TraceError, match="no steps"):
-        window.resolve(tr, WindowSpec("warmup"))
+        window.resolve(context.of(tr), WindowSpec("warmup"))
     assert [p["phase"] for p in phases.run(tr).to_pylist()] == ["all"]
 
 
@@ -360,7 +360,7 @@ def test_cpu_utilization_of_a_window_keeps_the_samples_at_its_edges(tmp_path: Pa
     )
     from tbdtrace.analysis.passes import utilization
 
-    view = window.view(tr, window.resolve(tr))
+    view = context.of(tr).windowed(window.resolve(context.of(tr)))
     got = utilization.cpu(view)["mean"]
     # Measured step [35, 72): overlap of each sample interval (ts[i-1], ts[i]] with it.
     lo, hi = 35, 72
@@ -390,7 +390,7 @@ def test_steps_without_a_rank_bound_the_ranks_without_steps(tmp_path: Path) -> N
             },
         },
     )
-    view = window.view(tr, window.resolve(tr))
+    view = context.of(tr).windowed(window.resolve(context.of(tr)))
     assert [k["name"] for k in kernels.run(view).to_pylist()] == ["m"]
     rows = {p["phase"]: p for p in phases.run(tr).to_pylist()}
     assert {p["rank"] for p in phases.run(tr).to_pylist()} == {0}

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbdtrace.analysis.engine import grouping, intervals, shared_arrays, window
+from tbdtrace.analysis.engine import context, grouping, intervals, shared_arrays, window
 from tbdtrace.analysis.passes import idle
 from tests.analysis.tiny import US, make
 
@@ -90,7 +90,7 @@ def _expected(queued: bool) -> tuple[list[int], list[int], list[int]]:
 @pytest.mark.parametrize("queued", [False, True])
 def test_view_shares_the_base_arrays(tmp_path: Path, queued: bool):
     tr = make(tmp_path, _tables(queued))
-    view = window.view(tr, window.resolve(tr))
+    view = context.of(tr).windowed(window.resolve(context.of(tr)))
     dur, match, launch = _expected(queued)
     assert shared_arrays.durations(view, "kernels").tolist() == dur
     assert shared_arrays.runtime_match(view, "kernels").tolist() == match
@@ -169,7 +169,7 @@ def test_one_rank_key(tmp_path: Path):
         ("some", [None, 2], None),
     ]:
         tr = make(tmp_path, {"kernels": k(rank)}, name=name)
-        assert window.one_rank_key(tr, "kernels") == want
-        keys = window.row_rank_keys(tr, "kernels")
+        assert grouping.one_rank_key(context.of(tr), "kernels") == want
+        keys = grouping.row_rank_keys(context.of(tr), "kernels")
         if want is not None:
             assert set(keys.tolist()) == {want}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tbdtrace.analysis.engine import flop_formulas as ff
-from tbdtrace.analysis.engine import peaks as _peaks
+from tbdtrace.analysis.engine import peaks
 from tbdtrace.analysis.passes import flops
 from tests.analysis.tiny import US, make
 
@@ -307,13 +307,13 @@ def test_peaks(name: str, cc, sms, clock_khz, precision: str, want: float | None
     dev = {"name": name, "sm_count": sms, "core_clock_khz": clock_khz}
     if cc:
         dev.update(compute_capability_major=cc[0], compute_capability_minor=cc[1])
-    got, src = _peaks.gpu_peak(dev, precision)
+    got, src = peaks.gpu_peak(dev, precision)
     assert (got == pytest.approx(want)) if want else got is None
     assert src
 
 
 def test_every_datasheet_row_names_its_source() -> None:
-    rows = _peaks._csv("gpu_peaks.csv")
+    rows = peaks._csv("gpu_peaks.csv")
     assert rows and all("datasheet" in r["source"] for r in rows)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tbdtrace.analysis.engine import flop_formulas
+from tbdtrace.analysis.engine import flop_formulas, peaks
 from tbdtrace.analysis.passes import fp32
 from tests.analysis.tiny import US, kernels, make
 
@@ -94,10 +94,10 @@ def test_clock_and_counters_from_the_trace_win(tmp_path: Path) -> None:
 
 def test_cpu_peak_from_meta() -> None:
     meta = {"extra": {"cpu": {"cores": 8, "mhz": 3000.0, "flags": "sse2 avx avx2 fma"}}}
-    peak, src = fp32.cpu_fp32_peak(meta)
+    peak, src = peaks.cpu_fp32_peak(meta)
     assert peak == pytest.approx(8 * 8 * 2 * 2 * 3e9)
     assert "/proc/cpuinfo" in src
-    assert fp32.cpu_fp32_peak({})[0] is None
+    assert peaks.cpu_fp32_peak({})[0] is None
 
 
 def test_no_flops_source_gives_a_reason(tmp_path: Path) -> None:
