@@ -253,7 +253,7 @@ def test_capture_command_profiles_an_unchanged_child(tmp_path: Path) -> None:
     mem = tr.meta["extra"]["torch_memory"]
     assert mem["mode"] == "posthoc" and mem["labeller"]["iterations"] == 2
     assert mem["labeller"]["optimizer_steps"] == 2
-    from tbdtrace.passes import memory
+    from tbdtrace.analysis.passes import memory
 
     last = memory.timeline(tr).to_pylist()[-1]
     assert last["weights_bytes"] == 4 * 36 and last["gradients_bytes"] == 4 * 36

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from tbdtrace.analysis.engine.memory_blocks import INT64_MAX, Blocks
 from tbdtrace.collector.memory.phases import Iterations
-from tbdtrace.passes.memory_blocks import INT64_MAX, Blocks
 
 I64 = npt.NDArray[np.int64]
 MIB = 1 << 20

@@ -40,8 +40,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace import trace as trace_io
+from tbdtrace.analysis.engine.grouping import dict_codes
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes.grouping import dict_codes
 
 I64 = npt.NDArray[np.int64]
 # Runtime/driver calls that put work on a device: kernel and graph launches, copies, sets.

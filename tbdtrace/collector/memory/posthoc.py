@@ -48,10 +48,10 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace import trace as trace_io
+from tbdtrace.analysis.engine.memory_blocks import INT64_MAX, INT64_MIN, Blocks, pair
 from tbdtrace.collector.memory import workspace
 from tbdtrace.collector.memory.matching import PRIORITY
 from tbdtrace.collector.memory.phases import Iterations
-from tbdtrace.passes.memory_blocks import INT64_MAX, INT64_MIN, Blocks, pair
 
 I64 = npt.NDArray[np.int64]
 WEIGHTS, OPTIMIZER_STATE, GRADIENTS, INPUTS, ACTIVATIONS = range(5)
@@ -236,7 +236,7 @@ def label_blocks(
     """Category code per block (OTHER outside ``sel``) and statistics.
 
     Args:
-        blocks: the memory table's blocks (:func:`tbdtrace.passes.memory_blocks.pair`).
+        blocks: the memory table's blocks (:func:`tbdtrace.analysis.engine.memory_blocks.pair`).
         sel: the blocks to label (allocated level, with an address).
         snaps: step-boundary snapshots.
         its: the process's iterations.

@@ -40,11 +40,11 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace import trace as trace_io
+from tbdtrace.analysis.engine.memory_blocks import pair
 from tbdtrace.collector.memory import agreement, phases, posthoc
 from tbdtrace.collector.memory.torch_classify import TorchMemoryTracker, TrackerConfig
 from tbdtrace.collector.memory.torch_labels import check_mode, posthoc_meta
 from tbdtrace.collector.memory.torch_snapshots import SnapshotRecorder
-from tbdtrace.passes.memory_blocks import pair
 
 SPOOL_ENV = "TBDTRACE_TORCH_MEMORY_SPOOL"
 MODE_ENV = "TBDTRACE_TORCH_MEMORY_MODE"  # posthoc (unset) or exact

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import tbdtrace
+from tbdtrace.analysis.passes import memory
 from tbdtrace.collector import CaptureConfig
 from tbdtrace.collector.torch_backend import TorchConfig
-from tbdtrace.passes import memory
 from tests.collector.memory.models import MLP_PARAMS, MLP_TENSORS, mlp, mlp_batch, train
 
 
