@@ -67,7 +67,7 @@ def test_dropped_graph_frees_activations_without_gc(tmp_path: Path) -> None:
     m = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
     gc.disable()
     try:
-        with profile(tmp_path / "t"):
+        with profile(tmp_path / "t", mode="exact"):  # the hooks' saved-tensor aliases
             x = torch.randn(256, 32)
             out = m(x)  # builds a graph holding saved activations...
             del out  # ...dropped without backward: freed by reference counting alone
