@@ -20,7 +20,8 @@ per step against ``none`` (with the spread of ``none`` itself between rounds, th
 floor of that difference), and for post hoc the thread time spent inside its optimizer
 post-hook, measured by the hook itself (the exact figure that the difference of medians
 can only estimate): on a step without a snapshot, on a snapshot step, on the first step
-(its ``gc`` scan), and per step over a 1,000-step run (10 snapshots).
+(with the read of the modules built since start), and per step over a 1,000-step run
+(10 snapshots).
 
     .venv/bin/python bench/torch_memory_overhead.py [--rounds 3] [--steps 6]
         [--workload resnet50 ...] [--json OUT.json]
@@ -53,7 +54,7 @@ WORKLOADS = (
     "faster_rcnn",
 )
 MODES = ("none", "posthoc", "exact")
-WARMUP = 2  # the first step pays one-time costs (posthoc's gc scan among them)
+WARMUP = 2  # the first step pays one-time costs (posthoc's module read among them)
 
 
 def child(workload: str, mode: str, steps: int) -> None:
@@ -119,7 +120,7 @@ def measure(workload: str, rounds: int, steps: int) -> dict[str, Any]:
     snap = statistics.median(x["hook_snapshot_median_thread_ns"] for x in post)
     first = statistics.median(x["hook_first_thread_ns"] for x in post)
     # Over a 1,000-step run: 10 snapshots (1st, 2nd, 4th, ..., 512th step), the first
-    # with its gc scan; the other 990 calls only count.
+    # with its module read; the other 990 calls only count.
     amortized = (first + 9 * snap + 990 * plain) / 1000
     return {
         "workload": workload,
@@ -158,7 +159,7 @@ def main() -> None:
     print()
     print(
         "| workload (tiny, CPU) | step, none (ms) | posthoc hook, no snapshot (ms) | "
-        "posthoc snapshot (ms) | posthoc first step: gc scan + snapshot (ms) | "
+        "posthoc snapshot (ms) | posthoc first step: modules + snapshot (ms) | "
         "posthoc per step over 1,000 steps (ms) | posthoc: added, medians (ms) | "
         "exact: added, medians (ms) | none: spread between rounds (ms) |"
     )

@@ -92,7 +92,10 @@ def test_finds_modules_made_after_start_and_keeps_nothing_alive() -> None:
     rec.stop()
     s = rec.snapshots()
     step_weights = set(s.address[(s.category == WEIGHTS) & (s.ts_ns < rec.stop_ns)].tolist())
-    assert buffers <= step_weights  # found with gc at the first step
+    assert buffers <= step_weights  # registered while built, read at the first step
+    st = rec.stats()
+    # conv, batch norm, linear, and the loss (CrossEntropyLoss registers a None `weight`)
+    assert st["gc_scans"] == 0 and st["modules_registered"] == 4
 
 
 class _NoStorage(torch.Tensor):
