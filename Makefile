@@ -107,7 +107,7 @@ fuzz: $(VENV)/.stamp
 	fi
 	mkdir -p $(FUZZ_DIR)/corpus
 	$(FUZZ_CXX) -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=undefined -Icsrc csrc/column_core.cpp csrc/kineto/*.cpp \
+	  -fno-sanitize-recover=undefined -Icsrc csrc/common/column_core.cpp csrc/kineto/*.cpp \
 	  tests/robustness/fuzz/kineto_parser_fuzz.cpp -o $(FUZZ_DIR)/kineto_parser_fuzz
 	PYTHONPATH=$(CURDIR) $(PY) tests/robustness/fuzz/seed_corpus.py $(FUZZ_DIR)/corpus $(FUZZ_DIR)/routes.txt
 	TBDTRACE_FUZZ_ROUTES=$(FUZZ_DIR)/routes.txt $(FUZZ_DIR)/kineto_parser_fuzz \
@@ -127,7 +127,7 @@ demo: native
 # The style gates (.ci/run runs them before the tests): ruff lint and format, mypy on the
 # package, clang-format on the C++ (pinned in requirements.lock), and stubtest of the
 # extension's .pyi against the built module.
-CXX_SOURCES = $(sort $(wildcard csrc/*.cpp csrc/*.h csrc/kineto/*.cpp csrc/kineto/*.h csrc/testing/*.cpp csrc/testing/*.h))
+CXX_SOURCES = $(sort $(wildcard $(foreach d,csrc csrc/collector csrc/common csrc/kineto csrc/testing,$(d)/*.cpp $(d)/*.h)))
 PY_SOURCES = tbdtrace tests workloads bench scripts
 lint: native
 	$(PY) -m ruff check $(PY_SOURCES)

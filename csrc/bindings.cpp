@@ -11,9 +11,9 @@
 #include <cstring>
 #include <memory>
 
-#include "collector.h"
-#include "column_export.h"
-#include "counters_host.h"
+#include "collector/collector.h"
+#include "collector/counters_host.h"
+#include "common/column_export.h"
 #include "kineto/parser.h"
 
 namespace py = pybind11;
@@ -21,7 +21,7 @@ using namespace tbdtrace;
 
 namespace {
 
-// ---- Hardware counters, host side (csrc/counters_host.h); errors are RuntimeError ----
+// ---- Hardware counters, host side (csrc/collector/counters_host.h); errors are RuntimeError ----
 
 void bind_counters(py::module_& m) {
   m.def("profiler_chips", &profiler_chips);

@@ -2,7 +2,7 @@
 benchmark hooks, built only by in-place developer builds; not for users.
 
 Decoded tables come as {table: {column: (values, validity bitmap or None, null count)}},
-the column core's one export (csrc/column_export.h)."""
+the column core's one export (csrc/common/column_export.h)."""
 
 from typing import Any
 

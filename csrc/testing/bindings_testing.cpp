@@ -1,6 +1,6 @@
 // tbdtrace._native_testing: test and benchmark hooks, kept out of the production module.
 // Built only for in-place developer builds (setup.py build_ext --inplace, make native);
-// never part of a wheel. Holds its own copy of the collector (csrc/collector.cpp), driven
+// never part of a wheel. Holds its own copy of the collector (csrc/collector/collector.cpp), driven
 // through the fake CUPTI (fake_cupti.h); tbdtrace._native's copy is left alone.
 #include <cupti_activity.h>
 #include <pybind11/numpy.h>
@@ -12,12 +12,12 @@
 #include <cstring>
 #include <memory>
 
-#include "collector.h"
-#include "column_export.h"
-#include "columns.h"
-#include "counters_device.h"
-#include "decode.h"
-#include "spool.h"
+#include "collector/collector.h"
+#include "collector/collector_tables.h"
+#include "collector/counters_device.h"
+#include "collector/decode.h"
+#include "collector/spool.h"
+#include "common/column_export.h"
 #include "testing/fake_cupti.h"
 #include "testing/testrecords.h"
 
@@ -296,7 +296,8 @@ py::array_t<uint32_t> ids_array(std::vector<uint32_t> v) {
 PYBIND11_MODULE(_native_testing, m) {
   m.doc() = "tbdtrace test and benchmark hooks (not for users; in-place builds only)";
   m.def("layout", [] {
-    // [(table, spool table id, [(column, type)])]: the collector's tables (csrc/columns.h).
+    // [(table, spool table id, [(column, type)])]: the collector's tables
+    // (csrc/collector/collector_tables.h).
     py::list out;
     for (const auto& t : table_defs()) {
       py::list cols;

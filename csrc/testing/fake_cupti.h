@@ -1,5 +1,5 @@
-// A fake of CUPTI's activity API (csrc/cupti_api.h) for driving the real collector without a
-// GPU: producer threads write CUpti_ActivityKernel10 records (the real CUDA 13.0 struct)
+// A fake of CUPTI's activity API (csrc/collector/cupti_api.h) for driving the real collector
+// without a GPU: producer threads write CUpti_ActivityKernel10 records (the real CUDA 13.0 struct)
 // into buffers obtained through the collector's bufferRequested callback, complete full
 // buffers through bufferCompleted, and flush partial ones when the collector flushes, as
 // CUPTI does with per-thread buffers. Refused requests drop the record and count it
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "cupti_api.h"
+#include "collector/cupti_api.h"
 
 namespace tbdtrace::testing {
 

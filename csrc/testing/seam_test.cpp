@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "collector.h"
+#include "collector/collector.h"
 #include "testing/fake_cupti.h"
 
 using namespace tbdtrace;

@@ -23,7 +23,8 @@ from tbdtrace.errors import TraceError
 
 NO_DEVICE = "no CUDA driver/device"
 MIB = 1 << 20
-# CUDA_INJECTION64_PATH for commands, and NVTX_INJECTION64_PATH everywhere (csrc/inject.cpp).
+# CUDA_INJECTION64_PATH for commands, and NVTX_INJECTION64_PATH everywhere
+# (csrc/collector/inject.cpp).
 INJECT_LIB = Path(__file__).resolve().parent.parent / "libtbdtrace_inject.so"
 
 

@@ -1,4 +1,4 @@
-"""The real collector (csrc/collector.cpp) driven through the fake CUPTI (csrc/testing):
+"""The real collector (csrc/collector/collector.cpp) driven through the fake CUPTI (csrc/testing):
 producer threads write CUpti_ActivityKernel10 records into buffers the collector hands out,
 from several threads, at a set rate; periodic flushes, spills, stop, pool exhaustion, a stop
 during a flush, SIGTERM/SIGINT, a second start, failed starts. Expected values come from the

@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <string>
 
-#include "columns.h"
+#include "collector_tables.h"
 #include "decode.h"
 
 namespace tbdtrace {

@@ -20,7 +20,7 @@ struct CollectorConfig {
   uint64_t spill_rows = 1u << 16;       // spill chunks to the spool past this many rows
   CuptiApi* api = nullptr;              // CUPTI's activity API; nullptr = the real libcupti
   // Hardware counter metrics per kernel (Range Profiling API on each context created after
-  // start; csrc/counters_device.h, UNVERIFIED on a GPU); empty = off.
+  // start; csrc/collector/counters_device.h, UNVERIFIED on a GPU); empty = off.
   std::vector<std::string> counter_metrics;
   uint64_t counter_max_ranges = 1u << 16;  // kernels profiled per context at most
 };

@@ -1,4 +1,4 @@
-#include "columns.h"
+#include "collector_tables.h"
 
 namespace tbdtrace {
 

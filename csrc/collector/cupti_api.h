@@ -1,7 +1,8 @@
 // The seam between the collector and CUPTI's activity API: every activity call the collector
-// makes goes through one CuptiApi, so tests can drive the real collector (csrc/collector.cpp)
-// through a fake that hands out buffers of records built from the real CUPTI 13.0 structs
-// (csrc/testing/fake_cupti.h), the way kineto's CuptiActivityApi has a mock.
+// makes goes through one CuptiApi, so tests can drive the real collector
+// (csrc/collector/collector.cpp) through a fake that hands out buffers of records built from the
+// real CUPTI 13.0 structs (csrc/testing/fake_cupti.h), the way kineto's CuptiActivityApi has a
+// mock.
 #pragma once
 
 #include <cupti.h>

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "columns.h"
+#include "collector_tables.h"
 
 namespace tbdtrace {
 

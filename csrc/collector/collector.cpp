@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <unordered_set>
 
-#include "columns.h"
+#include "collector_tables.h"
 #include "counters_device.h"
 #include "cupti_api.h"
 #include "decode.h"
