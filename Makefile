@@ -50,7 +50,14 @@ bench-venv: $(VENV_BENCH)/.stamp
 
 # The pybind11 extension and the CUPTI injection library, built in place by CMake.
 # The package is installed editable into .venv (console script `tbdtrace`).
+# The spool's CRC-32 comes from ISA-L (Debian libisal-dev), installed with apt-get when
+# missing; without it the build falls back to zlib's CRC (same values, slower).
 native: $(VENV)/.stamp
+	@if [ ! -f /usr/include/isa-l/crc.h ]; then \
+	  echo "make: installing libisal-dev (the spool's CRC-32)"; \
+	  (apt-get install -y -qq libisal-dev >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libisal-dev >/dev/null 2>&1)) \
+	  || echo "make: libisal-dev not installed (as root: apt-get install libisal-dev); the spool's CRC-32 uses zlib"; \
+	fi
 	if [ -f setup.py ]; then $(PY) setup.py -q build_ext --inplace; fi
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v '^WARNING: Location' ; test $${PIPESTATUS[0]} -eq 0
 	$(PY) -m compileall -q tbdtrace  # bytecode even where PYTHONDONTWRITEBYTECODE is set
@@ -59,7 +66,7 @@ native: $(VENV)/.stamp
 # AddressSanitizer + UBSan, then ThreadSanitizer: one process per scenario. Not part of
 # `test` (two instrumented builds). failed_start leaks the pool CUPTI still holds on
 # purpose, so LeakSanitizer is off for that one scenario only.
-SEAM_SCENARIOS := periodic burst exhaustion stop_during_flush second_start failed_start sigterm sigint
+SEAM_SCENARIOS := periodic burst exhaustion buffers stop_during_flush second_start failed_start sigterm sigint
 SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 sanitize:
 	set -e; export PATH="$(CURDIR)/$(VENV)/bin:$$PATH"; for san in address thread; do \

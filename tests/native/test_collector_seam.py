@@ -27,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def start(fake: nt.FakeCupti, path: Path, count: int = 8, flush_ms: int = 10) -> None:
-    ok, status, msg = nt.start(fake, str(path), ["kernel"], 64 * KIB, count, flush_ms)
+    """A fixed pool of ``count`` buffers (buffer_max = count)."""
+    ok, status, msg = nt.start(
+        fake, str(path), ["kernel"], 64 * KIB, count, flush_ms, buffer_max=count
+    )
     assert ok, (status, msg)
 
 
