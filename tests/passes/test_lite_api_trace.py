@@ -5,9 +5,10 @@ CUDA headers (tests/native/test_api_filter.py), not by the collector's own list.
 pass that reads runtime rows (idle causes, sync wait, launch latency and statistics,
 attribution of kernels to their launching thread, FLOPs by launching op, CPU activity,
 steps) gives the same result on it; the one figure that changes is the phases section's
-`init` start and `after` end (and so their wall time): they run from the first to the last *runtime call* of the
-whole run, and the calls outside the lite set (cudaGetDevice, cuDevicePrimaryCtxGetState,
-...) start earlier and end later than any launch, copy, sync or allocation."""
+`init` start and `after` end (and so their wall time): they run from the first to the
+last *runtime call* of the whole run, and the calls outside the lite set (cudaGetDevice,
+cuDevicePrimaryCtxGetState, ...) start earlier and end later than any launch, copy, sync
+or allocation."""
 
 from __future__ import annotations
 
