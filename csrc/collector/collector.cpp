@@ -90,7 +90,9 @@ struct Session {
   uint64_t denied_requests = 0;           // pool empty when CUPTI asked for a buffer
   uint64_t foreign_buffers = 0;           // completed buffers we did not hand out
   uint64_t buffers_completed = 0;
-  uint64_t max_held = 0;  // most buffers CUPTI held at once (about one per producing thread)
+  uint64_t max_held = 0;   // most buffers CUPTI held at once (about one per producing thread)
+  uint64_t peak_held = 0;  // most held since the flush thread last looked
+  uint64_t denied_since_grow = 0;  // refused requests since the flush thread last looked
   std::vector<CUpti_ActivityKind> enabled;
   // Lite API set: the callback ids switched on (turned off again at stop).
   std::vector<uint32_t> runtime_cbids_on, driver_cbids_on;
@@ -158,10 +160,15 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   if (s->free_.empty()) {
     // CUPTI (API version >= 27, CUDA 12.9+) drops and counts records when refused.
     ++s->denied_requests;
+    ++s->denied_since_grow;
     return;
   }
   *buffer = s->free_.back();
   s->free_.pop_back();
+  // Buffers CUPTI holds now: the flush thread sizes the pool by the peak (a flush hands
+  // them all back at once, so the count it sees itself is often zero).
+  s->peak_held =
+      std::max<uint64_t>(s->peak_held, s->storage.size() - s->free_.size() - s->ready_.size());
   *size = s->cfg.buffer_bytes;
 }
 
@@ -219,9 +226,12 @@ void grow_pool(Session* s) {
   {
     std::lock_guard<std::mutex> lk(s->mu);
     const size_t total = s->storage.size();
-    const size_t held = total - s->free_.size() - s->ready_.size();
+    const size_t now = total - s->free_.size() - s->ready_.size();
+    const size_t held = std::max<size_t>(now, s->peak_held);
     s->max_held = std::max<uint64_t>(s->max_held, held);
-    const size_t target = held + 1;
+    s->peak_held = now;
+    const size_t target = held + 1 + s->denied_since_grow;
+    s->denied_since_grow = 0;
     if (s->free_.size() < target && total < s->cfg.buffer_max)
       want = std::min<size_t>(target - s->free_.size(), s->cfg.buffer_max - total);
   }
