@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet bench-venv native chromium test fuzz demo lint format docs clean sanitize
+.PHONY: all venv venv-mxnet bench-venv native chromium test fuzz demo lint format docs clean sanitize gpu-wheels
 
 all: native
 
@@ -80,6 +80,17 @@ sanitize:
 	    rm -rf $$d; \
 	  done; \
 	done; echo "sanitize: all scenarios clean under ASan/UBSan and TSan"
+
+# The GPU machine has Python 3.12 and no package index: the GPU check's cupti-python oracle
+# (tests/gpu/cupti_oracle.py) needs these cp312 wheels carried in the tree (wheels/gpu,
+# ignored by git); scripts/gpu_check.sh installs them into $$OUT/site when missing there.
+GPU_WHEELS := wheels/gpu
+gpu-wheels: $(VENV)/.stamp
+	$(PY) -m pip download --quiet --disable-pip-version-check --only-binary=:all: --no-deps -d $(GPU_WHEELS) \
+	  --python-version 3.12 --implementation cp --abi cp312 --platform manylinux2014_x86_64 \
+	  --platform manylinux_2_28_x86_64 \
+	  $$(grep -E '^(cupti-python|cuda-bindings|cuda-pathfinder)==' requirements.lock)
+	ls $(GPU_WHEELS)
 
 # The HTML report's browser test (tests/report/test_html.py) runs headless Chromium
 # (Debian package chromium): installed with apt-get when missing; where that fails, the
