@@ -180,4 +180,3 @@ def test_torch_compile_cuda_graphs_under_lite(gpu_out: Path) -> None:
     assert names & {"cudaGraphLaunch", "cuGraphLaunch"}, sorted(names)[:20]
     gid = tr.table("kernels", ["graph_id"]).column(0).to_pylist()
     assert any(g is not None for g in gid)
-
