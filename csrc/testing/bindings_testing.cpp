@@ -214,7 +214,7 @@ py::dict bench_decode_kernels(size_t n, size_t names, size_t spill_rows) {
 }
 
 // The collector's whole per-record path after CUPTI: decode + columnarize + spool write
-// (the spill: chunk headers, zlib CRC-32, writev) to `path`, spilling every `spill_rows`.
+// (the spill: chunk headers, CRC-32, writev) to `path`, spilling every `spill_rows`.
 py::dict bench_spool_kernels(const std::string& path, size_t n, size_t names, size_t spill_rows) {
   auto store = kernel_buffer(n, names);
   auto* buf = reinterpret_cast<uint8_t*>(store.data());
