@@ -230,7 +230,9 @@ void grow_pool(Session* s) {
     const size_t held = std::max<size_t>(now, s->peak_held);
     s->max_held = std::max<uint64_t>(s->max_held, held);
     s->peak_held = now;
-    const size_t target = held + 1 + s->denied_since_grow;
+    // A refused request means one more thread than buffers: one more spare (a refused
+    // thread asks again for every record, so the count itself says nothing of how many).
+    const size_t target = held + 1 + (s->denied_since_grow ? 1 : 0);
     s->denied_since_grow = 0;
     if (s->free_.size() < target && total < s->cfg.buffer_max)
       want = std::min<size_t>(target - s->free_.size(), s->cfg.buffer_max - total);
