@@ -23,7 +23,7 @@ import tbdtrace
 from tbdtrace import trace as trace_mod
 from tests.native.test_api_filter import DRIVER, RUNTIME
 
-FULL = Path(__file__).resolve().parents[1] / "data" / "gpu" / "h200_resnet50_cupti"
+FULL = Path(__file__).resolve().parents[2] / "data" / "gpu" / "h200_resnet50_cupti"
 
 
 @pytest.fixture(scope="module")
