@@ -35,7 +35,7 @@ if ! $PY -c "import cupti.cupti" 2>/dev/null; then
   fi
 fi
 TBDTRACE_GPU_OUT="$OUT/work" TBDTRACE_GPU_BUDGET_S="$BUDGET_S" \
-  timeout $(( BUDGET_S + 60 )) $PY -m pytest -p no:randomly -p no:cacheprovider -n 0 -m gpu -rs \
+  timeout $(( BUDGET_S + 60 )) $PY -m pytest -p no:randomly -p no:cacheprovider -m gpu -rs \
   --junitxml "$OUT/junit.xml" tests/gpu 2>&1 | tee "$OUT/gpu_check.txt"
 rc=${PIPESTATUS[0]}
 tar -C "$OUT/work" -czf "$OUT/logs.tar.gz" --wildcards --no-wildcards-match-slash --exclude='./*/*' . 2>/dev/null
