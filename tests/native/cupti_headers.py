@@ -3,10 +3,21 @@ native tests: an independent reading of what the C++ compiles against)."""
 
 from __future__ import annotations
 
+import os
 import re
+import sysconfig
 from pathlib import Path
 
-INCLUDE = Path("/usr/local/cuda/include")
+
+def _include() -> Path:
+    """The CUDA toolkit's headers, else the nvidia-cuda-cupti wheel's (as the build finds
+    them, CMakeLists.txt)."""
+    cands = [Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"]
+    cands.append(Path(sysconfig.get_paths()["purelib"]) / "nvidia" / "cu13" / "include")
+    return next((c for c in cands if (c / "cupti_activity.h").exists()), cands[0])
+
+
+INCLUDE = _include()
 
 
 def enum_values(header: str, typedef: str) -> dict[str, int]:
