@@ -1,14 +1,16 @@
-"""Post-hoc labels against the hook tracker's, on the committed H200 ResNet-50 capture.
+"""Post-hoc labels against the hook tracker's, on the committed H200 captures.
 
-``tests/data/gpu/h200_resnet50_cupti`` (batch 64, 3 warm-up + 20 measured steps, every
-step an NVTX ``step N`` range) was captured with the hook tracker: its allocated level
-is the CUDA caching allocator's history and its categories are the hooks' (its
-``other`` is the post-hoc temporaries/workspace). The labeller is given only what a
-real post-hoc run gives it: the allocator blocks with no category, the addresses of
-parameters and buffers, ``.grad`` and optimizer state live at step boundaries (read
-here from the committed labels, as the step post-hook would read them), and the CUPTI
-runtime records and NVTX markers. Activations, inputs, temporaries and the gradients
-of steps without a snapshot come from the phases alone.
+``tests/data/gpu/h200_resnet50_cupti`` (ResNet-50 batch 64, 3 warm-up + 20 measured
+steps, every step an NVTX ``step N`` range, fixed synthetic batch) and
+``h200_demo_resnet50_small`` (``make demo``'s workload: 4 harness steps, batches from the
+input pipeline) were captured with the hook tracker: their allocated level is the CUDA
+caching allocator's history and their categories are the hooks' (``other`` is the
+post-hoc temporaries/workspace). The labeller is given only what a real post-hoc run
+gives it: the allocator blocks with no category, the addresses of parameters and
+buffers, ``.grad`` and optimizer state live at step boundaries (read here from the
+committed labels, at the step ends where the recorder's post-hook reads them), and the
+trace's CUPTI runtime records, NVTX markers and steps. Activations, inputs, temporaries
+and the gradients of steps without a snapshot come from the phases alone.
 
 Goal (issue 31): at every step's peak and at every step's end of backward, at least 98%
 of the live bytes carry the hooks' label, and each category's bytes are within 2% of
@@ -28,9 +30,10 @@ import pytest
 
 from tbdtrace import trace
 from tbdtrace.collector.memory.torch_cuda import SNAPSHOTS_FILE, join
+from tests.native.test_api_filter import DRIVER, RUNTIME
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "gpu" / "h200_resnet50_cupti"
-PID = 877
+GPU = Path(__file__).resolve().parents[2] / "data" / "gpu"
+RESNET, DEMO = "h200_resnet50_cupti", "h200_demo_resnet50_small"
 MIB = 1 << 20
 SNAPSHOT_CODES = {"weights": 0, "optimizer_state": 1, "gradients": 2}
 CATS = ("weights", "optimizer_state", "gradients", "inputs", "activations", "other")
@@ -60,27 +63,43 @@ def _allocated(mem: pa.Table) -> pa.Table:
     return mem.filter(pc.equal(mem.column("level"), "allocated"))
 
 
-@pytest.fixture(scope="module")
-def h200() -> dict[str, Any]:
-    tr = trace.open(DATA)
+def _load(name: str) -> dict[str, Any]:
+    tr = trace.open(GPU / name)
     mem = tr.table("memory")
     markers = tr.table("markers")
-    runtime = tr.table("runtime", ["start_ns", "end_ns", "pid", "tid", "name", "cbid"])
-    hook = _blocks(_allocated(mem))
-    steps = markers.to_pydict()
-    # End of backward per step, from the raw records: the last launch of the step made
-    # by another thread than the one that opened the step's NVTX range.
+    runtime = tr.table("runtime", ["start_ns", "end_ns", "pid", "tid", "name", "api", "cbid"])
+    steps = tr.table("steps") if tr.has("steps") else None
+    win = (steps if steps is not None else markers).to_pydict()
+    # End of backward per step, from the raw records: the step's last launch made by
+    # another thread than the one that made its first.
     rt = runtime.to_pydict()
-    launches = [
+    launches = sorted(
         (s, e, t)
         for s, e, t, n in zip(rt["start_ns"], rt["end_ns"], rt["tid"], rt["name"], strict=True)
         if "Launch" in n
-    ]
+    )
     windows = []
-    for s, e, tid in zip(steps["start_ns"], steps["end_ns"], steps["tid"], strict=True):
-        bwd_end = max(le for ls, le, lt in launches if s <= ls < e and lt != tid)
-        windows.append((s, e, bwd_end))
-    return {"mem": mem, "markers": markers, "runtime": runtime, "hook": hook, "windows": windows}
+    for s, e in zip(win["start_ns"], win["end_ns"], strict=True):
+        mine = [x for x in launches if s <= x[0] < e]
+        windows.append((s, e, max(le for _, le, lt in mine if lt != mine[0][2])))
+    (hist,) = tr.meta["extra"]["torch_cuda_history"]
+    return {
+        "mem": mem,
+        "tables": {"runtime": runtime, "markers": markers, "steps": steps},
+        "hook": _blocks(_allocated(mem)),
+        "windows": windows,
+        "pid": hist["pid"],
+    }
+
+
+@pytest.fixture(scope="module")
+def h200() -> dict[str, Any]:
+    return _load(RESNET)
+
+
+@pytest.fixture(scope="module")
+def demo() -> dict[str, Any]:
+    return _load(DEMO)
 
 
 def _snapshot_file(hook: dict[tuple[int, int], tuple[int, int, str]], times: list[int]) -> bytes:
@@ -97,29 +116,31 @@ def _snapshot_file(hook: dict[tuple[int, int], tuple[int, int, str]], times: lis
 
 
 def _posthoc(
-    h200: dict[str, Any], tmp_path: Path, times: list[int], mode: str = "posthoc"
+    data: dict[str, Any],
+    tmp_path: Path,
+    times: list[int],
+    mode: str = "posthoc",
+    runtime: pa.Table | None = None,
 ) -> tuple[pa.Table, dict[str, Any]]:
     """Run the capture's join on a part built from the trace: blocks without labels
     (posthoc) or with the hooks' (exact), snapshots at ``times``."""
-    mem = h200["mem"]
+    mem = data["mem"]
     alloc = _allocated(mem)
     if mode == "posthoc":
         i = alloc.schema.get_field_index("category")
-        alloc = alloc.set_column(
-            i, alloc.schema.field(i), pa.nulls(alloc.num_rows, alloc.schema.field(i).type)
-        )
+        field = alloc.schema.field(i)
+        alloc = alloc.set_column(i, field, pa.nulls(alloc.num_rows, field.type))
     meta = {
         "source": "torch_cuda_history",
         "extra": {"torch_memory": {"mode": mode}, "torch_cuda_history": {}},
     }
-    files = {SNAPSHOTS_FILE: _snapshot_file(h200["hook"], times)}
-    trace.write(tmp_path / f"torchmem-{PID}", {"memory": alloc}, meta, files)
+    files = {SNAPSHOTS_FILE: _snapshot_file(data["hook"], times)}
+    trace.write(tmp_path / f"torchmem-{data['pid']}", {"memory": alloc}, meta, files)
     reserved = mem.filter(pc.equal(mem.column("level"), "reserved"))
-    tables: dict[str, Any] = {
-        "memory": reserved,
-        "runtime": h200["runtime"],
-        "markers": h200["markers"],
-    }
+    tables = {k: v for k, v in data["tables"].items() if v is not None}
+    if runtime is not None:
+        tables["runtime"] = runtime
+    tables["memory"] = reserved
     extra: dict[str, Any] = {}
     join(tmp_path, tables, extra)
     return tables["memory"], extra
@@ -145,14 +166,14 @@ def _peak(blocks: dict[tuple[int, int], tuple[int, int, str]], lo: int, hi: int)
     return at
 
 
-def _agreement(h200: dict[str, Any], labelled: pa.Table) -> list[dict[str, Any]]:
+def _agreement(data: dict[str, Any], labelled: pa.Table) -> list[dict[str, Any]]:
     """Per step and instant (peak, end of backward): live bytes, agreeing bytes and the
     bytes per category under the hooks and post hoc."""
-    hook = h200["hook"]
+    hook = data["hook"]
     post = _blocks(_allocated(labelled))
     assert post.keys() == hook.keys()
     rows = []
-    for k, (s, e, bwd_end) in enumerate(h200["windows"]):
+    for k, (s, e, bwd_end) in enumerate(data["windows"]):
         for name, t in (("peak", _peak(hook, s, e)), ("backward_end", bwd_end)):
             live = _live(hook, t)
             total = sum(n for n, _ in live.values())
@@ -181,32 +202,54 @@ def _meets_goal(rows: list[dict[str, Any]]) -> list[str]:
     return misses
 
 
-# Snapshot schedules, as step indices (0 = the first step, ``step -1``): the recorder's
-# (its optimizer's 1st, 2nd, 4th, 8th and 16th step; a command's stop comes after the
-# model is gone) and one at every step's end.
-SCHEDULES = {"recorder": [0, 1, 3, 7, 15], "every_step": list(range(23))}
+# Snapshot schedules, as step indices (0 = the first step): the recorder's (its
+# optimizer's 1st, 2nd, 4th, 8th and 16th step; a command's stop comes after the model is
+# gone) and one at every step's end.
+SCHEDULES = {
+    RESNET: {"recorder": [0, 1, 3, 7, 15], "every_step": list(range(23))},
+    DEMO: {"recorder": [0, 1, 3], "every_step": [0, 1, 2, 3]},
+}
 
 
-@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+@pytest.mark.parametrize("schedule", ["recorder", "every_step"])
+@pytest.mark.parametrize("name", [RESNET, DEMO])
 def test_posthoc_agrees_with_the_hooks_at_every_peak_and_backward_end(
-    h200: dict[str, Any], tmp_path: Path, schedule: str
+    request: pytest.FixtureRequest, tmp_path: Path, name: str, schedule: str
 ) -> None:
-    ends = [h200["windows"][k][1] for k in SCHEDULES[schedule]]
-    labelled, extra = _posthoc(h200, tmp_path, ends)
-    rows = _agreement(h200, labelled)
-    assert len(rows) == 2 * 23
+    data = request.getfixturevalue("h200" if name == RESNET else "demo")
+    ends = [data["windows"][k][1] for k in SCHEDULES[name][schedule]]
+    labelled, extra = _posthoc(data, tmp_path, ends)
+    rows = _agreement(data, labelled)
+    assert len(rows) == 2 * len(data["windows"])
     assert _meets_goal(rows) == []
     worst = min(r["agree"] / r["bytes"] for r in rows)
-    print(f"{schedule}: worst agreement {worst:.6f} over {len(rows)} instants")
+    print(f"{name} {schedule}: worst agreement {worst:.6f} over {len(rows)} instants")
     tm = extra["torch_memory"]
     assert tm["mode"] == "posthoc" and tm["cannot_tell_apart"]
     (proc,) = tm["processes"]
-    assert proc["pid"] == PID and proc["iterations"] == 23
+    assert proc["pid"] == data["pid"] and proc["iterations"] == len(data["windows"])
     assert proc["phase_source"] == "launch_threads"
     # The reserved level (CUPTI's) is carried through untouched.
-    reserved = h200["mem"].filter(pc.equal(h200["mem"].column("level"), "reserved")).num_rows
+    reserved = data["mem"].filter(pc.equal(data["mem"].column("level"), "reserved")).num_rows
     out = labelled.filter(pc.equal(labelled.column("level"), "reserved"))
     assert out.num_rows == reserved == out.column("category").null_count
+
+
+def test_posthoc_on_the_lite_api_set(h200: dict[str, Any], tmp_path: Path) -> None:
+    """capture's default records only the calls the lite set keeps (launches, copies,
+    sets, syncs, allocations): the phases, from launches, are the same."""
+    rt = h200["tables"]["runtime"]
+    keep = [
+        (api == "runtime" and cbid in RUNTIME) or (api == "driver" and cbid in DRIVER)
+        for api, cbid in zip(
+            rt.column("api").to_pylist(), rt.column("cbid").to_pylist(), strict=True
+        )
+    ]
+    lite = rt.filter(pa.array(keep))
+    assert lite.num_rows < rt.num_rows / 5
+    ends = [h200["windows"][k][1] for k in SCHEDULES[RESNET]["recorder"]]
+    labelled, _ = _posthoc(h200, tmp_path, ends, runtime=lite)
+    assert _meets_goal(_agreement(h200, labelled)) == []
 
 
 def test_gradients_of_steps_without_a_snapshot_come_from_the_phases(
