@@ -59,7 +59,7 @@ native: $(VENV)/.stamp
 # AddressSanitizer + UBSan, then ThreadSanitizer: one process per scenario. Not part of
 # `test` (two instrumented builds). failed_start leaks the pool CUPTI still holds on
 # purpose, so LeakSanitizer is off for that one scenario only.
-SEAM_SCENARIOS := periodic burst exhaustion stop_during_flush second_start failed_start sigterm sigint
+SEAM_SCENARIOS := periodic burst exhaustion stop_during_flush second_start failed_start pause_resume sigterm sigint
 SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 sanitize:
 	set -e; export PATH="$(CURDIR)/$(VENV)/bin:$$PATH"; for san in address thread; do \

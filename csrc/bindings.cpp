@@ -231,6 +231,16 @@ PYBIND11_MODULE(_native, m) {
     return collector_stop();
   });
   m.def("running", &collector_running);
+  // Capture windows in an in-process capture (tbdtrace.collector.inprocess).
+  m.def("pause", [] {
+    py::gil_scoped_release nogil;
+    return collector_pause();
+  });
+  m.def("resume", [] {
+    py::gil_scoped_release nogil;
+    return collector_resume();
+  });
+  m.def("paused", &collector_paused);
   bind_counters(m);
   bind_kineto(m);
 }

@@ -22,11 +22,15 @@ backend sees it:
   N`` adds one every N steps, and ``--to-quality`` trains until the target is met (evaluating every
   ``--eval-every`` steps, 10 by default) or ``--max-steps`` steps have run.
 
-The steps file is the one documented place where a workload talks to tbdtrace, with one
-addition for MXNet, which no capture backend sees without a GPU: when
-``TBDTRACE_MEMORY_TRACE`` names a directory (``tbdtrace bench`` sets it for MXNet jobs), the
-MXNet workloads record their memory there with ``tbdtrace.collector.memory.mxnet``
-(:func:`memory_trace_dir`).
+The steps file is the one documented place where a workload talks to tbdtrace, with two
+additions. When a capture with windows runs (``tbdtrace capture --steps/--schedule/
+--on-demand``), its bootstrap has loaded ``tbdtrace.collector.windows`` into the process;
+the harness then calls that module's ``harness_begin(i)``/``harness_end(i)`` around each
+step (found in ``sys.modules``, never imported: no capture, no call), so that the window
+opens at its first step's begin and closes at its last step's end. And one for MXNet,
+which no capture backend sees without a GPU: when ``TBDTRACE_MEMORY_TRACE`` names a
+directory (``tbdtrace bench`` sets it for MXNet jobs), the MXNet workloads record their
+memory there with ``tbdtrace.collector.memory.mxnet`` (:func:`memory_trace_dir`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ from workloads.dimensions import DATA_MODES, PRECISIONS, batch_unsupported, unsu
 SIZES = ("tiny", "small", "paper")
 STEPS_FILE_ENV = "TBDTRACE_STEPS_FILE"
 MEMORY_TRACE_ENV = "TBDTRACE_MEMORY_TRACE"
+# The capture's window controller, when a capture with windows loaded it (never imported).
+CAPTURE_WINDOWS_MODULE = "tbdtrace.collector.windows"
 # The input pipeline (``--data``, docs/WORKLOADS.md "Input pipeline"): with ``host`` each
 # framework's own loader builds batches ahead of the training thread in HOST_WORKERS workers,
 # up to HOST_PREFETCH batches per worker ahead; with ``device`` a pool of POOL_BATCHES
@@ -285,6 +291,9 @@ class StepRecorder:
         """Wrap one training iteration; the body stores its loss in ``result["loss"]``."""
         result: dict[str, float] = {}
         self._flush()
+        windows = sys.modules.get(CAPTURE_WINDOWS_MODULE)
+        if windows is not None:  # opens a capture window starting at this step
+            windows.harness_begin(index)
         self._nvtx.push(f"step {index}")
         start_ns = time.time_ns()
         if self.first_start_ns is None:
@@ -294,6 +303,8 @@ class StepRecorder:
         finally:
             end_ns = time.time_ns()
             self._nvtx.pop()
+            if windows is not None:  # closes (and flushes) a window ending at this step
+                windows.harness_end(index)
         loss = float(result.get("loss", math.nan))
         self.losses.append(loss)
         if not warmup:

@@ -373,8 +373,10 @@ PYBIND11_MODULE(_native_testing, m) {
   m.def(
       "start",
       [](py::object fake, const std::string& spool_path, const std::vector<std::string>& acts,
-         uint64_t buffer_bytes, uint32_t buffer_count, uint32_t flush_interval_ms) {
+         uint64_t buffer_bytes, uint32_t buffer_count, uint32_t flush_interval_ms,
+         bool start_paused) {
         CollectorConfig cfg;
+        cfg.start_paused = start_paused;
         cfg.spool_path = spool_path;
         cfg.activities = acts;
         cfg.buffer_bytes = buffer_bytes;
@@ -390,7 +392,16 @@ PYBIND11_MODULE(_native_testing, m) {
         return py::make_tuple(r.ok, r.status, r.message);
       },
       py::arg("fake"), py::arg("spool_path"), py::arg("activities"), py::arg("buffer_bytes"),
-      py::arg("buffer_count"), py::arg("flush_interval_ms"));
+      py::arg("buffer_count"), py::arg("flush_interval_ms"), py::arg("start_paused") = false);
+  m.def("pause", [] {
+    py::gil_scoped_release nogil;
+    return collector_pause();
+  });
+  m.def("resume", [] {
+    py::gil_scoped_release nogil;
+    return collector_resume();
+  });
+  m.def("paused", &collector_paused);
   m.def("stop", [] {
     std::string path;
     {

@@ -29,10 +29,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tbdtrace.collector import child_protocol as proto
 from tbdtrace.collector.memory.torch_classify import TorchMemoryTracker, TrackerConfig
 
-SPOOL_ENV = "TBDTRACE_TORCH_MEMORY_SPOOL"
-MAX_ENTRIES_ENV = "TBDTRACE_TORCH_MEMORY_MAX_ENTRIES"
+SPOOL_ENV = proto.TORCH_MEMORY_SPOOL
+MAX_ENTRIES_ENV = proto.TORCH_MEMORY_MAX_ENTRIES
 # Each history entry costs ~100 bytes without stack context; 2M entries ~ 200 MB at most.
 DEFAULT_MAX_ENTRIES = 2_000_000
 
