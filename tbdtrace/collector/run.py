@@ -83,8 +83,11 @@ class ChildStrategy(Protocol):
     backend: str  # the backend named in meta (a child may refine "auto")
     bootstrap: bool  # the command's Python processes need sitecustomize/
 
-    def prepare(self, spool: Path, env: dict[str, str], plan: windows.WindowPlan | None) -> None:
-        """Check that it can run here (TraceError if not); set the command's variables."""
+    def check(self, plan: windows.WindowPlan | None) -> None:
+        """TraceError (one line) when it cannot run here."""
+
+    def environ(self, spool: Path, env: dict[str, str], plan: windows.WindowPlan | None) -> None:
+        """Set the command's variables."""
 
     def assemble(self, spool: Path) -> tuple[dict[str, Any], dict[str, Any], list[str], bytes]:
         """(tables, meta, notes, profiler log) from the spool."""
@@ -99,7 +102,7 @@ class Injection:
         self.cfg = cfg
         self.bootstrap = False
 
-    def prepare(self, spool: Path, env: dict[str, str], plan: windows.WindowPlan | None) -> None:
+    def check(self, plan: windows.WindowPlan | None) -> None:
         from tbdtrace.collector import injection
         from tbdtrace.collector.cupti_backend import check_config, probe, resolve_activities
 
@@ -112,6 +115,10 @@ class Injection:
         ok, _status, msg = probe()
         if not ok:
             raise TraceError(f"cupti backend: {msg}")
+
+    def environ(self, spool: Path, env: dict[str, str], plan: windows.WindowPlan | None) -> None:
+        from tbdtrace.collector import injection
+
         injection.child_env(spool, self.cfg, env)
         if plan is not None:
             env[proto.START_PAUSED] = "1"
@@ -132,7 +139,10 @@ class ProfilerChild:
     def __init__(self, backend: str, cfg: TorchConfig):
         self.backend, self.cfg = backend, cfg
 
-    def prepare(self, spool: Path, env: dict[str, str], plan: windows.WindowPlan | None) -> None:
+    def check(self, plan: windows.WindowPlan | None) -> None:
+        pass  # a program that never imports the framework is found after it ran
+
+    def environ(self, spool: Path, env: dict[str, str], plan: windows.WindowPlan | None) -> None:
         if self.backend == "torch":
             env[proto.TORCH_SPOOL] = str(spool)
         else:  # tf, mxnet, auto: started on the framework's import
@@ -181,9 +191,8 @@ def run_capture(command: Sequence[str], out: outdir.Output, config: CaptureConfi
     spool = Path(tempfile.mkdtemp(prefix=f"{outdir.SPOOL_PREFIX}{os.getpid()}-", dir=out.path))
     try:
         os.chmod(spool, outdir.dir_mode())
-        env = dict(os.environ)
-        strat.prepare(spool, env, config.windows)
-        _common_env(env, spool, strat.bootstrap, config.windows)
+        strat.check(config.windows)
+        env = command_env(strat, spool, config.windows)
     except BaseException:
         shutil.rmtree(spool, ignore_errors=True)
         raise
@@ -275,11 +284,15 @@ def run_capture(command: Sequence[str], out: outdir.Output, config: CaptureConfi
     return res
 
 
-def _common_env(
-    env: dict[str, str], spool: Path, bootstrap: bool, plan: windows.WindowPlan | None
-) -> None:
+def command_env(
+    strat: ChildStrategy, spool: Path, plan: windows.WindowPlan | None
+) -> dict[str, str]:
+    """The command's environment: this process's, with the strategy's variables, the
+    steps file, the bootstrap and the window plan."""
+    env = dict(os.environ)
+    strat.environ(spool, env, plan)
     env[proto.STEPS_FILE] = str(spool / proto.STEPS_NAME)
-    if bootstrap:
+    if strat.bootstrap:
         old = env.get(proto.PYTHONPATH)
         env[proto.PYTHONPATH] = str(proto.BOOTSTRAP_DIR) + (os.pathsep + old if old else "")
         env[proto.PACKAGE_ROOT] = str(Path(__file__).resolve().parents[2])
@@ -287,6 +300,7 @@ def _common_env(
         env[proto.WINDOWS] = plan.to_json()
     else:
         env.pop(proto.WINDOWS, None)
+    return env
 
 
 def _profiler_news(spool: Path) -> tuple[bytes, list[str]]:
@@ -410,6 +424,7 @@ __all__ = [
     "Result",
     "apply_windows",
     "capture_command",
+    "command_env",
     "describe",
     "resolve",
     "run_capture",

@@ -12,7 +12,7 @@ import pytest
 
 from tbdtrace import _native
 from tbdtrace.collector import capture, cupti_backend
-from tbdtrace.collector.cupti_command import INJECT_LIB
+from tbdtrace.collector.child_protocol import INJECT_LIB
 from tbdtrace.errors import TraceError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,13 +118,10 @@ def test_injection_without_spool_dir_says_so() -> None:
 
 
 def test_child_env_points_cuda_and_nvtx_at_the_injection_library(tmp_path: Path) -> None:
-    from tbdtrace.collector.cupti_command import child_env
+    from tbdtrace.collector.run import Injection, command_env
 
-    env = child_env(
-        tmp_path,
-        cupti_backend.CuptiConfig(activities=("kernel", "memcpy")),
-        tmp_path / "steps.jsonl",
-    )
+    cfg = cupti_backend.CuptiConfig(activities=("kernel", "memcpy"))
+    env = command_env(Injection(cfg), tmp_path, None)
     assert Path(env["CUDA_INJECTION64_PATH"]) == INJECT_LIB and INJECT_LIB.exists()
     assert Path(env["NVTX_INJECTION64_PATH"]) == INJECT_LIB
     assert env["TBDTRACE_ACTIVITIES"] == "kernel,memcpy"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from tbdtrace import trace
-from tbdtrace.collector.cupti_command import join_torch_memory
+from tbdtrace.collector.child_protocol import BOOTSTRAP_DIR
+from tbdtrace.collector.injection import join_torch_memory
 from tbdtrace.collector.memory.torch_cuda import SPOOL_ENV, history_rows
-from tbdtrace.collector.torch_child import BOOTSTRAP_DIR
 
 ROOT = Path(__file__).resolve().parents[3]
 MB2 = 2 << 20
