@@ -55,6 +55,18 @@ class MxnetBackend:
         self.memory.start()
         self._discovery.start()
 
+    def pause(self) -> None:
+        """Capture windows: no operators recorded until :meth:`resume` (MXNet's profiler
+        writes nothing after a stop and a new start in the same process)."""
+        from mxnet import profiler
+
+        profiler.pause()
+
+    def resume(self) -> None:
+        from mxnet import profiler
+
+        profiler.resume()
+
     def stop(self) -> tuple[dict[str, Any], dict[str, Any]]:
         import mxnet
 

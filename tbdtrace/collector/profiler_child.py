@@ -125,23 +125,43 @@ class Lifecycle:
 
 
 class ProfilerWindows:
-    """A framework profiler as a window :class:`~.windows.Collection`: each window starts
-    a new profiler and stops it; the windows' tables are kept for the part."""
+    """A framework profiler as a window :class:`~.windows.Collection`. Where the
+    profiler starts and stops more than once in a process (torch.profiler,
+    tf.profiler.experimental), each window starts a new one and stops it; the windows'
+    tables are kept for the part. MXNet's profiler writes nothing after its first stop:
+    it runs from the first window to the end, paused between windows
+    (``mx.profiler.pause``/``resume``)."""
 
     def __init__(self, name: str, log: Path):
         self.name, self.log = name, log
         self.backend: Any = None
+        self.paused = False
         self.collected: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
     def open(self) -> None:
-        self.backend = _make_backend(self.name)
         with stderr_to(self.log):
+            if self.paused:
+                self.backend.resume()
+                self.paused = False
+                return
+            self.backend = _make_backend(self.name)
             self.backend.start()
 
     def close(self) -> None:
-        b, self.backend = self.backend, None
         with stderr_to(self.log):
+            if hasattr(self.backend, "pause"):
+                self.backend.pause()
+                self.paused = True
+                return
+            b, self.backend = self.backend, None
             self.collected.append(b.stop())
+
+    def finish(self) -> None:
+        """The run ends: a profiler still running or paused stops."""
+        if self.backend is not None:
+            b, self.backend = self.backend, None
+            with stderr_to(self.log):
+                self.collected.append(b.stop())
 
 
 def start_in_child(name: str) -> None:
@@ -165,6 +185,9 @@ def start_in_child(name: str) -> None:
     try:
         if plan_text:
             from tbdtrace.collector import windows
+
+            if name == "torch":
+                import torch  # noqa: F401 - as without windows; its NVTX ranges are watched
 
             coll.log.touch()  # the process ran under the capture, window or not
             controller = windows.start_in_child(
@@ -190,8 +213,7 @@ def start_in_child(name: str) -> None:
         try:
             if controller is not None:
                 controller.finish()
-            elif coll.backend is not None:
-                coll.close()
+            coll.finish()
             tables, meta = combine(coll.collected)
             rank = torch_dist.final_rank() if name == "torch" else None
             tag_process(tables, meta, rank if name == "torch" else None)

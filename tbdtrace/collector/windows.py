@@ -221,6 +221,7 @@ class Controller:
         self._close_due = False
         self._signal_installed = False
         self.opened = 0
+        self.failed: str | None = None  # why windows stopped (a backend failed)
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -344,8 +345,15 @@ class Controller:
     # -- windows -----------------------------------------------------------------------------
     def _open(self, span: Span | None, trigger: str) -> None:
         """Open a window for ``span`` (None: an on-demand window of seconds). Its steps are
-        those that start after its active start and end in it."""
-        self.collection.open()
+        those that start after its active start and end in it. A backend that fails to
+        open turns the windows off with one line: the training run must go on."""
+        if self.failed is not None:
+            return
+        try:
+            self.collection.open()
+        except Exception as e:  # noqa: BLE001 - capture must never break the program
+            self._fail("opened", e)
+            return
         now = time.time_ns()
         self.opened += 1
         self._span = span
@@ -367,16 +375,22 @@ class Controller:
         w, self.window = self.window, None
         self._span = None
         assert w is not None
+        w["end_ns"] = time.time_ns()  # the window's last step ended; closing is not in it
+        w["complete"] = complete
+        if w["active_start_ns"] is None:  # closed during warm-up: nothing recorded
+            w["active_start_ns"] = w["end_ns"]
         try:
             self.collection.close()
-        finally:
-            w["end_ns"] = time.time_ns()
-            w["complete"] = complete
-            if w["active_start_ns"] is None:  # closed during warm-up: nothing recorded
-                w["active_start_ns"] = w["end_ns"]
-            self.recorder.window(w)
-            if self._next is not None and w["planned"] is not None:
-                self._next = next(self._spans, None)
+        except Exception as e:  # noqa: BLE001 - capture must never break the program
+            self._fail("closed", e)
+            w["complete"] = False
+        self.recorder.window(w)
+        if self._next is not None and w["planned"] is not None:
+            self._next = next(self._spans, None)
+
+    def _fail(self, what: str, e: Exception) -> None:
+        self.failed = f"a capture window could not be {what} ({type(e).__name__}: {e})"
+        sys.stderr.write(f"tbdtrace: pid {os.getpid()}: {self.failed}; no more windows\n")
 
 
 # --- the process's controller and its step hooks --------------------------------------------
