@@ -308,7 +308,8 @@ void pause_resume(const std::string& dir) {
   check_complete(fake, path);
   auto st = fake.stats();
   CHECK(st.produced > at_pause.produced && st.produced < 2u * 600u);  // the pauses left gaps
-  CHECK(!collector_pause() && !collector_resume());  // no session
+  // No session: nothing to pause or resume.
+  CHECK(!collector_pause() && !collector_resume());
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ it records matmul, convolution and attention ops with shapes and FLOPs
 (``tbdtrace.collector.torch_flops``), written as ``torchops-<pid>`` and joined as ``ops``
 rows (``CuptiConfig.torch_flops``; ``capture --no-torch-flops``). With capture windows
 (``TBDTRACE_WINDOWS``) the collector starts paused and the bootstrap's window controller
-resumes and pauses it at the windows' edges (:class:`.windows.InjectedWindows`).
+resumes and pauses it at the windows' edges (:class:`.window_child.InjectedWindows`).
 """
 
 from __future__ import annotations

@@ -184,13 +184,13 @@ def start_in_child(name: str) -> None:
 
     try:
         if plan_text:
-            from tbdtrace.collector import windows
+            from tbdtrace.collector import window_child, windows
 
             if name == "torch":
                 import torch  # noqa: F401 - as without windows; its NVTX ranges are watched
 
             coll.log.touch()  # the process ran under the capture, window or not
-            controller = windows.start_in_child(
+            controller = window_child.start_in_child(
                 windows.WindowPlan.from_json(plan_text), coll, str(spool)
             )
         else:

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from tbdtrace import outdir, trace
 from tbdtrace.collector import child_protocol as proto
-from tbdtrace.collector import cpuinfo, steps, supervise, windows
+from tbdtrace.collector import cpuinfo, steps, supervise, window_trace, windows
 from tbdtrace.collector.cupti_backend import CuptiConfig
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.collector.torch_backend import TorchConfig
@@ -168,24 +168,31 @@ def strategy_for(backend: str, config: CaptureConfig) -> ChildStrategy:
     return ProfilerChild(backend, config.torch)
 
 
-def resolve(requested: str) -> tuple[str, str, str]:
+def resolve(requested: str, choice: tuple[str, str] | None = None) -> tuple[str, str, str]:
     """(backend, child backend, reason): ``auto`` without CUPTI leaves the choice to the
-    framework the program imports (child backend ``auto``)."""
+    framework the program imports (child backend ``auto``). ``choice``: what
+    ``choose_backend(requested)`` already answered (it probes NVML and CUPTI)."""
     from tbdtrace.collector import choose_backend
 
-    backend, reason = choose_backend(requested)
+    backend, reason = choice or choose_backend(requested)
     if requested == "auto" and backend == "torch":
         return backend, "auto", f"{reason}; the framework the program imports"
     return backend, backend, reason
 
 
-def run_capture(command: Sequence[str], out: outdir.Output, config: CaptureConfig) -> Result:
+def run_capture(
+    command: Sequence[str],
+    out: outdir.Output,
+    config: CaptureConfig,
+    choice: tuple[str, str] | None = None,
+) -> Result:
     """Run ``command`` under ``config`` into the claimed output ``out`` (module docstring).
+    ``choice``: ``choose_backend(config.backend)``'s answer when the caller has it.
 
     Raises TraceError (one line) when the capture cannot start or its spool cannot be
     read; the spool is then kept and the line says how to recover it.
     """
-    backend, child_backend, reason = resolve(config.backend)
+    backend, child_backend, reason = resolve(config.backend, choice)
     strat = strategy_for(child_backend, config)
     # Unique even beside a spool a crashed capture with the same pid left (never reused).
     spool = Path(tempfile.mkdtemp(prefix=f"{outdir.SPOOL_PREFIX}{os.getpid()}-", dir=out.path))
@@ -260,7 +267,7 @@ def run_capture(command: Sequence[str], out: outdir.Output, config: CaptureConfi
     if child_backend != "cupti":
         _apply_test_clock_shift(tables, meta)
     if config.windows is not None:
-        notes += apply_windows(tables, meta, windows.read_windows(spool), config.windows)
+        notes += apply_windows(tables, meta, window_trace.read_windows(spool), config.windows)
         if relay is not None:
             meta["extra"]["on_demand"] = relay.summary()
     partial = "; ".join(x for x in (stop, *lost) if x) or None
@@ -337,11 +344,8 @@ def apply_windows(
 ) -> list[str]:
     """Keep the rows inside the windows the processes opened (their warm-up steps and the
     host samples outside them go), record them as ``meta.windows``; notes for the user."""
-    from tbdtrace.collector import window_cut
-
-    meta["windows"] = windows.summarize(records)
-    spans = windows.spans_of(records)
-    window_cut.keep(tables, spans)
+    meta["windows"] = window_trace.summarize(records)
+    window_trace.keep(tables, window_trace.spans_of(records))
     if records:
         return []
     how = {

@@ -24,13 +24,14 @@ framework profiler starts, or the injected CUPTI collector resumes) and at the w
 last step's end it closes it (stopped and flushed). Everything it does runs at step
 boundaries; between them the training process runs no Python of the capture's.
 
-This module imports only the standard library (and the protocol module), so that the
-bootstrap and the harness hook cost nothing in a captured process.
+The captured process's side (the spool recorder, the injected collector's pause and resume,
+NVTX ranges) is :mod:`.window_child`; the trace's side (``meta.windows``, the rows kept) is
+:mod:`.window_trace`. This module imports only the standard library, so that the bootstrap
+and the harness hook cost nothing in a captured process.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -38,11 +39,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from tbdtrace.collector import child_protocol as proto
 from tbdtrace.errors import TraceError
 
 REASONS = ("steps", "schedule", "on-demand")
@@ -433,158 +433,6 @@ def harness_end(index: int) -> None:
         c.end_step(index, "harness")
 
 
-_STEP_RANGE = re.compile(r"step (\d+)")
-
-
-def watch_torch_nvtx(torch: Any) -> None:
-    """NVTX ``step N`` ranges pushed through ``torch.cuda.nvtx`` mark steps: ``range_push``
-    and ``range_pop`` are wrapped (only while windows are planned: one Python call more
-    per NVTX range)."""
-    nvtx = getattr(getattr(torch, "cuda", None), "nvtx", None)
-    if nvtx is None or getattr(nvtx.range_push, "_tbdtrace", False):
-        return
-    push, pop = nvtx.range_push, nvtx.range_pop
-    stack: list[int | None] = []
-
-    def range_push(msg: str) -> Any:
-        m = _STEP_RANGE.fullmatch(msg) if isinstance(msg, str) else None
-        stack.append(int(m.group(1)) if m else None)
-        c = _active
-        if m and c is not None:
-            c.begin_step(int(m.group(1)), "nvtx")
-        return push(msg)
-
-    def range_pop() -> Any:
-        out = pop()
-        idx = stack.pop() if stack else None
-        c = _active
-        if idx is not None and c is not None:
-            c.end_step(idx, "nvtx")
-        return out
-
-    range_push._tbdtrace = True  # type: ignore[attr-defined]
-    nvtx.range_push, nvtx.range_pop = range_push, range_pop
-
-
-# --- the recorder of a captured process: files in the spool --------------------------------------
-
-
-class SpoolRecorder:
-    """Windows to ``<spool>/windows-<pid>.jsonl``; steps timed here to the steps file."""
-
-    def __init__(self, spool: str, steps_file: str | None):
-        self.path = os.path.join(spool, proto.windows_name(os.getpid()))
-        self.steps_file = steps_file
-
-    def window(self, record: dict[str, Any]) -> None:
-        with open(self.path, "a") as f:
-            f.write(json.dumps(record) + "\n")
-
-    def step(self, index: int, start_ns: int, end_ns: int, source: str) -> None:
-        if not self.steps_file:
-            return
-        from tbdtrace.collector.steps import record
-
-        with open(self.steps_file, "a") as f:
-            f.write(record(index, start_ns, end_ns, os.getpid(), source) + "\n")
-
-
-class InjectedWindows:
-    """The injected collector as a window :class:`Collection`: resumed at a
-    window's first step and paused, flushed, at its last
-    (``tbdtrace_collector_resume``/``_pause``, exported by the injection library, reached
-    through ctypes). Before the CUDA driver has loaded the library (no CUDA call yet) the
-    variable the library reads at its start says whether to start paused."""
-
-    def _lib(self) -> Any:
-        import ctypes
-
-        try:
-            return ctypes.CDLL(str(proto.INJECT_LIB), mode=os.RTLD_NOLOAD | os.RTLD_NOW)
-        except OSError:
-            return None  # not loaded: CUDA not initialized in this process yet
-
-    def open(self) -> None:
-        os.environ[proto.START_PAUSED] = "0"
-        lib = self._lib()
-        if lib is not None:
-            lib.tbdtrace_collector_resume()
-
-    def close(self) -> None:
-        os.environ[proto.START_PAUSED] = "1"
-        lib = self._lib()
-        if lib is not None:
-            lib.tbdtrace_collector_pause()
-
-
-def start_in_child(plan: WindowPlan, collection: Collection, spool: str) -> Controller:
-    """The controller of a captured process: windows go to the spool, SIGUSR2 opens
-    on-demand windows (the process registers as ``ondemand-<pid>`` so that ``capture``
-    forwards its trigger file and its own SIGUSR2), torch's NVTX ranges are watched."""
-    c = Controller(plan, collection, SpoolRecorder(spool, os.environ.get(proto.STEPS_FILE)))
-    activate(c)
-    if plan.on_demand is not None:
-        why = c.install_signal()
-        if why is None:
-            with open(os.path.join(spool, proto.on_demand_name(os.getpid())), "w") as f:
-                f.write(str(os.getpid()))
-        else:
-            sys.stderr.write(f"tbdtrace: pid {os.getpid()}: {why}\n")
-    if "torch" in sys.modules:
-        watch_torch_nvtx(sys.modules["torch"])
-    c.start()
-    return c
-
-
-def read_windows(spool: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Every window record the processes of a capture wrote, by start time."""
-    from pathlib import Path
-
-    out: list[dict[str, Any]] = []
-    for f in sorted(Path(spool).glob(f"{proto.WINDOWS_PREFIX}*.jsonl")):
-        for line in f.read_text(errors="replace").splitlines():
-            with contextlib.suppress(ValueError):
-                out.append(json.loads(line))
-    return sorted(out, key=lambda w: (w.get("start_ns") or 0, w.get("pid") or 0))
-
-
-def summarize(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``meta.windows``: one entry per window, processes that opened the same one together
-    (their steps, reason, trigger, span on the trace clock, pids)."""
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for w in windows:
-        key: tuple[Any, ...] = (w["reason"], w["first_step"], w["last_step"], w["trigger"])
-        if w.get("reason") == "on-demand" and w.get("first_step") is None:
-            key += (w.get("start_ns"),)
-        g = groups.get(key)
-        if g is None:
-            groups[key] = g = {
-                "reason": w.get("reason"),
-                "first_step": w.get("first_step"),
-                "last_step": w.get("last_step"),
-                "trigger": w.get("trigger"),
-                "start_ns": w.get("active_start_ns"),
-                "end_ns": w.get("end_ns"),
-                "complete": bool(w.get("complete")),
-                "pids": [],
-            }
-        g["start_ns"] = min(g["start_ns"], w.get("active_start_ns") or g["start_ns"])
-        g["end_ns"] = max(g["end_ns"], w.get("end_ns") or g["end_ns"])
-        g["complete"] = g["complete"] and bool(w.get("complete"))
-        g["pids"].append(w.get("pid"))
-    return sorted(groups.values(), key=lambda g: g["start_ns"] or 0)
-
-
-def spans_of(windows: list[dict[str, Any]]) -> list[tuple[int, int, int | None]]:
-    """(active start, end, pid) of each window record: what the trace keeps."""
-    return [
-        (int(w["active_start_ns"]), int(w["end_ns"]), w.get("pid"))
-        for w in windows
-        if w.get("active_start_ns") is not None and w.get("end_ns") is not None
-    ]
-
-
-Hook = Callable[[int], None]
 __all__ = [
     "Controller",
     "MemoryRecorder",

@@ -184,7 +184,8 @@ def _run(args: argparse.Namespace) -> int:
     except TraceError as e:
         print(f"tbdtrace capture: {e}", file=sys.stderr)
         return 2
-    backend, _ = choose_backend(args.backend)
+    choice = choose_backend(args.backend)
+    backend = choice[0]
     if args.counters and backend != "cupti":
         print(
             f"tbdtrace capture: --counters needs the cupti backend (this run: {backend}); "
@@ -212,7 +213,7 @@ def _run(args: argparse.Namespace) -> int:
         config = _config(args, plan, out.path)
         if plan is not None and plan.on_demand is not None:
             _say_on_demand(plan, config.trigger_file)
-        res = run_capture(cmd, out, config)
+        res = run_capture(cmd, out, config, choice)
     _say(res)
     assert res.outcome is not None
     rc = int(res.outcome.exit_code)

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +230,43 @@ def test_window_options_are_checked_in_one_line(tmp_path: Path) -> None:
         assert r.returncode == 2 and says in r.stderr, (opts, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "t").exists()
+
+
+HARNESS_CUDA = """
+import sys, torch
+from workloads import harness
+x = torch.ones(256, 256, device="cuda")
+def step(i):
+    return float(torch.nn.functional.linear(x, x).relu().sum())
+args = harness.HarnessArgs(batch_size=1, steps=10, warmup=0, device="cuda", size="tiny",
+                           seed=0, no_eval=True)
+harness.train("tiny", "pytorch", args, step, sync=torch.cuda.synchronize)
+"""
+
+
+def _cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA device")
+def test_cupti_window_records_only_its_steps_kernels(tmp_path: Path) -> None:
+    """The injected collector starts paused and is resumed and paused at the window's
+    edges: every kernel, copy and runtime call recorded lies in steps 3..5, and each of
+    those steps launched the same kernels."""
+    tr = capture(tmp_path, ["--backend", "cupti", "--steps", "3:5"], HARNESS_CUDA)
+    assert windows(tr) == [("steps", 3, 5)]
+    w = tr.meta["windows"][0]
+    for table in ("kernels", "runtime"):
+        starts = tr.table(table, ["start_ns"]).column("start_ns").to_pylist()
+        assert starts and all(w["start_ns"] <= s <= w["end_ns"] for s in starts)
+    steps = tr.table("steps").to_pylist()
+    assert [s["step"] for s in steps] == [3, 4, 5]
+    ks = tr.table("kernels", ["name", "start_ns"]).to_pylist()
+    per = [
+        sorted(k["name"] for k in ks if s["start_ns"] <= k["start_ns"] <= s["end_ns"])
+        for s in steps
+    ]
+    assert per[0] and per[0] == per[1] == per[2]

@@ -56,9 +56,9 @@ def _code_strings(path: Path) -> list[str]:
     docs = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-            if isinstance(body[0].value, ast.Constant):
-                docs.add(id(body[0].value))
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            docs.add(id(first.value))
     return [
         n.value
         for n in ast.walk(tree)

@@ -65,7 +65,7 @@ def test_injection_library_exports_the_nvtx_entry_points() -> None:
         "InitializeInjectionNvtx2",
         "InitializeInjectionNvtx",
         "InitializeInjectionNvtxExtension",
-        # capture windows (tbdtrace.collector.windows.InjectedWindows, through ctypes)
+        # capture windows (tbdtrace.collector.window_child.InjectedWindows, through ctypes)
         "tbdtrace_collector_pause",
         "tbdtrace_collector_resume",
         "tbdtrace_collector_paused",

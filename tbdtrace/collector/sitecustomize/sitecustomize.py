@@ -16,7 +16,7 @@ after ours.
   (tbdtrace.collector.torch_flops.start_in_child), so matmul, convolution and attention
   ops join it with their shapes and FLOPs; programs that never import torch are left alone.
   With capture windows (``TBDTRACE_WINDOWS``) the window controller starts here
-  (tbdtrace.collector.windows): it resumes and pauses the injected collector.
+  (tbdtrace.collector.window_child): it resumes and pauses the injected collector.
 * ``--backend tf|mxnet|auto`` (``TBDTRACE_FRAMEWORK_SPOOL``, ``TBDTRACE_FRAMEWORK``):
   nothing is imported here. Once the program imports its framework (``tensorflow``,
   ``mxnet``; for ``auto`` the first of ``torch``, ``tensorflow`` and ``mxnet``), that
@@ -121,18 +121,18 @@ def _start_torch_hooks(torch) -> None:  # type: ignore[no-untyped-def]
 
         torch_flops.start_in_child()
     if os.environ.get(P.WINDOWS):
-        from tbdtrace.collector import windows
+        from tbdtrace.collector import window_child
 
-        windows.watch_torch_nvtx(torch)
+        window_child.watch_torch_nvtx(torch)
 
 
 def _start_injected_windows() -> None:
     """cupti with windows: the controller of this process, driving the injected collector."""
     _package_on_path()
-    from tbdtrace.collector import windows
+    from tbdtrace.collector import window_child, windows
 
     plan = windows.WindowPlan.from_json(os.environ[P.WINDOWS])
-    windows.start_in_child(plan, windows.InjectedWindows(), os.environ[P.SPOOL_DIR])
+    window_child.start_in_child(plan, window_child.InjectedWindows(), os.environ[P.SPOOL_DIR])
 
 
 _FRAMEWORK_MODULES = {
