@@ -2,11 +2,12 @@
 
 :func:`run_capture` runs a command under a backend strategy and writes its trace:
 
-* **injection** (``cupti``, :mod:`.injection`): the CUDA driver loads the native collector
-  into every process of the command; each writes ``<pid>.tbds`` to the spool;
+* **injection** (``cupti``, :class:`.strategies.Injection`, :mod:`.injection`): the CUDA
+  driver loads the native collector into every process of the command; each writes
+  ``<pid>.tbds`` to the spool;
 * **profiler child** (``torch``, ``tf``, ``mxnet``, ``auto`` without a GPU,
-  :mod:`.profiler_child`): the bootstrap starts the framework's profiler in every Python
-  process of the command; each writes ``part-<pid>``.
+  :class:`.strategies.ProfilerChild`, :mod:`.profiler_child`): the bootstrap starts the
+  framework's profiler in every Python process of the command; each writes ``part-<pid>``.
 
 The in-process capture (:mod:`.inprocess`, ``tbdtrace.capture()``) is the third strategy:
 it collects in the calling process and completes through the same :func:`complete`.
@@ -32,11 +33,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tbdtrace import outdir, trace
 from tbdtrace.collector import child_protocol as proto
-from tbdtrace.collector import cpuinfo, steps, supervise, window_trace, windows
+from tbdtrace.collector import cpuinfo, steps, strategies, supervise, window_trace, windows
 from tbdtrace.collector.cupti_backend import CuptiConfig
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.collector.torch_backend import TorchConfig
@@ -77,97 +78,6 @@ class Result:
         return str(self.meta.get("backend") or "")
 
 
-class ChildStrategy(Protocol):
-    """How a command's processes collect, and how their spool becomes tables."""
-
-    backend: str  # the backend named in meta (a child may refine "auto")
-    bootstrap: bool  # the command's Python processes need sitecustomize/
-
-    def check(self, plan: windows.WindowPlan | None) -> None:
-        """TraceError (one line) when it cannot run here."""
-
-    def environ(self, spool: Path, env: dict[str, str], plan: windows.WindowPlan | None) -> None:
-        """Set the command's variables."""
-
-    def assemble(self, spool: Path) -> tuple[dict[str, Any], dict[str, Any], list[str], bytes]:
-        """(tables, meta, notes, profiler log) from the spool."""
-
-
-class Injection:
-    """``--backend cupti``: the native collector injected by the CUDA driver."""
-
-    backend = "cupti"
-
-    def __init__(self, cfg: CuptiConfig):
-        self.cfg = cfg
-        self.bootstrap = False
-
-    def check(self, plan: windows.WindowPlan | None) -> None:
-        from tbdtrace.collector import injection
-        from tbdtrace.collector.cupti_backend import check_config, probe, resolve_activities
-
-        check_config(self.cfg)
-        resolve_activities(self.cfg)
-        if plan is not None:
-            injection.check_windows(self.cfg)
-        if not proto.INJECT_LIB.exists():
-            raise TraceError(f"{proto.INJECT_LIB}: injection library missing; run `make native`")
-        ok, _status, msg = probe()
-        if not ok:
-            raise TraceError(f"cupti backend: {msg}")
-
-    def environ(self, spool: Path, env: dict[str, str], plan: windows.WindowPlan | None) -> None:
-        from tbdtrace.collector import injection
-
-        injection.child_env(spool, self.cfg, env)
-        if plan is not None:
-            env[proto.START_PAUSED] = "1"
-        self.bootstrap = injection.needs_bootstrap(self.cfg) or plan is not None
-
-    def assemble(self, spool: Path) -> tuple[dict[str, Any], dict[str, Any], list[str], bytes]:
-        from tbdtrace.collector import injection
-
-        tables, meta = injection.assemble(spool)
-        return tables, meta, [], b""
-
-
-class ProfilerChild:
-    """``--backend torch|tf|mxnet|auto``: the framework's profiler in each Python process."""
-
-    bootstrap = True
-
-    def __init__(self, backend: str, cfg: TorchConfig):
-        self.backend, self.cfg = backend, cfg
-
-    def check(self, plan: windows.WindowPlan | None) -> None:
-        pass  # a program that never imports the framework is found after it ran
-
-    def environ(self, spool: Path, env: dict[str, str], plan: windows.WindowPlan | None) -> None:
-        if self.backend == "torch":
-            env[proto.TORCH_SPOOL] = str(spool)
-        else:  # tf, mxnet, auto: started on the framework's import
-            env.pop(proto.TORCH_SPOOL, None)
-            env[proto.FRAMEWORK_SPOOL] = str(spool)
-            env[proto.FRAMEWORK] = self.backend
-            # Complete CPU allocator totals for the memory sampler (tf_backend docstring).
-            env.setdefault(proto.TF_BFC, "true")
-        env[proto.TORCH_CONFIG] = json.dumps(
-            {k: getattr(self.cfg, k) for k in self.cfg.__dataclass_fields__}
-        )
-
-    def assemble(self, spool: Path) -> tuple[dict[str, Any], dict[str, Any], list[str], bytes]:
-        from tbdtrace.collector import parts
-
-        tables, meta, notes = parts.read(spool)
-        return tables, meta, notes, parts.profiler_log(spool)[0]
-
-
-def strategy_for(backend: str, config: CaptureConfig) -> ChildStrategy:
-    if backend == "cupti":
-        return Injection(config.cupti)
-    return ProfilerChild(backend, config.torch)
-
-
 def resolve(requested: str, choice: tuple[str, str] | None = None) -> tuple[str, str, str]:
     """(backend, child backend, reason): ``auto`` without CUPTI leaves the choice to the
     framework the program imports (child backend ``auto``). ``choice``: what
@@ -193,18 +103,76 @@ def run_capture(
     read; the spool is then kept and the line says how to recover it.
     """
     backend, child_backend, reason = resolve(config.backend, choice)
-    strat = strategy_for(child_backend, config)
+    strat = strategies.strategy_for(child_backend, config.cupti, config.torch)
+    spool = _open_spool(out, strat, config, command, child_backend, reason)
+    env = strategies.command_env(strat, spool, config.windows)
+    run = _supervise(command, env, spool, config)
+    if config.keep_spools is not None:
+        shutil.copytree(spool, config.keep_spools, dirs_exist_ok=True)
+    try:
+        got = strat.assemble(spool)
+        step_cols = steps.read(spool / proto.STEPS_NAME)
+    except TraceError as e:
+        raise TraceError(
+            f"{e} (the capture's spool is kept at {spool}; after fixing it, "
+            f"`tbdtrace recover {spool} --out DIR`)"
+        ) from None
+    outcome = run.outcome
+    tables, meta = got.tables, got.meta
+    if child_backend == "cupti":
+        if step_cols["step"]:
+            tables["steps"] = step_cols
+    else:
+        _check_profiled(meta, outcome, spool, command, child_backend, backend)
+        from tbdtrace.collector import parts
+
+        parts.add_steps(tables, meta, step_cols)
+        _apply_test_clock_shift(tables, meta)
+    tables["host_samples"] = run.samples
+    notes: list[str] = []
+    if config.windows is not None:
+        notes += apply_windows(tables, meta, window_trace.read_windows(spool), config.windows)
+        if run.relay is not None:
+            meta["extra"]["on_demand"] = run.relay.summary()
+    partial = "; ".join(x for x in (outcome.stop_reason(), *got.lost) if x) or None
+    meta.update(command=list(command), partial=partial is not None)
+    meta["extra"]["exit_code"] = outcome.exit_code
+    if partial:
+        meta["extra"]["partial"] = partial
+    name = "cupti" if child_backend == "cupti" else str(meta.get("backend") or child_backend)
+    describe(meta, name, reason, run.sampler_meta)
+    files = {proto.CAPTURE_LOG: got.log} if got.log else None
+    path = write_or_keep_spool(out.path, tables, meta, spool, files)
+    res = Result(path, outcome, meta, partial, notes, _rows(tables.get("steps")))
+    if got.news:
+        res.notes.append(
+            f"the profiler printed {len(got.news)} message(s), first: "
+            f"{got.news[0][:120]!r}; all in {path / proto.CAPTURE_LOG}"
+        )
+    release_spool(res, spool)
+    return res
+
+
+def _open_spool(
+    out: outdir.Output,
+    strat: strategies.ChildStrategy,
+    config: CaptureConfig,
+    command: Sequence[str],
+    backend: str,
+    reason: str,
+) -> Path:
+    """The capture's spool in ``out``, with ``capture.json`` (what runs there, for
+    ``tbdtrace recover``); TraceError (spool removed) when the strategy cannot run."""
     # Unique even beside a spool a crashed capture with the same pid left (never reused).
     spool = Path(tempfile.mkdtemp(prefix=f"{outdir.SPOOL_PREFIX}{os.getpid()}-", dir=out.path))
     try:
         os.chmod(spool, outdir.dir_mode())
         strat.check(config.windows)
-        env = command_env(strat, spool, config.windows)
     except BaseException:
         shutil.rmtree(spool, ignore_errors=True)
         raise
     info = {
-        "backend": child_backend,
+        "backend": backend,
         "command": list(command),
         "out": str(out.path),
         "tbdtrace_pid": os.getpid(),
@@ -213,7 +181,23 @@ def run_capture(
         "sample_hz": config.sampler.rate_hz,
     }
     (spool / proto.SPOOL_INFO).write_text(json.dumps(info, indent=2) + "\n")
-    holder: dict[str, Any] = {}
+    return spool
+
+
+@dataclass
+class _Run:
+    outcome: supervise.Outcome
+    samples: dict[str, list[Any]]  # host_samples columns
+    sampler_meta: dict[str, Any]  # meta.extra.host_sampler
+    relay: Any  # on_demand.Relay of an on-demand capture, else None
+
+
+def _supervise(
+    command: Sequence[str], env: dict[str, str], spool: Path, config: CaptureConfig
+) -> _Run:
+    """Run the command with the host sampler on its process tree (and, on demand, the
+    relay of SIGUSR2 and the trigger file)."""
+    holder: dict[str, HostSampler] = {}
     relay = None
     if config.windows is not None and config.windows.on_demand is not None:
         from tbdtrace.collector.on_demand import Relay
@@ -235,85 +219,29 @@ def run_capture(
     finally:
         if relay is not None:
             relay.stop()
-    hs: HostSampler = holder["hs"]
+    hs = holder["hs"]
     samples = hs.stop()
-    if config.keep_spools is not None:
-        shutil.copytree(spool, config.keep_spools, dirs_exist_ok=True)
-    try:
-        tables, meta, lost, log = strat.assemble(spool)
-        step_cols = steps.read(spool / proto.STEPS_NAME)
-    except TraceError as e:
-        raise TraceError(
-            f"{e} (the capture's spool is kept at {spool}; after fixing it, "
-            f"`tbdtrace recover {spool} --out DIR`)"
-        ) from None
-    stop = outcome.stop_reason()
-    if child_backend != "cupti":
-        if not meta["extra"]["profiled_pids"] and stop is None:
-            _remove_spool(spool, outcome.pid)  # kept while a process of the command runs
-            what = "without a GPU, capture" if child_backend == "auto" else f"--backend {backend}"
-            raise TraceError(
-                f"{command[0]}: the command wrote no profile (exit code {outcome.exit_code}); "
-                f"{what} needs a Python program that imports "
-                f"{_NEEDS.get(child_backend, child_backend)}"
-            )
-        from tbdtrace.collector import parts
-
-        parts.add_steps(tables, meta, step_cols)
-    elif step_cols["step"]:
-        tables["steps"] = step_cols
-    tables["host_samples"] = samples
-    notes: list[str] = []
-    if child_backend != "cupti":
-        _apply_test_clock_shift(tables, meta)
-    if config.windows is not None:
-        notes += apply_windows(tables, meta, window_trace.read_windows(spool), config.windows)
-        if relay is not None:
-            meta["extra"]["on_demand"] = relay.summary()
-    partial = "; ".join(x for x in (stop, *lost) if x) or None
-    name = "cupti" if child_backend == "cupti" else str(meta.get("backend") or child_backend)
-    meta.update(command=list(command), partial=partial is not None)
-    meta["extra"]["exit_code"] = outcome.exit_code
     sampler = {"rate_hz": config.sampler.rate_hz, "nvml": hs.nvml_status, "pid": outcome.pid}
-    describe(meta, name, reason, sampler)
-    if partial:
-        meta["extra"]["partial"] = partial
-    files = {proto.CAPTURE_LOG: log} if log else None
-    path = write_or_keep_spool(out.path, tables, meta, spool, files)
-    res = Result(path, outcome, meta, partial, notes, _rows(tables.get("steps")))
-    news = _profiler_news(spool)[1] if child_backend != "cupti" else []
-    if news:
-        res.notes.append(
-            f"the profiler printed {len(news)} message(s), first: "
-            f"{news[0][:120]!r}; all in {path / proto.CAPTURE_LOG}"
-        )
-    release_spool(res, spool)
-    return res
+    return _Run(outcome, samples, sampler, relay)
 
 
-def command_env(
-    strat: ChildStrategy, spool: Path, plan: windows.WindowPlan | None
-) -> dict[str, str]:
-    """The command's environment: this process's, with the strategy's variables, the
-    steps file, the bootstrap and the window plan."""
-    env = dict(os.environ)
-    strat.environ(spool, env, plan)
-    env[proto.STEPS_FILE] = str(spool / proto.STEPS_NAME)
-    if strat.bootstrap:
-        old = env.get(proto.PYTHONPATH)
-        env[proto.PYTHONPATH] = str(proto.BOOTSTRAP_DIR) + (os.pathsep + old if old else "")
-        env[proto.PACKAGE_ROOT] = str(Path(__file__).resolve().parents[2])
-    if plan is not None:
-        env[proto.WINDOWS] = plan.to_json()
-    else:
-        env.pop(proto.WINDOWS, None)
-    return env
-
-
-def _profiler_news(spool: Path) -> tuple[bytes, list[str]]:
-    from tbdtrace.collector import parts
-
-    return parts.profiler_log(spool)
+def _check_profiled(
+    meta: dict[str, Any],
+    outcome: supervise.Outcome,
+    spool: Path,
+    command: Sequence[str],
+    child_backend: str,
+    backend: str,
+) -> None:
+    """TraceError when no process of a command that ran to its end started a profiler."""
+    if meta["extra"]["profiled_pids"] or outcome.stop_reason() is not None:
+        return
+    _remove_spool(spool, outcome.pid)  # kept while a process of the command runs
+    what = "without a GPU, capture" if child_backend == "auto" else f"--backend {backend}"
+    raise TraceError(
+        f"{command[0]}: the command wrote no profile (exit code {outcome.exit_code}); "
+        f"{what} needs a Python program that imports {_NEEDS.get(child_backend, child_backend)}"
+    )
 
 
 def _rows(t: Any) -> int:
@@ -428,7 +356,6 @@ __all__ = [
     "Result",
     "apply_windows",
     "capture_command",
-    "command_env",
     "describe",
     "resolve",
     "run_capture",

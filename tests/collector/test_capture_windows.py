@@ -225,6 +225,7 @@ def test_window_options_are_checked_in_one_line(tmp_path: Path) -> None:
         (["--steps", "1:2", "--on-demand"], "exclude each other"),
         (["--window-steps", "3"], "need --on-demand"),
         (["--schedule", "active=0"], "active >= 1"),
+        (["--backend", "cupti", "--counters", "flops", "--steps", "1:2"], "cannot be combined"),
     ):
         r = subprocess.run([*base, *opts, "--", "true"], env=ENV, capture_output=True, text=True)
         assert r.returncode == 2 and says in r.stderr, (opts, r.stderr)

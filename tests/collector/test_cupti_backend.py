@@ -118,7 +118,7 @@ def test_injection_without_spool_dir_says_so() -> None:
 
 
 def test_child_env_points_cuda_and_nvtx_at_the_injection_library(tmp_path: Path) -> None:
-    from tbdtrace.collector.run import Injection, command_env
+    from tbdtrace.collector.strategies import Injection, command_env
 
     cfg = cupti_backend.CuptiConfig(activities=("kernel", "memcpy"))
     env = command_env(Injection(cfg), tmp_path, None)

@@ -13,7 +13,7 @@ from tbdtrace import _native
 from tbdtrace import _native_testing as nt
 from tbdtrace.collector import flops, merge, spool
 from tbdtrace.collector.cupti_backend import Backend, CuptiConfig
-from tbdtrace.collector.run import Injection, command_env
+from tbdtrace.collector.strategies import Injection, command_env
 from tbdtrace.errors import TraceError
 
 pytestmark = pytest.mark.skipif(

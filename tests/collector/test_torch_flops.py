@@ -79,7 +79,7 @@ def test_recorder_counts_dispatched_ops_on_cpu(tmp_path: Path) -> None:
 
 def test_cupti_capture_env_switches_the_recorder(tmp_path: Path) -> None:
     from tbdtrace.collector.cupti_backend import CuptiConfig
-    from tbdtrace.collector.run import Injection, command_env
+    from tbdtrace.collector.strategies import Injection, command_env
 
     on = command_env(
         Injection(CuptiConfig(activities=("kernel",), torch_flops=True)), tmp_path, None
