@@ -141,7 +141,7 @@ class Capture:
     def stop(self) -> Path:
         try:
             if self.controller is not None:
-                self.controller.finish()
+                self.controller.finish(restore_signal=True)
                 windows.activate(None)
                 tables, meta = self._windows.stop()
                 self.backend = self._windows.backend

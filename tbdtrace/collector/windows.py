@@ -220,6 +220,7 @@ class Controller:
         self._timer: threading.Timer | None = None
         self._close_due = False
         self._signal_installed = False
+        self._old_signal: Any = signal.SIG_DFL
         self.opened = 0
         self.failed: str | None = None  # why windows stopped (a backend failed)
 
@@ -231,13 +232,19 @@ class Controller:
                 self._open(self._next, "plan")
             self._step_start_ns = time.time_ns()
 
-    def finish(self) -> None:
-        """The run ends: a window still open is closed (marked as cut short)."""
+    def finish(self, restore_signal: bool = False) -> None:
+        """The run ends: a window still open is closed (marked as cut short). SIGUSR2, if
+        watched, is ignored from now on (a process at its exit must not die of a late
+        trigger), or given back its old handler (``restore_signal``: an in-process capture
+        ends, the program goes on)."""
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
             if self.window is not None:
                 self._close(complete=False)
+        if self._signal_installed and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGUSR2, self._old_signal if restore_signal else signal.SIG_IGN)
+            self._signal_installed = False
 
     # -- step sources --------------------------------------------------------------------
     def begin_step(self, index: int, source: str) -> None:
@@ -338,6 +345,7 @@ class Controller:
         old = signal.getsignal(signal.SIGUSR2)
         if old not in (signal.SIG_DFL, None):
             return "the program has its own SIGUSR2 handler: on-demand windows are off"
+        self._old_signal = old
         signal.signal(signal.SIGUSR2, self.on_signal)
         self._signal_installed = True
         return None

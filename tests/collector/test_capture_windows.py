@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +272,33 @@ def test_cupti_window_records_only_its_steps_kernels(tmp_path: Path) -> None:
         for s in steps
     ]
     assert per[0] and per[0] == per[1] == per[2]
+
+
+def test_in_process_on_demand_windows_of_steps_and_of_seconds(tmp_path: Path) -> None:
+    """SIGUSR2 opens a window of N steps at the next step, or of S seconds at once (closed
+    on the main thread when the time is up); the old SIGUSR2 handler comes back."""
+    import torch
+
+    x = torch.ones(16, 16)
+    od = tbdtrace.OnDemand(steps=2)
+    with tbdtrace.capture(tmp_path / "a", backend="torch", on_demand=od):
+        for i in range(8):
+            if i == 3:
+                os.kill(os.getpid(), signal.SIGUSR2)  # handled before the next step's begin
+            torch.nn.functional.linear(x, x).sum()
+            tbdtrace.step()
+    assert windows(tbdtrace.open(tmp_path / "a")) == [("on-demand", 4, 5)]
+    assert signal.getsignal(signal.SIGUSR2) is signal.SIG_DFL
+
+    with tbdtrace.capture(
+        tmp_path / "s", backend="torch", on_demand=tbdtrace.OnDemand(seconds=0.3)
+    ):
+        os.kill(os.getpid(), signal.SIGUSR2)
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:  # steps of ~20 ms for 1 s
+            torch.nn.functional.linear(x, x).sum()
+            time.sleep(0.02)
+            tbdtrace.step()
+    (w,) = tbdtrace.open(tmp_path / "s").meta["windows"]
+    assert w["reason"] == "on-demand" and w["complete"] is True
+    assert 0.3e9 <= w["end_ns"] - w["start_ns"] < 0.9e9  # closed by its timer, not the end
