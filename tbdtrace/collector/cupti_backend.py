@@ -20,6 +20,7 @@ from typing import Any
 
 from tbdtrace.collector import child_protocol as proto
 from tbdtrace.collector import merge, route_nvtx, spool
+from tbdtrace.collector.native import native
 from tbdtrace.errors import TraceError
 
 NO_DEVICE = "no CUDA driver/device"
@@ -43,17 +44,6 @@ class CuptiConfig:
     # capture command: "flops" = per-kernel FLOPs from hardware counters (Range Profiling API,
     # kernel replay: serializes and replays kernels; a separate run mode). "" = off.
     counters: str = ""
-
-
-def native() -> Any:
-    """The compiled module; TraceError with the build command when it is missing."""
-    try:
-        from tbdtrace import _native
-    except ImportError as e:
-        raise TraceError(
-            f"the native CUPTI collector is not built ({e}); run `make native`"
-        ) from None
-    return _native
 
 
 def activity_names() -> list[str]:

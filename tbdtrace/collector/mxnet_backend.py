@@ -1,7 +1,7 @@
 """``--backend mxnet``: MXNet's own profiler inside the captured program, on CPU or GPU.
 
 Started by the bootstrap right after the program imports MXNet
-(:mod:`tbdtrace.collector.framework_child`), :class:`MxnetBackend` runs MXNet's profiler
+(:mod:`tbdtrace.collector.profiler_child`), :class:`MxnetBackend` runs MXNet's profiler
 once, with operators (symbolic and imperative) and storage
 (:class:`tbdtrace.collector.memory.mxnet.Sampler` with ``operators=True``). At ``stop()``
 the profiler's dump is read twice: by the MXNet importer (:mod:`tbdtrace.importers.mxnet`:
