@@ -59,7 +59,7 @@ def _kind(spool: Path, info: dict[str, Any]) -> str:
 def read(spool: Path) -> tuple[dict[str, Any], dict[str, Any], list[str], bytes]:
     """(tables, meta, notes, profiler log) from the spool directory ``spool``."""
     from tbdtrace.collector import child_protocol as proto
-    from tbdtrace.collector import steps, supervise
+    from tbdtrace.collector import steps, supervise, window_trace
     from tbdtrace.collector.host_sampler import read_spill
 
     if not spool.is_dir():
@@ -94,6 +94,10 @@ def read(spool: Path) -> tuple[dict[str, Any], dict[str, Any], list[str], bytes]
             tables["steps"] = step_cols
     if (spool / proto.HOST_SPILL).exists():
         tables["host_samples"] = read_spill(spool / proto.HOST_SPILL)
+    records = window_trace.read_windows(spool)
+    if records:  # a capture with windows: its windows, and only what is inside them
+        meta["windows"] = window_trace.summarize(records)
+        window_trace.keep(tables, window_trace.spans_of(records))
     if not any(_rows(t) for t in tables.values()):
         raise TraceError(f"{spool}: the spool holds no data (no profile, steps or samples)")
     meta.update(backend=kind, command=info.get("command"), partial=True)

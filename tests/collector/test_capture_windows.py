@@ -302,3 +302,34 @@ def test_in_process_on_demand_windows_of_steps_and_of_seconds(tmp_path: Path) ->
     (w,) = tbdtrace.open(tmp_path / "s").meta["windows"]
     assert w["reason"] == "on-demand" and w["complete"] is True
     assert 0.3e9 <= w["end_ns"] - w["start_ns"] < 0.9e9  # closed by its timer, not the end
+
+
+def test_recover_keeps_the_windows_of_a_killed_capture(tmp_path: Path) -> None:
+    """tbdtrace itself is killed after the window closed: the command gets SIGTERM, writes
+    its part, and `recover` makes a trace of the spool with the window alone."""
+    (tmp_path / "prog.py").write_text(HARNESS_TORCH)
+    cmd = [sys.executable, "-m", "tbdtrace", "capture", "--backend", "torch", "--steps", "1:2"]
+    cmd += ["--out", str(tmp_path / "t"), "--", sys.executable, str(tmp_path / "prog.py")]
+    p = subprocess.Popen([*cmd, "200", "0.05"], env=ENV, stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    for line in p.stdout:
+        if line.strip() == "6":  # the window (steps 1-2) has closed
+            p.kill()
+            break
+    p.wait()
+    (spool,) = (tmp_path / "t").glob(".tbdtrace-spool-*")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(spool.glob("part-*")):
+        time.sleep(0.2)  # the command writes its part on the SIGTERM it got
+    time.sleep(1.0)
+    r = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "recover", str(spool), "--out", str(tmp_path / "r")],
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    tr = tbdtrace.open(tmp_path / "r")
+    assert windows(tr) == [("steps", 1, 2)]
+    assert tr.table("steps").to_pydict()["step"] == [1, 2]
+    assert count_in_steps(tr, "aten::linear") == {1: 1, 2: 1}
