@@ -10,6 +10,8 @@ A step is the Trainer's (one optimizer step, numbered from 0 as ``state.global_s
 counts them): the window opens at ``on_step_begin`` of its first step and closes at
 ``on_step_end`` of its last. Without ``out_dir`` the callback marks the steps of the
 capture the program runs under (``tbdtrace capture --steps A:B -- python train.py``).
+``Trainer`` calls no callback when training raises: ``tbdtrace.stop()`` then writes what
+the callback's capture recorded.
 """
 
 from __future__ import annotations
