@@ -15,6 +15,12 @@ NAME = re.compile(r"\bTBDTRACE_[A-Z0-9_]+\b")
 GETENV = re.compile(r'(?:getenv|env_u64)\("(TBDTRACE_[A-Z0-9_]+)"')
 
 
+def _source(name: str) -> str:
+    """A C++ source of csrc/ by file name, wherever it sits (csrc/ or a room of it)."""
+    (path,) = (ROOT / "csrc").rglob(name)
+    return path.read_text()
+
+
 def _declared(reader: str) -> set[str]:
     return {v.name for v in proto.VARIABLES if v.reader == reader}
 
@@ -28,13 +34,13 @@ def test_every_name_is_declared_once_with_a_reader_and_a_doc() -> None:
 
 
 def test_the_injection_library_reads_exactly_its_declared_names() -> None:
-    text = (ROOT / "csrc" / "inject.cpp").read_text()
+    text = _source("inject.cpp")
     assert set(GETENV.findall(text)) == _declared("inject.cpp")
     assert set(NAME.findall(text)) <= proto.names()  # its comments name no other
 
 
 def test_the_extension_reads_only_declared_names() -> None:
-    text = (ROOT / "csrc" / "bindings.cpp").read_text()
+    text = _source("bindings.cpp")
     assert set(GETENV.findall(text)) == _declared("bindings.cpp")
     assert set(NAME.findall(text)) <= proto.names()
 
