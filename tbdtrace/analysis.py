@@ -197,6 +197,38 @@ class TraceAnalysis:
         b = other.trace if isinstance(other, TraceAnalysis) else other
         return diff.run(self.trace, b)
 
+    @_columns(outputs.DIFF_OPS)
+    def diff_ops(self, other: TraceAnalysis | Trace) -> pa.Table:
+        """Device time per launching op of this trace (A) against ``other`` (B), aligned
+        by op name, per measured step, largest change first."""
+        from tbdtrace.passes import diff
+
+        b = other.trace if isinstance(other, TraceAnalysis) else other
+        return diff.by_op(self.trace, b)
+
+    @_columns(outputs.DIFF_GATE)
+    def gate(self, other: TraceAnalysis | Trace, fail_above: str | list[str]) -> pa.Table:
+        """The regression gate of ``tbdtrace diff --fail-above`` with this trace as the
+        baseline (A): ``fail_above`` as on the command line, e.g.
+        ``"step_time=5%,kernel:gemm=10%,memory.peak=3%"`` (metrics:
+        ``tbdtrace.passes.diff_gate.METRICS``; a bad one raises ``GateUsageError``). A row
+        per threshold; any ``status`` other than ``pass`` is a failed gate."""
+        import pyarrow as pa
+
+        from tbdtrace.passes import categories, diff, diff_gate, memory
+
+        texts = [fail_above] if isinstance(fail_above, str) else list(fail_above)
+        limits = diff_gate.parse(texts, categories.CATEGORIES)
+        whole_b = other.whole if isinstance(other, TraceAnalysis) else other
+        b = other.trace if isinstance(other, TraceAnalysis) else other
+        peaks = (
+            memory.summarize(self.whole)["peak_bytes"],
+            memory.summarize(whole_b)["peak_bytes"],
+        )
+        doc = diff.compare(self.trace, b, top=0, memory_peaks=peaks, thresholds=limits)
+        schema = outputs.DIFF_GATE.arrow_schema()
+        return pa.Table.from_pylist(doc["gate"]["results"], schema=schema)
+
     def report(self, options: ReportOptions | None = None) -> dict[str, Any]:
         """The report document (JSON-ready dict; ``tbdtrace report --format json``). The
         report applies its own window (``options.window``, default: the measured steps)

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from workloads.dimensions import DATA_MODES, PRECISIONS, batch_unsupported, unsupported
 
@@ -83,6 +83,8 @@ class HarnessArgs:
     compile: bool = False  # torch.compile / tf.function(jit_compile=True) / hybridize
     data: str = "host"  # host: the framework's input pipeline with prefetch; device: a
     # pool of POOL_BATCHES batches resident on the training device, cycled
+    data_delay_ms: float = 0.0  # --data host: the training thread waits this long more for
+    # every batch (a slow input pipeline, on purpose: see :func:`delayed`)
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,17 @@ def parse_args(
         f"processes or threads (default); device: {POOL_BATCHES} batches built once and kept "
         "on the training device (no input cost in the step); see docs/WORKLOADS.md",
     )
+    p.add_argument(
+        "--data-delay-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="with --data host: hand each batch to the training thread MS milliseconds "
+        "late, a slow input pipeline on purpose (the step waits MS ms more for its data)",
+    )
     ns = p.parse_args(argv)
+    if ns.data_delay_ms < 0 or (ns.data_delay_ms > 0 and ns.data != "host"):
+        p.error("--data-delay-ms must be >= 0 and needs --data host")
     if ns.to_quality and ns.no_eval:
         p.error("--to-quality needs the evaluation; drop --no-eval")
     if ns.nproc < 1:
@@ -197,7 +209,32 @@ def parse_args(
         ns.precision,
         ns.compile,
         ns.data,
+        ns.data_delay_ms,
     )
+
+
+B = TypeVar("B")
+
+
+def delayed(batches: Iterator[B], args: HarnessArgs) -> Iterator[B]:
+    """``batches`` as the training thread gets them with ``--data-delay-ms`` (``batches``
+    itself without it): each ``next()`` sleeps ``args.data_delay_ms`` before taking the
+    next batch, in the training thread, so every step waits that long for its data
+    whatever the loader's workers have built ahead. It stands for a pipeline whose last
+    stage (collation, decoding, a host copy) runs in the training thread and cannot keep
+    up; the wait it adds per step is known exactly, which tests of data-wait figures need."""
+    if args.data_delay_ms <= 0:
+        return batches
+    return _Delayed(batches, args.data_delay_ms / 1e3)
+
+
+class _Delayed(Iterator[B]):
+    def __init__(self, batches: Iterator[B], delay_s: float) -> None:
+        self._batches, self._delay_s = batches, delay_s
+
+    def __next__(self) -> B:
+        time.sleep(self._delay_s)
+        return next(self._batches)
 
 
 class _Nvtx:

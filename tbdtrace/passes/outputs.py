@@ -411,30 +411,69 @@ RANKS = Output(
 )
 
 _DIFF_SIDES = (
-    Column("a_total_ns", I64, "ns", "summed durations in trace A"),
+    Column("a_total_ns", I64, "ns", "summed durations in trace A (over its window)"),
     Column("b_total_ns", I64, "ns", "summed durations in trace B"),
     Column("delta_ns", I64, "ns", "b_total_ns - a_total_ns"),
-    Column("ratio", F64, "ratio", "b_total_ns / a_total_ns"),
+    Column("a_per_step_ns", F64, "ns", "a_total_ns / A's measured steps; null without steps"),
+    Column("b_per_step_ns", F64, "ns", "b_total_ns / B's measured steps; null without steps"),
+    Column("delta_per_step_ns", F64, "ns", "b_per_step_ns - a_per_step_ns"),
+    Column(
+        "ratio",
+        F64,
+        "ratio",
+        "b_per_step_ns / a_per_step_ns (of the totals when a side has no measured step)",
+    ),
+)
+_DIFF_SHARES = (
     Column("a_share", F64, "ratio", "share of A's kernel time"),
     Column("b_share", F64, "ratio", "share of B's kernel time"),
 )
 
 DIFF_KERNELS = Output(
     "diff",
-    "per kernel name in either trace, largest |delta_ns| first (tbdtrace diff A B)",
+    "per kernel name in either trace, largest |delta_per_step_ns| first (tbdtrace diff A B)",
     (
         Column("name", STR, "text", "kernel name"),
         Column("category", STR, "text", "its category"),
         Column("a_count", I64, "count", "instances in A"),
         Column("b_count", I64, "count", "instances in B"),
         *_DIFF_SIDES,
+        *_DIFF_SHARES,
     ),
 )
 
 DIFF_CATEGORIES = Output(
-    "diff.categories",
-    "per category in either trace, largest |delta_ns| first",
-    (Column("category", STR, "text", "category"), *_DIFF_SIDES),
+    "diff.by_category",
+    "per category in either trace, in category order",
+    (Column("category", STR, "text", "category"), *_DIFF_SIDES, *_DIFF_SHARES),
+)
+
+DIFF_OPS = Output(
+    "diff.by_op",
+    "per launching op in either trace (hotspots.by_op aligned by op name), largest "
+    "|delta_per_step_ns| first",
+    (
+        Column("op", STR, "text", 'op name ("<unattributed>" for kernels no op claims)'),
+        Column("a_kernel_count", I64, "count", "kernels it launched in A"),
+        Column("b_kernel_count", I64, "count", "kernels it launched in B"),
+        *_DIFF_SIDES,
+        *_DIFF_SHARES,
+    ),
+)
+
+DIFF_GATE = Output(
+    "diff_gate.judge",
+    "one row per --fail-above threshold, in the order given (JSON `gate.results`)",
+    (
+        Column("metric", STR, "text", "metric name (diff_gate.METRICS), e.g. kernel:gemm"),
+        Column("unit", STR, "text", "unit of a and b"),
+        Column("worse", STR, "text", "higher or lower: the direction that is a regression"),
+        Column("a", F64, "(unit)", "the metric in A; null when not measured"),
+        Column("b", F64, "(unit)", "the metric in B; null when not measured"),
+        Column("change", F64, "ratio", "b / a - 1; null when unknown or A is 0"),
+        Column("limit", F64, "ratio", "the threshold: largest change allowed the worse way"),
+        Column("status", STR, "text", "pass, regression, or missing (not measured on a side)"),
+    ),
 )
 
 # The passes of one trace, each ``tbdtrace.passes.<name>.run`` (module name = output name).
@@ -465,6 +504,8 @@ OUTPUTS: tuple[Output, ...] = (
     HOTSPOTS_OP,
     DIFF_KERNELS,
     DIFF_CATEGORIES,
+    DIFF_OPS,
+    DIFF_GATE,
 )
 
 BEGIN = "<!-- BEGIN pass outputs: generated from tbdtrace/passes/outputs.py by `make docs` -->"
