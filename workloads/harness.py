@@ -84,7 +84,7 @@ class HarnessArgs:
     data: str = "host"  # host: the framework's input pipeline with prefetch; device: a
     # pool of POOL_BATCHES batches resident on the training device, cycled
     data_delay_ms: float = 0.0  # --data host: the training thread waits this long more for
-    # every batch (a slow input pipeline, on purpose: see :func:`delayed`)
+    # every batch (a slow input pipeline, on purpose: see :func:`fed`)
 
 
 @dataclass(frozen=True)
@@ -216,25 +216,57 @@ def parse_args(
 B = TypeVar("B")
 
 
-def delayed(batches: Iterator[B], args: HarnessArgs) -> Iterator[B]:
-    """``batches`` as the training thread gets them with ``--data-delay-ms`` (``batches``
-    itself without it): each ``next()`` sleeps ``args.data_delay_ms`` before taking the
-    next batch, in the training thread, so every step waits that long for its data
-    whatever the loader's workers have built ahead. It stands for a pipeline whose last
-    stage (collation, decoding, a host copy) runs in the training thread and cannot keep
-    up; the wait it adds per step is known exactly, which tests of data-wait figures need."""
-    if args.data_delay_ms <= 0:
-        return batches
-    return _Delayed(batches, args.data_delay_ms / 1e3)
+DATA_MARKER = "harness: data"  # the host range around each fetch (tbdtrace data_wait)
 
 
-class _Delayed(Iterator[B]):
-    def __init__(self, batches: Iterator[B], delay_s: float) -> None:
-        self._batches, self._delay_s = batches, delay_s
+def fed(batches: Iterator[B], args: HarnessArgs, framework: str) -> Iterator[B]:
+    """``batches`` as the training thread takes them from a ``--data host`` loader: each
+    ``next()`` is one host range named :data:`DATA_MARKER` (PyTorch: ``record_function``,
+    so torch.profiler records it; NVTX where a GPU capture is running), the time the step
+    waited for its data. With ``--data-delay-ms`` it first sleeps that long, in the
+    training thread, so every step waits exactly that much more whatever the loader's
+    workers built ahead: a pipeline whose last stage (collation, decoding, a host copy)
+    runs in the training thread and cannot keep up, with a wait known in advance, which
+    tests of the data-wait figures need."""
+    return _Fed(batches, args.data_delay_ms / 1e3, _DataRange.for_framework(framework))
+
+
+class _DataRange:
+    """Opens and closes the data marker through what the framework offers."""
+
+    def __init__(self, framework: str) -> None:
+        self._nvtx = _Nvtx.for_framework(framework)
+        self._record: Any = None
+        torch = sys.modules.get("torch") if framework == "pytorch" else None
+        if torch is not None:
+            self._record = torch.autograd.profiler.record_function
+
+    @classmethod
+    def for_framework(cls, framework: str) -> _DataRange:
+        return cls(framework)
+
+    @contextmanager
+    def open(self) -> Iterator[None]:
+        self._nvtx.push(DATA_MARKER)
+        try:
+            if self._record is None:
+                yield
+            else:
+                with self._record(DATA_MARKER):
+                    yield
+        finally:
+            self._nvtx.pop()
+
+
+class _Fed(Iterator[B]):
+    def __init__(self, batches: Iterator[B], delay_s: float, marker: _DataRange) -> None:
+        self._batches, self._delay_s, self._marker = batches, delay_s, marker
 
     def __next__(self) -> B:
-        time.sleep(self._delay_s)
-        return next(self._batches)
+        with self._marker.open():
+            if self._delay_s > 0:
+                time.sleep(self._delay_s)
+            return next(self._batches)
 
 
 class _Nvtx:

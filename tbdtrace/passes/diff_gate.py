@@ -48,6 +48,12 @@ METRICS: tuple[Metric, ...] = (
         "higher",
         "device time per measured step of the kernels one op launched (ops aligned by name)",
     ),
+    Metric(
+        "data_wait",
+        "ns",
+        "higher",
+        "median time a measured step waited for its data (steps' data_wait_ns)",
+    ),
     Metric("utilization", "ratio", "lower", "device busy time / span (summary's utilization)"),
     Metric(
         "memory.peak",
@@ -123,6 +129,7 @@ def values(
         "step_time": "step_median_ns",
         "throughput": "throughput_per_s",
         "kernel_time": "kernel_time_per_step_ns",
+        "data_wait": "data_wait_median_ns",
         "utilization": "utilization",
         "memory.peak": "memory_peak_bytes",
     }

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import intervals, outputs, shared_arrays
+from tbdtrace.passes import data_wait, intervals, outputs, shared_arrays
 from tbdtrace.passes.grouping import decode_device_key
 from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
@@ -55,12 +55,14 @@ def run(trace: Trace, config: IdleConfig | None = None) -> pa.Table:
     their launch call, and their summed duration)."""
     cfg = config or IdleConfig()
     sync = _sync_intervals(trace)
+    waits = data_wait.intervals_by_rank(trace)
     rows: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
     for k in shared_arrays.device_keys_of(trace):
         rank, dtype, dev = decode_device_key(k)
-        r = _device(
-            trace, k, sync.get(-1 if rank is None else rank, (np.zeros(0, np.int64),) * 2), cfg
-        )
+        rk = -1 if rank is None else rank
+        none = (np.zeros(0, np.int64),) * 2
+        data = None if waits is None else waits.get(rk, none)
+        r = _device(trace, k, sync.get(rk, none), cfg, data)
         r.update(rank=rank, device_type=dtype, device_id=dev)
         for c in rows:
             rows[c].append(r[c])
@@ -160,7 +162,11 @@ def _gap_launches(trace: Trace, table: str, key: int, gb: np.ndarray) -> np.ndar
 
 
 def _device(
-    trace: Trace, key: int, sync: tuple[np.ndarray, np.ndarray], cfg: IdleConfig
+    trace: Trace,
+    key: int,
+    sync: tuple[np.ndarray, np.ndarray],
+    cfg: IdleConfig,
+    data: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     ms, me = shared_arrays.merged(trace, key, "all")
     first_last = shared_arrays.device_span(trace, key)  # zero-duration rows excluded
@@ -191,6 +197,7 @@ def _device(
         "busy_ns": busy,
         "idle_ns": span - busy,
         "host_bound_ns": host,
+        **_host_split(host, data, sync, ga, cut),
         "queued_ns": queued,
         "sync_wait_ns": sync_a + sync_b,
         "gap_count": int(ga.size),
@@ -198,6 +205,24 @@ def _device(
     }
     out.update(_launch_stats(trace, key))
     return out
+
+
+def _host_split(
+    host: int,
+    data: tuple[np.ndarray, np.ndarray] | None,
+    sync: tuple[np.ndarray, np.ndarray],
+    ga: np.ndarray,
+    cut: np.ndarray,
+) -> dict[str, int | None]:
+    """host_bound_ns split: the part of the host-bound windows [ga, cut) (less sync waits)
+    under the rank's data waits, and the rest; both null without data-wait ranges."""
+    if data is None:
+        return {"host_bound_data_ns": None, "host_bound_other_ns": None}
+    under = _covered_total(data[0], data[1], ga, cut)
+    if under and sync[0].size:  # a data wait that is also a sync wait counts as sync
+        both = data_wait.intersect(data[0], data[1], sync[0], sync[1])
+        under -= _covered_total(both[0], both[1], ga, cut)
+    return {"host_bound_data_ns": under, "host_bound_other_ns": host - under}
 
 
 def _queued_per_gap(

@@ -118,6 +118,13 @@ STEPS = Output(
         Column("throughput_per_s", F64, "samples/s", "samples / duration; null without samples"),
         Column("warmup", BOOL, "bool", "warm-up step (the effective flag after the config)"),
         Column("source", STR, "text", "where the step came from (steps table, nvtx, ...)"),
+        Column(
+            "data_wait_ns",
+            I64,
+            "ns",
+            "time the training thread waited for its next batch in the step (harness and "
+            "DataLoader ranges, passes/data_wait.py); null when the trace records no data wait",
+        ),
     ),
 )
 
@@ -193,6 +200,19 @@ IDLE = Output(
         Column("idle_ns", I64, "ns", "span_ns - busy_ns"),
         Column(
             "host_bound_ns", I64, "ns", "idle with nothing queued: the device waited for the host"
+        ),
+        Column(
+            "host_bound_data_ns",
+            I64,
+            "ns",
+            "the part of host_bound_ns while its rank's training thread waited for data; "
+            "null when the trace records no data wait",
+        ),
+        Column(
+            "host_bound_other_ns",
+            I64,
+            "ns",
+            "host_bound_ns - host_bound_data_ns: other host work (null as above)",
         ),
         Column("queued_ns", I64, "ns", "idle with the next work already issued"),
         Column("sync_wait_ns", I64, "ns", "idle while the host was in a synchronization wait"),

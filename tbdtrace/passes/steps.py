@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import outputs
+from tbdtrace.passes import data_wait, outputs
 from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.trace import Trace
 
@@ -75,9 +75,16 @@ def run(trace: Trace, config: StepsConfig | None = None) -> pa.Table:
             "throughput_per_s": pa.array(tput, mask=np.isnan(tput)),
             "warmup": warm,
             "source": t.column("source").cast(pa.string()),
+            "data_wait_ns": _data_wait(trace, rank, start, end),
         },
         schema=SCHEMA,
     )
+
+
+def _data_wait(trace: Trace, rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> pa.Array:
+    """Each step's data wait (passes/data_wait.py); nulls when the trace records none."""
+    wait = data_wait.per_step(trace, rank, start, end)
+    return pa.nulls(start.size, pa.int64()) if wait is None else pa.array(wait, pa.int64())
 
 
 _COLUMNS = ["step", "start_ns", "end_ns", "rank", "samples", "warmup", "source"]
@@ -161,6 +168,9 @@ def summarize(steps: pa.Table) -> dict[str, Any]:
     has = ~np.asarray(smp.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     samples = np.asarray(pc.fill_null(smp, 0).to_numpy(), dtype=np.int64)
     with_s_ns = int(dur[has].sum())
+    wait = m.column("data_wait_ns")
+    waits = np.asarray(wait.drop_null().to_numpy(), dtype=np.int64)
+    known = waits.size == m.num_rows and waits.size > 0
     return {
         "step_count": steps.num_rows,
         "warmup_count": steps.num_rows - m.num_rows,
@@ -174,6 +184,9 @@ def summarize(steps: pa.Table) -> dict[str, Any]:
         "throughput_per_s": (
             int(samples[has].sum()) * 1e9 / with_s_ns if has.any() and with_s_ns else None
         ),
+        "data_wait_ns": int(waits.sum()) if known else None,
+        "data_wait_median_ns": float(np.median(waits)) if known else None,
+        "data_wait_share": int(waits.sum()) / int(dur.sum()) if known and dur.sum() else None,
     }
 
 

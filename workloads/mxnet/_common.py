@@ -164,4 +164,4 @@ def batches(
         pin_memory=ctx.device_type == "gpu",
     )
     on_ctx = (tuple(a.as_in_context(ctx) for a in batch) for batch in loader)
-    return harness.delayed(on_ctx, args)  # --data-delay-ms: each batch that much later
+    return harness.fed(on_ctx, args, FRAMEWORK)  # marked, --data-delay-ms later

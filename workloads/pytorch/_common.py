@@ -399,5 +399,5 @@ def batches(
         generator=batch_generator(base, -1),  # its worker seeds: not the global RNG's draws
     )
     host: Iterator[B] = iter(loader)
-    # CPU: the workers' tensors; --data-delay-ms: each handed over that much later.
-    return harness.delayed(CudaPrefetch(host, device) if cuda else host, args)
+    # CPU: the workers' tensors; each fetch marked (and --data-delay-ms later).
+    return harness.fed(CudaPrefetch(host, device) if cuda else host, args, FRAMEWORK)
