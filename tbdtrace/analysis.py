@@ -180,6 +180,16 @@ class TraceAnalysis:
         """Per-rank figures of a multi-rank trace (compute, communication, overlap)."""
         return _run("ranks", self.trace, config)
 
+    @_columns(outputs.ROOFLINE)
+    def roofline(self, by: str = "op") -> pa.Table:
+        """Roofline per op shape: FLOPs, bytes moved, achieved FLOP/s and bytes/s,
+        intensity, ridge point, compute- or memory-bound and the share of that roof;
+        ``by="family"``: per op family (columns of ``roofline.by_family`` in
+        docs/METRICS.md)."""
+        from tbdtrace.passes import roofline
+
+        return roofline.by_family(self.trace) if by == "family" else roofline.run(self.trace)
+
     # -- queries, comparison and the report
 
     def sql(self, query: str) -> pa.Table:

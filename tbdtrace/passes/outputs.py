@@ -430,6 +430,54 @@ RANKS = Output(
     ),
 )
 
+_ROOF = (
+    Column("kernel_count", I64, "count", "kernels they launched"),
+    Column("kernel_ns", I64, "ns", "those kernels' summed durations"),
+    Column("flops", I64, "FLOP", "FLOPs (flops pass counts); null when not counted"),
+    Column("bytes", I64, "bytes", "bytes moved (byte_formulas); null when not modelled"),
+    Column("intensity_flop_per_byte", F64, "FLOP/byte", "flops / bytes"),
+    Column("achieved_flops_per_s", F64, "FLOP/s", "flops / kernel_ns"),
+    Column("achieved_bytes_per_s", F64, "bytes/s", "bytes / kernel_ns"),
+    Column("peak_flops_per_s", F64, "FLOP/s", "the precision's peak on the rank's device"),
+    Column("peak_bytes_per_s", F64, "bytes/s", "the device's DRAM/HBM bandwidth"),
+    Column("ridge_flop_per_byte", F64, "FLOP/byte", "peak_flops_per_s / peak_bytes_per_s"),
+    Column("bound", STR, "text", "compute or memory; null when unknown"),
+    Column(
+        "roof_share",
+        F64,
+        "ratio",
+        "achieved / the bound's roof (FLOP/s when compute-bound, bytes/s when memory-bound)",
+    ),
+)
+
+ROOFLINE = Output(
+    "roofline",
+    "one row per (rank, op, input shapes, input dtypes) with kernels, longest kernel_ns first",
+    (
+        _RANK,
+        Column("op", STR, "text", "op name"),
+        Column("family", STR, "text", "gemm, conv, attention, elementwise, normalization, ..."),
+        Column("input_shapes", STR, "text", "input shapes as recorded"),
+        Column("input_dtypes", STR, "text", "input dtypes as recorded"),
+        Column("precision", STR, "text", "precision of the first tensor input"),
+        Column("count", I64, "count", "op instances that launched kernels"),
+        *_ROOF,
+        Column("peak_source", STR, "text", "where both peaks came from, or why none"),
+    ),
+)
+
+ROOFLINE_FAMILY = Output(
+    "roofline.by_family",
+    "one row per (rank, op family, precision), longest kernel_ns first",
+    (
+        _RANK,
+        Column("family", STR, "text", "gemm, conv, attention, elementwise, ..."),
+        Column("precision", STR, "text", "precision"),
+        Column("ops", I64, "count", "distinct (op, shapes, dtypes) rows"),
+        *_ROOF,
+    ),
+)
+
 _DIFF_SIDES = (
     Column("a_total_ns", I64, "ns", "summed durations in trace A (over its window)"),
     Column("b_total_ns", I64, "ns", "summed durations in trace B"),
@@ -516,12 +564,14 @@ PASSES: tuple[Output, ...] = (
     KERNEL_FLOPS,
     RANKS,
     HOTSPOTS_KERNEL,
+    ROOFLINE,
 )
 
 # Every declared output, in the order docs/METRICS.md lists them.
 OUTPUTS: tuple[Output, ...] = (
     *PASSES,
     HOTSPOTS_OP,
+    ROOFLINE_FAMILY,
     DIFF_KERNELS,
     DIFF_CATEGORIES,
     DIFF_OPS,

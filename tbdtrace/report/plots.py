@@ -450,3 +450,38 @@ def _clip(s: str, n: int) -> str:
     """``s`` cut to ``n`` characters, with ``$`` escaped (matplotlib reads $...$ as math)."""
     s = clip(s, n, blank="")
     return s.replace("$", r"\$")
+
+
+def roofline(ops: Rows) -> Figure | None:
+    """Achieved FLOP/s against arithmetic intensity, log-log: one point per op shape with
+    both figures, sized by its device time, on the first rank's roofs (the memory roof up
+    to the ridge point, then the compute roof). None without such an op."""
+    pts = [r for r in ops if r.get("intensity_flop_per_byte") and r.get("achieved_flops_per_s")]
+    if not pts:
+        return None
+    fig, (ax,) = _fig(height=3.6)
+    total = max(r["kernel_ns"] for r in pts) or 1
+    for fam in sorted({r["family"] for r in pts}):
+        rs = [r for r in pts if r["family"] == fam]
+        sc = ax.scatter(
+            [r["intensity_flop_per_byte"] for r in rs],
+            [r["achieved_flops_per_s"] for r in rs],
+            s=[12 + 300 * r["kernel_ns"] / total for r in rs],
+            alpha=0.6,
+            label=fam,
+        )
+        _data(sc, f"roofline-{fam}")
+    pf = next((r["peak_flops_per_s"] for r in pts if r.get("peak_flops_per_s")), None)
+    pb = next((r["peak_bytes_per_s"] for r in pts if r.get("peak_bytes_per_s")), None)
+    xs = [r["intensity_flop_per_byte"] for r in pts]
+    if pf and pb:
+        ridge = pf / pb
+        lo, hi = min(min(xs), ridge) / 4, max(max(xs), ridge) * 4
+        ax.plot([lo, ridge, hi], [lo * pb, pf, pf], color="#444", lw=1, label="roof")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("achieved FLOP/s")
+    ax.set_title("Roofline: op shapes, sized by device time")
+    ax.legend(fontsize=8)
+    return fig
