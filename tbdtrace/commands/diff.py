@@ -25,7 +25,7 @@ input; 2 usage."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from tbdtrace.passes import diff_gate
+    from tbdtrace.analysis import gate as diff_gate
 
     p = sub.add_parser(
         "diff",
@@ -148,7 +148,8 @@ def _thresholds(args: argparse.Namespace) -> list[Any] | str | None:
     """The parsed --fail-above thresholds, None without any, or the usage line."""
     if not args.fail_above:
         return None
-    from tbdtrace.passes import categories, diff_gate
+    from tbdtrace.analysis import gate as diff_gate
+    from tbdtrace.analysis.passes import categories
 
     try:
         return diff_gate.parse(args.fail_above, categories.CATEGORIES)

@@ -10,7 +10,9 @@ import html as _html
 import sys
 from typing import Any
 
-from tbdtrace.passes import diff, memory, window
+from tbdtrace.analysis import compare as diff
+from tbdtrace.analysis.engine import context, window
+from tbdtrace.analysis.passes import memory
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
@@ -21,10 +23,11 @@ def document(
 ) -> dict[str, Any]:
     """The comparison of the window ``spec`` of A and of B (``diff.compare``) with the two
     windows under ``"window"`` and, with ``thresholds``, the gate under ``"gate"``."""
-    wa, wb = window.resolve(a, spec), window.resolve(b, spec)
-    peaks = (memory.summarize(a)["peak_bytes"], memory.summarize(b)["peak_bytes"])
+    ca, cb = context.of(a), context.of(b)
+    wa, wb = window.resolve(ca, spec), window.resolve(cb, spec)
+    peaks = (memory.summarize(ca)["peak_bytes"], memory.summarize(cb)["peak_bytes"])
     doc = diff.compare(
-        window.view(a, wa), window.view(b, wb), top=top, memory_peaks=peaks, thresholds=thresholds
+        ca.windowed(wa), cb.windowed(wb), top=top, memory_peaks=peaks, thresholds=thresholds
     )
     doc["window"] = {"a": wa.to_json(), "b": wb.to_json()}
     return doc

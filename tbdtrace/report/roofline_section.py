@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import roofline
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import roofline
 from tbdtrace.report.fmt import clip, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records, titled
 from tbdtrace.report.textui import Console, Table
-from tbdtrace.trace import Trace
 
 HOW = "tbdtrace report --roofline (library: ReportOptions(roofline=True))"
 
 
-def roofline_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def roofline_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     """``included`` false (and how to turn it on) unless ``opts.roofline``; else the
     ``families`` and ``ops`` tables (ops limited by ``top_json``)."""
     if not opts.roofline:

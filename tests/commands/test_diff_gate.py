@@ -169,7 +169,7 @@ def test_bad_thresholds_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_help_documents_the_exit_status_and_metrics(capsys: pytest.CaptureFixture[str]) -> None:
-    from tbdtrace.passes import diff_gate
+    from tbdtrace.analysis import gate as diff_gate
 
     with pytest.raises(SystemExit):
         main(["diff", "--help"])
