@@ -150,7 +150,8 @@ def _per_rank(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def headline(tr: Source, memory_peak_bytes: int | None = None) -> dict[str, Any]:
     """The figures compared at the top of a diff: per rank for a one-rank trace, else the
     median over ranks (``ranks`` says how many); kernel figures also per measured step
-    (``step_count`` steps)."""
+    (divided by ``measured_rank_steps``, :func:`step_count`: with several ranks, each rank's
+    step counts)."""
     st_ranks = steps.by_rank(steps.run(tr))
     sm_ranks = summary.by_rank(tr)
     st, sm = _per_rank(st_ranks), _per_rank(sm_ranks)
@@ -165,7 +166,8 @@ def headline(tr: Source, memory_peak_bytes: int | None = None) -> dict[str, Any]
         "workload": tr.meta.get("workload"),
         "source": tr.meta.get("source"),
         "ranks": max(len(st_ranks), len(sm_ranks)),
-        "measured_steps": n,
+        "measured_steps": st.get("measured_count", 0),
+        "measured_rank_steps": n,
         "step_median_ns": st.get("step_median_ns"),
         "throughput_per_s": st.get("throughput_per_s"),
         "throughput_median_per_s": st.get("throughput_median_per_s"),
@@ -208,7 +210,7 @@ def compare(
     doc: dict[str, Any] = {
         "a": str(a.path),
         "b": str(b.path),
-        "per_step": bool(ha["measured_steps"] and hb["measured_steps"]),
+        "per_step": bool(ha["measured_rank_steps"] and hb["measured_rank_steps"]),
         "headline": head,
         "categories": cats,
         "kernels": (k if top is None else k.slice(0, top)).to_pylist(),

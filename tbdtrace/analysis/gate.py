@@ -144,7 +144,7 @@ def values(
     if family == "op":
         return None, None  # no such op in either trace: a misspelt gate must not pass
     # A category in neither trace: no time in either, where both have measured steps.
-    n = head["measured_steps"]
+    n = head["measured_rank_steps"]
     zero = 0.0 if n["a"] and n["b"] else None
     return zero, zero
 

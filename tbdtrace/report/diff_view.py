@@ -58,7 +58,7 @@ def _fmt(key: str, v: Any) -> str:
     if "utilization" in key:
         return f"{100 * v:.1f}%"
     if isinstance(v, float):
-        return f"{v:,.2f}"
+        return f"{v:,.0f}" if key == "steps" and v.is_integer() else f"{v:,.2f}"
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
@@ -70,16 +70,22 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:+.1f}%"
 
 
+def window_label(doc: dict[str, Any]) -> str:
+    """The window both sides cover."""
+    la, lb = doc["window"]["a"]["label"], doc["window"]["b"]["label"]
+    return la if la == lb else f"A: {la}, B: {lb}"
+
+
 def covers(doc: dict[str, Any]) -> str:
     """What the tables cover: the window, and whether times are per measured step."""
-    la, lb = doc["window"]["a"]["label"], doc["window"]["b"]["label"]
-    win = la if la == lb else f"A: {la}, B: {lb}"
-    return win + (", per measured step" if doc["per_step"] else ", totals (no measured steps)")
+    per = ", per measured step" if doc["per_step"] else ", totals (no measured steps)"
+    return window_label(doc) + per
 
 
 def _steps_line(doc: dict[str, Any]) -> str:
     n = doc["headline"]["measured_steps"]
-    return f"A: {doc['a']} ({n['a']} measured steps)\nB: {doc['b']} ({n['b']} measured steps)"
+    a, b = _fmt("steps", n["a"]), _fmt("steps", n["b"])
+    return f"A: {doc['a']} ({a} measured steps)\nB: {doc['b']} ({b} measured steps)"
 
 
 def render_text(doc: dict[str, Any], console: Console | None = None) -> None:
@@ -89,7 +95,7 @@ def render_text(doc: dict[str, Any], console: Console | None = None) -> None:
     con.print(_steps_line(doc))
     cov = covers(doc)
     con.print(f"Window: {cov}. Every table below covers it.")
-    t = Table(title=f"Headline ({cov})", title_justify="left")
+    t = Table(title=f"Headline ({window_label(doc)})", title_justify="left")
     for c in ("Figure", "A", "B", "B - A", "B / A"):
         t.add_column(c, justify="left" if c == "Figure" else "right", no_wrap=True)
     for k, v in doc["headline"].items():
