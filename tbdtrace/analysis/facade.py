@@ -213,6 +213,16 @@ class TraceAnalysis:
         """Per-rank figures of a multi-rank trace (compute, communication, overlap)."""
         return _run(ranks, self.ctx, config)
 
+    @_columns(outputs.ROOFLINE)
+    def roofline(self, by: str = "op") -> pa.Table:
+        """Roofline per op shape: FLOPs, bytes moved, achieved FLOP/s and bytes/s,
+        intensity, ridge point, compute- or memory-bound and the share of that roof;
+        ``by="family"``: per op family (columns of ``roofline.by_family`` in
+        docs/METRICS.md)."""
+        from tbdtrace.analysis.passes import roofline
+
+        return roofline.by_family(self.ctx) if by == "family" else roofline.run(self.ctx)
+
     # -- queries, comparison and the report
 
     def sql(self, query: str) -> pa.Table:
@@ -229,6 +239,40 @@ class TraceAnalysis:
 
         b = other.ctx if isinstance(other, TraceAnalysis) else other
         return compare.run(self.ctx, b)
+
+    @_columns(outputs.DIFF_OPS)
+    def diff_ops(self, other: TraceAnalysis | Trace) -> pa.Table:
+        """Device time per launching op of this trace (A) against ``other`` (B), aligned
+        by op name, per measured step, largest change first."""
+        from tbdtrace.analysis import compare as diff
+
+        b = other.ctx if isinstance(other, TraceAnalysis) else other
+        return diff.by_op(self.ctx, b)
+
+    @_columns(outputs.DIFF_GATE)
+    def gate(self, other: TraceAnalysis | Trace, fail_above: str | list[str]) -> pa.Table:
+        """The regression gate of ``tbdtrace diff --fail-above`` with this trace as the
+        baseline (A): ``fail_above`` as on the command line, e.g.
+        ``"step_time=5%,kernel:gemm=10%,memory.peak=3%"`` (metrics:
+        ``tbdtrace.analysis.gate.METRICS``; a bad one raises ``GateUsageError``). A row
+        per threshold; any ``status`` other than ``pass`` is a failed gate."""
+        import pyarrow as pa
+
+        from tbdtrace.analysis import compare as diff
+        from tbdtrace.analysis import gate as diff_gate
+        from tbdtrace.analysis.passes import categories, memory
+
+        texts = [fail_above] if isinstance(fail_above, str) else list(fail_above)
+        limits = diff_gate.parse(texts, categories.CATEGORIES)
+        whole_b = other.whole if isinstance(other, TraceAnalysis) else other
+        b = other.ctx if isinstance(other, TraceAnalysis) else other
+        peaks = (
+            memory.summarize(self.whole)["peak_bytes"],
+            memory.summarize(whole_b)["peak_bytes"],
+        )
+        doc = diff.compare(self.ctx, b, top=0, memory_peaks=peaks, thresholds=limits)
+        schema = outputs.DIFF_GATE.arrow_schema()
+        return pa.Table.from_pylist(doc["gate"]["results"], schema=schema)
 
     def report(self, options: ReportOptions | None = None) -> dict[str, Any]:
         """The report document (JSON-ready dict; ``tbdtrace report --format json``). The
