@@ -35,6 +35,8 @@ SPOOL_DIR = "TBDTRACE_SPOOL_DIR"
 ACTIVITIES = "TBDTRACE_ACTIVITIES"
 BUFFER_BYTES = "TBDTRACE_BUFFER_BYTES"
 BUFFER_COUNT = "TBDTRACE_BUFFER_COUNT"
+BUFFER_MAX = "TBDTRACE_BUFFER_MAX"
+API = "TBDTRACE_API"
 FLUSH_INTERVAL_MS = "TBDTRACE_FLUSH_INTERVAL_MS"
 COUNTER_METRICS = "TBDTRACE_COUNTER_METRICS"
 START_PAUSED = "TBDTRACE_START_PAUSED"
@@ -60,7 +62,9 @@ VARIABLES: tuple[Var, ...] = (
     Var(SPOOL_DIR, "inject.cpp", "directory for the <pid>.tbds spool files (required)"),
     Var(ACTIVITIES, "inject.cpp", "comma-separated CUPTI kinds (default: the collector's)"),
     Var(BUFFER_BYTES, "inject.cpp", "bytes per CUPTI activity buffer"),
-    Var(BUFFER_COUNT, "inject.cpp", "buffers in the fixed pool"),
+    Var(BUFFER_COUNT, "inject.cpp", "buffers zeroed and faulted in at start"),
+    Var(BUFFER_MAX, "inject.cpp", "the pool grows with the producing threads up to this many"),
+    Var(API, "inject.cpp", "lite or full: the runtime/driver calls recorded (capture --api)"),
     Var(FLUSH_INTERVAL_MS, "inject.cpp", "periodic flush and spill, milliseconds"),
     Var(COUNTER_METRICS, "inject.cpp", "hardware counter metrics per kernel (--counters)"),
     Var(

@@ -45,6 +45,8 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, env: dict[str, str]) -> None:
             proto.ACTIVITIES: ",".join(resolve_activities(cfg)),
             proto.BUFFER_BYTES: str(cfg.buffer_bytes),
             proto.BUFFER_COUNT: str(cfg.buffer_count),
+            proto.BUFFER_MAX: str(cfg.buffer_max),
+            proto.API: cfg.api,
             proto.FLUSH_INTERVAL_MS: str(cfg.flush_interval_ms),
         }
     )

@@ -20,7 +20,7 @@ import pytest
 import tbdtrace
 from tbdtrace import trace
 
-pytestmark = pytest.mark.process
+pytestmark = pytest.mark.heavy
 
 REPO = Path(__file__).resolve().parents[2]
 MXNET_PY = REPO / ".venv-mxnet" / "bin" / "python"

@@ -18,7 +18,7 @@ from tbdtrace.collector.run import CaptureConfig
 from tbdtrace.collector.torch_backend import TorchConfig
 
 pytestmark = [
-    pytest.mark.process,
+    pytest.mark.heavy,
     # Lightning 2.6.6 on torch 2.14 (its pytree use), and its advice on DataLoader workers.
     pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning"),
     pytest.mark.filterwarnings("ignore:.*does not have many workers.*"),
