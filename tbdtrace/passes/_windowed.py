@@ -128,6 +128,8 @@ class WindowedTrace(Trace):
             keep = _samples_covering(w.row_times(self.base, name), rlo, rhi)
         elif name in _EVENTS:
             keep = self._events(name, rlo, rhi)
+            if not self.window.keeps_pre_trace:
+                keep &= ~w.pre_trace_rows(self.base, name)
         else:
             t = w.row_times(self.base, name)
             keep = (t >= rlo) & (t < rhi)

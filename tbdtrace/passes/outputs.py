@@ -249,7 +249,15 @@ PHASES = Output(
     "one row per (rank, phase), ranks ascending (null first), phases in time order",
     (
         _RANK,
-        Column("phase", STR, "text", "init, warmup, measured, after; all for a rank without steps"),
+        Column(
+            "phase",
+            STR,
+            "text",
+            (
+                "pre-trace (device work launched before the trace began), init, warmup, "
+                "measured, after; all for a rank without steps"
+            ),
+        ),
         Column("start_ns", I64, "ns", "phase start; null when the rank has no activity"),
         Column("end_ns", I64, "ns", "phase end"),
         Column("wall_ns", I64, "ns", "end_ns - start_ns (0 when empty)"),

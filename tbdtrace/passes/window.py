@@ -24,6 +24,11 @@ events); host samples from the last one before the window to the first one after
 Host ranges (ops, markers) are kept when they overlap the window: they give kernels
 their launching op and annotation. Rows are kept whole, never clipped.
 
+Device work launched before the trace began (:func:`pre_trace_rows`: no runtime call, and
+a correlation id below every runtime call of its rank; the PyTorch profiler keeps the
+device activity of the step before the first one it records) is in no window but
+``all``: it is the ``pre-trace`` phase.
+
 API for passes: :func:`resolve` (spec -> :class:`Window`), :func:`rank_bounds` (the
 measured window of each rank, as passes that compute rates need it), :func:`view` (a
 :class:`~tbdtrace.trace.Trace` that holds only the window's rows, which every pass reads
@@ -41,6 +46,7 @@ import numpy.typing as npt
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.errors import TraceError
 from tbdtrace.passes import steps as steps_pass
+from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.trace import Trace
 
 KINDS = ("measured", "steps", "warmup", "init", "after", "all")
@@ -48,10 +54,12 @@ PHASES = ("init", "warmup", "measured", "after")
 LO = int(np.iinfo(np.int64).min)  # no lower bound
 HI = int(np.iinfo(np.int64).max)  # no upper bound
 NO_RANK = -1  # key of rows whose rank is null
+PRE_TRACE = "pre-trace"  # phase of device work launched before the trace began
 RULE = (
     "device work by the start of its launching runtime call (else its own start), other "
     "events by their start, in [start_ns, end_ns) of their rank; ops and markers when they "
-    "overlap it; rows kept whole"
+    "overlap it; rows kept whole; device work launched before the trace began (no launch "
+    "record, correlation id below every launch of its rank) only in the all window"
 )
 
 
@@ -114,6 +122,12 @@ class Window:
         """True when the window keeps every row (the trace as recorded)."""
         bounded = any(r.start_ns is not None or r.end_ns is not None for r in self.ranks)
         return not bounded and self.default == (LO, HI)
+
+    @property
+    def keeps_pre_trace(self) -> bool:
+        """True for the ``all`` window only: the trace as recorded keeps the device work
+        launched before the trace began; every other window leaves it out."""
+        return self.spec.kind == "all" and self.spec.steps is None
 
     def bounds(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """(rank keys sorted, lower bounds, upper bounds); rank key -1 for null."""
@@ -251,8 +265,14 @@ def resolve(trace: Trace, spec: WindowSpec | None = None) -> Window:
     """The window ``spec`` (default: the measured steps) on ``trace``, per rank."""
     spec = spec or WindowSpec()
     steps = step_rows(trace)
+    pre = pre_trace_count(trace)
     if spec.kind == "all" and spec.steps is None:
-        return Window(spec, tuple(_rank_window(r, s, "all", LO, HI) for r, s in steps.items()))
+        kept = f"keeps {pre} device rows launched before the trace began (phase {PRE_TRACE})"
+        return Window(
+            spec,
+            tuple(_rank_window(r, s, "all", LO, HI) for r, s in steps.items()),
+            notes=(kept,) if pre else (),
+        )
     if not steps and (spec.steps is not None or spec.kind in ("warmup", "init", "after")):
         raise TraceError(
             f"{trace.path}: the trace has no steps, so it has no {spec.name} window; "
@@ -289,6 +309,11 @@ def resolve(trace: Trace, spec: WindowSpec | None = None) -> Window:
         default = (LO if u.start_ns is None else u.start_ns, HI if u.end_ns is None else u.end_ns)
     if not steps:
         notes.append("the trace has no steps: the window is the whole trace")
+    if pre:
+        notes.append(
+            f"{pre} device rows launched before the trace began are left out (phase "
+            f"{PRE_TRACE}; the all window keeps them)"
+        )
     return Window(spec, tuple(ranks), default=default, notes=tuple(notes))
 
 
@@ -308,9 +333,55 @@ def _rank_window(r: int, s: dict[str, np.ndarray], kind: str, lo: int, hi: int) 
 
 
 def view(trace: Trace, window: Window) -> Trace:
-    """``trace`` restricted to ``window`` (the trace itself when the window is ``all``)."""
-    if window.is_all:
+    """``trace`` restricted to ``window`` (the trace itself when the window keeps every
+    row: ``all``, or a whole-trace window of a trace without pre-trace work)."""
+    if window.is_all and (window.keeps_pre_trace or not pre_trace_count(trace)):
         return trace
     from tbdtrace.passes._windowed import WindowedTrace
 
     return WindowedTrace(trace, window)
+
+
+PRE_TRACE_ROWS: Entry[npt.NDArray[np.bool_]] = Entry(
+    "window.pre_trace_rows", "(table,): device rows launched before the trace began"
+)
+
+
+def pre_trace_rows(trace: Trace, table: str) -> npt.NDArray[np.bool_]:
+    """Per row of a device table (kernels, memcpy, memset): launched before the trace
+    began. Such a row has no runtime call, and its correlation id is below that of every
+    runtime call of its rank: the PyTorch profiler keeps the device activity of the step
+    before the first one it records, whose launches it did not record. Placed by its own
+    start it would land in the first recorded step (docs/METRICS.md, "Pre-trace work").
+    False everywhere for a rank without runtime calls (CPU backends, device-only traces)."""
+    return PassCache.of(trace).get(PRE_TRACE_ROWS, lambda: _pre_trace_rows(trace, table), table)
+
+
+def _pre_trace_rows(trace: Trace, table: str) -> npt.NDArray[np.bool_]:
+    from tbdtrace.passes import shared_arrays
+    from tbdtrace.passes.joins import NULL_ID
+
+    n = trace.num_rows(table)
+    out = np.zeros(n, dtype=bool)
+    if n == 0 or trace.num_rows("runtime") == 0:
+        return out
+    miss = shared_arrays.runtime_match(trace, table) < 0
+    if not miss.any():
+        return out
+    kc = shared_arrays.ints(trace, table, "correlation_id", NULL_ID)
+    rc = shared_arrays.ints(trace, "runtime", "correlation_id", NULL_ID)
+    k_rank, r_rank = row_rank_keys(trace, table), row_rank_keys(trace, "runtime")
+    known = rc != NULL_ID
+    for r in np.unique(k_rank[miss]).tolist():
+        launches = known & (r_rank == r)
+        if launches.any():
+            out |= miss & (k_rank == r) & (kc != NULL_ID) & (kc < rc[launches].min())
+    out.flags.writeable = False
+    return out
+
+
+def pre_trace_count(trace: Trace) -> int:
+    """Device rows (kernels, memcpy, memset) launched before the trace began."""
+    from tbdtrace.passes import shared_arrays
+
+    return sum(int(pre_trace_rows(trace, t).sum()) for t in shared_arrays.EVENT_TABLES)
