@@ -16,10 +16,11 @@ Precision comes from the op's first tensor input dtype; fp32 work counts as tf32
 the trace's meta says PyTorch allowed TF32 for that kind of op
 (:func:`tbdtrace.passes._op_flops.tf32_allowed`) or where a kernel the op launched is a
 TF32 kernel by name (:func:`op_precisions`).
-Coverage: of the kernel time in the window of FLOP-bearing categories (gemm, conv,
-softmax_attention), the share launched from inside a counted op (joined by time on the
-launching thread: the kernel's runtime call, or a CPU kernel's own thread and start) or,
-for hardware counts, the share with ``kernels.flops``.
+Coverage: of the kernel time in the window that could carry counted FLOPs (a kernel of
+a category with a FLOP formula: gemm, conv, or attention, not a softmax on its own; or a
+kernel launched from inside an op with a formula), the share launched from inside a
+counted op (joined by time on the launching thread: the kernel's runtime call, or a CPU
+kernel's own thread and start) or, for hardware counts, the share with ``kernels.flops``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,14 @@ from tbdtrace.trace import Trace
 I64 = npt.NDArray[np.int64]
 COVERAGE_THRESHOLD = 0.8  # below this share of FLOP-bearing kernel time, figures are partial
 FLOP_CATEGORIES = ("gemm", "conv", "softmax_attention")
+# A softmax kernel on its own (cunn_SoftMaxForward, softmax_warp_forward, an inductor
+# fused softmax) shares the softmax_attention category with attention kernels but has no
+# FLOP formula: it is not in the coverage denominator. Attention kernels name themselves.
+_SOFTMAX = re.compile(r"soft_?max", re.IGNORECASE)
+_ATTENTION = re.compile(
+    r"attn|attention|fmha|flash|\bmha|mha_|sdpa|scaled_dot_product|PrefillWith|DecodeWith",
+    re.IGNORECASE,
+)
 SOURCES = ("hardware", "framework", "analytic")
 SOURCE_TEXT = {
     "hardware": "hardware counters (kernels.flops)",
@@ -249,8 +258,7 @@ def _kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
                 parts.append(rows[in_window(ks[rows], w)])
     rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     codes, labels = shared_arrays.codes(trace, "kernels", "name")
-    want = {categories.CAT_INDEX[c] for c in FLOP_CATEGORIES}
-    lut = np.array([categories.CAT_INDEX[categories.classify(x)] in want for x in labels], bool)
+    lut = np.array([flop_bearing_name(x) for x in labels], bool)
     dur = shared_arrays.durations(trace, "kernels")
     if not rows.size:
         return _Kernels(rows, np.zeros(0, dtype=bool), dur[rows])
@@ -260,6 +268,17 @@ def _kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
     if len(parts) == 1 and hi - lo == rows.size:
         return _Kernels(rows, lut[codes[lo:hi]], dur[lo:hi])
     return _Kernels(rows, lut[codes[rows]], dur[rows])
+
+
+def flop_bearing_name(name: str | None) -> bool:
+    """A kernel whose name puts it in a category with a FLOP formula (gemm, conv,
+    attention; a softmax kernel on its own is not)."""
+    cat = categories.classify(name)
+    if cat not in FLOP_CATEGORIES:
+        return False
+    if cat == "softmax_attention" and name is not None:
+        return not _SOFTMAX.search(name) or bool(_ATTENTION.search(name))
+    return True
 
 
 PerPrecision = dict[str, dict[str, int]]  # precision -> source -> FLOPs
@@ -281,7 +300,9 @@ def _hardware(trace: Trace, k: _Kernels) -> tuple[PerPrecision | None, int, int]
     for code in np.unique(pi[has]).tolist():
         p = ff.PRECISIONS[code] if code >= 0 else "unknown"
         per[p] = {"hardware": int(f[has & (pi == code)].sum())}
-    return per, int(k.dur[k.bearing].sum()), int(k.dur[k.bearing & has].sum())
+    # A counted kernel could carry FLOPs whatever its category.
+    bearing = k.bearing | has
+    return per, int(k.dur[bearing].sum()), int(k.dur[has].sum())
 
 
 def _ops(trace: Trace, r: int, w: Window, k: _Kernels) -> tuple[PerPrecision, int, int]:
@@ -296,10 +317,11 @@ def _ops(trace: Trace, r: int, w: Window, k: _Kernels) -> tuple[PerPrecision, in
             m = sel & (prec == pc_) & (oc.source == si)
             if m.any():
                 per.setdefault(p, {})[SOURCES[si]] = int(oc.flops[m].sum())
-    brow = k.rows[k.bearing]
-    covered = launching_counted_op(trace, brow) >= 0 if brow.size else np.zeros(0, bool)
-    bdur = k.dur[k.bearing]
-    return per, int(bdur.sum()), int(bdur[covered].sum())
+    # The denominator: kernels of a FLOP-bearing category, and every kernel launched from
+    # inside an op with a formula (the numerator), whatever its category.
+    covered = launching_counted_op(trace, k.rows) >= 0 if k.rows.size else np.zeros(0, bool)
+    bearing = k.bearing | covered
+    return per, int(k.dur[bearing].sum()), int(k.dur[covered].sum())
 
 
 def launching_counted_op(trace: Trace, rows: I64) -> I64:

@@ -371,7 +371,7 @@ FLOPS = Output(
         Column("peak_source", STR, "text", "where the peak came from"),
         Column("efficiency_wall", F64, "ratio", "achieved (wall) / peak"),
         Column("efficiency_busy", F64, "ratio", "achieved (busy) / peak"),
-        Column("flop_kernel_ns", I64, "ns", "kernel time of FLOP-bearing categories in the window"),
+        Column("flop_kernel_ns", I64, "ns", "time of kernels that could carry counted FLOPs"),
         Column("counted_kernel_ns", I64, "ns", "the part of it with FLOPs counted"),
         Column("coverage", F64, "ratio", "counted_kernel_ns / flop_kernel_ns (per rank)"),
         Column("samples", I64, "count", "samples of the measured steps"),
