@@ -1,9 +1,12 @@
 """FLOPs and efficiency per rank and precision (docs/METRICS.md, "flops").
 
-Window: :func:`measured_window` (the rank's measured steps, else the span of its kernels).
+Window: the rows of the trace it is given, as every section (the report passes its
+window's view; docs/METRICS.md, "Which rows a window holds"), and for rates the length of
+that window (:func:`measured_window`: the view's bounds for the rank, else the span of its
+kernels). Kernels are classified as the categories pass classifies them.
 FLOPs, from the first source that has them (each row names its source):
 
-1. hardware counters: ``kernels.flops`` of the rank's kernels starting in the window;
+1. hardware counters: ``kernels.flops`` of the rank's kernels;
    precision from the counted op that launched the kernel;
 2. per op, for the matrix-math ops of :mod:`tbdtrace.passes.flop_formulas` (matmul family,
    convolution forward and backward, scaled-dot-product/flash attention forward and
@@ -34,7 +37,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes import _peaks, categories, intervals, outputs, shared_arrays
+from tbdtrace.passes import _peaks, categories, outputs, shared_arrays
 from tbdtrace.passes import flop_formulas as ff
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes._op_flops import op_counts, tf32_allowed
@@ -42,10 +45,10 @@ from tbdtrace.passes.attribution import on_threads, thread_groups
 from tbdtrace.passes.cache import Entry, PassCache
 from tbdtrace.passes.device_peaks import device_props
 from tbdtrace.passes.grouping import decode_device_key
-from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
 
 I64 = npt.NDArray[np.int64]
+LO_NS, HI_NS = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)  # window.LO/HI
 COVERAGE_THRESHOLD = 0.8  # below this share of FLOP-bearing kernel time, figures are partial
 FLOP_CATEGORIES = ("gemm", "conv", "softmax_attention")
 # A softmax kernel on its own (cunn_SoftMaxForward, softmax_warp_forward, an inductor
@@ -83,34 +86,43 @@ class Window:
     starts: I64
     ends: I64
     source: str
+    bounded: bool = True  # False: the span of the rank's kernels (a whole trace)
 
     @property
     def length_ns(self) -> int:
         return int((self.ends - self.starts).sum())
 
 
-WINDOWS: Entry[pa.Table] = Entry("flops.windows", "the steps pass's windows, per config")
-
 
 def measured_window(
     trace: Trace, rank: int, keys: list[int], config: steps_pass.StepsConfig | None = None
 ) -> Window:
-    """The window of ``rank`` (-1 for traces without ranks): the union of its measured
-    steps (all steps minus warm-up), else the span of the kernels of its devices ``keys``.
-    The one place the FLOP figures take their window from."""
-    win = PassCache.of(trace).get(WINDOWS, lambda: steps_pass.windows(trace, config), config)
-    sel = int_column(win, "rank") == rank
-    if sel.any():
-        ms, me = intervals.merge(int_column(win, "start_ns")[sel], int_column(win, "end_ns")[sel])
-        return Window(ms, me, f"measured steps ({int(sel.sum())}, warm-up excluded)")
+    """The window of ``rank`` (-1 for traces without ranks) whose length the FLOP rates
+    divide by: on a window's view (``tbdtrace.passes.window.view``), that window's bounds
+    for the rank; else (a whole trace, or a rank the window leaves unbounded) the span of
+    the kernels of its devices ``keys``. The one place the FLOP figures take their window
+    from; their rows are every kernel of the trace they are given, as in every section."""
+    from tbdtrace.passes._windowed import WindowedTrace
+
+    if isinstance(trace, WindowedTrace):
+        win = trace.window
+        rank_keys, rank_lo, rank_hi = win.bounds()
+        i = np.flatnonzero(rank_keys == rank)
+        b = (int(rank_lo[i[0]]), int(rank_hi[i[0]])) if i.size else win.default
+        if b[0] != LO_NS and b[1] != HI_NS:
+            steps = next(
+                (rw.step_count for rw in win.ranks if (-1 if rw.rank is None else rw.rank) == rank),
+                0,
+            )
+            return Window(np.array([b[0]]), np.array([b[1]]), f"{win.label()} ({steps} steps)")
     bounds = [
         shared_arrays.time_bounds(trace, "kernels", d)
         for d in keys
         if shared_arrays.rows_of(trace, "kernels", d) is not None
     ]
-    lo = min(b[0] for b in bounds)
-    hi = max(b[1] for b in bounds)
-    return Window(np.array([lo]), np.array([hi]), "whole trace (no measured steps)")
+    first = min(b[0] for b in bounds)
+    last = max(b[1] for b in bounds)
+    return Window(np.array([first]), np.array([last]), "whole trace", bounded=False)
 
 
 def in_window(t: I64, w: Window) -> npt.NDArray[np.bool_]:
@@ -149,6 +161,16 @@ def run(trace: Trace, config: FlopsConfig | None = None) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
+def compute_busy_ns(trace: Trace, keys: list[int]) -> int:
+    """Union of the kernel intervals of each device ``keys``, summed over them: the
+    summary's ``compute_busy_ns`` of those devices (the same rows, not clipped)."""
+    total = 0
+    for d in keys:
+        ms, me = shared_arrays.merged(trace, d, "kernels")
+        total += int((me - ms).sum())
+    return total
+
+
 def kernel_devices_by_rank(trace: Trace) -> dict[int, list[int]]:
     """rank (-1 for none) -> the device keys of that rank's kernels."""
     by_rank: dict[int, list[int]] = {}
@@ -162,10 +184,7 @@ def _rank_rows(
     trace: Trace, cfg: FlopsConfig, r: int, rkeys: list[int], props: dict[int, dict[str, Any]]
 ) -> list[dict[str, Any]]:
     w = measured_window(trace, r, rkeys, cfg.steps)
-    busy = 0
-    for d in rkeys:
-        kms, kme, cum = shared_arrays.merged_with_cum(trace, d, "kernels")
-        busy += int(covered_in_merged(kms, kme, w.starts, w.ends, cum).sum())
+    busy = compute_busy_ns(trace, rkeys)
     kin = kernels_in(trace, rkeys, w)
     per, bearing, counted = _hardware(trace, kin)
     if per is None:
@@ -223,7 +242,7 @@ def _rank_rows(
 
 @dataclass(frozen=True)
 class _Kernels:
-    rows: I64  # kernel rows of the rank's devices starting in the window
+    rows: I64  # kernel rows of the rank's devices (every row of the trace given)
     bearing: npt.NDArray[np.bool_]  # per row of ``rows``: FLOP-bearing category
     dur: I64
 
@@ -234,9 +253,9 @@ KERNELS_IN: Entry[_Kernels] = Entry(
 
 
 def kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
-    """The kernel rows of devices ``rkeys`` starting in ``w``, with their FLOP-bearing
-    flag and durations (computed once per devices and window: the flops, fp32 and
-    kernel_flops passes read the same ones)."""
+    """The kernel rows of devices ``rkeys`` (every row of the trace given: a window's view
+    holds the window's rows), with their FLOP-bearing flag and durations (computed once per
+    devices and window: the flops, fp32 and kernel_flops passes read the same ones)."""
     return PassCache.of(trace).get(
         KERNELS_IN,
         lambda: _kernels_in(trace, rkeys, w),
@@ -247,18 +266,23 @@ def kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
 
 
 def _kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
-    ks = shared_arrays.ints(trace, "kernels", "start_ns")
     parts = []
     for d in rkeys:
         rows = shared_arrays.rows_of(trace, "kernels", d)
         if rows is not None:
-            if isinstance(rows, slice):  # every row: no index array or copy of the times
-                parts.append(np.flatnonzero(in_window(ks, w)))
+            if isinstance(rows, slice):  # every row
+                parts.append(np.arange(trace.num_rows("kernels"), dtype=np.int64))
             else:
-                parts.append(rows[in_window(ks[rows], w)])
-    rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+                parts.append(rows)
+    rows = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
     codes, labels = shared_arrays.codes(trace, "kernels", "name")
-    lut = np.array([flop_bearing_name(x) for x in labels], bool)
+    # One classification for every section: the categories pass's (name, else launching op).
+    cat = categories.kernel_codes(trace).code
+    want = np.zeros(len(categories.CATEGORIES), dtype=bool)
+    want[[categories.CAT_INDEX[c] for c in ("gemm", "conv")]] = True
+    softmax = np.array([_softmax_only(x) for x in labels], bool)
+    sa = categories.CAT_INDEX["softmax_attention"]
+    bearing_all = want[cat] | ((cat == sa) & ~softmax[codes])
     dur = shared_arrays.durations(trace, "kernels")
     if not rows.size:
         return _Kernels(rows, np.zeros(0, dtype=bool), dur[rows])
@@ -266,19 +290,20 @@ def _kernels_in(trace: Trace, rkeys: list[int], w: Window) -> _Kernels:
     # window interval): slices of the columns instead of gathered copies.
     lo, hi = int(rows[0]), int(rows[-1]) + 1
     if len(parts) == 1 and hi - lo == rows.size:
-        return _Kernels(rows, lut[codes[lo:hi]], dur[lo:hi])
-    return _Kernels(rows, lut[codes[rows]], dur[rows])
+        return _Kernels(rows, bearing_all[lo:hi], dur[lo:hi])
+    return _Kernels(rows, bearing_all[rows], dur[rows])
 
 
 def flop_bearing_name(name: str | None) -> bool:
     """A kernel whose name puts it in a category with a FLOP formula (gemm, conv,
     attention; a softmax kernel on its own is not)."""
     cat = categories.classify(name)
-    if cat not in FLOP_CATEGORIES:
-        return False
-    if cat == "softmax_attention" and name is not None:
-        return not _SOFTMAX.search(name) or bool(_ATTENTION.search(name))
-    return True
+    return cat in FLOP_CATEGORIES and not (cat == "softmax_attention" and _softmax_only(name))
+
+
+def _softmax_only(name: str | None) -> bool:
+    """A softmax kernel that is not an attention kernel, by its name."""
+    return name is not None and bool(_SOFTMAX.search(name)) and not _ATTENTION.search(name)
 
 
 PerPrecision = dict[str, dict[str, int]]  # precision -> source -> FLOPs
@@ -308,7 +333,8 @@ def _hardware(trace: Trace, k: _Kernels) -> tuple[PerPrecision | None, int, int]
 def _ops(trace: Trace, r: int, w: Window, k: _Kernels) -> tuple[PerPrecision, int, int]:
     oc = op_counts(trace)
     sel = oc.counted & (shared_arrays.ints(trace, "ops", "rank") == r)
-    sel &= in_window(shared_arrays.ints(trace, "ops", "start_ns"), w)
+    if w.bounded:  # a window's view holds the ops overlapping it: those starting in it
+        sel &= in_window(shared_arrays.ints(trace, "ops", "start_ns"), w)
     per: PerPrecision = {}
     prec = op_precisions(trace)
     for pc_ in np.unique(prec[sel]).tolist():

@@ -21,7 +21,6 @@ from tbdtrace.passes import outputs, shared_arrays
 from tbdtrace.passes import steps as steps_pass
 from tbdtrace.passes.device_peaks import device_props, gpu_fp32_peak
 from tbdtrace.passes.grouping import decode_device_key
-from tbdtrace.passes.intervals import covered_in_merged
 from tbdtrace.trace import Trace
 
 SCHEMA = outputs.FP32.arrow_schema()  # declared in passes/outputs.py
@@ -47,11 +46,8 @@ def run(trace: Trace, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     rows = []
     for r, rkeys in sorted(by_rank.items()):
         w = flops_mod.measured_window(trace, r, rkeys, config)
-        ms, me, window = w.starts, w.ends, w.length_ns
-        busy = 0
-        for d in rkeys:
-            kms, kme, cum = shared_arrays.merged_with_cum(trace, d, "kernels")
-            busy += int(covered_in_merged(kms, kme, ms, me, cum).sum())
+        window = w.length_ns
+        busy = flops_mod.compute_busy_ns(trace, rkeys)  # the flops section's busy time
         flops, fsrc = flops_mod.fp32_flops(trace, r, rkeys, config)
         peak, psrc, names = _peak(trace, props, rkeys)
         wall = flops * 1e9 / window if flops is not None and window else None

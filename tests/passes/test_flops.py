@@ -10,7 +10,7 @@ import pytest
 
 from tbdtrace.passes import _peaks, flops
 from tbdtrace.passes import flop_formulas as ff
-from tests.passes.tiny import US, make
+from tests.passes.tiny import US, make, measured
 
 
 def conv_out(i: int, k: int, s: int, p: int, d: int) -> int:
@@ -220,7 +220,7 @@ def _mixed_trace(tmp_path: Path, meta: dict | None = None):
 
 
 def test_precision_split_coverage_and_peaks(tmp_path: Path) -> None:
-    rows = {r["precision"]: r for r in flops.run(_mixed_trace(tmp_path)).to_pylist()}
+    rows = {r["precision"]: r for r in flops.run(measured(_mixed_trace(tmp_path))).to_pylist()}
     assert set(rows) == {"bf16", "fp32", "fp16"}
     assert rows["bf16"]["flops"] == 2 * 64 * 128 * 32  # linear once, not also its addmm
     assert rows["fp32"]["flops"] == _CONV_FWD
@@ -244,7 +244,7 @@ def test_tf32_from_meta_and_mfu(tmp_path: Path) -> None:
     meta = {"source": "test", "extra": {"torch": {"allow_tf32": {"matmul": True, "cudnn": True}}}}
     tr = _mixed_trace(tmp_path, meta)
     cfg = flops.FlopsConfig(model_flops_per_sample=1e9)
-    rows = {r["precision"]: r for r in flops.run(tr, cfg).to_pylist()}
+    rows = {r["precision"]: r for r in flops.run(measured(tr), cfg).to_pylist()}
     assert "fp32" not in rows and rows["tf32"]["flops"] == _CONV_FWD
     assert rows["tf32"]["peak_flops_per_s"] == pytest.approx(494.7e12)
     r = rows["bf16"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tbdtrace.passes import flop_formulas, fp32
-from tests.passes.tiny import US, kernels, make
+from tests.passes.tiny import US, kernels, make, measured
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def _gpu_trace(tmp_path: Path, **devices: object):
 
 
 def test_gpu_efficiency_with_looked_up_clock(tmp_path: Path) -> None:
-    r = fp32.run(_gpu_trace(tmp_path)).to_pylist()[0]
+    r = fp32.run(measured(_gpu_trace(tmp_path))).to_pylist()[0]
     f = 2 * 64 * 128 * 32
     assert r["flops"] == f and r["flops_source"].startswith("analytic")
     peak = 80 * 64 * 2 * 1530e6  # V100: 80 SMs, 64 lanes (cc 7.0), boost 1530 MHz

@@ -31,3 +31,10 @@ def kernels(rows: list[tuple[int, int, str]], **cols: Any) -> dict[str, Any]:
         "device_type": ["cuda"] * len(rows),
         **cols,
     }
+
+
+def measured(trace: Trace) -> Trace:
+    """``trace`` seen through its measured window, as `report` shows it by default."""
+    from tbdtrace.passes import window
+
+    return window.view(trace, window.resolve(trace))
