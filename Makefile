@@ -142,8 +142,8 @@ format: $(VENV)/.stamp
 
 docs: $(VENV)/.stamp
 	$(PY) -c "import sys, tbdtrace.schema as s; sys.stdout.write(s.render_markdown())" > docs/TRACE_FORMAT.md
-	$(PY) -m tbdtrace.passes.outputs docs/METRICS.md
-	$(PY) -m tbdtrace.analysis docs/API.md
+	$(PY) -m tbdtrace.analysis.engine.outputs docs/METRICS.md
+	$(PY) -m tbdtrace.analysis.facade docs/API.md
 
 clean:
 	rm -rf build out tbdtrace/*.so

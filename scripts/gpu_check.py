@@ -322,7 +322,7 @@ def flops_counters() -> None:
 
 @section
 def memory() -> None:
-    from tbdtrace.passes import memory as mp
+    from tbdtrace.analysis.passes import memory as mp
 
     t = open_trace(OUT / "trace")
     mem = t.df("memory")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace.collector import merge, spool
+from tbdtrace.collector.native import native
 from tbdtrace.errors import TraceError
 
 NO_DEVICE = "no CUDA driver/device"
@@ -54,17 +55,6 @@ def _route_nvtx() -> None:
 
 
 _route_nvtx()
-
-
-def native() -> Any:
-    """The compiled module; TraceError with the build command when it is missing."""
-    try:
-        from tbdtrace import _native
-    except ImportError as e:
-        raise TraceError(
-            f"the native CUPTI collector is not built ({e}); run `make native`"
-        ) from None
-    return _native
 
 
 def activity_names() -> list[str]:

@@ -64,7 +64,7 @@ class CounterPlan:
 
 
 def _native() -> Any:
-    from tbdtrace.collector.cupti_backend import native
+    from tbdtrace.collector.native import native
 
     return native()
 

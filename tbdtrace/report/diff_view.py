@@ -8,7 +8,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tbdtrace.passes import diff, window
+from tbdtrace.analysis import compare as diff
+from tbdtrace.analysis.engine import context, window
 from tbdtrace.report.fmt import clip, fmt_ns
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
@@ -17,8 +18,9 @@ from tbdtrace.trace import Trace
 def document(a: Trace, b: Trace, spec: Any, top: int) -> dict[str, Any]:
     """The comparison of the window ``spec`` of A and of B (``diff.compare``) with the two
     windows under ``"window"``."""
-    wa, wb = window.resolve(a, spec), window.resolve(b, spec)
-    doc = diff.compare(window.view(a, wa), window.view(b, wb), top=top)
+    ca, cb = context.of(a), context.of(b)
+    wa, wb = window.resolve(ca, spec), window.resolve(cb, spec)
+    doc = diff.compare(ca.windowed(wa), cb.windowed(wb), top=top)
     doc["window"] = {"a": wa.to_json(), "b": wb.to_json()}
     return doc
 

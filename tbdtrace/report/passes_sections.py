@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import (
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import (
     categories,
     fp32,
     hotspots,
@@ -18,7 +19,6 @@ from tbdtrace.passes import (
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records, titled
 from tbdtrace.report.textui import Console, Table
-from tbdtrace.trace import Trace
 
 
 def _table(title: str, cols: tuple[str, ...], left: tuple[str, ...] = ()) -> Table:
@@ -69,7 +69,7 @@ def _steps_line(con: Console, s: dict[str, Any], opts: ReportOptions) -> None:
     )
 
 
-def steps_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def steps_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     tbl = steps.run(trace)
     rows = tbl if opts.top_json is None else tbl.slice(0, opts.top_json)
     ranks = steps.by_rank(tbl)
@@ -106,7 +106,7 @@ def _render_util(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
         )
 
 
-def utilization_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def utilization_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     return {"devices": table_records(utilization.run(trace)), "cpu": utilization.cpu(trace)}
 
 
@@ -125,7 +125,7 @@ def _render_categories(con: Console, data: list[dict[str, Any]], opts: ReportOpt
     con.print(t)
 
 
-def categories_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+def categories_section(trace: AnalysisContext, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(categories.run(trace))
 
 
@@ -150,7 +150,7 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
     con.print(t)
 
 
-def hotspots_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def hotspots_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     kt, ot = hotspots.kernels_and_ops(trace, opts.top_json)
     return {"kernels": table_records(kt), "ops": table_records(ot)}
 
@@ -187,7 +187,7 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
     con.print(t)
 
 
-def idle_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def idle_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     tbl = idle.run(trace)
     rank = [-1 if r is None else r for r in tbl.column("rank").to_pylist()]
     ranks = [
@@ -222,7 +222,7 @@ def _render_memcpy(con: Console, data: list[dict[str, Any]], opts: ReportOptions
     con.print(t)
 
 
-def memcpy_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+def memcpy_section(trace: AnalysisContext, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(memcpy.run(trace))
 
 
@@ -247,7 +247,7 @@ def _render_fp32(con: Console, data: list[dict[str, Any]], opts: ReportOptions) 
         )
 
 
-def fp32_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+def fp32_section(trace: AnalysisContext, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(fp32.run(trace))
 
 

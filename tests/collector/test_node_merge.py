@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import tbdtrace
-from tbdtrace.passes import ranks as ranks_pass
+from tbdtrace.analysis.passes import ranks as ranks_pass
 from tests.inprocess import tbd
 
 ROOT = Path(__file__).resolve().parents[2]

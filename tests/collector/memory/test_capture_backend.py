@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 import tbdtrace
-from tbdtrace.passes import memory
+from tbdtrace.analysis.passes import memory
 from tests.collector.memory.models import MLP_PARAMS, MLP_TENSORS, mlp, mlp_batch, train
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import tbdtrace
-from tbdtrace.passes import memory
+from tbdtrace.analysis.passes import memory
 from tests.collector.memory import mx_script as s
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import tbdtrace
-from tbdtrace.passes import memory
+from tbdtrace.analysis.passes import memory
 from tests.collector.memory import tf_script as s
 
 ROOT = Path(__file__).resolve().parents[3]

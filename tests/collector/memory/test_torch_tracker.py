@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 import tbdtrace
+from tbdtrace.analysis.passes import memory
 from tbdtrace.collector.memory import TorchMemoryTracker, profile
-from tbdtrace.passes import memory
 
 
 def _model() -> nn.Module:
