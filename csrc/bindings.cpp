@@ -11,9 +11,9 @@
 #include <cstring>
 #include <memory>
 
-#include "collector.h"
-#include "column_export.h"
-#include "counters_host.h"
+#include "collector/collector.h"
+#include "collector/counters_host.h"
+#include "common/column_export.h"
 #include "kineto/parser.h"
 
 namespace py = pybind11;
@@ -21,7 +21,7 @@ using namespace tbdtrace;
 
 namespace {
 
-// ---- Hardware counters, host side (csrc/counters_host.h); errors are RuntimeError ----
+// ---- Hardware counters, host side (csrc/collector/counters_host.h); errors are RuntimeError ----
 
 void bind_counters(py::module_& m) {
   m.def("profiler_chips", &profiler_chips);
@@ -210,13 +210,16 @@ PYBIND11_MODULE(_native, m) {
   m.def(
       "start",
       [](const std::string& spool_path, const std::vector<std::string>& activities,
-         uint64_t buffer_bytes, uint32_t buffer_count, uint32_t flush_interval_ms) {
+         uint64_t buffer_bytes, uint32_t buffer_count, uint32_t flush_interval_ms,
+         const std::string& api_set, uint32_t buffer_max) {
         CollectorConfig cfg;
         cfg.spool_path = spool_path;
         cfg.activities = activities;
         cfg.buffer_bytes = buffer_bytes;
         cfg.buffer_count = buffer_count;
         cfg.flush_interval_ms = flush_interval_ms;
+        cfg.api_set = api_set;
+        cfg.buffer_max = buffer_max;
         StartResult r;
         {
           py::gil_scoped_release nogil;
@@ -225,7 +228,8 @@ PYBIND11_MODULE(_native, m) {
         return py::make_tuple(r.ok, r.status, r.message);
       },
       py::arg("spool_path"), py::arg("activities"), py::arg("buffer_bytes"),
-      py::arg("buffer_count"), py::arg("flush_interval_ms"));
+      py::arg("buffer_count"), py::arg("flush_interval_ms"), py::arg("api_set") = "lite",
+      py::arg("buffer_max") = 64);
   m.def("stop", [] {
     py::gil_scoped_release nogil;
     return collector_stop();

@@ -1,7 +1,8 @@
 // The seam between the collector and CUPTI's activity API: every activity call the collector
-// makes goes through one CuptiApi, so tests can drive the real collector (csrc/collector.cpp)
-// through a fake that hands out buffers of records built from the real CUPTI 13.0 structs
-// (csrc/testing/fake_cupti.h), the way kineto's CuptiActivityApi has a mock.
+// makes goes through one CuptiApi, so tests can drive the real collector
+// (csrc/collector/collector.cpp) through a fake that hands out buffers of records built from the
+// real CUPTI 13.0 structs (csrc/testing/fake_cupti.h), the way kineto's CuptiActivityApi has a
+// mock.
 #pragma once
 
 #include <cupti.h>
@@ -21,7 +22,12 @@ class CuptiApi {
                                       CUpti_CallbackDomain domain, CUpti_CallbackId cbid) = 0;
   virtual CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc requested,
                                          CUpti_BuffersCallbackCompleteFunc completed) = 0;
+  virtual CUptiResult set_attribute(CUpti_ActivityAttribute attr, size_t* size, void* value) = 0;
   virtual CUptiResult enable(CUpti_ActivityKind kind) = 0;
+  // Per-call switches (cuptiActivityEnableRuntimeApi / cuptiActivityEnableDriverApi); a
+  // RUNTIME or DRIVER kind enabled after them overrides them.
+  virtual CUptiResult enable_runtime_api(uint32_t cbid, uint8_t on) = 0;
+  virtual CUptiResult enable_driver_api(uint32_t cbid, uint8_t on) = 0;
   virtual CUptiResult disable(CUpti_ActivityKind kind) = 0;
   virtual CUptiResult flush_all(uint32_t flag) = 0;
   virtual CUptiResult get_next_record(uint8_t* buffer, size_t valid, CUpti_Activity** rec) = 0;

@@ -1,4 +1,4 @@
-#include "columns.h"
+#include "collector_tables.h"
 
 namespace tbdtrace {
 
@@ -21,6 +21,25 @@ size_t ChunkSet::rows() const {
 
 void ChunkSet::clear() {
   for (auto& t : tables) t.clear();
+}
+
+bool spill(ChunkSink& sink, ChunkSet& chunks, Strings& strings) {
+  const size_t n_strings = strings.size();
+  if (strings.spilled < n_strings) {
+    if (!sink.write_strings(strings.dict, strings.spilled, n_strings)) {
+      sink.count_lost(chunks.rows());
+      chunks.clear();
+      return false;
+    }
+    strings.spilled = n_strings;
+  }
+  bool ok = true;
+  for (auto& t : chunks.tables) {
+    if (t.rows() == 0) continue;
+    if (!sink.write_table(t)) ok = false;
+    t.clear();
+  }
+  return ok;
 }
 
 }  // namespace tbdtrace

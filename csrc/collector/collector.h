@@ -14,13 +14,20 @@ class CuptiApi;
 struct CollectorConfig {
   std::string spool_path;               // spool file to write (one per process)
   std::vector<std::string> activities;  // kind names, see activity_names()
-  uint64_t buffer_bytes = 8u << 20;     // size of one CUPTI activity buffer
-  uint32_t buffer_count = 8;            // buffers in the pool (memory bound = size x count)
-  uint32_t flush_interval_ms = 1000;    // periodic cuptiActivityFlushAll(0)
-  uint64_t spill_rows = 1u << 16;       // spill chunks to the spool past this many rows
-  CuptiApi* api = nullptr;              // CUPTI's activity API; nullptr = the real libcupti
+  // Which runtime/driver calls the runtime and driver kinds record: "lite" (the calls the
+  // analysis reads, switched on per callback id; csrc/collector/api_filter.h) or "full".
+  std::string api_set = "lite";
+  uint64_t buffer_bytes = 4u << 20;  // size of one CUPTI activity buffer
+  // Buffers allocated, zeroed and faulted in at start (on a collector thread); the flush
+  // thread adds more while CUPTI holds more buffers (one per producing thread) than there
+  // are spares, up to buffer_max (memory bound = size x buffer_max).
+  uint32_t buffer_count = 8;
+  uint32_t buffer_max = 64;
+  uint32_t flush_interval_ms = 1000;  // periodic cuptiActivityFlushAll(0)
+  uint64_t spill_rows = 1u << 16;     // spill chunks to the spool past this many rows
+  CuptiApi* api = nullptr;            // CUPTI's activity API; nullptr = the real libcupti
   // Hardware counter metrics per kernel (Range Profiling API on each context created after
-  // start; csrc/counters_device.h, UNVERIFIED on a GPU); empty = off.
+  // start; csrc/collector/counters_device.h, UNVERIFIED on a GPU); empty = off.
   std::vector<std::string> counter_metrics;
   uint64_t counter_max_ranges = 1u << 16;  // kernels profiled per context at most
 };

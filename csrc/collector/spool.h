@@ -24,37 +24,32 @@
 #include <cstdint>
 #include <string>
 
-#include "columns.h"
-#include "decode.h"
+#include "chunk_sink.h"
+#include "common/column_core.h"
 
 namespace tbdtrace {
 
 constexpr uint32_t kSpoolVersion = 2;  // 2: validity bitmaps (column flag) instead of sentinels
 constexpr uint8_t kColumnHasValidity = 1;
 constexpr uint32_t kChunkMagic = 0x4B484354;  // "TCHK"
-constexpr uint32_t kStringsChunk = 100;
-constexpr uint32_t kMetaChunk = 101;
-constexpr uint32_t kCountersChunk = 102;
 
-struct CounterData;
-
-// CRC-32 with zlib's values (polynomial 0xEDB88320, Python's zlib.crc32): carry-less
-// multiplication where the CPU has PCLMULQDQ, zlib's crc32 otherwise and for short tails.
+// CRC-32 with zlib's values (polynomial 0xEDB88320, Python's zlib.crc32): ISA-L's
+// crc32_gzip_refl where the build found ISA-L (Debian libisal-dev), else zlib's crc32.
 uint32_t crc32(const uint8_t* data, size_t n, uint32_t crc = 0);
+// "isa-l" or "zlib": which implementation crc32() uses.
+const char* crc32_implementation();
 
-class SpoolWriter {
+class SpoolWriter final : public ChunkSink {
  public:
-  ~SpoolWriter();
+  ~SpoolWriter() override;
   // Opens (truncates) the file and writes the file header. Returns an error text or "".
   std::string open(const std::string& path, uint32_t pid);
-  // Writes new strings, then every non-empty table chunk, then clears the chunks.
-  // Returns false if a chunk could not be written (its rows are lost and counted).
-  bool spill(ChunkSet& chunks, Strings& strings);
-  bool write_meta(const std::string& json);
-  bool write_counters(const CounterData& data);
+  bool write_strings(const StringDict& dict, size_t first, size_t end) override;
+  bool write_table(const ColumnTable& table) override;
+  bool write_record(uint32_t type, const Part* parts, size_t n) override;
+  void count_lost(uint64_t rows) override { lost_rows_ += rows; }
   void close();
   uint64_t bytes_written() const { return bytes_; }
-  bool is_open() const { return fd_ >= 0; }
   uint64_t errors() const { return errors_; }
   uint64_t lost_rows() const { return lost_rows_; }
   const std::string& first_error() const { return first_error_; }

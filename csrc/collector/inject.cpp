@@ -4,7 +4,9 @@
 // `tbdtrace capture` sets (the one documented place the collector reads it):
 //   TBDTRACE_SPOOL_DIR         directory for <pid>.tbds spool files (required)
 //   TBDTRACE_ACTIVITIES        comma-separated kinds (default: collector defaults)
-//   TBDTRACE_BUFFER_BYTES, TBDTRACE_BUFFER_COUNT, TBDTRACE_FLUSH_INTERVAL_MS
+//   TBDTRACE_API               lite (default) or full: the runtime/driver calls recorded
+//   TBDTRACE_BUFFER_BYTES, TBDTRACE_BUFFER_COUNT, TBDTRACE_BUFFER_MAX,
+//   TBDTRACE_FLUSH_INTERVAL_MS
 //   TBDTRACE_COUNTER_METRICS   comma-separated hardware counter metrics per kernel (Range
 //                              Profiling API, kernel replay; UNVERIFIED on a GPU)
 //
@@ -108,7 +110,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (counters != nullptr && *counters != '\0') {
     cfg.counter_metrics = split_commas(counters);
   }
+  const char* api = std::getenv("TBDTRACE_API");
+  if (api != nullptr && *api != '\0') cfg.api_set = api;
   cfg.buffer_bytes = env_u64("TBDTRACE_BUFFER_BYTES", cfg.buffer_bytes);
+  cfg.buffer_max = static_cast<uint32_t>(env_u64("TBDTRACE_BUFFER_MAX", cfg.buffer_max));
   cfg.buffer_count = static_cast<uint32_t>(env_u64("TBDTRACE_BUFFER_COUNT", cfg.buffer_count));
   cfg.flush_interval_ms =
       static_cast<uint32_t>(env_u64("TBDTRACE_FLUSH_INTERVAL_MS", cfg.flush_interval_ms));

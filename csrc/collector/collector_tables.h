@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
-#include "column_core.h"
+#include "chunk_sink.h"
+#include "common/column_core.h"
 
 namespace tbdtrace {
 
@@ -86,6 +88,14 @@ enum TableId : uint32_t { TBD_TABLES(TBD_TABLE_ID) kNumTables = 11 };
 // All tables, in TableId order (index = id - 1).
 const std::vector<TableDef>& table_defs();
 
+// Interned strings; ids are indices, stable for the life of the process's collector.
+struct Strings {
+  StringDict dict;
+  size_t spilled = 0;  // ids [0, spilled) are already in the sink
+  int32_t intern(std::string_view s) { return dict.intern(s); }
+  size_t size() const { return dict.size(); }
+};
+
 // One chunk of every table, being filled between spills.
 struct ChunkSet {
   std::vector<ColumnTable> tables;  // index = TableId - 1
@@ -94,5 +104,11 @@ struct ChunkSet {
   size_t rows() const;
   void clear();
 };
+
+// Hands `sink` the strings it has not had yet, then every non-empty table chunk, and clears
+// the chunks. When the strings cannot be written the tables are dropped (they would name
+// strings the sink lacks) and counted lost; strings.spilled only moves on success, so they
+// are offered again next time. False when anything was lost.
+bool spill(ChunkSink& sink, ChunkSet& chunks, Strings& strings);
 
 }  // namespace tbdtrace

@@ -18,7 +18,8 @@ inline int32_t i32(int64_t v) {
   return static_cast<int32_t>(v);
 }
 
-// Names follow schema.MEMCPY_KINDS / MEMORY_KINDS / SYNC_KINDS.
+// Names follow schema.MEMCPY_KINDS / MEMORY_KINDS / SYNC_KINDS / OVERHEAD_KINDS; every one
+// is checked against the schema by tests/native/test_enum_strings.py.
 const char* copy_kind_name(uint8_t k) {
   switch (k) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
@@ -60,6 +61,8 @@ const char* memory_kind_name(uint32_t k) {
       return "managed";
     case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
       return "device_static";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
+      return "managed_static";
     default:
       return "unknown";
   }

@@ -1,8 +1,8 @@
 // The one column core: typed columns with Arrow validity bitmaps, grouped into tables, and
 // the string dictionary their string columns index. Both producers of native columns fill
-// it: the collector's decoder (CUPTI records -> csrc/columns.h tables -> spool) and the
-// Kineto parser's row builder (JSON events -> csrc/kineto/columns.h staging tables ->
-// Python). Python receives a table with take() (csrc/column_export.h).
+// it: the collector's decoder (CUPTI records -> csrc/collector/collector_tables.h tables -> spool)
+// and the Kineto parser's row builder (JSON events -> csrc/kineto/staging_tables.h staging tables
+// -> Python). Python receives a table with take() (csrc/common/column_export.h).
 //
 // One type enum (ColType), one null convention: a null is a cleared bit in the column's
 // validity bitmap (Arrow's layout: LSB first, 1 = valid) and a 0 in its value slot; there
@@ -28,7 +28,7 @@
 
 namespace tbdtrace {
 
-// Column types. The integers are written into spool files (csrc/spool.h): never renumber.
+// Column types. The integers are written into spool files (csrc/collector/spool.h): never renumber.
 // STR columns hold int32 codes into a StringDict.
 enum class ColType : uint8_t { I32 = 1, I64 = 2, U64 = 3, STR = 4 };
 
@@ -69,7 +69,7 @@ struct ColumnDef {
 
 struct TableDef {
   const char* name;
-  uint32_t id;  // the spool's table id (csrc/columns.h), or the Kineto route
+  uint32_t id;  // the spool's table id (csrc/collector/collector_tables.h), or the Kineto route
   std::vector<ColumnDef> columns;
 };
 

@@ -7,6 +7,7 @@
 
 #include <mutex>
 
+#include "chunk_sink.h"
 #include "collector.h"
 #include "counters_host.h"
 
@@ -120,6 +121,29 @@ std::string RangeProfiler::finish(CounterData* out) {
   *out = std::move(data_);
   data_ = CounterData{};
   return error;
+}
+
+namespace {
+template <class T>
+void put(std::string& s, T v) {
+  s.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+}  // namespace
+
+bool write_counters(ChunkSink& sink, const CounterData& d) {
+  std::string p;
+  put(p, static_cast<uint32_t>(d.chip.size()));
+  p += d.chip;
+  put(p, static_cast<uint32_t>(d.metrics.size()));
+  for (const auto& m : d.metrics) {
+    put(p, static_cast<uint32_t>(m.size()));
+    p += m;
+  }
+  put(p, d.context_id);
+  put(p, d.dropped_ranges);
+  put(p, static_cast<uint64_t>(d.image.size()));
+  ChunkSink::Part parts[2] = {{p.data(), p.size()}, {d.image.data(), d.image.size()}};
+  return sink.write_record(kCountersChunk, parts, 2);
 }
 
 }  // namespace tbdtrace

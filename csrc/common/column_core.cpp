@@ -1,4 +1,4 @@
-#include "column_core.h"
+#include "common/column_core.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "kineto/columns.h"
+#include "kineto/staging_tables.h"
 
 namespace tbdtrace::kineto {
 

@@ -8,17 +8,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "columns.h"
+#include "collector_tables.h"
 
 namespace tbdtrace {
-
-// Interned strings; ids are indices, stable for the life of the process's collector.
-struct Strings {
-  StringDict dict;
-  size_t spilled = 0;  // ids [0, spilled) are already in the spool
-  int32_t intern(std::string_view s) { return dict.intern(s); }
-  size_t size() const { return dict.size(); }
-};
 
 struct DecodeStats {
   uint64_t records = 0;

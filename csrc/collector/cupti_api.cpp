@@ -19,7 +19,16 @@ class RealCupti final : public CuptiApi {
                                  CUpti_BuffersCallbackCompleteFunc completed) override {
     return cuptiActivityRegisterCallbacks(requested, completed);
   }
+  CUptiResult set_attribute(CUpti_ActivityAttribute attr, size_t* size, void* value) override {
+    return cuptiActivitySetAttribute(attr, size, value);
+  }
   CUptiResult enable(CUpti_ActivityKind kind) override { return cuptiActivityEnable(kind); }
+  CUptiResult enable_runtime_api(uint32_t cbid, uint8_t on) override {
+    return cuptiActivityEnableRuntimeApi(cbid, on);
+  }
+  CUptiResult enable_driver_api(uint32_t cbid, uint8_t on) override {
+    return cuptiActivityEnableDriverApi(cbid, on);
+  }
   CUptiResult disable(CUpti_ActivityKind kind) override { return cuptiActivityDisable(kind); }
   CUptiResult flush_all(uint32_t flag) override { return cuptiActivityFlushAll(flag); }
   CUptiResult get_next_record(uint8_t* buffer, size_t valid, CUpti_Activity** rec) override {

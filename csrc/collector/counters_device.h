@@ -16,6 +16,8 @@ struct CUpti_RangeProfiler_Object;
 
 namespace tbdtrace {
 
+class ChunkSink;
+
 // One finished range profile: what the spool's counters chunk carries.
 struct CounterData {
   std::string chip;
@@ -24,6 +26,11 @@ struct CounterData {
   uint64_t dropped_ranges = 0;
   std::vector<uint8_t> image;  // counter data image, ranges in launch order
 };
+
+// Writes `data` to `sink` as one counters record (kCountersChunk; layout in spool.h): u32 chip
+// length, chip, u32 metric count, per metric u32 length + name, u64 context id, u64 dropped
+// ranges, u64 image bytes, the image.
+bool write_counters(ChunkSink& sink, const CounterData& data);
 
 // cuptiDeviceGetChipName for a device index, or "" (the error in *err).
 std::string device_chip_name(uint32_t device, std::string* err);

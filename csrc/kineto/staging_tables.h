@@ -1,4 +1,4 @@
-// The Kineto JSON parser's staging tables, declared on the column core (csrc/column_core.h):
+// The Kineto JSON parser's staging tables, declared on the column core (csrc/common/column_core.h):
 // typed columns with validity bitmaps, and one string dictionary.
 //
 // Staging tables are the parser's output, one per kind of event row it recognises; Python
@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "column_core.h"
+#include "common/column_core.h"
 
 namespace tbdtrace::kineto {
 

@@ -21,7 +21,8 @@
 #include <type_traits>
 #include <unordered_set>
 
-#include "columns.h"
+#include "api_filter.h"
+#include "collector_tables.h"
 #include "counters_device.h"
 #include "cupti_api.h"
 #include "decode.h"
@@ -71,11 +72,17 @@ std::string json_str(const std::string& s) {
   return o + "\"";
 }
 
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
 struct Session {
   CollectorConfig cfg;
-  std::mutex mu;  // guards free_, ready_, dropped_, counters; never held across CUPTI calls
+  ApiSet api_set = ApiSet::kLite;
+  std::mutex
+      mu;  // guards free_, ready_, dropped_, storage, counters; never held across CUPTI calls
   std::condition_variable cv;
-  std::vector<std::unique_ptr<uint8_t[]>> storage;
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> storage;
   std::unordered_set<uint8_t*> ours;
   std::vector<uint8_t*> free_;
   std::deque<std::pair<uint8_t*, size_t>> ready_;
@@ -83,8 +90,14 @@ struct Session {
   uint64_t denied_requests = 0;           // pool empty when CUPTI asked for a buffer
   uint64_t foreign_buffers = 0;           // completed buffers we did not hand out
   uint64_t buffers_completed = 0;
+  uint64_t max_held = 0;   // most buffers CUPTI held at once (about one per producing thread)
+  uint64_t peak_held = 0;  // most held since the flush thread last looked
+  uint64_t denied_since_grow = 0;  // refused requests since the flush thread last looked
   std::vector<CUpti_ActivityKind> enabled;
-  std::vector<std::string> failed;  // "kind: CUPTI result" for kinds that did not enable
+  // Lite API set: the callback ids switched on (turned off again at stop).
+  std::vector<uint32_t> runtime_cbids_on, driver_cbids_on;
+  std::vector<std::string> warnings;  // attributes CUPTI refused (capture goes on)
+  std::vector<std::string> failed;    // "kind: CUPTI result" for kinds that did not enable
   CUpti_SubscriberHandle subscriber = nullptr;
   bool registered = false;  // buffer callbacks registered: CUPTI may hold our buffers
   ChunkSet chunks;
@@ -147,10 +160,15 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   if (s->free_.empty()) {
     // CUPTI (API version >= 27, CUDA 12.9+) drops and counts records when refused.
     ++s->denied_requests;
+    ++s->denied_since_grow;
     return;
   }
   *buffer = s->free_.back();
   s->free_.pop_back();
+  // Buffers CUPTI holds now: the flush thread sizes the pool by the peak (a flush hands
+  // them all back at once, so the count it sees itself is often zero).
+  s->peak_held =
+      std::max<uint64_t>(s->peak_held, s->storage.size() - s->free_.size() - s->ready_.size());
   *size = s->cfg.buffer_bytes;
 }
 
@@ -177,6 +195,51 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
   s->cv.notify_one();
 }
 
+// A zeroed activity buffer whose pages are already faulted in: called on collector threads
+// only, so no application thread pays for the first touch (CUPTI is told the buffers come
+// zeroed: CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER).
+std::unique_ptr<uint8_t, FreeDeleter> new_buffer(uint64_t bytes) {
+  // Page-aligned (CUPTI needs 8); memset writes every page, which faults it in.
+  void* p = std::aligned_alloc(4096, (bytes + 4095) & ~uint64_t{4095});
+  if (p == nullptr) return nullptr;
+  std::memset(p, 0, bytes);
+  return std::unique_ptr<uint8_t, FreeDeleter>(static_cast<uint8_t*>(p));
+}
+
+// Adds `n` new buffers to the free list (collector threads only; allocation outside mu).
+void add_buffers(Session* s, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    auto b = new_buffer(s->cfg.buffer_bytes);
+    if (!b) return;
+    std::lock_guard<std::mutex> lk(s->mu);
+    s->ours.insert(b.get());
+    s->free_.push_back(b.get());
+    s->storage.push_back(std::move(b));
+  }
+}
+
+// With per-thread buffers (CUDA 13 default, set explicitly at start) every producing thread
+// holds one buffer, and after a flush each of them asks for a new one at once: keep a spare
+// per held buffer (plus one), up to buffer_max. Runs on the flush thread.
+void grow_pool(Session* s) {
+  size_t want = 0;
+  {
+    std::lock_guard<std::mutex> lk(s->mu);
+    const size_t total = s->storage.size();
+    const size_t now = total - s->free_.size() - s->ready_.size();
+    const size_t held = std::max<size_t>(now, s->peak_held);
+    s->max_held = std::max<uint64_t>(s->max_held, held);
+    s->peak_held = now;
+    // A refused request means one more thread than buffers: one more spare (a refused
+    // thread asks again for every record, so the count itself says nothing of how many).
+    const size_t target = held + 1 + (s->denied_since_grow ? 1 : 0);
+    s->denied_since_grow = 0;
+    if (s->free_.size() < target && total < s->cfg.buffer_max)
+      want = std::min<size_t>(target - s->free_.size(), s->cfg.buffer_max - total);
+  }
+  if (want) add_buffers(s, want);
+}
+
 // Decodes every ready buffer and gives it back to the pool; spills when chunks are large.
 void drain(Session* s, bool force_spill) {
   for (;;) {
@@ -190,10 +253,13 @@ void drain(Session* s, bool force_spill) {
     CUpti_Activity* rec = nullptr;
     while (s->api->get_next_record(b.first, b.second, &rec) == CUPTI_SUCCESS)
       s->decoder->decode(rec);
+    // Zeroed again here, on the collector's thread: CUPTI writes records only below the
+    // valid size it reported, so the rest of the buffer is still zero.
+    std::memset(b.first, 0, b.second);
     std::lock_guard<std::mutex> lk(s->mu);
     s->free_.push_back(b.first);
   }
-  if (force_spill || s->chunks.rows() >= s->cfg.spill_rows) s->spool.spill(s->chunks, s->strings);
+  if (force_spill || s->chunks.rows() >= s->cfg.spill_rows) spill(s->spool, s->chunks, s->strings);
 }
 
 void flush_loop(Session* s) {
@@ -216,6 +282,7 @@ void flush_loop(Session* s) {
     } else {
       drain(s, false);
     }
+    grow_pool(s);
   }
   int sig = g_pending_signal.load();
   if (sig != 0) {
@@ -257,7 +324,12 @@ std::string meta_json(Session* s, int cupti_ver) {
     << ",\"cupti_minus_host_ns_at_start\":" << (s->start_cupti_ns - s->start_host_ns)
     << ",\"start_time_ns\":" << s->start_host_ns << ",\"stop_time_ns\":" << realtime_ns()
     << ",\"cupti_version\":" << cupti_ver << ",\"buffer_bytes\":" << s->cfg.buffer_bytes
-    << ",\"buffer_count\":" << s->cfg.buffer_count
+    << ",\"buffer_count\":" << s->cfg.buffer_count << ",\"buffer_max\":" << s->cfg.buffer_max
+    << ",\"buffers_allocated\":" << s->storage.size() << ",\"max_buffers_held\":" << s->max_held
+    << ",\"api\":\"" << api_set_name(s->api_set) << "\""
+    << ",\"spool_crc\":\"" << crc32_implementation() << "\""
+    << ",\"api_runtime_cbids\":" << s->runtime_cbids_on.size()
+    << ",\"api_driver_cbids\":" << s->driver_cbids_on.size()
     << ",\"flush_interval_ms\":" << s->cfg.flush_interval_ms
     << ",\"denied_buffer_requests\":" << s->denied_requests
     << ",\"foreign_buffers\":" << s->foreign_buffers
@@ -276,6 +348,8 @@ std::string meta_json(Session* s, int cupti_ver) {
     o << (i ? "," : "") << json_str(s->cfg.activities[i]);
   o << "],\"failed_activities\":[";
   for (size_t i = 0; i < s->failed.size(); ++i) o << (i ? "," : "") << json_str(s->failed[i]);
+  o << "],\"warnings\":[";
+  for (size_t i = 0; i < s->warnings.size(); ++i) o << (i ? "," : "") << json_str(s->warnings[i]);
   o << "],\"dropped_records\":{";
   bool first = true;
   for (const auto& [ctx, n] : s->dropped_) {
@@ -289,8 +363,14 @@ std::string meta_json(Session* s, int cupti_ver) {
 // A start that went wrong after the session was published: undo it. Buffers CUPTI took
 // between registering the callbacks and now come back through the forced flush; a pool
 // CUPTI still holds after it is leaked (release_session), never freed under CUPTI.
+void api_cbids_off(Session* s) {
+  for (auto c : s->runtime_cbids_on) s->api->enable_runtime_api(c, 0);
+  for (auto c : s->driver_cbids_on) s->api->enable_driver_api(c, 0);
+}
+
 StartResult fail(Session* s, const std::string& status, const std::string& msg) {
   for (auto k : s->enabled) s->api->disable(k);
+  api_cbids_off(s);
   if (s->registered) s->api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (s->subscriber) s->api->unsubscribe(s->subscriber);
   retire_session();
@@ -407,8 +487,13 @@ StartResult collector_start(const CollectorConfig& cfg) {
       }
     if (!found) return {false, "error", "unknown activity '" + a + "'"};
   }
+  ApiSet api_set;
+  if (!parse_api_set(cfg.api_set, &api_set))
+    return {false, "error", "unknown API set '" + cfg.api_set + "' (lite or full)"};
   auto* s = new Session();
   s->cfg = cfg;
+  s->cfg.buffer_max = std::max(cfg.buffer_max, cfg.buffer_count);
+  s->api_set = api_set;
   s->api = cfg.api != nullptr ? cfg.api : &real_cupti();
   g_session.store(s);
   s->decoder = std::make_unique<Decoder>(s->chunks, s->strings);
@@ -438,12 +523,11 @@ StartResult collector_start(const CollectorConfig& cfg) {
       return fail(s, "no_device", "no CUDA driver/device (CUPTI: " + cupti_result_name(r) + ")");
     return fail(s, "error", "cuptiSubscribe failed: " + cupti_result_name(r));
   }
-  for (uint32_t i = 0; i < cfg.buffer_count; ++i) {
-    // operator new[] gives at least 16-byte alignment; CUPTI needs 8.
-    s->storage.emplace_back(new uint8_t[cfg.buffer_bytes]);
-    s->ours.insert(s->storage.back().get());
-    s->free_.push_back(s->storage.back().get());
-  }
+  // The initial pool is zeroed and faulted in on a collector thread, not this one (which
+  // may be the application's, in injection mode the thread that initializes CUDA).
+  std::thread([s] { add_buffers(s, s->cfg.buffer_count); }).join();
+  if (s->storage.size() < cfg.buffer_count)
+    return fail(s, "error", "cannot allocate CUPTI buffers");
   if (!cfg.counter_metrics.empty()) {
     for (auto cbid :
          {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING}) {
@@ -452,11 +536,34 @@ StartResult collector_start(const CollectorConfig& cfg) {
         return fail(s, "error", "cuptiEnableCallback (hardware counters): " + cupti_result_name(r));
     }
   }
+  // Both before the callbacks are registered and any kind is enabled (cupti_activity.h):
+  // buffers come zeroed (else CUPTI zeroes each on the requesting application thread), and
+  // one buffer per thread (CUDA 13's default, set explicitly; the pool follows the threads).
+  for (auto attr : {CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+                    CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER}) {
+    uint8_t one = 1;
+    size_t size = sizeof(one);
+    r = s->api->set_attribute(attr, &size, &one);
+    if (r != CUPTI_SUCCESS)
+      s->warnings.push_back("cuptiActivitySetAttribute(" + std::to_string(attr) +
+                            "): " + cupti_result_name(r));
+  }
   r = s->api->register_callbacks(buffer_requested, buffer_completed);
   if (r != CUPTI_SUCCESS)
     return fail(s, "error", "cuptiActivityRegisterCallbacks: " + cupti_result_name(r));
   s->registered = true;
+  bool lite_runtime = false, lite_driver = false;
   for (size_t i = 0; i < kinds.size(); ++i) {
+    // Lite: the RUNTIME/DRIVER kinds stay off (enabling one would override the per-call
+    // switches below); the calls of the lite set are switched on one by one instead.
+    if (s->api_set == ApiSet::kLite && kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME) {
+      lite_runtime = true;
+      continue;
+    }
+    if (s->api_set == ApiSet::kLite && kinds[i] == CUPTI_ACTIVITY_KIND_DRIVER) {
+      lite_driver = true;
+      continue;
+    }
     r = s->api->enable(kinds[i]);
     if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED)
       return fail(s, "no_device", "no CUDA driver/device (CUPTI: " + cupti_result_name(r) + ")");
@@ -468,7 +575,23 @@ StartResult collector_start(const CollectorConfig& cfg) {
     }
     s->enabled.push_back(kinds[i]);
   }
-  if (s->enabled.empty() && !kinds.empty())
+  // After every kind: a RUNTIME/DRIVER kind enabled later would override these.
+  for (int driver = 0; driver < 2; ++driver) {
+    if (!(driver ? lite_driver : lite_runtime)) continue;
+    for (uint32_t cbid : driver ? lite_driver_cbids() : lite_runtime_cbids()) {
+      r = driver ? s->api->enable_driver_api(cbid, 1) : s->api->enable_runtime_api(cbid, 1);
+      if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED)
+        return fail(s, "no_device", "no CUDA driver/device (CUPTI: " + cupti_result_name(r) + ")");
+      if (r != CUPTI_SUCCESS) {
+        s->failed.push_back(std::string(driver ? "driver" : "runtime") + " API " +
+                            std::to_string(cbid) + ": " + cupti_result_name(r));
+        continue;
+      }
+      (driver ? s->driver_cbids_on : s->runtime_cbids_on).push_back(cbid);
+    }
+  }
+  if (s->enabled.empty() && s->runtime_cbids_on.empty() && s->driver_cbids_on.empty() &&
+      !kinds.empty())
     return fail(s, "error", "no activity kind could be enabled (" + s->failed.front() + ")");
   uint64_t ts = 0;
   s->api->get_timestamp(&ts);
@@ -485,6 +608,7 @@ std::string collector_stop() {
   // Forced flush first: it calls buffer_completed synchronously, so no lock is held here.
   s->api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   for (auto k : s->enabled) s->api->disable(k);
+  api_cbids_off(s);
   // Records refused for want of a buffer since the last completion (the global queue).
   size_t dropped = 0;
   if (s->api->get_num_dropped_records(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped) {
@@ -499,9 +623,9 @@ std::string collector_stop() {
     s->flusher.detach();
   drain(s, false);
   s->decoder->close_open_ranges();
-  s->spool.spill(s->chunks, s->strings);
+  spill(s->spool, s->chunks, s->strings);
   counters_finish(s, nullptr);
-  for (const auto& d : s->counter_data) s->spool.write_counters(d);
+  for (const auto& d : s->counter_data) write_counters(s->spool, d);
   int ver = cupti_version();
   std::string meta;
   {

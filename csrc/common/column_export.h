@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "column_core.h"
+#include "common/column_core.h"
 
 namespace tbdtrace::pyexport {
 
