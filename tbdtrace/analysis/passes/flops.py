@@ -471,12 +471,17 @@ def fp32_flops(
     per, _, _ = _hardware(ctx, kin)
     if per is None:
         per, _, _ = _ops(ctx, rank, w, kin)
-    if "fp32" in per or "tf32" in per:
-        srcs = {s: per.get("fp32", {}).get(s, 0) + per.get("tf32", {}).get(s, 0) for s in SOURCES}
-        text = "; ".join(SOURCE_TEXT[s] for s in SOURCES if srcs[s])
-        if "tf32" in per:
-            text += "; includes the work on FP32 inputs that ran as TF32"
-        return sum(srcs.values()), text
+    # The FP32 figure covers the work that ran as FP32 only: work on FP32 inputs that ran
+    # as TF32 is rated against the TF32 tensor peak in the flops section's tf32 row, never
+    # against the CUDA-core FP32 peak (one efficiency per precision; DECISIONS truth.4).
+    tf32 = sum(per.get("tf32", {}).values())
+    elsewhere = f"; {tf32} FLOPs on FP32 inputs ran as TF32: in the flops section's tf32 row"
+    if "fp32" in per:
+        srcs = per["fp32"]
+        text = "; ".join(SOURCE_TEXT[s] for s in SOURCES if srcs.get(s))
+        return sum(srcs.values()), text + (elsewhere if tf32 else "")
+    if tf32:
+        return None, "no work ran as FP32" + elsewhere
     if "unknown" in per and "hardware" in per["unknown"]:
         return per["unknown"]["hardware"], (
             SOURCE_TEXT["hardware"] + "; precision unknown (no launching op with input "

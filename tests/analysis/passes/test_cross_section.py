@@ -82,6 +82,14 @@ def test_sections_agree(name: str, kind: str) -> None:
     for row in s["flops"] + s["fp32"]:
         assert row["busy_ns"] == busy[row["rank"]], (row["rank"], row.get("precision"))
 
+    # One efficiency per precision: the FP32 figure is the flops section's fp32 row, never
+    # FP32 plus the TF32 work (rated against the TF32 peak in its own row).
+    fp32_rows = {r["rank"]: r["flops"] for r in s["flops"] if r["precision"] == "fp32"}
+    unknown = {r["rank"] for r in s["flops"] if r["precision"] == "unknown"}
+    for row in s["fp32"]:
+        if row["rank"] not in unknown:
+            assert row["flops"] == fp32_rows.get(row["rank"]), row["rank"]
+
     # The FLOP denominator holds every gemm and conv kernel the categories table counts.
     per_rank = {r["rank"]: r for r in s["flops"]}
     cat = {r["category"]: r["total_ns"] for r in s["categories"]}
