@@ -8,6 +8,7 @@ import re
 import sysconfig
 from pathlib import Path
 
+
 def _include() -> Path:
     """The CUDA toolkit's headers, else the nvidia-cuda-cupti wheel's (as the build finds
     them, CMakeLists.txt)."""
