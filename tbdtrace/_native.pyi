@@ -5,6 +5,10 @@ from typing import Any
 
 import numpy as np
 
+# False in the analysis-only build (CMake TBDTRACE_COLLECTOR=OFF, or no CUPTI found), which
+# has none of the collector's functions below, only the Kineto parser's.
+has_collector: bool
+
 def cupti_version() -> int: ...
 def cupti_result_name(code: int) -> str: ...
 def cupti_library_path() -> str: ...

@@ -17,7 +17,10 @@ from tbdtrace.errors import TraceError
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_GPU = _native.cupti_version() > 0 and not cupti_backend.probe()[0]
-pytestmark = pytest.mark.skipif(not NO_GPU, reason="these check the no-GPU path")
+pytestmark = [
+    pytest.mark.heavy,
+    pytest.mark.skipif(not NO_GPU, reason="these check the no-GPU path"),
+]
 LINE = "tbdtrace: cupti backend: no CUDA driver/device (CUPTI: CUPTI_ERROR_UNKNOWN)"
 
 

@@ -120,7 +120,7 @@ class AnalysisContext:
         """Table ``name`` as a pandas DataFrame (as :meth:`Trace.df`)."""
         from tbdtrace import _pandas_gate
 
-        _pandas_gate.open_()
+        _pandas_gate.require()
         return self.table(name, columns).to_pandas()
 
     # -- where the window's rows sit in the whole trace's
