@@ -273,7 +273,15 @@ PHASES = Output(
     "one row per (rank, phase), ranks ascending (null first), phases in time order",
     (
         _RANK,
-        Column("phase", STR, "text", "init, warmup, measured, after; all for a rank without steps"),
+        Column(
+            "phase",
+            STR,
+            "text",
+            (
+                "pre-trace (device work launched before the trace began), init, warmup, "
+                "measured, after; all for a rank without steps"
+            ),
+        ),
         Column("start_ns", I64, "ns", "phase start; null when the rank has no activity"),
         Column("end_ns", I64, "ns", "phase end"),
         Column("wall_ns", I64, "ns", "end_ns - start_ns (0 when empty)"),
@@ -387,7 +395,7 @@ FLOPS = Output(
         Column("peak_source", STR, "text", "where the peak came from"),
         Column("efficiency_wall", F64, "ratio", "achieved (wall) / peak"),
         Column("efficiency_busy", F64, "ratio", "achieved (busy) / peak"),
-        Column("flop_kernel_ns", I64, "ns", "kernel time of FLOP-bearing categories in the window"),
+        Column("flop_kernel_ns", I64, "ns", "time of kernels that could carry counted FLOPs"),
         Column("counted_kernel_ns", I64, "ns", "the part of it with FLOPs counted"),
         Column("coverage", F64, "ratio", "counted_kernel_ns / flop_kernel_ns (per rank)"),
         Column("samples", I64, "count", "samples of the measured steps"),
