@@ -2,13 +2,15 @@
 # from the package registries, with pinned versions (requirements.lock).
 #   make demo    capture/import a real trace and print its report (the main job)
 #   make test    build everything and run all tests
+#   make test-quick   the edit-test loop: every test that needs no training run, capture,
+#                process cluster or browser (pytest -m "not heavy"; DECISIONS engine-h.2)
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet bench-venv native chromium test fuzz demo lint format docs clean sanitize gpu-wheels
+.PHONY: all venv venv-mxnet bench-venv native chromium test test-quick fuzz demo lint format docs clean sanitize gpu-wheels
 
 all: native
 
@@ -66,7 +68,7 @@ native: $(VENV)/.stamp
 # AddressSanitizer + UBSan, then ThreadSanitizer: one process per scenario. Not part of
 # `test` (two instrumented builds). failed_start leaks the pool CUPTI still holds on
 # purpose, so LeakSanitizer is off for that one scenario only.
-SEAM_SCENARIOS := periodic burst exhaustion buffers stop_during_flush second_start failed_start sigterm sigint
+SEAM_SCENARIOS := periodic burst exhaustion buffers stop_during_flush second_start failed_start pause_resume sigterm sigint
 SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 sanitize:
 	set -e; export PATH="$(CURDIR)/$(VENV)/bin:$$PATH"; for san in address thread; do \
@@ -108,6 +110,12 @@ chromium:
 # interrupted (SIGINT), so it still prints its summary and fails.
 test: native $(VENV_MX)/.stamp chromium
 	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=25 tests
+
+# The quick tier: tests not marked `heavy` (no training run, capture, workload, process
+# cluster, browser or C++ build); at most 2 minutes on two quiet cores. TBDTRACE_TEST_QUICK=1
+# arms the guard in tests/conftest.py that fails an unmarked test starting such a process.
+test-quick: native
+	TBDTRACE_TEST_QUICK=1 timeout -s INT 600 $(PY) -m pytest -q -n auto --dist loadfile -m "not heavy" --durations=10 tests
 
 # Coverage-guided fuzzing of the C++ Kineto parser (libFuzzer with AddressSanitizer and
 # UndefinedBehaviorSanitizer; tests/robustness/fuzz/), for FUZZ_SECONDS; not part of test.

@@ -11,16 +11,19 @@
 #include <cstring>
 #include <memory>
 
-#include "collector/collector.h"
-#include "collector/counters_host.h"
 #include "common/column_export.h"
 #include "kineto/parser.h"
+#ifdef TBDTRACE_WITH_COLLECTOR
+#include "collector/collector.h"
+#include "collector/counters_host.h"
+#endif
 
 namespace py = pybind11;
 using namespace tbdtrace;
 
 namespace {
 
+#ifdef TBDTRACE_WITH_COLLECTOR
 // ---- Hardware counters, host side (csrc/collector/counters_host.h); errors are RuntimeError ----
 
 void bind_counters(py::module_& m) {
@@ -61,6 +64,7 @@ void bind_counters(py::module_& m) {
       },
       py::arg("chip"), py::arg("counter_data"), py::arg("metrics"));
 }
+#endif  // TBDTRACE_WITH_COLLECTOR
 
 // ---- Kineto JSON parser (csrc/kineto) ----
 
@@ -202,6 +206,12 @@ void maybe_install_backtrace() {
 PYBIND11_MODULE(_native, m) {
   maybe_install_backtrace();
   m.doc() = "tbdtrace native code: CUPTI collector and Kineto JSON parser (private)";
+  bind_kineto(m);
+#ifndef TBDTRACE_WITH_COLLECTOR
+  // The analysis-only build (CMake -DTBDTRACE_COLLECTOR=OFF, or no CUPTI found).
+  m.attr("has_collector") = false;
+#else
+  m.attr("has_collector") = true;
   m.def("cupti_version", &cupti_version, "cuptiGetVersion(), or -(CUPTI result) on failure");
   m.def("cupti_result_name", &cupti_result_name);
   m.def("cupti_library_path", &cupti_library_path);
@@ -235,6 +245,16 @@ PYBIND11_MODULE(_native, m) {
     return collector_stop();
   });
   m.def("running", &collector_running);
+  // Capture windows in an in-process capture (tbdtrace.collector.inprocess).
+  m.def("pause", [] {
+    py::gil_scoped_release nogil;
+    return collector_pause();
+  });
+  m.def("resume", [] {
+    py::gil_scoped_release nogil;
+    return collector_resume();
+  });
+  m.def("paused", &collector_paused);
   bind_counters(m);
-  bind_kineto(m);
+#endif
 }

@@ -4,6 +4,8 @@ Public API:
     open(path) -> Trace           read a trace directory (tbdtrace.trace)
     write(path, tables, meta)     write one
     capture(out_dir, ...)         context manager: capture the code inside (tbdtrace.collector)
+    step()                        mark a training step's end (capture windows)
+    schedule(wait=, warmup=, active=, repeat=)  windows that repeat, for capture(schedule=)
     analyze(trace) -> TraceAnalysis  every analysis of a trace as methods (tbdtrace.analysis)
     analysis.passes.<name>.run(trace)  analysis passes
 """
@@ -37,8 +39,8 @@ def __getattr__(name: str) -> object:
         from tbdtrace.analysis import facade
 
         return getattr(facade, name)
-    # capture pulls in the native module and framework backends.
-    if name in ("capture", "start", "stop"):
+    # capture pulls in the native module and framework backends (step and schedule do not).
+    if name in ("capture", "start", "stop", "step", "schedule", "OnDemand"):
         from tbdtrace import collector
 
         return getattr(collector, name)

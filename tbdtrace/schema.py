@@ -359,7 +359,13 @@ TABLES: tuple[Table, ...] = (
             _c("samples", I64, "count", "samples processed in the step (null when unknown)"),
             _c("warmup", BOOL, "flag", "true for warm-up steps excluded from measurements"),
             _c("loss", F64, "value", "training loss reported by the workload"),
-            _c("source", STR, "text", "where the step came from: profiler_step, nvtx, harness"),
+            _c(
+                "source",
+                STR,
+                "text",
+                "where the step came from: profiler_step, nvtx, harness; api, lightning, "
+                "transformers (a capture window's controller)",
+            ),
         ),
     ),
     Table(
@@ -482,6 +488,8 @@ META_KEYS: dict[str, str] = {
     "dropped_records": "object: records the collector dropped, per context",
     "partial": "bool|null: captures: true when the capture was stopped or a process's "
     "profile is missing (extra.partial says why; docs/RELIABILITY.md)",
+    "windows": "list[object]|null: capture windows (capture --steps/--schedule/--on-demand): "
+    "reason, first_step, last_step, trigger, start_ns, end_ns, complete, pids",
     "extra": "object: source-specific fields",
 }
 

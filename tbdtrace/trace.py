@@ -165,7 +165,7 @@ class Trace(ColumnStore):
         """Table ``name`` as a pandas DataFrame (dictionary columns become categoricals)."""
         from tbdtrace import _pandas_gate
 
-        _pandas_gate.open_()
+        _pandas_gate.require()
         return self.table(name, columns).to_pandas()
 
     def num_rows(self, name: str) -> int:

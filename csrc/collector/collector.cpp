@@ -122,8 +122,12 @@ struct Session {
 // be using the old session (both sequentially consistent), and it may be freed.
 std::atomic<Session*> g_session{nullptr};
 std::atomic<int> g_in_callbacks{0};
-std::mutex g_lifecycle;  // start/stop
+std::mutex g_lifecycle;  // start/stop, pause/resume
 std::atomic<int> g_pending_signal{0};
+// Capture windows (collector_pause/resume): recording is paused; the flush thread spills
+// at its next wake-up when g_spill_now is set.
+std::atomic<bool> g_paused{false};
+std::atomic<bool> g_spill_now{false};
 
 // Held by each buffer callback for its whole run (see g_session).
 struct CallbackScope {
@@ -280,7 +284,7 @@ void flush_loop(Session* s) {
       next = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->cfg.flush_interval_ms);
       drain(s, true);  // spill each period: a SIGKILL loses at most one period
     } else {
-      drain(s, false);
+      drain(s, g_spill_now.exchange(false));  // a window's end: its records to the spool
     }
     grow_pool(s);
   }
@@ -434,6 +438,22 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     counters_context_created(s, rd->context);
   else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
     counters_finish(s, rd->context);
+}
+
+// Kinds a pause leaves on: the device and context records name what the windows saw.
+bool window_kind(CUpti_ActivityKind k) {
+  return k != CUPTI_ACTIVITY_KIND_DEVICE && k != CUPTI_ACTIVITY_KIND_CONTEXT;
+}
+
+void pause_session(Session* s) {
+  for (auto k : s->enabled)
+    if (window_kind(k)) s->api->disable(k);
+  api_cbids_off(s);  // lite: the runtime/driver calls switched on one by one
+  // Forced: also the buffers being filled; bufferCompleted runs here, synchronously.
+  s->api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  g_spill_now.store(true);
+  g_paused.store(true);
+  s->cv.notify_one();
 }
 
 }  // namespace
@@ -597,8 +617,12 @@ StartResult collector_start(const CollectorConfig& cfg) {
   s->api->get_timestamp(&ts);
   s->start_host_ns = realtime_ns();
   s->start_cupti_ns = static_cast<int64_t>(ts);
+  g_paused.store(false);
+  g_spill_now.store(false);
   s->flusher = std::thread(flush_loop, s);
-  return {true, "ok", "capturing"};
+  // Enabled first, then paused: the kinds' one-time enable costs stay out of the windows.
+  if (cfg.start_paused) pause_session(s);
+  return {true, "ok", cfg.start_paused ? "paused" : "capturing"};
 }
 
 std::string collector_stop() {
@@ -643,6 +667,31 @@ std::string collector_stop() {
 
 bool collector_running() {
   return g_session.load() != nullptr;
+}
+
+bool collector_pause() {
+  std::lock_guard<std::mutex> life(g_lifecycle);
+  Session* s = g_session.load();
+  if (s == nullptr || g_paused.load()) return false;
+  pause_session(s);
+  return true;
+}
+
+bool collector_resume() {
+  std::lock_guard<std::mutex> life(g_lifecycle);
+  Session* s = g_session.load();
+  if (s == nullptr || !g_paused.load()) return false;
+  for (auto k : s->enabled)
+    if (window_kind(k)) s->api->enable(k);
+  // After the kinds, as at start: a RUNTIME/DRIVER kind enabled later would override these.
+  for (auto c : s->runtime_cbids_on) s->api->enable_runtime_api(c, 1);
+  for (auto c : s->driver_cbids_on) s->api->enable_driver_api(c, 1);
+  g_paused.store(false);
+  return true;
+}
+
+bool collector_paused() {
+  return g_session.load() != nullptr && g_paused.load();
 }
 
 namespace {

@@ -30,6 +30,8 @@ struct CollectorConfig {
   // start; csrc/collector/counters_device.h, UNVERIFIED on a GPU); empty = off.
   std::vector<std::string> counter_metrics;
   uint64_t counter_max_ranges = 1u << 16;  // kernels profiled per context at most
+  // Capture windows: start with recording paused (collector_pause) until collector_resume.
+  bool start_paused = false;
 };
 
 struct StartResult {
@@ -46,6 +48,13 @@ StartResult collector_start(const CollectorConfig& cfg);
 // Forced flush, disable, final spill and meta chunk; returns the spool path ("" if idle).
 std::string collector_stop();
 bool collector_running();
+// Capture windows. Pause disables every enabled kind except device and context (rare, and
+// needed to name what the windows recorded), force-flushes CUPTI's buffers and has the
+// flush thread spill them; resume enables the same kinds again. The session (spool,
+// buffers, subscriber) stays. false: no session, or already paused / not paused.
+bool collector_pause();
+bool collector_resume();
+bool collector_paused();
 // Installs SIGTERM/SIGINT handlers that stop the collector and re-raise (injection mode).
 void collector_install_signal_handlers();
 

@@ -9,6 +9,9 @@
 //   TBDTRACE_FLUSH_INTERVAL_MS
 //   TBDTRACE_COUNTER_METRICS   comma-separated hardware counter metrics per kernel (Range
 //                              Profiling API, kernel replay; UNVERIFIED on a GPU)
+//   TBDTRACE_START_PAUSED      1: start paused (capture windows; see tbdtrace_collector_*)
+// (declared, with every name that crosses the process boundary, in
+// tbdtrace/collector/child_protocol.py; tests/collector/test_child_protocol.py checks them)
 //
 // The same library is also NVTX's injection library (NVTX_INJECTION64_PATH): NVTX dlopens
 // that path and calls InitializeInjectionNvtx2, which is passed on to the libcupti already
@@ -117,6 +120,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   cfg.buffer_count = static_cast<uint32_t>(env_u64("TBDTRACE_BUFFER_COUNT", cfg.buffer_count));
   cfg.flush_interval_ms =
       static_cast<uint32_t>(env_u64("TBDTRACE_FLUSH_INTERVAL_MS", cfg.flush_interval_ms));
+  cfg.start_paused = env_u64("TBDTRACE_START_PAUSED", 0) == 1;
   tbdtrace::StartResult r = tbdtrace::collector_start(cfg);
   if (!r.ok) {
     std::fprintf(stderr, "tbdtrace: pid %d: %s\n", static_cast<int>(getpid()), r.message.c_str());
@@ -125,4 +129,17 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   tbdtrace::collector_install_signal_handlers();
   std::atexit(stop_at_exit);
   return 1;
+}
+
+// Capture windows: the window controller in the program's Python
+// (tbdtrace.collector.windows.InjectedWindows) calls these through ctypes at a window's
+// first step and at its last step's end. 1: done; 0: no session, or already so.
+extern "C" __attribute__((visibility("default"))) int tbdtrace_collector_pause(void) {
+  return tbdtrace::collector_pause() ? 1 : 0;
+}
+extern "C" __attribute__((visibility("default"))) int tbdtrace_collector_resume(void) {
+  return tbdtrace::collector_resume() ? 1 : 0;
+}
+extern "C" __attribute__((visibility("default"))) int tbdtrace_collector_paused(void) {
+  return tbdtrace::collector_paused() ? 1 : 0;
 }

@@ -384,10 +384,11 @@ PYBIND11_MODULE(_native_testing, m) {
       "start",
       [](py::object fake, const std::string& spool_path, const std::vector<std::string>& acts,
          uint64_t buffer_bytes, uint32_t buffer_count, uint32_t flush_interval_ms,
-         const std::string& api_set, uint32_t buffer_max) {
+         const std::string& api_set, uint32_t buffer_max, bool start_paused) {
         CollectorConfig cfg;
         cfg.api_set = api_set;
         cfg.buffer_max = buffer_max;
+        cfg.start_paused = start_paused;
         cfg.spool_path = spool_path;
         cfg.activities = acts;
         cfg.buffer_bytes = buffer_bytes;
@@ -404,9 +405,18 @@ PYBIND11_MODULE(_native_testing, m) {
       },
       py::arg("fake"), py::arg("spool_path"), py::arg("activities"), py::arg("buffer_bytes"),
       py::arg("buffer_count"), py::arg("flush_interval_ms"), py::arg("api_set") = "lite",
-      py::arg("buffer_max") = 64);
+      py::arg("buffer_max") = 64, py::arg("start_paused") = false);
   m.def("lite_api_cbids", [] { return py::make_tuple(lite_runtime_cbids(), lite_driver_cbids()); });
   m.def("crc32_implementation", &crc32_implementation);
+  m.def("pause", [] {
+    py::gil_scoped_release nogil;
+    return collector_pause();
+  });
+  m.def("resume", [] {
+    py::gil_scoped_release nogil;
+    return collector_resume();
+  });
+  m.def("paused", &collector_paused);
   m.def("stop", [] {
     std::string path;
     {

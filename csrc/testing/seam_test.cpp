@@ -319,6 +319,39 @@ void signal_stop(const std::string& dir, int sig) {
   CHECK(uniq.size() == v.ids.size());
 }
 
+// Capture windows: records made while paused never reach a buffer (the kinds are off),
+// the device kind stays on, and what was recorded before, during and after is all there.
+void pause_resume(const std::string& dir) {
+  FakeConfig fc;
+  fc.threads = 2;
+  fc.records_per_thread = 600;
+  fc.rate_per_s = 2000;  // 0.3 s of records
+  FakeCupti fake(fc);
+  CollectorConfig c = config(dir, &fake, 64 << 10, 8, 10);
+  c.activities = {"kernel", "device"};
+  c.start_paused = true;
+  CHECK(collector_start(c).ok && collector_paused());
+  CHECK(fake.stats().enables == 2 && fake.stats().disables == 1);  // kernel off, device on
+  fake.start_producers();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  CHECK(fake.stats().produced == 0);  // paused from the start
+  CHECK(collector_resume() && !collector_resume() && !collector_paused());
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  CHECK(collector_pause() && !collector_pause());
+  auto at_pause = fake.stats();
+  CHECK(at_pause.produced > 0 && at_pause.forced_flushes == 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  CHECK(fake.stats().produced == at_pause.produced);  // nothing recorded while paused
+  CHECK(collector_resume());
+  fake.join_producers();
+  std::string path = collector_stop();
+  check_complete(fake, path);
+  auto st = fake.stats();
+  CHECK(st.produced > at_pause.produced && st.produced < 2u * 600u);  // the pauses left gaps
+  // No session: nothing to pause or resume.
+  CHECK(!collector_pause() && !collector_resume());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -341,6 +374,8 @@ int main(int argc, char** argv) {
     second_start(dir);
   else if (s == "failed_start")
     failed_start(dir);
+  else if (s == "pause_resume")
+    pause_resume(dir);
   else if (s == "sigterm")
     signal_stop(dir, SIGTERM);
   else if (s == "sigint")

@@ -27,16 +27,43 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tbdtrace.analysis.engine import outputs
+from tbdtrace.analysis.passes import (
+    categories,
+    collective_skew,
+    cpu_activity,
+    flops,
+    fp32,
+    hotspots,
+    idle,
+    kernel_flops,
+    kernels,
+    memcpy,
+    memory,
+    memory_series,
+    phases,
+    ranks,
+    step_timeline,
+    steps,
+    summary,
+    utilization,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from tbdtrace.analysis.engine.context import AnalysisContext, Source
     from tbdtrace.analysis.engine.window import WindowSpec
-    from tbdtrace.analysis.passes.hotspots import HotspotsConfig
+    from tbdtrace.analysis.passes.flops import FlopsConfig
+    from tbdtrace.analysis.passes.idle import IdleConfig
+    from tbdtrace.analysis.passes.memory import MemoryConfig
+    from tbdtrace.analysis.passes.memory_series import MemorySeriesConfig
+    from tbdtrace.analysis.passes.ranks import RanksConfig
+    from tbdtrace.analysis.passes.step_timeline import StepTimelineConfig
+    from tbdtrace.analysis.passes.steps import StepsConfig
     from tbdtrace.report.section_api import ReportOptions
     from tbdtrace.trace import Trace
 
@@ -54,10 +81,8 @@ def _columns(out: outputs.Output) -> Callable[[F], F]:
     return deco
 
 
-def _run(name: str, ctx: AnalysisContext, config: Any) -> pa.Table:
-    import importlib
-
-    mod = importlib.import_module(f"tbdtrace.analysis.passes.{name}")
+def _run(mod: ModuleType, ctx: AnalysisContext, config: object) -> pa.Table:
+    """Run pass ``mod`` (a module of ``tbdtrace.analysis.passes``) with its config."""
     table: pa.Table = mod.run(ctx, config)
     return table
 
@@ -93,103 +118,110 @@ class TraceAnalysis:
     # -- the passes (one method per declared output; tests check that none is missing)
 
     @_columns(outputs.SUMMARY)
-    def summary(self, config: Any = None) -> pa.Table:
+    def summary(self) -> pa.Table:
         """Per device: kernel, copy and set counts, busy time and utilization over its span."""
-        return _run("summary", self.ctx, config)
+        return _run(summary, self.ctx, None)
 
     @_columns(outputs.KERNELS)
-    def kernels(self, config: Any = None) -> pa.Table:
+    def kernels(self) -> pa.Table:
         """Kernel time by name (nsys's columns: count, total, mean, median, min, max, std)."""
-        return _run("kernels", self.ctx, config)
+        return _run(kernels, self.ctx, None)
 
     @_columns(outputs.STEPS)
-    def steps(self, config: Any = None) -> pa.Table:
+    def steps(self, config: StepsConfig | None = None) -> pa.Table:
         """The training steps with their duration and throughput
         (``tbdtrace.analysis.passes.steps.StepsConfig``)."""
-        return _run("steps", self.ctx, config)
+        return _run(steps, self.ctx, config)
 
     @_columns(outputs.UTILIZATION)
-    def utilization(self, config: Any = None) -> pa.Table:
+    def utilization(self, config: StepsConfig | None = None) -> pa.Table:
         """Device utilization (compute, memory, any) per measured step and in total."""
-        return _run("utilization", self.ctx, config)
+        return _run(utilization, self.ctx, config)
 
     @_columns(outputs.CATEGORIES)
-    def categories(self, config: Any = None) -> pa.Table:
+    def categories(self) -> pa.Table:
         """Device time by kind of work (gemm, conv, attention, communication, ...)."""
-        return _run("categories", self.ctx, config)
+        return _run(categories, self.ctx, None)
 
     @_columns(outputs.HOTSPOTS_KERNEL)
     def hotspots(self, top: int | None = 20, by: str = "kernel") -> pa.Table:
         """The top kernels by device time with the op, module and marker they ran for;
         ``by="op"``: per launching op (columns of ``hotspots.by_op`` in docs/METRICS.md);
         ``by="category"``: the categories table. ``top=None``: every row."""
-        from tbdtrace.analysis.passes.hotspots import HotspotsConfig
-
-        cfg: HotspotsConfig = HotspotsConfig(top=top, by=by)
-        return _run("hotspots", self.ctx, cfg)
+        return _run(hotspots, self.ctx, hotspots.HotspotsConfig(top=top, by=by))
 
     @_columns(outputs.IDLE)
-    def idle(self, config: Any = None) -> pa.Table:
+    def idle(self, config: IdleConfig | None = None) -> pa.Table:
         """Device idle time split into host-bound, queued and synchronization waits, with
         launch latencies (``tbdtrace.analysis.passes.idle.IdleConfig``)."""
-        return _run("idle", self.ctx, config)
+        return _run(idle, self.ctx, config)
 
     @_columns(outputs.MEMCPY)
-    def memcpy(self, config: Any = None) -> pa.Table:
+    def memcpy(self) -> pa.Table:
         """Memory copies per device and direction: bytes, bandwidth, share of the peak."""
-        return _run("memcpy", self.ctx, config)
+        return _run(memcpy, self.ctx, None)
 
     @_columns(outputs.FP32)
-    def fp32(self, config: Any = None) -> pa.Table:
+    def fp32(self, config: StepsConfig | None = None) -> pa.Table:
         """FP32 FLOP/s and efficiency against the device peak, per rank (TBD's metric)."""
-        return _run("fp32", self.ctx, config)
+        return _run(fp32, self.ctx, config)
 
     @_columns(outputs.PHASES)
-    def phases(self, config: Any = None) -> pa.Table:
+    def phases(self) -> pa.Table:
         """The run's phases per rank (init, warm-up, measured, after) and their work."""
-        return _run("phases", self.ctx, config)
+        return _run(phases, self.ctx, None)
 
     @_columns(outputs.MEMORY)
-    def memory(self, config: Any = None) -> pa.Table:
+    def memory(self, config: MemoryConfig | None = None) -> pa.Table:
         """Memory events replayed: live bytes by category after every alloc and free."""
-        return _run("memory", self.ctx, config)
+        return _run(memory, self.ctx, config)
 
     @_columns(outputs.MEMORY_SERIES)
-    def memory_series(self, config: Any = None) -> pa.Table:
+    def memory_series(self, config: MemorySeriesConfig | None = None) -> pa.Table:
         """Memory over time per device by category, thinned for plotting."""
-        return _run("memory_series", self.ctx, config)
+        return _run(memory_series, self.ctx, config)
 
     @_columns(outputs.STEP_TIMELINE)
-    def step_timeline(self, config: Any = None) -> pa.Table:
+    def step_timeline(self, config: StepTimelineConfig | None = None) -> pa.Table:
         """The device events of one step per stream
         (``tbdtrace.analysis.passes.step_timeline.StepTimelineConfig``)."""
-        return _run("step_timeline", self.ctx, config)
+        return _run(step_timeline, self.ctx, config)
 
     @_columns(outputs.COLLECTIVE_SKEW)
-    def collective_skew(self, config: Any = None) -> pa.Table:
+    def collective_skew(self) -> pa.Table:
         """How far apart the ranks start each collective."""
-        return _run("collective_skew", self.ctx, config)
+        return _run(collective_skew, self.ctx, None)
 
     @_columns(outputs.CPU_ACTIVITY)
-    def cpu_activity(self, config: Any = None) -> pa.Table:
+    def cpu_activity(self) -> pa.Table:
         """Host threads' profiled operators: busy time over their span."""
-        return _run("cpu_activity", self.ctx, config)
+        return _run(cpu_activity, self.ctx, None)
 
     @_columns(outputs.FLOPS)
-    def flops(self, config: Any = None) -> pa.Table:
+    def flops(self, config: FlopsConfig | None = None) -> pa.Table:
         """FLOPs per precision, achieved FLOP/s, efficiency and MFU per rank
         (``tbdtrace.analysis.passes.flops.FlopsConfig``)."""
-        return _run("flops", self.ctx, config)
+        return _run(flops, self.ctx, config)
 
     @_columns(outputs.KERNEL_FLOPS)
-    def kernel_flops(self, config: Any = None) -> pa.Table:
+    def kernel_flops(self, config: FlopsConfig | None = None) -> pa.Table:
         """FLOPs and efficiency per kernel name and precision."""
-        return _run("kernel_flops", self.ctx, config)
+        return _run(kernel_flops, self.ctx, config)
 
     @_columns(outputs.RANKS)
-    def ranks(self, config: Any = None) -> pa.Table:
+    def ranks(self, config: RanksConfig | None = None) -> pa.Table:
         """Per-rank figures of a multi-rank trace (compute, communication, overlap)."""
-        return _run("ranks", self.ctx, config)
+        return _run(ranks, self.ctx, config)
+
+    @_columns(outputs.ROOFLINE)
+    def roofline(self, by: str = "op") -> pa.Table:
+        """Roofline per op shape: FLOPs, bytes moved, achieved FLOP/s and bytes/s,
+        intensity, ridge point, compute- or memory-bound and the share of that roof;
+        ``by="family"``: per op family (columns of ``roofline.by_family`` in
+        docs/METRICS.md)."""
+        from tbdtrace.analysis.passes import roofline
+
+        return roofline.by_family(self.ctx) if by == "family" else roofline.run(self.ctx)
 
     # -- queries, comparison and the report
 
@@ -207,6 +239,40 @@ class TraceAnalysis:
 
         b = other.ctx if isinstance(other, TraceAnalysis) else other
         return compare.run(self.ctx, b)
+
+    @_columns(outputs.DIFF_OPS)
+    def diff_ops(self, other: TraceAnalysis | Trace) -> pa.Table:
+        """Device time per launching op of this trace (A) against ``other`` (B), aligned
+        by op name, per measured step, largest change first."""
+        from tbdtrace.analysis import compare as diff
+
+        b = other.ctx if isinstance(other, TraceAnalysis) else other
+        return diff.by_op(self.ctx, b)
+
+    @_columns(outputs.DIFF_GATE)
+    def gate(self, other: TraceAnalysis | Trace, fail_above: str | list[str]) -> pa.Table:
+        """The regression gate of ``tbdtrace diff --fail-above`` with this trace as the
+        baseline (A): ``fail_above`` as on the command line, e.g.
+        ``"step_time=5%,kernel:gemm=10%,memory.peak=3%"`` (metrics:
+        ``tbdtrace.analysis.gate.METRICS``; a bad one raises ``GateUsageError``). A row
+        per threshold; any ``status`` other than ``pass`` is a failed gate."""
+        import pyarrow as pa
+
+        from tbdtrace.analysis import compare as diff
+        from tbdtrace.analysis import gate as diff_gate
+        from tbdtrace.analysis.passes import categories, memory
+
+        texts = [fail_above] if isinstance(fail_above, str) else list(fail_above)
+        limits = diff_gate.parse(texts, categories.CATEGORIES)
+        whole_b = other.whole if isinstance(other, TraceAnalysis) else other
+        b = other.ctx if isinstance(other, TraceAnalysis) else other
+        peaks = (
+            memory.summarize(self.whole)["peak_bytes"],
+            memory.summarize(whole_b)["peak_bytes"],
+        )
+        doc = diff.compare(self.ctx, b, top=0, memory_peaks=peaks, thresholds=limits)
+        schema = outputs.DIFF_GATE.arrow_schema()
+        return pa.Table.from_pylist(doc["gate"]["results"], schema=schema)
 
     def report(self, options: ReportOptions | None = None) -> dict[str, Any]:
         """The report document (JSON-ready dict; ``tbdtrace report --format json``). The

@@ -1,8 +1,8 @@
 """``--backend cupti``: the native CUPTI collector (``tbdtrace._native``), in-process.
 
-:class:`Backend` follows :class:`tbdtrace.collector.backend.Backend`: ``start()`` enables the
-CUPTI activity kinds of :class:`CuptiConfig` and spools column chunks to a temporary file;
-``stop()`` flushes (forced), reads the spool back and returns the tables. Without a CUDA
+:class:`Backend`: ``start()`` enables the CUPTI activity kinds of :class:`CuptiConfig` and
+spools column chunks to a temporary file; ``stop()`` flushes (forced), reads the spool back
+and returns the tables (the in-process capture, :mod:`.inprocess`, writes them). Without a CUDA
 driver or device ``start()`` raises TraceError with the line :data:`NO_DEVICE` starts with.
 Running another CUPTI user at the same time (nsys, ncu, torch.profiler, the TensorFlow
 profiler) is refused at start when CUPTI reports it, naming the tool where CUPTI can.
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tbdtrace.collector import merge, spool
+from tbdtrace.collector import child_protocol as proto
+from tbdtrace.collector import merge, route_nvtx, spool
 from tbdtrace.collector.native import native
 from tbdtrace.errors import TraceError
 
@@ -27,7 +28,7 @@ API_SETS = ("lite", "full")
 MIB = 1 << 20
 # CUDA_INJECTION64_PATH for commands, and NVTX_INJECTION64_PATH everywhere
 # (csrc/collector/inject.cpp).
-INJECT_LIB = Path(__file__).resolve().parent.parent / "libtbdtrace_inject.so"
+INJECT_LIB = proto.INJECT_LIB
 
 
 @dataclass(frozen=True)
@@ -57,18 +58,6 @@ class CuptiConfig:
         from tbdtrace.collector.memory.torch_labels import check_mode
 
         object.__setattr__(self, "torch_memory", check_mode(self.torch_memory))
-
-
-def _route_nvtx() -> None:
-    """Point NVTX at the injection library (which hands it to CUPTI) unless the program or
-    another tool chose an injection. NVTX reads the variable once, at the process's first
-    NVTX call: importing this module before the program's first NVTX range (importing
-    ``tbdtrace.collector`` does) is what lets an in-process capture see NVTX ranges."""
-    if INJECT_LIB.exists():
-        os.environ.setdefault("NVTX_INJECTION64_PATH", str(INJECT_LIB))
-
-
-_route_nvtx()
 
 
 def activity_names() -> list[str]:
@@ -132,7 +121,7 @@ class Backend:
                 "(tbdtrace capture --counters flops -- COMMAND), not in-process capture"
             )
         acts = resolve_activities(self.config)
-        _route_nvtx()
+        route_nvtx()
         self._dir = Path(tempfile.mkdtemp(prefix="tbdtrace-spool-"))
         ok, _status, msg = native().start(
             str(self._dir / f"{os.getpid()}.tbds"),

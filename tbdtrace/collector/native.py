@@ -17,4 +17,11 @@ def native() -> Any:
         raise TraceError(
             f"the native CUPTI collector is not built ({e}); run `make native`"
         ) from None
+    if not getattr(_native, "has_collector", True):
+        raise TraceError(
+            "this tbdtrace was built without the CUPTI collector (analysis-only build, or no "
+            "CUPTI found at build time); reinstall with the CUDA toolkit or the "
+            "nvidia-cuda-cupti wheel present and TBDTRACE_COLLECTOR=ON to capture with "
+            "--backend cupti"
+        )
     return _native

@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-SPOOL_ENV = "TBDTRACE_TORCH_FLOPS_SPOOL"
+from tbdtrace.collector import child_protocol as proto
+
+SPOOL_ENV = proto.TORCH_FLOPS_SPOOL
 CATEGORY = "torch_dispatch"
 
 # torch dtype name -> the profiler's ``Input type`` spelling (what flop_formulas reads).

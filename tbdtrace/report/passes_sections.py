@@ -65,7 +65,18 @@ def _steps_line(con: Console, s: dict[str, Any], opts: ReportOptions) -> None:
         f"{fmt_ns(s['measured_ns'])}, median step {fmt_ns(s['step_median_ns'])}; "
         f"throughput median {_rate(s['throughput_median_per_s'], 'samples/s')}, mean "
         f"{_rate(s['throughput_mean_per_s'], 'samples/s')}, total/time "
-        f"{_rate(s['throughput_per_s'], 'samples/s')}"
+        f"{_rate(s['throughput_per_s'], 'samples/s')}{_data_wait(s)}"
+    )
+
+
+def _data_wait(s: dict[str, Any]) -> str:
+    """ "; waiting for data ..." when the trace records data waits (else nothing: unknown)."""
+    if s.get("data_wait_ns") is None:
+        return ""
+    return (
+        f"; waiting for data {fmt_ns(s['data_wait_ns'])} "
+        f"({100 * (s.get('data_wait_share') or 0):.1f}% of the measured time, median "
+        f"{fmt_ns(s['data_wait_median_ns'])} a step)"
     )
 
 
@@ -164,6 +175,8 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
             "Device",
             "Idle",
             "Host-bound",
+            "  of it: data",
+            "  other host",
             "Work queued",
             "Longest queued",
             "Sync wait",
@@ -177,6 +190,8 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
             _dev(r),
             fmt_ns(r["idle_ns"]),
             fmt_ns(r["host_bound_ns"]),
+            fmt_ns(r.get("host_bound_data_ns")),
+            fmt_ns(r.get("host_bound_other_ns")),
             fmt_ns(r["queued_ns"]),
             fmt_ns(r["queued_gap_max_ns"]),
             fmt_ns(r["sync_wait_ns"]),

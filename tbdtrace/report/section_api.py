@@ -30,6 +30,9 @@ class ReportOptions:
     covers: str = ""
     ranks: int = 1  # ranks in the report, for titles of tables that pool them
     model_flops_per_sample: float | None = None  # for MFU in the flops section; None = unknown
+    # The roofline section (``report --roofline``): off by default, as it searches every
+    # kernel's launching op and models every op's bytes (docs/METRICS.md, roofline).
+    roofline: bool = False
 
 
 @dataclass(frozen=True)

@@ -31,3 +31,12 @@ def kernels(rows: list[tuple[int, int, str]], **cols: Any) -> dict[str, Any]:
         "device_type": ["cuda"] * len(rows),
         **cols,
     }
+
+
+def measured(trace: Trace) -> Any:
+    """``trace`` seen through its measured window (an analysis context), as `report`
+    shows it by default."""
+    from tbdtrace.analysis.engine import context, window
+
+    whole = context.of(trace)
+    return whole.windowed(window.resolve(whole))

@@ -25,6 +25,8 @@ from tbdtrace.analysis.passes import memory
 from tbdtrace.trace import from_tables
 from tests.conftest import KINETO
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = KINETO / "hta" / "nccl_data.json.gz"
 

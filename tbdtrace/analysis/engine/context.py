@@ -29,7 +29,7 @@ import pyarrow as pa
 from tbdtrace import schema
 from tbdtrace.analysis.engine.cache import PassCache
 from tbdtrace.analysis.engine.grouping import one_rank_key, row_rank_keys
-from tbdtrace.analysis.engine.window import row_times
+from tbdtrace.analysis.engine.window import pre_trace_count, pre_trace_rows, row_times
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.tablefile import combine as _combine
 from tbdtrace.trace import ColumnStore, Trace
@@ -49,7 +49,14 @@ class AnalysisContext:
 
     def __init__(self, trace: Trace, window: Window | None = None):
         self.trace = trace
-        self.window = None if window is None or window.is_all else window
+        # A whole-trace window other than ``all`` still leaves out the device work launched
+        # before the trace began, when there is any (DECISIONS truth.1).
+        keeps_all = window is not None and window.is_all and window.keeps_pre_trace
+        if keeps_all or (
+            window is not None and window.is_all and not pre_trace_count(AnalysisContext(trace))
+        ):
+            window = None
+        self.window = window
         self._rows: ColumnStore
         self._selection: WindowRows | None = None
         self.whole: AnalysisContext
@@ -113,7 +120,7 @@ class AnalysisContext:
         """Table ``name`` as a pandas DataFrame (as :meth:`Trace.df`)."""
         from tbdtrace import _pandas_gate
 
-        _pandas_gate.open_()
+        _pandas_gate.require()
         return self.table(name, columns).to_pandas()
 
     # -- where the window's rows sit in the whole trace's
@@ -234,6 +241,8 @@ class WindowRows(ColumnStore):
             keep = _samples_covering(row_times(self.base, name), rlo, rhi)
         elif name in _EVENTS:
             keep = self._events(name, rlo, rhi)
+            if not self.window.keeps_pre_trace:
+                keep &= ~pre_trace_rows(self.base, name)
         else:
             t = row_times(self.base, name)
             keep = (t >= rlo) & (t < rhi)

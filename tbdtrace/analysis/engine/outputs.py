@@ -122,6 +122,13 @@ STEPS = Output(
         Column("throughput_per_s", F64, "samples/s", "samples / duration; null without samples"),
         Column("warmup", BOOL, "bool", "warm-up step (the effective flag after the config)"),
         Column("source", STR, "text", "where the step came from (steps table, nvtx, ...)"),
+        Column(
+            "data_wait_ns",
+            I64,
+            "ns",
+            "time the training thread waited for its next batch in the step (harness and "
+            "DataLoader ranges, engine/data_wait.py); null when the trace records no data wait",
+        ),
     ),
 )
 
@@ -198,6 +205,19 @@ IDLE = Output(
         Column(
             "host_bound_ns", I64, "ns", "idle with nothing queued: the device waited for the host"
         ),
+        Column(
+            "host_bound_data_ns",
+            I64,
+            "ns",
+            "the part of host_bound_ns while its rank's training thread waited for data; "
+            "null when the trace records no data wait",
+        ),
+        Column(
+            "host_bound_other_ns",
+            I64,
+            "ns",
+            "host_bound_ns - host_bound_data_ns: other host work (null as above)",
+        ),
         Column("queued_ns", I64, "ns", "idle with the next work already issued"),
         Column("sync_wait_ns", I64, "ns", "idle while the host was in a synchronization wait"),
         Column("gap_count", I64, "count", "gaps between busy intervals"),
@@ -253,7 +273,15 @@ PHASES = Output(
     "one row per (rank, phase), ranks ascending (null first), phases in time order",
     (
         _RANK,
-        Column("phase", STR, "text", "init, warmup, measured, after; all for a rank without steps"),
+        Column(
+            "phase",
+            STR,
+            "text",
+            (
+                "pre-trace (device work launched before the trace began), init, warmup, "
+                "measured, after; all for a rank without steps"
+            ),
+        ),
         Column("start_ns", I64, "ns", "phase start; null when the rank has no activity"),
         Column("end_ns", I64, "ns", "phase end"),
         Column("wall_ns", I64, "ns", "end_ns - start_ns (0 when empty)"),
@@ -367,7 +395,7 @@ FLOPS = Output(
         Column("peak_source", STR, "text", "where the peak came from"),
         Column("efficiency_wall", F64, "ratio", "achieved (wall) / peak"),
         Column("efficiency_busy", F64, "ratio", "achieved (busy) / peak"),
-        Column("flop_kernel_ns", I64, "ns", "kernel time of FLOP-bearing categories in the window"),
+        Column("flop_kernel_ns", I64, "ns", "time of kernels that could carry counted FLOPs"),
         Column("counted_kernel_ns", I64, "ns", "the part of it with FLOPs counted"),
         Column("coverage", F64, "ratio", "counted_kernel_ns / flop_kernel_ns (per rank)"),
         Column("samples", I64, "count", "samples of the measured steps"),
@@ -414,31 +442,118 @@ RANKS = Output(
     ),
 )
 
+_ROOF = (
+    Column("kernel_count", I64, "count", "kernels they launched"),
+    Column("kernel_ns", I64, "ns", "those kernels' summed durations"),
+    Column("flops", I64, "FLOP", "FLOPs (flops pass counts); null when not counted"),
+    Column("bytes", I64, "bytes", "bytes moved (byte_formulas); null when not modelled"),
+    Column("intensity_flop_per_byte", F64, "FLOP/byte", "flops / bytes"),
+    Column("achieved_flops_per_s", F64, "FLOP/s", "flops / kernel_ns"),
+    Column("achieved_bytes_per_s", F64, "bytes/s", "bytes / kernel_ns"),
+    Column("peak_flops_per_s", F64, "FLOP/s", "the precision's peak on the rank's device"),
+    Column("peak_bytes_per_s", F64, "bytes/s", "the device's DRAM/HBM bandwidth"),
+    Column("ridge_flop_per_byte", F64, "FLOP/byte", "peak_flops_per_s / peak_bytes_per_s"),
+    Column("bound", STR, "text", "compute or memory; null when unknown"),
+    Column(
+        "roof_share",
+        F64,
+        "ratio",
+        "achieved / the bound's roof (FLOP/s when compute-bound, bytes/s when memory-bound)",
+    ),
+)
+
+ROOFLINE = Output(
+    "roofline",
+    "one row per (rank, op, input shapes, input dtypes) with kernels, longest kernel_ns first",
+    (
+        _RANK,
+        Column("op", STR, "text", "op name"),
+        Column("family", STR, "text", "gemm, conv, attention, elementwise, normalization, ..."),
+        Column("input_shapes", STR, "text", "input shapes as recorded"),
+        Column("input_dtypes", STR, "text", "input dtypes as recorded"),
+        Column("precision", STR, "text", "precision of the first tensor input"),
+        Column("count", I64, "count", "op instances that launched kernels"),
+        *_ROOF,
+        Column("peak_source", STR, "text", "where both peaks came from, or why none"),
+    ),
+)
+
+ROOFLINE_FAMILY = Output(
+    "roofline.by_family",
+    "one row per (rank, op family, precision), longest kernel_ns first",
+    (
+        _RANK,
+        Column("family", STR, "text", "gemm, conv, attention, elementwise, ..."),
+        Column("precision", STR, "text", "precision"),
+        Column("ops", I64, "count", "distinct (op, shapes, dtypes) rows"),
+        *_ROOF,
+    ),
+)
+
 _DIFF_SIDES = (
-    Column("a_total_ns", I64, "ns", "summed durations in trace A"),
+    Column("a_total_ns", I64, "ns", "summed durations in trace A (over its window)"),
     Column("b_total_ns", I64, "ns", "summed durations in trace B"),
     Column("delta_ns", I64, "ns", "b_total_ns - a_total_ns"),
-    Column("ratio", F64, "ratio", "b_total_ns / a_total_ns"),
+    Column("a_per_step_ns", F64, "ns", "a_total_ns / A's measured steps; null without steps"),
+    Column("b_per_step_ns", F64, "ns", "b_total_ns / B's measured steps; null without steps"),
+    Column("delta_per_step_ns", F64, "ns", "b_per_step_ns - a_per_step_ns"),
+    Column(
+        "ratio",
+        F64,
+        "ratio",
+        "b_per_step_ns / a_per_step_ns (of the totals when a side has no measured step)",
+    ),
+)
+_DIFF_SHARES = (
     Column("a_share", F64, "ratio", "share of A's kernel time"),
     Column("b_share", F64, "ratio", "share of B's kernel time"),
 )
 
 DIFF_KERNELS = Output(
     "diff",
-    "per kernel name in either trace, largest |delta_ns| first (tbdtrace diff A B)",
+    "per kernel name in either trace, largest |delta_per_step_ns| first (tbdtrace diff A B)",
     (
         Column("name", STR, "text", "kernel name"),
         Column("category", STR, "text", "its category"),
         Column("a_count", I64, "count", "instances in A"),
         Column("b_count", I64, "count", "instances in B"),
         *_DIFF_SIDES,
+        *_DIFF_SHARES,
     ),
 )
 
 DIFF_CATEGORIES = Output(
-    "diff.categories",
-    "per category in either trace, largest |delta_ns| first",
-    (Column("category", STR, "text", "category"), *_DIFF_SIDES),
+    "diff.by_category",
+    "per category in either trace, in category order",
+    (Column("category", STR, "text", "category"), *_DIFF_SIDES, *_DIFF_SHARES),
+)
+
+DIFF_OPS = Output(
+    "diff.by_op",
+    "per launching op in either trace (hotspots.by_op aligned by op name), largest "
+    "|delta_per_step_ns| first",
+    (
+        Column("op", STR, "text", 'op name ("<unattributed>" for kernels no op claims)'),
+        Column("a_kernel_count", I64, "count", "kernels it launched in A"),
+        Column("b_kernel_count", I64, "count", "kernels it launched in B"),
+        *_DIFF_SIDES,
+        *_DIFF_SHARES,
+    ),
+)
+
+DIFF_GATE = Output(
+    "gate.judge",
+    "one row per --fail-above threshold, in the order given (JSON `gate.results`)",
+    (
+        Column("metric", STR, "text", "metric name (gate.METRICS), e.g. kernel:gemm"),
+        Column("unit", STR, "text", "unit of a and b"),
+        Column("worse", STR, "text", "higher or lower: the direction that is a regression"),
+        Column("a", F64, "(unit)", "the metric in A; null when not measured"),
+        Column("b", F64, "(unit)", "the metric in B; null when not measured"),
+        Column("change", F64, "ratio", "b / a - 1; null when unknown or A is 0"),
+        Column("limit", F64, "ratio", "the threshold: largest change allowed the worse way"),
+        Column("status", STR, "text", "pass, regression, or missing (not measured on a side)"),
+    ),
 )
 
 # The passes of one trace, each ``tbdtrace.analysis.passes.<name>.run`` (module name =
@@ -462,14 +577,18 @@ PASSES: tuple[Output, ...] = (
     KERNEL_FLOPS,
     RANKS,
     HOTSPOTS_KERNEL,
+    ROOFLINE,
 )
 
 # Every declared output, in the order docs/METRICS.md lists them.
 OUTPUTS: tuple[Output, ...] = (
     *PASSES,
     HOTSPOTS_OP,
+    ROOFLINE_FAMILY,
     DIFF_KERNELS,
     DIFF_CATEGORIES,
+    DIFF_OPS,
+    DIFF_GATE,
 )
 
 BEGIN = (

@@ -24,6 +24,11 @@ events); host samples from the last one before the window to the first one after
 Host ranges (ops, markers) are kept when they overlap the window: they give kernels
 their launching op and annotation. Rows are kept whole, never clipped.
 
+Device work launched before the trace began (:func:`pre_trace_rows`: no runtime call, and
+a correlation id below every runtime call of its rank; the PyTorch profiler keeps the
+device activity of the step before the first one it records) is in no window but
+``all``: it is the ``pre-trace`` phase.
+
 The steps come from :func:`recorded_steps` (the ``steps`` table, else NVTX ``step N``
 ranges); a step is warm-up where flagged (``StepsConfig.warmup_steps`` of the steps pass
 does not move the window).
@@ -58,10 +63,12 @@ KINDS = ("measured", "steps", "warmup", "init", "after", "all")
 PHASES = ("init", "warmup", "measured", "after")
 LO = int(np.iinfo(np.int64).min)  # no lower bound
 HI = int(np.iinfo(np.int64).max)  # no upper bound
+PRE_TRACE = "pre-trace"  # phase of device work launched before the trace began
 RULE = (
     "device work by the start of its launching runtime call (else its own start), other "
     "events by their start, in [start_ns, end_ns) of their rank; ops and markers when they "
-    "overlap it; rows kept whole"
+    "overlap it; rows kept whole; device work launched before the trace began (no launch "
+    "record, correlation id below every launch of its rank) only in the all window"
 )
 
 
@@ -124,6 +131,12 @@ class Window:
         """True when the window keeps every row (the trace as recorded)."""
         bounded = any(r.start_ns is not None or r.end_ns is not None for r in self.ranks)
         return not bounded and self.default == (LO, HI)
+
+    @property
+    def keeps_pre_trace(self) -> bool:
+        """True for the ``all`` window only: the trace as recorded keeps the device work
+        launched before the trace began; every other window leaves it out."""
+        return self.spec.kind == "all" and self.spec.steps is None
 
     def bounds(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """(rank keys sorted, lower bounds, upper bounds); rank key -1 for null."""
@@ -288,8 +301,14 @@ def resolve(ctx: AnalysisContext, spec: WindowSpec | None = None) -> Window:
     """The window ``spec`` (default: the measured steps) on ``trace``, per rank."""
     spec = spec or WindowSpec()
     steps = step_rows(ctx)
+    pre = pre_trace_count(ctx)
     if spec.kind == "all" and spec.steps is None:
-        return Window(spec, tuple(_rank_window(r, s, "all", LO, HI) for r, s in steps.items()))
+        kept = f"keeps {pre} device rows launched before the trace began (phase {PRE_TRACE})"
+        return Window(
+            spec,
+            tuple(_rank_window(r, s, "all", LO, HI) for r, s in steps.items()),
+            notes=(kept,) if pre else (),
+        )
     if not steps and (spec.steps is not None or spec.kind in ("warmup", "init", "after")):
         raise TraceError(
             f"{ctx.path}: the trace has no steps, so it has no {spec.name} window; "
@@ -326,6 +345,11 @@ def resolve(ctx: AnalysisContext, spec: WindowSpec | None = None) -> Window:
         default = (LO if u.start_ns is None else u.start_ns, HI if u.end_ns is None else u.end_ns)
     if not steps:
         notes.append("the trace has no steps: the window is the whole trace")
+    if pre:
+        notes.append(
+            f"{pre} device rows launched before the trace began are left out (phase "
+            f"{PRE_TRACE}; the all window keeps them)"
+        )
     return Window(spec, tuple(ranks), default=default, notes=tuple(notes))
 
 
@@ -342,3 +366,46 @@ def _rank_window(r: int, s: dict[str, np.ndarray], kind: str, lo: int, hi: int) 
         step_count=int(inside.sum()),
         warmup_steps_excluded=int((s["warmup"] & ~inside).sum()),
     )
+
+
+PRE_TRACE_ROWS: Entry[npt.NDArray[np.bool_]] = Entry(
+    "window.pre_trace_rows", "(table,): device rows launched before the trace began"
+)
+
+
+def pre_trace_rows(ctx: AnalysisContext, table: str) -> npt.NDArray[np.bool_]:
+    """Per row of a device table (kernels, memcpy, memset): launched before the trace
+    began. Such a row has no runtime call, and its correlation id is below that of every
+    runtime call of its rank: the PyTorch profiler keeps the device activity of the step
+    before the first one it records, whose launches it did not record. Placed by its own
+    start it would land in the first recorded step (docs/METRICS.md, "Pre-trace work").
+    False everywhere for a rank without runtime calls (CPU backends, device-only traces)."""
+    return ctx.cache.get(PRE_TRACE_ROWS, lambda: _pre_trace_rows(ctx, table), table)
+
+
+def _pre_trace_rows(ctx: AnalysisContext, table: str) -> npt.NDArray[np.bool_]:
+    from tbdtrace.analysis.engine.grouping import row_rank_keys
+    from tbdtrace.analysis.engine.joins import NULL_ID
+
+    n = ctx.num_rows(table)
+    out = np.zeros(n, dtype=bool)
+    if n == 0 or ctx.num_rows("runtime") == 0:
+        return out
+    miss = shared_arrays.runtime_match(ctx, table) < 0
+    if not miss.any():
+        return out
+    kc = shared_arrays.ints(ctx, table, "correlation_id", NULL_ID)
+    rc = shared_arrays.ints(ctx, "runtime", "correlation_id", NULL_ID)
+    k_rank, r_rank = row_rank_keys(ctx, table), row_rank_keys(ctx, "runtime")
+    known = rc != NULL_ID
+    for r in np.unique(k_rank[miss]).tolist():
+        launches = known & (r_rank == r)
+        if launches.any():
+            out |= miss & (k_rank == r) & (kc != NULL_ID) & (kc < rc[launches].min())
+    out.flags.writeable = False
+    return out
+
+
+def pre_trace_count(ctx: AnalysisContext) -> int:
+    """Device rows (kernels, memcpy, memset) launched before the trace began."""
+    return sum(int(pre_trace_rows(ctx, t).sum()) for t in shared_arrays.EVENT_TABLES)

@@ -1,9 +1,12 @@
 """FLOPs and efficiency per rank and precision (docs/METRICS.md, "flops").
 
-Window: :func:`measured_window` (the rank's measured steps, else the span of its kernels).
+Window: the rows of the trace it is given, as every section (the report passes its
+window's view; docs/METRICS.md, "Which rows a window holds"), and for rates the length of
+that window (:func:`measured_window`: the view's bounds for the rank, else the span of its
+kernels). Kernels are classified as the categories pass classifies them.
 FLOPs, from the first source that has them (each row names its source):
 
-1. hardware counters: ``kernels.flops`` of the rank's kernels starting in the window;
+1. hardware counters: ``kernels.flops`` of the rank's kernels;
    precision from the counted op that launched the kernel;
 2. per op, for the matrix-math ops of :mod:`tbdtrace.analysis.engine.flop_formulas` (matmul family,
    convolution forward and backward, scaled-dot-product/flash attention forward and
@@ -16,10 +19,11 @@ Precision comes from the op's first tensor input dtype; fp32 work counts as tf32
 the trace's meta says PyTorch allowed TF32 for that kind of op
 (:func:`tbdtrace.analysis.engine.op_flops.tf32_allowed`) or where a kernel the op launched is a
 TF32 kernel by name (:func:`op_precisions`).
-Coverage: of the kernel time in the window of FLOP-bearing categories (gemm, conv,
-softmax_attention), the share launched from inside a counted op (joined by time on the
-launching thread: the kernel's runtime call, or a CPU kernel's own thread and start) or,
-for hardware counts, the share with ``kernels.flops``.
+Coverage: of the kernel time in the window that could carry counted FLOPs (a kernel of
+a category with a FLOP formula: gemm, conv, or attention, not a softmax on its own; or a
+kernel launched from inside an op with a formula), the share launched from inside a
+counted op (joined by time on the launching thread: the kernel's runtime call, or a CPU
+kernel's own thread and start) or, for hardware counts, the share with ``kernels.flops``.
 """
 
 from __future__ import annotations
@@ -33,12 +37,11 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import flop_formulas as ff
-from tbdtrace.analysis.engine import intervals, outputs, peaks, shared_arrays
+from tbdtrace.analysis.engine import outputs, peaks, shared_arrays
 from tbdtrace.analysis.engine.attribution import on_threads, thread_groups
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
-from tbdtrace.analysis.engine.intervals import covered_in_merged
 from tbdtrace.analysis.engine.op_flops import op_counts, tf32_allowed
 from tbdtrace.analysis.engine.peaks import device_props
 from tbdtrace.analysis.passes import categories
@@ -46,8 +49,17 @@ from tbdtrace.analysis.passes import steps as steps_pass
 from tbdtrace.arrow_ints import int_column
 
 I64 = npt.NDArray[np.int64]
+LO_NS, HI_NS = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)  # window.LO/HI
 COVERAGE_THRESHOLD = 0.8  # below this share of FLOP-bearing kernel time, figures are partial
 FLOP_CATEGORIES = ("gemm", "conv", "softmax_attention")
+# A softmax kernel on its own (cunn_SoftMaxForward, softmax_warp_forward, an inductor
+# fused softmax) shares the softmax_attention category with attention kernels but has no
+# FLOP formula: it is not in the coverage denominator. Attention kernels name themselves.
+_SOFTMAX = re.compile(r"soft_?max", re.IGNORECASE)
+_ATTENTION = re.compile(
+    r"attn|attention|fmha|flash|\bmha|mha_|sdpa|scaled_dot_product|PrefillWith|DecodeWith",
+    re.IGNORECASE,
+)
 SOURCES = ("hardware", "framework", "analytic")
 SOURCE_TEXT = {
     "hardware": "hardware counters (kernels.flops)",
@@ -70,42 +82,49 @@ SCHEMA = outputs.FLOPS.arrow_schema()  # declared in analysis/engine/outputs.py
 
 @dataclass(frozen=True)
 class RankSpan:
-    """The time a rank's FLOP rates divide by: sorted disjoint [start, end) intervals (its
-    measured steps, merged) and where they come from. Not a :class:`Window` of
-    ``engine/window.py`` (one interval per rank, selecting rows): a span measures time."""
+    """The time a rank's FLOP rates divide by: sorted disjoint [start, end) intervals (the
+    report's window for the rank, or the span of its kernels) and where they come from.
+    Not a :class:`Window` of ``engine/window.py`` (one interval per rank, selecting rows):
+    a span measures time."""
 
     starts: I64
     ends: I64
     source: str
+    bounded: bool = True  # False: the span of the rank's kernels (a whole trace)
 
     @property
     def length_ns(self) -> int:
         return int((self.ends - self.starts).sum())
 
 
-WINDOWS: Entry[pa.Table] = Entry("flops.windows", "the steps pass's windows, per config")
-
-
 def measured_window(
     ctx: Source, rank: int, keys: list[int], config: steps_pass.StepsConfig | None = None
 ) -> RankSpan:
-    """The window of ``rank`` (-1 for traces without ranks): the union of its measured
-    steps (all steps minus warm-up), else the span of the kernels of its devices ``keys``.
-    The one place the FLOP figures take their window from."""
+    """The window of ``rank`` (-1 for traces without ranks) whose length the FLOP rates
+    divide by: on a windowed context (``AnalysisContext.windowed``), that window's bounds
+    for the rank; else (a whole trace, or a rank the window leaves unbounded) the span of
+    the kernels of its devices ``keys``. The one place the FLOP figures take their window
+    from; their rows are every kernel of the context, as in every section."""
     ctx = of(ctx)
-    win = ctx.cache.get(WINDOWS, lambda: steps_pass.windows(ctx, config), config)
-    sel = int_column(win, "rank") == rank
-    if sel.any():
-        ms, me = intervals.merge(int_column(win, "start_ns")[sel], int_column(win, "end_ns")[sel])
-        return RankSpan(ms, me, f"measured steps ({int(sel.sum())}, warm-up excluded)")
+    win = ctx.window
+    if win is not None:
+        rank_keys, rank_lo, rank_hi = win.bounds()
+        i = np.flatnonzero(rank_keys == rank)
+        b = (int(rank_lo[i[0]]), int(rank_hi[i[0]])) if i.size else win.default
+        if b[0] != LO_NS and b[1] != HI_NS:
+            steps = next(
+                (rw.step_count for rw in win.ranks if (-1 if rw.rank is None else rw.rank) == rank),
+                0,
+            )
+            return RankSpan(np.array([b[0]]), np.array([b[1]]), f"{win.label()} ({steps} steps)")
     bounds = [
         shared_arrays.time_bounds(ctx, "kernels", d)
         for d in keys
         if shared_arrays.rows_of(ctx, "kernels", d) is not None
     ]
-    lo = min(b[0] for b in bounds)
-    hi = max(b[1] for b in bounds)
-    return RankSpan(np.array([lo]), np.array([hi]), "whole trace (no measured steps)")
+    first = min(b[0] for b in bounds)
+    last = max(b[1] for b in bounds)
+    return RankSpan(np.array([first]), np.array([last]), "whole trace", bounded=False)
 
 
 def in_window(t: I64, w: RankSpan) -> npt.NDArray[np.bool_]:
@@ -153,10 +172,7 @@ def _rank_rows(
     props: dict[int, dict[str, Any]],
 ) -> list[dict[str, Any]]:
     w = measured_window(ctx, r, rkeys, cfg.steps)
-    busy = 0
-    for d in rkeys:
-        kms, kme, cum = shared_arrays.merged_with_cum(ctx, d, "kernels")
-        busy += int(covered_in_merged(kms, kme, w.starts, w.ends, cum).sum())
+    busy = compute_busy_ns(ctx, rkeys)
     kin = kernels_in(ctx, rkeys, w)
     per, bearing, counted = _hardware(ctx, kin)
     if per is None:
@@ -214,7 +230,7 @@ def _rank_rows(
 
 @dataclass(frozen=True)
 class _Kernels:
-    rows: I64  # kernel rows of the rank's devices starting in the window
+    rows: I64  # kernel rows of the rank's devices (every row of the trace given)
     bearing: npt.NDArray[np.bool_]  # per row of ``rows``: FLOP-bearing category
     dur: I64
 
@@ -224,10 +240,20 @@ KERNELS_IN: Entry[_Kernels] = Entry(
 )
 
 
+def compute_busy_ns(ctx: AnalysisContext, keys: list[int]) -> int:
+    """Union of the kernel intervals of each device ``keys``, summed over them: the
+    summary's ``compute_busy_ns`` of those devices (the same rows, not clipped)."""
+    total = 0
+    for d in keys:
+        ms, me = shared_arrays.merged(ctx, d, "kernels")
+        total += int((me - ms).sum())
+    return total
+
+
 def kernels_in(ctx: Source, rkeys: list[int], w: RankSpan) -> _Kernels:
-    """The kernel rows of devices ``rkeys`` starting in ``w``, with their FLOP-bearing
-    flag and durations (computed once per devices and window: the flops, fp32 and
-    kernel_flops passes read the same ones)."""
+    """The kernel rows of devices ``rkeys`` (every row of the context: a windowed one holds
+    the window's rows), with their FLOP-bearing flag and durations (computed once per
+    devices and window: the flops, fp32 and kernel_flops passes read the same ones)."""
     ctx = of(ctx)
     return ctx.cache.get(
         KERNELS_IN,
@@ -239,19 +265,23 @@ def kernels_in(ctx: Source, rkeys: list[int], w: RankSpan) -> _Kernels:
 
 
 def _kernels_in(ctx: AnalysisContext, rkeys: list[int], w: RankSpan) -> _Kernels:
-    ks = shared_arrays.ints(ctx, "kernels", "start_ns")
     parts = []
     for d in rkeys:
         rows = shared_arrays.rows_of(ctx, "kernels", d)
         if rows is not None:
-            if isinstance(rows, slice):  # every row: no index array or copy of the times
-                parts.append(np.flatnonzero(in_window(ks, w)))
+            if isinstance(rows, slice):  # every row
+                parts.append(np.arange(ctx.num_rows("kernels"), dtype=np.int64))
             else:
-                parts.append(rows[in_window(ks[rows], w)])
-    rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+                parts.append(rows)
+    rows = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
     codes, labels = shared_arrays.codes(ctx, "kernels", "name")
-    want = {categories.CAT_INDEX[c] for c in FLOP_CATEGORIES}
-    lut = np.array([categories.CAT_INDEX[categories.classify(x)] in want for x in labels], bool)
+    # One classification for every section: the categories pass's (name, else launching op).
+    cat = categories.kernel_codes(ctx).code
+    want = np.zeros(len(categories.CATEGORIES), dtype=bool)
+    want[[categories.CAT_INDEX[c] for c in ("gemm", "conv")]] = True
+    softmax = np.array([_softmax_only(x) for x in labels], bool)
+    sa = categories.CAT_INDEX["softmax_attention"]
+    bearing_all = want[cat] | ((cat == sa) & ~softmax[codes])
     dur = shared_arrays.durations(ctx, "kernels")
     if not rows.size:
         return _Kernels(rows, np.zeros(0, dtype=bool), dur[rows])
@@ -259,8 +289,20 @@ def _kernels_in(ctx: AnalysisContext, rkeys: list[int], w: RankSpan) -> _Kernels
     # window interval): slices of the columns instead of gathered copies.
     lo, hi = int(rows[0]), int(rows[-1]) + 1
     if len(parts) == 1 and hi - lo == rows.size:
-        return _Kernels(rows, lut[codes[lo:hi]], dur[lo:hi])
-    return _Kernels(rows, lut[codes[rows]], dur[rows])
+        return _Kernels(rows, bearing_all[lo:hi], dur[lo:hi])
+    return _Kernels(rows, bearing_all[rows], dur[rows])
+
+
+def flop_bearing_name(name: str | None) -> bool:
+    """A kernel whose name puts it in a category with a FLOP formula (gemm, conv,
+    attention; a softmax kernel on its own is not)."""
+    cat = categories.classify(name)
+    return cat in FLOP_CATEGORIES and not (cat == "softmax_attention" and _softmax_only(name))
+
+
+def _softmax_only(name: str | None) -> bool:
+    """A softmax kernel that is not an attention kernel, by its name."""
+    return name is not None and bool(_SOFTMAX.search(name)) and not _ATTENTION.search(name)
 
 
 PerPrecision = dict[str, dict[str, int]]  # precision -> source -> FLOPs
@@ -282,13 +324,16 @@ def _hardware(ctx: AnalysisContext, k: _Kernels) -> tuple[PerPrecision | None, i
     for code in np.unique(pi[has]).tolist():
         p = ff.PRECISIONS[code] if code >= 0 else "unknown"
         per[p] = {"hardware": int(f[has & (pi == code)].sum())}
-    return per, int(k.dur[k.bearing].sum()), int(k.dur[k.bearing & has].sum())
+    # A counted kernel could carry FLOPs whatever its category.
+    bearing = k.bearing | has
+    return per, int(k.dur[bearing].sum()), int(k.dur[has].sum())
 
 
 def _ops(ctx: AnalysisContext, r: int, w: RankSpan, k: _Kernels) -> tuple[PerPrecision, int, int]:
     oc = op_counts(ctx)
     sel = oc.counted & (shared_arrays.ints(ctx, "ops", "rank") == r)
-    sel &= in_window(shared_arrays.ints(ctx, "ops", "start_ns"), w)
+    if w.bounded:  # a window's view holds the ops overlapping it: those starting in it
+        sel &= in_window(shared_arrays.ints(ctx, "ops", "start_ns"), w)
     per: PerPrecision = {}
     prec = op_precisions(ctx)
     for pc_ in np.unique(prec[sel]).tolist():
@@ -297,10 +342,11 @@ def _ops(ctx: AnalysisContext, r: int, w: RankSpan, k: _Kernels) -> tuple[PerPre
             m = sel & (prec == pc_) & (oc.source == si)
             if m.any():
                 per.setdefault(p, {})[SOURCES[si]] = int(oc.flops[m].sum())
-    brow = k.rows[k.bearing]
-    covered = launching_counted_op(ctx, brow) >= 0 if brow.size else np.zeros(0, bool)
-    bdur = k.dur[k.bearing]
-    return per, int(bdur.sum()), int(bdur[covered].sum())
+    # The denominator: kernels of a FLOP-bearing category, and every kernel launched from
+    # inside an op with a formula (the numerator), whatever its category.
+    covered = launching_counted_op(ctx, k.rows) >= 0 if k.rows.size else np.zeros(0, bool)
+    bearing = k.bearing | covered
+    return per, int(k.dur[bearing].sum()), int(k.dur[covered].sum())
 
 
 def launching_counted_op(ctx: Source, rows: I64) -> I64:
@@ -425,12 +471,17 @@ def fp32_flops(
     per, _, _ = _hardware(ctx, kin)
     if per is None:
         per, _, _ = _ops(ctx, rank, w, kin)
-    if "fp32" in per or "tf32" in per:
-        srcs = {s: per.get("fp32", {}).get(s, 0) + per.get("tf32", {}).get(s, 0) for s in SOURCES}
-        text = "; ".join(SOURCE_TEXT[s] for s in SOURCES if srcs[s])
-        if "tf32" in per:
-            text += "; includes the work on FP32 inputs that ran as TF32"
-        return sum(srcs.values()), text
+    # The FP32 figure covers the work that ran as FP32 only: work on FP32 inputs that ran
+    # as TF32 is rated against the TF32 tensor peak in the flops section's tf32 row, never
+    # against the CUDA-core FP32 peak (one efficiency per precision; DECISIONS truth.4).
+    tf32 = sum(per.get("tf32", {}).values())
+    elsewhere = f"; {tf32} FLOPs on FP32 inputs ran as TF32: in the flops section's tf32 row"
+    if "fp32" in per:
+        srcs = per["fp32"]
+        text = "; ".join(SOURCE_TEXT[s] for s in SOURCES if srcs.get(s))
+        return sum(srcs.values()), text + (elsewhere if tf32 else "")
+    if tf32:
+        return None, "no work ran as FP32" + elsewhere
     if "unknown" in per and "hardware" in per["unknown"]:
         return per["unknown"]["hardware"], (
             SOURCE_TEXT["hardware"] + "; precision unknown (no launching op with input "

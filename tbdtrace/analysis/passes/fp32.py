@@ -19,7 +19,6 @@ import pyarrow as pa
 from tbdtrace.analysis.engine import outputs, shared_arrays
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
-from tbdtrace.analysis.engine.intervals import covered_in_merged
 from tbdtrace.analysis.engine.peaks import cpu_fp32_peak, device_props, gpu_fp32_peak
 from tbdtrace.analysis.passes import flops as flops_mod
 from tbdtrace.analysis.passes import steps as steps_pass
@@ -41,11 +40,8 @@ def run(ctx: Source, config: steps_pass.StepsConfig | None = None) -> pa.Table:
     rows = []
     for r, rkeys in sorted(by_rank.items()):
         w = flops_mod.measured_window(ctx, r, rkeys, config)
-        ms, me, window = w.starts, w.ends, w.length_ns
-        busy = 0
-        for d in rkeys:
-            kms, kme, cum = shared_arrays.merged_with_cum(ctx, d, "kernels")
-            busy += int(covered_in_merged(kms, kme, ms, me, cum).sum())
+        window = w.length_ns
+        busy = flops_mod.compute_busy_ns(ctx, rkeys)  # the flops section's busy time
         flops, fsrc = flops_mod.fp32_flops(ctx, r, rkeys, config)
         peak, psrc, names = _peak(ctx, props, rkeys)
         wall = flops * 1e9 / window if flops is not None and window else None

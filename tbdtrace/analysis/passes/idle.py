@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace.analysis.engine import intervals, outputs, shared_arrays
+from tbdtrace.analysis.engine import data_wait, intervals, outputs, shared_arrays
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
 from tbdtrace.analysis.engine.intervals import covered_in_merged
@@ -56,12 +56,14 @@ def run(ctx: Source, config: IdleConfig | None = None) -> pa.Table:
     ctx = of(ctx)
     cfg = config or IdleConfig()
     sync = _sync_intervals(ctx)
+    waits = data_wait.intervals_by_rank(ctx)
     rows: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
     for k in shared_arrays.device_keys_of(ctx):
         rank, dtype, dev = decode_device_key(k)
-        r = _device(
-            ctx, k, sync.get(-1 if rank is None else rank, (np.zeros(0, np.int64),) * 2), cfg
-        )
+        rk = -1 if rank is None else rank
+        none = (np.zeros(0, np.int64),) * 2
+        data = None if waits is None else waits.get(rk, none)
+        r = _device(ctx, k, sync.get(rk, none), cfg, data)
         r.update(rank=rank, device_type=dtype, device_id=dev)
         for c in rows:
             rows[c].append(r[c])
@@ -159,7 +161,11 @@ def _gap_launches(ctx: AnalysisContext, table: str, key: int, gb: np.ndarray) ->
 
 
 def _device(
-    ctx: AnalysisContext, key: int, sync: tuple[np.ndarray, np.ndarray], cfg: IdleConfig
+    ctx: AnalysisContext,
+    key: int,
+    sync: tuple[np.ndarray, np.ndarray],
+    cfg: IdleConfig,
+    data: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     ms, me = shared_arrays.merged(ctx, key, "all")
     first_last = shared_arrays.device_span(ctx, key)  # zero-duration rows excluded
@@ -190,6 +196,7 @@ def _device(
         "busy_ns": busy,
         "idle_ns": span - busy,
         "host_bound_ns": host,
+        **_host_split(host, data, sync, ga, cut),
         "queued_ns": queued,
         "sync_wait_ns": sync_a + sync_b,
         "gap_count": int(ga.size),
@@ -197,6 +204,24 @@ def _device(
     }
     out.update(_launch_stats(ctx, key))
     return out
+
+
+def _host_split(
+    host: int,
+    data: tuple[np.ndarray, np.ndarray] | None,
+    sync: tuple[np.ndarray, np.ndarray],
+    ga: np.ndarray,
+    cut: np.ndarray,
+) -> dict[str, int | None]:
+    """host_bound_ns split: the part of the host-bound windows [ga, cut) (less sync waits)
+    under the rank's data waits, and the rest; both null without data-wait ranges."""
+    if data is None:
+        return {"host_bound_data_ns": None, "host_bound_other_ns": None}
+    under = _covered_total(data[0], data[1], ga, cut)
+    if under and sync[0].size:  # a data wait that is also a sync wait counts as sync
+        both = data_wait.intersect(data[0], data[1], sync[0], sync[1])
+        under -= _covered_total(both[0], both[1], ga, cut)
+    return {"host_bound_data_ns": under, "host_bound_other_ns": host - under}
 
 
 def _queued_per_gap(

@@ -7,7 +7,9 @@ phases of a rank partition its kernels. The open ends are closed by the rank's o
 activity: ``init`` starts at the rank's first event and ``after`` ends at its last event
 end (over kernels, memcpy, memset, runtime calls, ops and markers). A rank without steps
 takes the phases of the steps that have no rank (one process's harness steps), else gets
-one row, phase ``all``.
+one row, phase ``all``. Device work launched before the trace began
+(:func:`tbdtrace.analysis.engine.window.pre_trace_rows`) is in none of these: a rank that has any
+gets a ``pre-trace`` row first, spanning that work, and its other phases start after it.
 """
 
 from __future__ import annotations
@@ -42,19 +44,37 @@ def run(ctx: Source, config: Any = None) -> pa.Table:
     n_k = ctx.num_rows("kernels")
     k_time = window.row_times(ctx, "kernels") if n_k else np.zeros(0, np.int64)
     k_dur = shared_arrays.durations(ctx, "kernels")
+    k_pre = window.pre_trace_rows(ctx, "kernels")
+    pre_bounds = _pre_trace_bounds(ctx)
     none = np.zeros(0, np.int64)
+    no_pre = np.zeros(0, bool)
     phases = window.phase_bounds(ctx)
     steps = window.step_rows(ctx)
     rows: list[dict[str, Any]] = []
-    ranks = set(first) | set(phases)
+    ranks = set(first) | set(phases) | set(pre_bounds)
     if window.NO_RANK in phases and window.NO_RANK not in first and len(ranks) > 1:
         ranks.discard(window.NO_RANK)  # unranked steps only lend their phases
     for r in sorted(ranks):
         if k_rank is not None:
             sel = k_rank == r
-            kt, kd = k_time[sel], k_dur[sel]
+            kt, kd, kp = k_time[sel], k_dur[sel], k_pre[sel]
         else:
-            kt, kd = (k_time, k_dur) if r == k_one else (none, none)
+            kt, kd, kp = (k_time, k_dur, k_pre) if r == k_one else (none, none, no_pre)
+        rank = None if r == window.NO_RANK else r
+        if r in pre_bounds:
+            ps, pe = pre_bounds[r]
+            rows.append(
+                {
+                    "rank": rank,
+                    "phase": window.PRE_TRACE,
+                    "start_ns": ps,
+                    "end_ns": pe,
+                    "wall_ns": max(0, pe - ps),
+                    "step_count": 0,
+                    "kernel_count": int(np.count_nonzero(kp)),
+                    "kernel_time_ns": int(np.sum(kd, where=kp)),
+                }
+            )
         f, e = first.get(r), last.get(r)
         # A rank without steps takes the phases of the steps without a rank, if any.
         bounds = phases.get(r) or phases.get(window.NO_RANK) or {"all": (window.LO, window.HI)}
@@ -65,9 +85,11 @@ def run(ctx: Source, config: Any = None) -> pa.Table:
             if s is not None and t is not None and s > t:  # no activity on that side
                 s, t = (t, t) if lo == window.LO else (s, s)
             inside = _between(kt, lo, hi)
+            if kp.any():
+                inside &= ~kp
             rows.append(
                 {
-                    "rank": None if r == window.NO_RANK else r,
+                    "rank": rank,
                     "phase": name,
                     "start_ns": s,
                     "end_ns": t,
@@ -93,14 +115,48 @@ def _between(t: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return inside
 
 
+def _pre_trace_bounds(ctx: AnalysisContext) -> dict[int, tuple[int, int]]:
+    """Per rank key with device work launched before the trace began: its first start
+    and last end."""
+    out: dict[int, tuple[int, int]] = {}
+    for t in shared_arrays.EVENT_TABLES:
+        pre = window.pre_trace_rows(ctx, t)
+        if not pre.any():
+            continue
+        s = shared_arrays.ints(ctx, t, "start_ns")[pre]
+        e = shared_arrays.ints(ctx, t, "end_ns")[pre]
+        rank = row_rank_keys(ctx, t)[pre]
+        for r in np.unique(rank).tolist():
+            sel = rank == r
+            lo, hi = int(s[sel].min()), int(e[sel].max())
+            if r in out:
+                lo, hi = min(lo, out[r][0]), max(hi, out[r][1])
+            out[r] = (lo, hi)
+    return out
+
+
 def _activity_bounds(ctx: AnalysisContext) -> tuple[dict[int, int], dict[int, int]]:
-    """Per rank key: first start and last end over the activity tables."""
+    """Per rank key: first start and last end over the activity tables (device work
+    launched before the trace began left out: it is the pre-trace phase)."""
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for t in _ACTIVITY:
         if not ctx.num_rows(t):
             continue
         one = one_rank_key(ctx, t)
+        pre = window.pre_trace_rows(ctx, t) if t in shared_arrays.EVENT_TABLES else None
+        if pre is not None and pre.any():
+            keep = ~pre
+            if not keep.any():
+                continue
+            s = shared_arrays.ints(ctx, t, "start_ns")[keep]
+            e = shared_arrays.ints(ctx, t, "end_ns")[keep]
+            rank = row_rank_keys(ctx, t)[keep]
+            for r in np.unique(rank).tolist():
+                sel = rank == r
+                first[r] = min(first.get(r, int(s[sel].min())), int(s[sel].min()))
+                last[r] = max(last.get(r, int(e[sel].max())), int(e[sel].max()))
+            continue
         if one is not None:  # every row of one rank: no per-rank selection
             lo, hi = shared_arrays.time_bounds(ctx, t)
             first[one] = min(first.get(one, lo), lo)

@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace.analysis.engine import outputs, window
-from tbdtrace.analysis.engine.context import Source, of
+from tbdtrace.analysis.engine import data_wait, outputs, window
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.arrow_ints import int_column
 
 
@@ -68,9 +68,18 @@ def run(ctx: Source, config: StepsConfig | None = None) -> pa.Table:
             "throughput_per_s": pa.array(tput, mask=np.isnan(tput)),
             "warmup": warm,
             "source": t.column("source").cast(pa.string()),
+            "data_wait_ns": _data_wait(of(ctx), rank, start, end),
         },
         schema=SCHEMA,
     )
+
+
+def _data_wait(
+    ctx: AnalysisContext, rank: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> pa.Array:
+    """Each step's data wait (engine/data_wait.py); nulls when the trace records none."""
+    wait = data_wait.per_step(ctx, rank, start, end)
+    return pa.nulls(start.size, pa.int64()) if wait is None else pa.array(wait, pa.int64())
 
 
 def _warmup(t: pa.Table, rank: np.ndarray, k: int) -> np.ndarray:
@@ -111,6 +120,9 @@ def summarize(steps: pa.Table) -> dict[str, Any]:
     has = ~np.asarray(smp.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     samples = np.asarray(pc.fill_null(smp, 0).to_numpy(), dtype=np.int64)
     with_s_ns = int(dur[has].sum())
+    wait = m.column("data_wait_ns")
+    waits = np.asarray(wait.drop_null().to_numpy(), dtype=np.int64)
+    known = waits.size == m.num_rows and waits.size > 0
     return {
         "step_count": steps.num_rows,
         "warmup_count": steps.num_rows - m.num_rows,
@@ -124,6 +136,9 @@ def summarize(steps: pa.Table) -> dict[str, Any]:
         "throughput_per_s": (
             int(samples[has].sum()) * 1e9 / with_s_ns if has.any() and with_s_ns else None
         ),
+        "data_wait_ns": int(waits.sum()) if known else None,
+        "data_wait_median_ns": float(np.median(waits)) if known else None,
+        "data_wait_share": int(waits.sum()) / int(dur.sum()) if known and dur.sum() else None,
     }
 
 

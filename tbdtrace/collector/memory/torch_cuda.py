@@ -41,15 +41,16 @@ import pyarrow as pa
 
 from tbdtrace import trace as trace_io
 from tbdtrace.analysis.engine.memory_blocks import pair
+from tbdtrace.collector import child_protocol as proto
 from tbdtrace.collector.memory import agreement, phases, posthoc
 from tbdtrace.collector.memory.torch_classify import TorchMemoryTracker, TrackerConfig
 from tbdtrace.collector.memory.torch_labels import check_mode, posthoc_meta
 from tbdtrace.collector.memory.torch_snapshots import SnapshotRecorder
 
-SPOOL_ENV = "TBDTRACE_TORCH_MEMORY_SPOOL"
-MODE_ENV = "TBDTRACE_TORCH_MEMORY_MODE"  # posthoc (unset) or exact
-MAX_ENTRIES_ENV = "TBDTRACE_TORCH_MEMORY_MAX_ENTRIES"
-SNAPSHOTS_FILE = "torch_snapshots.json"  # in a torchmem-<pid> part
+SPOOL_ENV = proto.TORCH_MEMORY_SPOOL
+MODE_ENV = proto.TORCH_MEMORY_MODE  # posthoc (unset) or exact
+MAX_ENTRIES_ENV = proto.TORCH_MEMORY_MAX_ENTRIES
+SNAPSHOTS_FILE = proto.TORCH_SNAPSHOTS_NAME  # in a torchmem-<pid> part
 # The history's clock step: time_us, microseconds.
 HISTORY_RESOLUTION_NS = 1000
 # Each history entry costs ~100 bytes without stack context; 2M entries ~ 200 MB at most.
@@ -244,7 +245,8 @@ def start_in_child() -> None:
         if table is None:
             return
         files = {SNAPSHOTS_FILE: rec.snapshots.snapshots().to_json()}
-        trace_io.write(spool / f"torchmem-{os.getpid()}", {"memory": table}, rec.part_meta(), files)
+        part = spool / f"{proto.TORCHMEM_PREFIX}{os.getpid()}"
+        trace_io.write(part, {"memory": table}, rec.part_meta(), files)
 
     atexit.register(finish)
 
@@ -286,16 +288,23 @@ def join(spool_dir: Path, tables: dict[str, Any], extra: dict[str, Any]) -> None
     """Append each ``torchmem-<pid>`` part (allocated level) to ``tables["memory"]``,
     labelled post hoc against the phases in ``tables`` where the part asks for it;
     ``extra["torch_cuda_history"]`` and ``extra["torch_memory"]`` say what was done."""
-    parts = sorted(p for p in spool_dir.glob("torchmem-*") if p.is_dir())
+    parts = sorted(p for p in spool_dir.glob(f"{proto.TORCHMEM_PREFIX}*") if p.is_dir())
     if not parts:
         return
+    phase_tables = dict(tables)
+    if "steps" not in phase_tables:  # the harness's steps, read by the runner after this
+        from tbdtrace.collector import steps
+
+        harness = steps.read(spool_dir / proto.STEPS_NAME)
+        if harness["step"]:
+            phase_tables["steps"] = harness
     mems, stats, procs, modes = [], [], [], set()
     for p in parts:
-        pid = int(p.name.split("-", 1)[1])
+        pid = proto.pid_of(p.name)
         table, st, mem, snaps = _read_part(p)
         st["pid"] = pid
         stats.append(st)
-        its = phases.find(tables, pid, snaps.times())
+        its = phases.find(phase_tables, pid, snaps.times())
         table, lab = _label_part(table, mem["mode"], snaps, its)
         modes.add(mem["mode"])
         procs.append({"pid": pid, **(mem.get("recorder") or {}), **lab})

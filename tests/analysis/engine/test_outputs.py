@@ -71,6 +71,7 @@ def test_hotspots_and_diff_tables(tr_name: str, request: pytest.FixtureRequest) 
     assert ot.schema.equals(outputs.HOTSPOTS_OP.arrow_schema())
     assert diff.run(tr, tr).schema.equals(outputs.DIFF_KERNELS.arrow_schema())
     assert diff.by_category(tr, tr).schema.equals(outputs.DIFF_CATEGORIES.arrow_schema())
+    assert diff.by_op(tr, tr).schema.equals(outputs.DIFF_OPS.arrow_schema())
 
 
 def test_declarations_are_well_formed() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from tbdtrace.analysis.engine import flop_formulas, peaks
 from tbdtrace.analysis.passes import fp32
-from tests.analysis.tiny import US, kernels, make
+from tests.analysis.tiny import US, kernels, make, measured
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def _gpu_trace(tmp_path: Path, **devices: object):
 
 
 def test_gpu_efficiency_with_looked_up_clock(tmp_path: Path) -> None:
-    r = fp32.run(_gpu_trace(tmp_path)).to_pylist()[0]
+    r = fp32.run(measured(_gpu_trace(tmp_path))).to_pylist()[0]
     f = 2 * 64 * 128 * 32
     assert r["flops"] == f and r["flops_source"].startswith("analytic")
     peak = 80 * 64 * 2 * 1530e6  # V100: 80 SMs, 64 lanes (cc 7.0), boost 1530 MHz
@@ -156,6 +156,12 @@ def test_fixture_analytic_flops_match_an_independent_count(tmp_path: Path) -> No
                 continue
             v = count(x["name"], x["args"]["Input Dims"])
             total += v or 0
+    # Work on FP32 inputs splits into what ran as FP32 (the fp32 section) and what ran as
+    # TF32 (the flops section's tf32 row, rated against the TF32 peak): together the count.
+    from tbdtrace.analysis.passes import flops
+
     r = fp32.run(tr).to_pylist()[0]
-    assert total > 0 and r["flops"] == total
-    assert r["achieved_flops_per_s_wall"] == pytest.approx(total * 1e9 / r["window_ns"])
+    rows = {x["precision"]: x for x in flops.run(tr).to_pylist()}
+    assert total > 0 and r["flops"] + rows["tf32"]["flops"] == total
+    assert r["flops"] == rows["fp32"]["flops"]
+    assert r["achieved_flops_per_s_wall"] == pytest.approx(r["flops"] * 1e9 / r["window_ns"])

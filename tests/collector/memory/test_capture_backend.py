@@ -13,6 +13,8 @@ from tbdtrace.collector import CaptureConfig
 from tbdtrace.collector.torch_backend import TorchConfig
 from tests.collector.memory.models import MLP_PARAMS, MLP_TENSORS, mlp, mlp_batch, train
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 
 @pytest.mark.parametrize("mode", ["posthoc", "exact"])
 def test_capture_backend_torch_labels_memory(tmp_path: Path, mode: str) -> None:

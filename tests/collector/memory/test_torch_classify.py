@@ -31,6 +31,8 @@ from tests.collector.memory.models import (
     train,
 )
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 
 @pytest.fixture(autouse=True)
 def _no_garbage_from_earlier_tests() -> Iterator[None]:

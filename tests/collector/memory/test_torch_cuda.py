@@ -16,9 +16,11 @@ import pyarrow as pa
 import pytest
 
 from tbdtrace import trace
-from tbdtrace.collector.cupti_command import join_torch_memory
+from tbdtrace.collector.child_protocol import BOOTSTRAP_DIR
+from tbdtrace.collector.injection import join_torch_memory
 from tbdtrace.collector.memory.torch_cuda import MODE_ENV, SPOOL_ENV, history_rows
-from tbdtrace.collector.torch_child import BOOTSTRAP_DIR
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 ROOT = Path(__file__).resolve().parents[3]
 MB2 = 2 << 20

@@ -1,4 +1,5 @@
-"""``--torch-memory posthoc|exact|off``: the option, its alias, and what each mode sets."""
+"""``--torch-memory posthoc|exact|off``: the option, its alias, and what each mode sets in
+the captured command's environment."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from tbdtrace.cli import build_parser
+from tbdtrace.collector import strategies
+from tbdtrace.collector.child_protocol import BOOTSTRAP_DIR
 from tbdtrace.collector.cupti_backend import CuptiConfig
-from tbdtrace.collector.cupti_command import child_env
 from tbdtrace.collector.memory.torch_cuda import MODE_ENV, SPOOL_ENV
 from tbdtrace.collector.memory.torch_labels import check_mode, labeller
+from tbdtrace.collector.torch_backend import TorchConfig
 
 
 @pytest.mark.parametrize(
@@ -50,12 +53,18 @@ def test_modes() -> None:
 
 
 @pytest.mark.parametrize("mode", ["posthoc", "exact", "off", True, False])
-def test_child_env_carries_the_mode(tmp_path: Path, mode: str | bool) -> None:
+def test_command_env_carries_the_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str | bool
+) -> None:
+    for var in (SPOOL_ENV, MODE_ENV, "PYTHONPATH"):
+        monkeypatch.delenv(var, raising=False)
     cfg = CuptiConfig(activities=("kernel",), torch_memory=mode)
-    env = child_env(tmp_path, cfg, tmp_path / "steps")
+    strat = strategies.strategy_for("cupti", cfg, TorchConfig())
+    env = strategies.command_env(strat, tmp_path, None)
     want = check_mode(mode)
     assert cfg.torch_memory == want
     if want == "off":
-        assert SPOOL_ENV not in env and MODE_ENV not in env
+        assert SPOOL_ENV not in env and MODE_ENV not in env and "PYTHONPATH" not in env
     else:
         assert env[SPOOL_ENV] == str(tmp_path) and env[MODE_ENV] == want
+        assert env["PYTHONPATH"] == str(BOOTSTRAP_DIR)

@@ -15,6 +15,8 @@ import tbdtrace
 from tbdtrace.analysis.passes import memory
 from tbdtrace.collector.memory import TorchMemoryTracker, profile
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 
 def _model() -> nn.Module:
     torch.manual_seed(0)
