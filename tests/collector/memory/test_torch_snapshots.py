@@ -6,12 +6,15 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
 import torch
 from torch.optim import optimizer as optim_module
 
 from tbdtrace.collector.memory.posthoc import GRADIENTS, OPTIMIZER_STATE, WEIGHTS
 from tbdtrace.collector.memory.torch_snapshots import SnapshotRecorder
 from tests.collector.memory.models import bn_cnn, cnn_batch, train
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 
 def _by_time(rec: SnapshotRecorder) -> dict[int, dict[int, set[int]]]:
