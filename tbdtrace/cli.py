@@ -15,6 +15,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from tbdtrace.errors import TraceError
 from tbdtrace.heap import glibc
@@ -36,12 +37,22 @@ COMMANDS = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with usage errors in one line: ``tbdtrace CMD: error: ...; see --help``,
+    exit 2 (argparse would print the whole usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        from tbdtrace.safe_text import printable
+
+        self.exit(2, f"{self.prog}: error: {printable(message)}; see {self.prog} --help\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with ``only`` (a command name), just that subcommand's, so a
     command does not pay for importing every other command's dependencies."""
     from tbdtrace import __version__
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="tbdtrace",
         description="Capture, import and analyze DNN training traces (GPU and CPU).",
     )
@@ -145,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     first = pos[0] if pos else None
     known = {c.rstrip("_") for c in COMMANDS}
     parser = build_parser(first if first in known else None)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # a usage error (exit 2) or --help/--version (0): its status
+        return e.code if isinstance(e.code, int) else 1
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from tbdtrace.commands import _output, _rankset, _window
+from tbdtrace.commands import _args, _rankset, _window
 from tbdtrace.commands._open import open_or_import
 
 
@@ -32,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--rank",
-        type=int,
+        type=_args.nonnegative_int,
         action="append",
         metavar="R",
         help="compare ranks, not whole traces: A --rank R1 --rank R2 compares two ranks of "
@@ -41,21 +40,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--top",
-        type=int,
+        type=_args.positive_int,
         default=20,
         metavar="N",
         help="kernels listed, largest |delta| first (default 20)",
     )
-    _output.add_arguments(p)
+    _args.add_output(p)
     _window.add_options(p)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.top < 1:
-        print("tbdtrace diff: --top must be >= 1", file=sys.stderr)
-        return 2
-    usage = _output.check(args, "diff")
+    usage = _args.output_usage(args, "diff")
     if usage:
         print(usage, file=sys.stderr)
         return 2
@@ -66,16 +62,15 @@ def _run(args: argparse.Namespace) -> int:
     if usage:
         print(usage, file=sys.stderr)
         return 2
+    inputs = [args.a] + ([args.b] if args.b else [])
+    _args.check_output(args, inputs)
     from tbdtrace.report import diff_view
+    from tbdtrace.report.documents import DiffDoc
+    from tbdtrace.report.emit import emit
 
     a, b = _sides(args)
     doc = diff_view.document(a, b, spec, args.top)
-    if args.format == "json" and not args.section:
-        return _output.write_text(json.dumps(doc, indent=2) + "\n", args, "diff")
-    if args.format in ("json", "csv"):
-        return _output.emit_tables(diff_view.tables(doc), args, "diff")
-    diff_view.render_text(doc)
-    return 0
+    return emit(DiffDoc(doc), args.format, _args.dest(args, inputs))
 
 
 def _rank_usage(args: argparse.Namespace) -> str | None:

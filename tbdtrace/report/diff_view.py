@@ -53,9 +53,9 @@ def render_text(doc: dict[str, Any], console: Console | None = None) -> None:
     la, lb = doc["window"]["a"]["label"], doc["window"]["b"]["label"]
     covers = la if la == lb else f"A: {la}, B: {lb}"
     con.print(f"Window: {covers}. Every table below covers it.")
-    t = Table(title=f"Headline ({covers})", title_justify="left")
+    t = Table(title=f"Headline ({covers})")
     for c in ("Figure", "A", "B", "B - A", "B / A"):
-        t.add_column(c, justify="left" if c == "Figure" else "right", no_wrap=True)
+        t.add_column(c, justify="left" if c == "Figure" else "right")
     for k, v in doc["headline"].items():
         t.add_row(
             k,
@@ -65,9 +65,9 @@ def render_text(doc: dict[str, Any], console: Console | None = None) -> None:
             "-" if v["ratio"] is None else f"{v['ratio']:.3f}",
         )
     con.print(t)
-    ct = Table(title=f"Device time by category ({covers})", title_justify="left")
+    ct = Table(title=f"Device time by category ({covers})")
     for col in ("Category", "A", "B", "B - A", "A %", "B %"):
-        ct.add_column(col, justify="left" if col == "Category" else "right", no_wrap=True)
+        ct.add_column(col, justify="left" if col == "Category" else "right")
     for r in doc["categories"]:
         ct.add_row(
             r["category"],
@@ -78,9 +78,9 @@ def render_text(doc: dict[str, Any], console: Console | None = None) -> None:
             f"{100 * r['b_share']:.1f}",
         )
     con.print(ct)
-    k = Table(title=f"Kernels, largest change first ({covers})", title_justify="left")
+    k = Table(title=f"Kernels, largest change first ({covers})")
     for col in ("B - A", "A", "B", "A n", "B n", "Category", "Name"):
-        k.add_column(col, justify="left" if col in ("Category", "Name") else "right", no_wrap=True)
+        k.add_column(col, justify="left" if col in ("Category", "Name") else "right")
     for r in doc["kernels"]:
         name = clip(r["name"], 70, blank="")
         k.add_row(

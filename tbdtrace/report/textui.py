@@ -19,7 +19,7 @@ import io
 import re
 import shutil
 import sys
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from tbdtrace.report.fmt import cell_len, clip
 
@@ -27,19 +27,21 @@ _MIN_TEXT_WIDTH = 12
 _MARKUP = re.compile(r"\[(/?)(bold|green|red|dim)\]")
 _ANSI = {"bold": "\033[1m", "green": "\033[32m", "red": "\033[31m", "dim": "\033[2m"}
 _RESET = "\033[0m"
+Justify = Literal["left", "right"]
 
 
 class Table:
-    """A titled table of text cells (the subset of rich.table.Table the reports use)."""
+    """A titled table of text cells: titles are left-aligned, cells never wrap (text
+    columns are cut to fit, see the module docstring)."""
 
-    def __init__(self, title: str | None = None, show_header: bool = True, **_: Any):
+    def __init__(self, title: str | None = None, show_header: bool = True):
         self.title = title
         self.show_header = show_header
         self.headers: list[str] = []
-        self.justify: list[str] = []
+        self.justify: list[Justify] = []
         self.rows: list[list[str]] = []
 
-    def add_column(self, header: str = "", justify: str = "left", **_: Any) -> None:
+    def add_column(self, header: str = "", justify: Justify = "left") -> None:
         self.headers.append(header)
         self.justify.append(justify)
 
