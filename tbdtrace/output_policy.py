@@ -285,6 +285,13 @@ def write_file(target: Target, write: Callable[[IO[bytes]], object]) -> None:
     _replace(target.path, target.given, write)
 
 
+def replace(path: Path, data: bytes | Callable[[IO[bytes]], object]) -> None:
+    """Write ``data`` (bytes, or a writer given the file) to ``path`` in a folder already
+    checked (:func:`folder_target`): a temporary file beside it, then a rename."""
+    write = data if callable(data) else (lambda f: f.write(data))
+    _replace(path, str(path), write)
+
+
 def write_text(target: Target, text: str) -> None:
     """``text`` (UTF-8) to ``target``."""
     data = text.encode("utf-8")
@@ -366,6 +373,7 @@ __all__ = [
     "file_target",
     "folder_target",
     "folder_writer",
+    "replace",
     "trace_file_reason",
     "trace_target",
     "write_file",

@@ -38,10 +38,17 @@ BOOL = pa.bool_()
 ROWS_KEY = b"tbdtrace.rows"  # version 2: schema metadata of each IPC file, its row count
 
 
-def write(file: Path, decl: schema.Table, tbl: pa.Table) -> None:
-    """Write ``tbl`` (conforming to ``decl``, rows already in storage order) to ``file``."""
+WRITE_ID_KEY = b"tbdtrace.write_id"  # key-value metadata: the write the file belongs to
+
+
+def write(file: Path, decl: schema.Table, tbl: pa.Table, write_id: str | None = None) -> None:
+    """Write ``tbl`` (conforming to ``decl``, rows already in storage order) to ``file``;
+    ``write_id`` (the trace write it belongs to, which the trace's marker also records)
+    goes into the file's key-value metadata."""
     import pyarrow.parquet as pq  # ~11 ms: not for commands that never touch a file
 
+    if write_id is not None:
+        tbl = tbl.replace_schema_metadata({WRITE_ID_KEY: write_id.encode()})
     delta = [c.name for c in decl.columns if c.parquet_encoding == "DELTA_BINARY_PACKED"]
     kw: dict[str, object] = {}
     if COMPRESSION == "zstd":

@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tbdtrace import outdir
+from tbdtrace import output_policy
 from tbdtrace.collector import BACKENDS, choose_backend
 from tbdtrace.collector.host_sampler import SamplerConfig
 from tbdtrace.collector.torch_backend import TorchConfig
+from tbdtrace.commands import _args
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -28,7 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "the command's; 3 when it succeeded but the trace lost records (spool write errors, "
         "e.g. a full disk).",
     )
-    p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
+    _args.mark_output(
+        p.add_argument(
+            "--out", "-o", required=True, metavar="DIR", help="trace directory to write"
+        ),
+        "trace",
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -144,7 +150,7 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 2
     # The output is checked (and locked) before the workload runs, not after.
-    with outdir.claim(args.out, force=args.force) as out:
+    with output_policy.trace_target(args.out, args.force) as out:
         if backend == "cupti":
             return _run_cupti(args, cmd, reason, out)
         from tbdtrace.collector.torch_child import run_capture

@@ -30,8 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--strict",
         action="store_true",
-        help="with per-rank files: exit 1 when a rank file is missing or unreadable "
-        "(default: name it on stderr and report the other ranks)",
+        help="exit 1 when a table file of the trace fails its check (missing, cut short, "
+        "swapped, foreign: tbdtrace/trace_check.py) or, with per-rank files, when a rank "
+        "file is missing, unreadable or a rank comes twice (default: name it on stderr "
+        "and report the rest)",
     )
     _args.add_output(p, ("text", "json", "csv", "html"))
     p.add_argument(
@@ -79,7 +81,8 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    pending = begin_open(args.trace[0])  # a profiler file parses while the modules load
+    # a profiler file parses while the modules load
+    pending = begin_open(args.trace[0], args.strict)
     from tbdtrace.report import contents  # noqa: F401 - every section and pass, loaded now
 
     tr = pending.trace()
