@@ -11,6 +11,7 @@ prints its traceback with a line asking for a report.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -164,14 +165,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     from tbdtrace import cli_errors
+    from tbdtrace.safe_text import printable
 
+    # bench draws a progress bar on stderr (ANSI codes of its own); its names are ours
+    escaped = contextlib.nullcontext() if args.command == "bench" else cli_errors.escaped_stderr()
     try:
-        with cli_errors.guarded_stdout():
+        with cli_errors.guarded_stdout(), escaped:
             rc = int(args.func(args) or 0)
             sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers
         return rc
     except TraceError as e:
-        print(f"tbdtrace: {e}", file=sys.stderr)
+        print(f"tbdtrace: {printable(str(e))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("tbdtrace: interrupted", file=sys.stderr)

@@ -48,7 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="capture backend: auto, cupti (GPU), torch, tf, mxnet (default auto)",
     )
     p.add_argument(
-        "--sample-hz", type=float, default=10.0, metavar="HZ", help="host sampler rate (default 10)"
+        "--sample-hz",
+        type=_args.positive_float,
+        default=10.0,
+        metavar="HZ",
+        help="host sampler rate (default 10)",
     )
     p.add_argument(
         "--cuda",
@@ -65,21 +69,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--buffer-size",
-        type=int,
+        type=_args.positive_int,
         default=8 << 20,
         metavar="BYTES",
         help="cupti backend: bytes per CUPTI activity buffer (default 8 MiB)",
     )
     p.add_argument(
         "--buffer-count",
-        type=int,
+        type=_args.positive_int,
         default=8,
         metavar="N",
         help="cupti backend: buffers in the fixed pool (default 8: 64 MiB in all)",
     )
     p.add_argument(
         "--flush-interval-ms",
-        type=int,
+        type=_args.positive_int,
         default=1000,
         metavar="MS",
         help="cupti backend: flush and spill period (default 1000)",
@@ -133,9 +137,6 @@ def _run(args: argparse.Namespace) -> int:
         cmd = cmd[1:]
     if not cmd:
         print("tbdtrace capture: no command given; put it after --", file=sys.stderr)
-        return 2
-    if args.sample_hz <= 0:
-        print("tbdtrace capture: --sample-hz must be > 0", file=sys.stderr)
         return 2
     backend, reason = choose_backend(args.backend)
     child_backend = backend

@@ -63,7 +63,14 @@ def _run(args: argparse.Namespace) -> int:
         return _run_rank_by_rank(args)
 
     with output_policy.trace_target(args.out, args.force, args.files) as claimed:
-        tables, meta = importers.import_files(args.files, args.format)
+        from tbdtrace.commands._rankset import import_once_per_rank
+
+        tables, meta, again = import_once_per_rank(args.files, args.format)
+        for line in again:
+            print(f"tbdtrace import: warning: {line}", file=sys.stderr)
+        if again and args.strict:
+            print("tbdtrace import: --strict: a rank comes twice; nothing written", file=sys.stderr)
+            return 1
         skipped = validate.summary(meta.get("skipped_events") or {})
         if skipped and args.strict:
             print(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -73,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 2
     tr = open_or_import(args.trace)
-    return _print(sql.query(tr, args.query), args)
+    return _print(interruptible(sql.connect(tr), args.query, tr.path), args)
 
 
 def _run_ranks(args: argparse.Namespace) -> int:
@@ -91,7 +92,50 @@ def _run_ranks(args: argparse.Namespace) -> int:
     with _perrank.work_dir(args.work_dir) as work:
         parts, _ = _perrank.run_tasks(args, "sql", rs.files, work, keep_trace=True)
         con = sql.connect_tables(rank_datasets(parts))
-        return _print(sql.query_on(con, args.query, args.trace), args)
+        return _print(interruptible(con, args.query, args.trace), args)
+
+
+def interruptible(con: Any, query: str, where: Any) -> Any:
+    """:func:`tbdtrace.passes.sql.query_on` on a thread of its own, so that Ctrl-C stops
+    it: the main thread waits in steps of 0.1 s (a signal reaches Python there, not inside
+    DuckDB), interrupts the query on the first Ctrl-C and ends the command with
+    ``tbdtrace: interrupted`` (exit 130) within a second; a second Ctrl-C gets the
+    default action (the process ends at once)."""
+    import contextlib
+    import signal
+    import threading
+
+    out: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            out["result"] = sql.query_on(con, query, where)
+        except BaseException as e:  # handed to the main thread
+            out["error"] = e
+
+    t = threading.Thread(target=work, name="tbdtrace-sql", daemon=True)
+    t.start()
+    try:
+        while t.is_alive():
+            t.join(0.1)
+    except KeyboardInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        with contextlib.suppress(Exception):  # closed meanwhile: the query has ended
+            con.interrupt()
+        t.join(0.5)  # DuckDB stops within a few ms
+        if threading.current_thread() is not threading.main_thread():
+            raise
+        # Ending the interpreter while DuckDB's threads wind down aborts the process
+        # ("terminate called ..."): end it here instead, as the CLI would, with its
+        # line and status.
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        print("tbdtrace: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+    if "error" in out:
+        raise out["error"]
+    return out["result"]
 
 
 def _print(res: Any, args: argparse.Namespace) -> int:

@@ -103,7 +103,8 @@ def _target(dest: Dest) -> output_policy.Target:
 def _out(text: str, dest: Dest) -> int:
     """``text`` to the standard output or the file ``dest.path``."""
     if dest.path is None:
-        sys.stdout.write(text)
+        # CSV on a terminal (JSON escapes controls itself): names shown, not obeyed
+        sys.stdout.write(printable(text, keep_newlines=True) if sys.stdout.isatty() else text)
         return 0
     output_policy.write_text(_target(dest), text)
     return 0
