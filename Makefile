@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet bench-venv native chromium test fuzz demo lint format docs clean sanitize
+.PHONY: all venv venv-mxnet bench-venv native chromium test robustness fuzz demo lint format docs clean sanitize
 
 all: native
 
@@ -89,7 +89,13 @@ chromium:
 # A worker that crashes can leave xdist waiting for ever: after 40 minutes the run is
 # interrupted (SIGINT), so it still prints its summary and fails.
 test: native $(VENV_MX)/.stamp chromium
-	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=25 tests
+	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=25 -m "not robustness" tests
+
+# The slow robustness classes (tests marked robustness: every rewrite of a trace killed at
+# each file operation it makes, through a fault-injection library built with cc), which
+# .ci/run runs after make test: ~2 CPU minutes, ~5 on a loaded two-core machine.
+robustness: native
+	timeout -s INT 1800 $(PY) -m pytest -q -n auto --maxprocesses 2 --durations=10 -m robustness tests/robustness
 
 # Coverage-guided fuzzing of the C++ Kineto parser (libFuzzer with AddressSanitizer and
 # UndefinedBehaviorSanitizer; tests/robustness/fuzz/), for FUZZ_SECONDS; not part of test.

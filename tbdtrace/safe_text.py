@@ -12,11 +12,13 @@ by a spreadsheet (``=HYPERLINK(...)``).
   escapes such as ``\\x1b`` or ``\\u202e``; ``keep`` names controls left as they are
   (newline, for messages of several lines). Other text, brackets and backslashes
   included, is unchanged, so names without controls print exactly.
-* :func:`csv_cell` is the OWASP rule for CSV injection: a text cell starting with ``=``,
-  ``+``, ``-``, ``@``, TAB or CR gets a leading ``'`` (a spreadsheet then shows it as
-  text), unless the whole cell is a plain number (``-12``, ``+1.5e3``), which a
-  spreadsheet reads as a number, not a formula, or a lone ``-`` (the placeholder of an
-  empty value, which no spreadsheet runs).
+* :func:`csv_cell` makes a CSV text cell safe to open in a spreadsheet and to print on
+  a terminal: its control characters become escapes as above, then the OWASP rule for
+  CSV injection: a cell starting with ``=``, ``+``, ``-``, ``@``, TAB or CR gets a
+  leading ``'`` (a spreadsheet then shows it as text), unless the whole cell is a plain
+  number (``-12``, ``+1.5e3``), which a spreadsheet reads as a number, not a formula, or
+  a lone ``-`` (the placeholder of an empty value, which no spreadsheet runs). The CSV
+  writers' ``raw`` option (``--raw-csv``) skips it: cells exactly as they are.
 
 JSON, Parquet, Perfetto and Chrome outputs keep names exact: they do not go through here.
 """
@@ -48,7 +50,9 @@ def printable(text: str, keep_newlines: bool = False) -> str:
 
 
 def csv_cell(text: str) -> str:
-    """A CSV text cell that no spreadsheet runs as a formula (see the module docstring)."""
+    """A CSV text cell that no spreadsheet runs as a formula and no terminal obeys (see
+    the module docstring)."""
+    text = printable(text)
     if text.startswith(_FORMULA_START) and text != "-" and _NUMBER.fullmatch(text) is None:
         return "'" + text
     return text

@@ -38,7 +38,8 @@ BOOL = pa.bool_()
 ROWS_KEY = b"tbdtrace.rows"  # version 2: schema metadata of each IPC file, its row count
 
 
-WRITE_ID_KEY = b"tbdtrace.write_id"  # key-value metadata: the write the file belongs to
+WRITE_ID_KEY = b"tbdtrace.write_id"
+WRITE_BUFFER_BYTES = 1 << 20  # key-value metadata: the write the file belongs to
 
 
 def write(file: Path, decl: schema.Table, tbl: pa.Table, write_id: str | None = None) -> None:
@@ -53,17 +54,20 @@ def write(file: Path, decl: schema.Table, tbl: pa.Table, write_id: str | None = 
     kw: dict[str, object] = {}
     if COMPRESSION == "zstd":
         kw["compression_level"] = ZSTD_LEVEL
-    pq.write_table(
-        tbl,
-        str(file),
-        row_group_size=ROW_GROUP_ROWS,
-        compression=COMPRESSION or "none",
-        use_dictionary=[
-            c.name for c in decl.columns if c.name not in delta and c.type != pa.bool_()
-        ],
-        column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
-        **kw,  # type: ignore[arg-type]
-    )
+    # Through a 1 MiB buffer: Parquet's writer makes a write per page header and page
+    # (hundreds of system calls for a small trace), the buffer one per MiB.
+    with pa.output_stream(str(file), buffer_size=WRITE_BUFFER_BYTES) as sink:
+        pq.write_table(
+            tbl,
+            sink,
+            row_group_size=ROW_GROUP_ROWS,
+            compression=COMPRESSION or "none",
+            use_dictionary=[
+                c.name for c in decl.columns if c.name not in delta and c.type != pa.bool_()
+            ],
+            column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
+            **kw,  # type: ignore[arg-type]
+        )
 
 
 def num_rows(file: Path) -> int:

@@ -236,7 +236,7 @@ def open(path: str | os.PathLike[str], strict: bool = False) -> Trace:  # noqa: 
     (:mod:`tbdtrace.trace_check`). A table file that fails is left out (it reads as
     absent) and named in ``Trace.problems``; with ``strict`` it is a TraceError."""
     from tbdtrace import meta as meta_io
-    from tbdtrace import trace_check
+    from tbdtrace import outdir, trace_check
     from tbdtrace.safe_text import printable
 
     p = Path(path)
@@ -245,6 +245,8 @@ def open(path: str | os.PathLike[str], strict: bool = False) -> Trace:  # noqa: 
         raise TraceError(
             f"{printable(str(p))}: not a trace directory; pass a directory written by tbdtrace"
         )
+    if outdir.interrupted(p) is not None:
+        trace_check.refuse_interrupted(p)
     if not meta_file.exists():
         raise TraceError(
             f"{printable(str(p))}: no {META_FILE}; this is not a tbdtrace trace directory"

@@ -168,15 +168,20 @@ def _against(table: str, e: Any, path: Path) -> tuple[Path | None, Any, str | No
     return f, footer, None
 
 
+def refuse_interrupted(path: Path) -> None:
+    """Raise the one line for a trace whose replacement was interrupted."""
+    name = printable(str(path))
+    raise TraceError(
+        f"{name}: a write into this trace was interrupted (a tbdtrace process stopped "
+        f"while replacing it); run `tbdtrace recover {name}` to finish it"
+    )
+
+
 def check(path: Path, strict: bool = False) -> Checked:
     """Check the table files of the trace directory ``path`` (see the module docstring)."""
     marker = outdir.read_marker(path)
     if marker is not None and marker.get("state") == outdir.INSTALLING:
-        raise TraceError(
-            f"{printable(str(path))}: a write into this trace was interrupted (a tbdtrace "
-            f"process stopped while replacing it); run `tbdtrace recover {printable(str(path))}` "
-            "to finish it"
-        )
+        refuse_interrupted(path)
     manifest = marker.get("tables") if marker is not None else None
     out = Checked()
     on_disk: dict[str, str] = {}  # table -> file name present

@@ -5,6 +5,7 @@ the other ranks are still analysed."""
 from __future__ import annotations
 
 import glob
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +47,16 @@ def is_rank_set(args: list[str]) -> bool:
         return True
     p = Path(args[0])
     if p.is_dir():
-        return not (p / "meta.json").is_file()
+        return not _is_trace_dir(p)
     return not p.exists() and bool(_GLOB.search(args[0]))
+
+
+def _is_trace_dir(p: Path) -> bool:
+    """A trace directory: its meta.json, or its marker (a trace being replaced, or whose
+    replacement was interrupted, is still a trace, never a folder of rank files)."""
+    from tbdtrace.outdir import MARKER
+
+    return (p / "meta.json").is_file() or os.path.lexists(p / MARKER)
 
 
 def expand(args: list[str]) -> RankSet:
@@ -57,14 +66,19 @@ def expand(args: list[str]) -> RankSet:
     for a in args:
         p = Path(a)
         if p.is_dir():
-            if (p / "meta.json").is_file():
+            if _is_trace_dir(p):
                 raise TraceError(
                     f"{p}: a trace directory cannot be combined with other ranks; import "
                     "the profiler files together instead (tbdtrace import A B --out T)"
                 )
             found = sorted(
-                {f for pat in PATTERNS for f in p.glob(pat) if f.is_file()}
-                | {d for d in p.iterdir() if (d / "meta.json").is_file()},
+                {
+                    f
+                    for pat in PATTERNS
+                    for f in p.glob(pat)
+                    if f.is_file() and not f.name.startswith(".")
+                }
+                | {d for d in p.iterdir() if d.is_dir() and _is_trace_dir(d)},
                 key=_natural,
             )
             if not found:
