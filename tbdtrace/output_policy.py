@@ -302,8 +302,9 @@ def _os(e: OSError) -> str:
     return outdir.describe_os_error(OSError(e.errno, e.strerror))
 
 
-def _replace(path: Path, given: str, write: Callable[[IO[bytes]], object]) -> None:
-    """Write through a temporary file beside ``path``, then rename it into place."""
+def _staged(path: Path, given: str, write: Callable[[IO[bytes]], object]) -> str:
+    """Write a temporary file beside ``path`` (mode from the umask); returns its name.
+    A failure removes it and raises TraceError (one line)."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
     except OSError as e:
@@ -312,7 +313,6 @@ def _replace(path: Path, given: str, write: Callable[[IO[bytes]], object]) -> No
         with os.fdopen(fd, "wb") as f:
             write(f)
         os.chmod(tmp, file_mode())
-        os.replace(tmp, path)
     except OSError as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -322,14 +322,27 @@ def _replace(path: Path, given: str, write: Callable[[IO[bytes]], object]) -> No
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    return tmp
+
+
+def _replace(path: Path, given: str, write: Callable[[IO[bytes]], object]) -> None:
+    """Write through a temporary file beside ``path``, then rename it into place."""
+    tmp = _staged(path, given, write)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 @contextlib.contextmanager
 def folder_writer(target: Target) -> Iterator[Callable[[str, Callable[[IO[bytes]], object]], Path]]:
     """Make the folder ``target`` (when absent) and hold it for this process (a second
-    writer gets one line); yields ``put(name, write)``, which writes one file there
-    (temporary name, then rename; an entry of that name that is a folder or a special
-    file is refused)."""
+    writer gets one line); yields ``put(name, write)``, which writes one file there under
+    a temporary name (an entry of that name that is a folder or a special file is
+    refused). The files are renamed into place together when the block ends without an
+    error: a failed write (a full disk) leaves every earlier file of the folder as it was."""
     made = not target.path.exists()
     try:
         target.path.mkdir(parents=True, exist_ok=True)
@@ -345,6 +358,8 @@ def folder_writer(target: Target) -> Iterator[Callable[[str, Callable[[IO[bytes]
                 "wait for it to finish or choose another one"
             ) from None
 
+        staged: list[tuple[str, Path]] = []
+
         def put(name: str, write: Callable[[IO[bytes]], object]) -> Path:
             path = target.path / name
             mode = os.lstat(path).st_mode if os.path.lexists(path) else stat.S_IFREG
@@ -352,10 +367,17 @@ def folder_writer(target: Target) -> Iterator[Callable[[str, Callable[[IO[bytes]
                 raise TraceError(
                     f"{_name(path)}: is not a regular file; move it away and run again"
                 )
-            _replace(path, str(path), write)
+            staged.append((_staged(path, str(target.given), write), path))
             return path
 
-        yield put
+        try:
+            yield put
+            for tmp, path in staged:
+                os.replace(tmp, path)
+        finally:
+            for tmp, _ in staged:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
     except BaseException:
         if made:
             with contextlib.suppress(OSError):

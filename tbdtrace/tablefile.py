@@ -89,16 +89,25 @@ def num_rows(file: Path) -> int:
         raise _unreadable(file, e) from e
 
 
-def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]:
+def read(
+    file: Path, decl: schema.Table, cols: list[str], expect: Any = None
+) -> dict[str, pa.Array]:
     """Columns ``cols`` of ``decl`` from ``file`` (any version), as single arrays of the
     declared types; a column the file lacks reads as nulls. A version-2 file may also
-    return ``start_ns`` when an asked column is stored relative to it."""
+    return ``start_ns`` when an asked column is stored relative to it. ``expect``: the
+    Parquet footer the file had when its trace was opened and checked; a file whose
+    footer differs now was replaced meanwhile (TraceError), and is not read."""
     if file.suffix != PARQUET_SUFFIX:
         return read_arrow(file, decl, cols)
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(str(file), memory_map=True)
+        if expect is not None and not _same_file(pf.metadata, expect):
+            raise TraceError(
+                f"{file}: replaced while this command read the trace (another tbdtrace "
+                "process wrote it); run the command again"
+            )
         names = pf.schema_arrow.names
         n = pf.metadata.num_rows
         # A column every row of which is null (by the file's statistics) is not decoded:
@@ -122,6 +131,16 @@ def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]
         _check_type(file, col, arr)
         out[c] = arr
     return out
+
+
+def _same_file(now: Any, then: Any) -> bool:
+    """Do two Parquet footers describe the same file (rows, layout, write id)?"""
+    return bool(
+        now.num_rows == then.num_rows
+        and now.num_row_groups == then.num_row_groups
+        and now.serialized_size == then.serialized_size
+        and (now.metadata or {}).get(WRITE_ID_KEY) == (then.metadata or {}).get(WRITE_ID_KEY)
+    )
 
 
 def footer(file: Path) -> Any | None:

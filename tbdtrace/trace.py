@@ -186,7 +186,7 @@ class Trace:
         f = self._file(decl.name)
         if f is None:
             return {(decl.name, c): pa.nulls(0, decl.column(c).type) for c in cols}
-        got = tablefile.read(f, decl, cols)
+        got = tablefile.read(f, decl, cols, self._footers.get(decl.name))
         if got:
             self._rows[decl.name] = len(next(iter(got.values())))
         # A version-2 file may add start_ns (read to decode end_ns); keep it too.

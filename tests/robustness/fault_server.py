@@ -8,6 +8,8 @@ file operations it made. A kill point then costs a fork, not a Python start-up.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import mmap
 import os
@@ -19,9 +21,10 @@ def main() -> None:
     import pyarrow.parquet  # noqa: F401 - loaded once, before the forks
 
     import tbdtrace.cli as cli
-    import tbdtrace.importers  # noqa: F401
-    import tbdtrace.trace_write  # noqa: F401
-    import tbdtrace.upgrade  # noqa: F401
+
+    for name in ("tbdtrace.importers", "tbdtrace.trace_write", "tbdtrace.upgrade"):
+        with contextlib.suppress(ImportError):  # loaded before the forks, where present
+            importlib.import_module(name)
 
     fd = os.open(os.environ["TBDTRACE_FAULT_CTL"], os.O_RDWR)
     ctl = mmap.mmap(fd, 16)
