@@ -168,7 +168,7 @@ def marker_doc(files: list[str], tables: dict[str, Any] | None = None) -> dict[s
     """A complete trace's marker: the files tbdtrace wrote and, per table, what its file
     holds (``file``, schema ``fingerprint``, ``rows``, ``bytes``, ``write_id``: see
     tbdtrace/trace_check.py)."""
-    from tbdtrace import __version__
+    from tbdtrace.version import __version__
 
     doc: dict[str, Any] = {
         "format": MARKER_FORMAT,

@@ -237,6 +237,46 @@ def folder_target(
     return Target(real, g, Kind.FOLDER, force, exists=True)
 
 
+def append_target(
+    given: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = ()
+) -> Target:
+    """Check ``given`` as a file to append to (``diff --summary``: a CI job summary that
+    several steps add to): like a file output, but an existing regular file is appended
+    to, not replaced, so no ``--force`` is needed; a trace's files, the inputs, folders,
+    block devices and sockets are refused as for any file output."""
+    g = os.fspath(given)
+    real = Path(os.path.realpath(os.path.abspath(g)))
+    if real.is_file():
+        _never(real, g, Protected(inputs))
+        return Target(real, g, Kind.FILE, False, stream=True, exists=True)
+    return file_target(given, False, inputs)
+
+
+def append_text(target: Target, text: str) -> None:
+    """Append ``text`` (UTF-8) to the file ``target`` names; a failed append (a full
+    disk) is cut back off a regular file, which then holds what it held before."""
+    data = text.encode("utf-8")
+    try:
+        fd = os.open(target.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        raise TraceError(f"{_name(target.given)}: cannot write ({_os(e)})") from None
+    try:
+        st = os.fstat(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError as e:
+            if stat.S_ISREG(st.st_mode):
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, st.st_size)
+            raise TraceError(
+                f"{_name(target.given)}: cannot write ({_os(e)}); the file is as it was"
+            ) from None
+    finally:
+        os.close(fd)
+
+
 def trace_target(
     given: str | os.PathLike[str],
     force: bool = False,
@@ -389,6 +429,8 @@ def folder_writer(target: Target) -> Iterator[Callable[[str, Callable[[IO[bytes]
 
 __all__ = [
     "Kind",
+    "append_target",
+    "append_text",
     "Protected",
     "Target",
     "file_mode",

@@ -72,6 +72,8 @@ def child_env(spool_dir: Path, cfg: CuptiConfig, steps_file: Path) -> dict[str, 
             "TBDTRACE_ACTIVITIES": ",".join(resolve_activities(cfg)),
             "TBDTRACE_BUFFER_BYTES": str(cfg.buffer_bytes),
             "TBDTRACE_BUFFER_COUNT": str(cfg.buffer_count),
+            "TBDTRACE_BUFFER_MAX": str(cfg.buffer_max),
+            "TBDTRACE_API": cfg.api,
             "TBDTRACE_FLUSH_INTERVAL_MS": str(cfg.flush_interval_ms),
             STEPS_FILE_ENV: str(steps_file),
         }

@@ -56,7 +56,7 @@ def _mode_class() -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils.flop_counter import flop_registry
 
-    from tbdtrace.passes import flop_formulas as ff
+    from tbdtrace.analysis.engine import flop_formulas as ff
 
     # Ops without a flop_counter formula that tbdtrace's own formulas count (the CPU
     # flash-attention ops, ...): counted from the recorded shapes and arguments.

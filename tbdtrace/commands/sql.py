@@ -7,9 +7,9 @@ import os
 import sys
 from typing import Any
 
+from tbdtrace.analysis import sql
 from tbdtrace.commands import _args, _perrank
 from tbdtrace.commands._open import open_or_import
-from tbdtrace.passes import sql
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

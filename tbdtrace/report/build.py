@@ -18,7 +18,7 @@ POOLED = ("kernels", "categories", "hotspots")
 
 def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
     """The report document: meta and window first, then each section in report order."""
-    from tbdtrace.passes import window
+    from tbdtrace.analysis.engine import context, window
     from tbdtrace.report.contents import SECTIONS
 
     opts = opts or ReportOptions()
@@ -33,9 +33,10 @@ def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
             "skipped_events": dict(trace.meta.get("skipped_events") or {}),
         }
     }
-    trace.prefetch_tables(PREFETCH)
-    win = window.resolve(trace, opts.window)
-    view = window.view(trace, win)
+    whole = context.of(trace)
+    whole.prefetch_tables(PREFETCH)
+    win = window.resolve(whole, opts.window)
+    view = whole.windowed(win)
     doc["window"] = {
         **win.to_json(),
         "sections": {s.key: "whole trace" if s.whole_trace else win.label() for s in SECTIONS},
@@ -43,7 +44,7 @@ def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
         "pooled_ranks": [k for k in POOLED if any(s.key == k for s in SECTIONS)],
     }
     for s in SECTIONS:
-        doc[s.key] = s.compute(trace if s.whole_trace else view, opts)
+        doc[s.key] = s.compute(whole if s.whole_trace else view, opts)
     return doc
 
 

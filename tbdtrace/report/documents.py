@@ -106,9 +106,25 @@ def rank_by_rank(
 
 class DiffDoc(_Doc):
     """A comparison (:func:`tbdtrace.report.diff_view.document`): its JSON is the
-    document, a section and the CSV come from its flat tables."""
+    document, a section and the CSV come from its flat tables; Markdown (a CI summary,
+    ``top`` rows per table) and an HTML page."""
 
     prog = "diff"
+    formats: tuple[str, ...] = ("text", "json", "csv", "markdown", "html")
+
+    def __init__(self, data: dict[str, Any], top: int = 5):
+        super().__init__(data)
+        self.top = top
+
+    def render_markdown(self) -> str:
+        from tbdtrace.report import diff_view
+
+        return diff_view.markdown(self.data, top=self.top)
+
+    def render_html(self) -> str:
+        from tbdtrace.report import diff_view
+
+        return diff_view.render_html(self.data)
 
     def json_value(self, section: str | None) -> Any:
         if section is None:

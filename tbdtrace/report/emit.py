@@ -9,7 +9,7 @@ the output policy (:mod:`tbdtrace.output_policy`: nothing existing is replaced w
 
 Names are escaped for the terminal in text (:mod:`tbdtrace.report.textui`) and CSV cells
 neutralised against formulas (:mod:`tbdtrace.report.csvout`) unless ``raw_csv``; JSON,
-HTML and Parquet keep them exact.
+HTML, Markdown and Parquet keep them exact.
 """
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ def emit(doc: Document, fmt: str, dest: Dest) -> int:
         return 2
     if fmt == "html":
         return _out(_html(doc), dest)
+    if fmt == "markdown":
+        return _out(_rendered(doc, "render_markdown"), dest)
     if fmt == "parquet":
         return _parquet(doc, dest)
     if dest.path is None:
@@ -143,9 +145,14 @@ def _html(doc: Document) -> str:
             f"{doc.prog} --format html needs matplotlib (pip install matplotlib); "
             "--format json and csv do not"
         ) from None
-    render = getattr(doc, "render_html", None)
+    return _rendered(doc, "render_html")
+
+
+def _rendered(doc: Document, method: str) -> str:
+    """The text of a rendering only some documents have (HTML, Markdown)."""
+    render = getattr(doc, method, None)
     if render is None:
-        raise ValueError(f"{doc.prog}: no HTML rendering")
+        raise ValueError(f"{doc.prog}: no {method}")
     return str(render())
 
 

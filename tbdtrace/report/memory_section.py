@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import memory
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import memory
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns
 from tbdtrace.report.section_api import ReportOptions, Section
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.schema import MEMORY_CATEGORIES
-from tbdtrace.trace import Trace
 
 
 def _device_label(d: dict[str, Any] | None) -> str:
@@ -108,8 +108,8 @@ def _first_ts(data: dict[str, Any]) -> int | None:
     return data.get("first_ts_ns")
 
 
-def memory_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
-    """The memory pass summary (see :func:`tbdtrace.passes.memory.summarize`)."""
+def memory_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
+    """The memory pass summary (see :func:`tbdtrace.analysis.passes.memory.summarize`)."""
     return memory.summarize(trace)
 
 

@@ -20,6 +20,8 @@ from tbdtrace.collector.host_sampler import SamplerConfig
 from tbdtrace.collector.torch_backend import BOOKKEEPING_OPS, leaf_mask
 from tbdtrace.errors import TraceError
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 STEPS = 3
 
 

@@ -1,4 +1,4 @@
-"""The real collector (csrc/collector.cpp) driven through the fake CUPTI (csrc/testing):
+"""The real collector (csrc/collector/collector.cpp) driven through the fake CUPTI (csrc/testing):
 producer threads write CUpti_ActivityKernel10 records into buffers the collector hands out,
 from several threads, at a set rate; periodic flushes, spills, stop, pool exhaustion, a stop
 during a flush, SIGTERM/SIGINT, a second start, failed starts. Expected values come from the
@@ -27,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def start(fake: nt.FakeCupti, path: Path, count: int = 8, flush_ms: int = 10) -> None:
-    ok, status, msg = nt.start(fake, str(path), ["kernel"], 64 * KIB, count, flush_ms)
+    """A fixed pool of ``count`` buffers (buffer_max = count)."""
+    ok, status, msg = nt.start(
+        fake, str(path), ["kernel"], 64 * KIB, count, flush_ms, buffer_max=count
+    )
     assert ok, (status, msg)
 
 

@@ -39,7 +39,7 @@ class Writer:
     id: str
     command: str  # the command (cli.COMMANDS, without the trailing _)
     option: str  # the marked option: its first flag, or the positional's name
-    kind: str  # file | folder | trace
+    kind: str  # file | folder | trace | append (a file added to, never replaced)
     argv: tuple[str, ...]
     inputs: tuple[str, ...]
     name: str = "out"  # the target's file name (sql picks its format by the extension)
@@ -66,6 +66,14 @@ WRITERS: tuple[Writer, ...] = (
         "-o",
         "file",
         ("diff", "{trace}", "{trace2}", "--format", "json", "-o", "{o}"),
+        ("trace", "trace2"),
+    ),
+    Writer(
+        "diff-summary",
+        "diff",
+        "--summary",
+        "append",
+        ("diff", "{trace}", "{trace2}", "--summary", "{o}"),
         ("trace", "trace2"),
     ),
     Writer(
@@ -179,6 +187,12 @@ def expect(w: Writer, t: Target, force: bool, input_is_dir: bool) -> str:
     (the target does not apply), by the output policy's rules (tbdtrace/output_policy.py,
     docs/RELIABILITY.md), stated here independently of its code."""
     k = w.kind
+    if k == "append":  # a file output that adds to an existing file: no --force needed
+        if t.id in ("user-file", "link-to-user-file"):
+            return "ok"
+        if t.id == "full-disk":
+            return "failed"
+        k = "file"
     if t.id in ("input", "input-symlink", "input-hardlink", "inside-input"):
         if not w.inputs or (t.id == "input-hardlink" and input_is_dir):
             return "skip"

@@ -371,7 +371,12 @@ def _check_written(
         return
     if t.id == "link-to-user-file":
         assert target.is_symlink(), "the link was replaced, not the file it names"
-    if w.kind == "file":
+    if w.kind == "append":
+        data = real.read_bytes()
+        if t.id in ("user-file", "link-to-user-file"):
+            assert data.startswith(b"the user's data\n") and len(data) > 16, data[:80]
+        assert b"|" in data  # the Markdown summary's table
+    elif w.kind == "file":
         assert real.is_file() and real.stat().st_size > 0
         assert stat.S_IMODE(real.stat().st_mode) == 0o666 & ~outdir.umask()
     elif w.kind == "folder":

@@ -32,7 +32,7 @@ from tbdtrace import outdir
 from tbdtrace.cli import main
 from tests.robustness import synth
 
-pytestmark = pytest.mark.robustness
+pytestmark = [pytest.mark.robustness, pytest.mark.heavy]  # processes per kill point
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 OLD_NAMES = ["old_gemm", "old_relu"]

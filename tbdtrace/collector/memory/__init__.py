@@ -6,7 +6,7 @@ activations, workspace or other (see docs/MEMORY.md).
 * :func:`profile`: in-process PyTorch memory capture to a trace directory;
 * ``tbdtrace.collector.memory.tensorflow``: TensorFlow allocator totals and variable sizes;
 * ``tbdtrace.collector.memory.mxnet``: MXNet's profiler storage counter and Gluon model sizes.
-The analysis over time is the ``memory`` pass (``tbdtrace.passes.memory``).
+The analysis over time is the ``memory`` pass (``tbdtrace.analysis.passes.memory``).
 """
 
 from __future__ import annotations

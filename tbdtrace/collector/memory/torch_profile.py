@@ -8,7 +8,7 @@ trace whose ``memory`` table has every allocation labelled by category::
         for batch in loader:
             train_step(batch)
             p.step()          # ends a step (a row of the steps table)
-    tbdtrace.passes.memory.summarize(tbdtrace.open("run.tbd"))
+    tbdtrace.analysis.passes.memory.summarize(tbdtrace.open("run.tbd"))
 
 Nothing in the training code changes. The capture backend ``--backend torch`` does the
 same through the same tracker; this API is for scripts that want memory only.

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 import tbdtrace
+from tbdtrace.analysis.passes import memory
 from tbdtrace.collector.memory import profile
-from tbdtrace.passes import memory
 from tests.collector.memory.models import (
     CASES,
     MLP_ACTIVATION_BYTES_PER_SAMPLE,
@@ -27,6 +27,8 @@ from tests.collector.memory.models import (
     mlp_batch,
     train,
 )
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 
 @pytest.fixture(autouse=True)

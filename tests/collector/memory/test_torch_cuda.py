@@ -13,11 +13,14 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from tbdtrace import trace
 from tbdtrace.collector.cupti_command import join_torch_memory
 from tbdtrace.collector.memory.torch_cuda import SPOOL_ENV, history_rows
 from tbdtrace.collector.torch_child import BOOTSTRAP_DIR
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 ROOT = Path(__file__).resolve().parents[3]
 MB2 = 2 << 20

@@ -12,8 +12,10 @@ import torch
 from torch import nn
 
 import tbdtrace
+from tbdtrace.analysis.passes import memory
 from tbdtrace.collector.memory import TorchMemoryTracker, profile
-from tbdtrace.passes import memory
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 
 def _model() -> nn.Module:
