@@ -10,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet bench-venv native chromium test test-quick fuzz demo lint format docs clean sanitize gpu-wheels
+.PHONY: all venv venv-mxnet bench-venv native chromium test test-quick robustness fuzz demo lint format docs clean sanitize gpu-wheels
 
 all: native
 
@@ -109,7 +109,13 @@ chromium:
 # A worker that crashes can leave xdist waiting for ever: after 40 minutes the run is
 # interrupted (SIGINT), so it still prints its summary and fails.
 test: native $(VENV_MX)/.stamp chromium
-	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=25 tests
+	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=25 -m "not robustness" tests
+
+# The slow robustness classes (tests marked robustness: every rewrite of a trace killed at
+# each file operation it makes, through a fault-injection library built with cc), which
+# .ci/run runs after make test: ~2 CPU minutes, ~5 on a loaded two-core machine.
+robustness: native
+	timeout -s INT 1800 $(PY) -m pytest -q -n auto --maxprocesses 2 --durations=10 -m robustness tests/robustness
 
 # The quick tier: tests not marked `heavy` (no training run, capture, workload, process
 # cluster, browser or C++ build); at most 2 minutes on two quiet cores. TBDTRACE_TEST_QUICK=1

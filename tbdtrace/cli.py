@@ -11,11 +11,12 @@ prints its traceback with a line asking for a report.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tbdtrace.errors import TraceError
 from tbdtrace.heap import glibc
@@ -35,6 +36,16 @@ COMMANDS = (
     "recover",
     "merge",
 )
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with usage errors in one line: ``tbdtrace CMD: error: ...; see --help``,
+    exit 2 (argparse would print the whole usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        from tbdtrace.safe_text import printable
+
+        self.exit(2, f"{self.prog}: error: {printable(message)}; see {self.prog} --help\n")
 
 
 class _Version(argparse.Action):
@@ -60,7 +71,7 @@ class _Version(argparse.Action):
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with ``only`` (a command name), just that subcommand's, so a
     command does not pay for importing every other command's dependencies."""
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="tbdtrace",
         description="Capture, import and analyze DNN training traces (GPU and CPU).",
     )
@@ -164,19 +175,25 @@ def main(argv: list[str] | None = None) -> int:
     first = pos[0] if pos else None
     known = {c.rstrip("_") for c in COMMANDS}
     parser = build_parser(first if first in known else None)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # a usage error (exit 2) or --help/--version (0): its status
+        return e.code if isinstance(e.code, int) else 1
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     from tbdtrace import cli_errors
+    from tbdtrace.safe_text import printable
 
+    # bench draws a progress bar on stderr (ANSI codes of its own); its names are ours
+    escaped = contextlib.nullcontext() if args.command == "bench" else cli_errors.escaped_stderr()
     try:
-        with cli_errors.guarded_stdout():
+        with cli_errors.guarded_stdout(), escaped:
             rc = int(args.func(args) or 0)
             sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers
         return rc
     except TraceError as e:
-        print(f"tbdtrace: {e}", file=sys.stderr)
+        print(f"tbdtrace: {printable(str(e))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("tbdtrace: interrupted", file=sys.stderr)

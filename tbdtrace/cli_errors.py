@@ -20,11 +20,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from tbdtrace.outdir import describe_os_error
+from tbdtrace.safe_text import printable
 
 
 def _say(line: str) -> None:
     with contextlib.suppress(OSError):  # stderr itself is gone: nothing left to tell
-        print(f"tbdtrace: {line}", file=sys.stderr)
+        print(f"tbdtrace: {printable(line)}", file=sys.stderr)
 
 
 def quiet_stdout_if_broken() -> None:
@@ -69,6 +70,31 @@ class _Guard:
             self._stream.flush()
         except OSError as e:
             raise StdoutError(e.errno, e.strerror or str(e)) from e
+
+
+class _Escaping:
+    """sys.stderr as it was, except that control characters in what is written (names
+    from a trace in a message) are shown as escapes; newlines stay."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    def write(self, text: str) -> int:
+        return int(self._stream.write(printable(text, keep_newlines=True)))
+
+
+@contextlib.contextmanager
+def escaped_stderr() -> Iterator[None]:
+    """Escape control characters on the standard error for the block (see _Escaping)."""
+    old = sys.stderr
+    sys.stderr = _Escaping(old)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stderr = old
 
 
 @contextlib.contextmanager

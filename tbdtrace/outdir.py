@@ -21,6 +21,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ from tbdtrace.errors import TraceError
 
 MARKER = ".tbdtrace-trace.json"
 MARKER_FORMAT = "tbdtrace-trace"
+# The marker's "state" while a trace's files are being replaced (a journal: the staging
+# folder, the new files, the old files to remove); a complete trace's marker has none.
+INSTALLING = "installing"
 LOCK = ".tbdtrace.lock"
 STAGING_PREFIX = ".tbdtrace-staging-"
 SPOOL_PREFIX = ".tbdtrace-spool-"
@@ -75,32 +79,76 @@ def _legacy_files(path: Path, names: list[str]) -> list[str] | None:
             dot and ext in ("arrow", "parquet") and stem in schema.TABLES_BY_NAME
         ):
             return None
+    text = read_regular(path / META_FILE)
     try:
-        meta = json.loads((path / META_FILE).read_text())
-    except (OSError, ValueError):
+        meta = json.loads(text) if text is not None else None
+    except ValueError:
         return None
     if not isinstance(meta, dict) or meta.get("schema_version") not in schema.READABLE_VERSIONS:
         return None
     return visible
 
 
+def read_regular(file: Path) -> str | None:
+    """The text of ``file`` when it is a regular file (never a FIFO or a device, which
+    could block or never end), else None; None too when it cannot be read."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_marker(path: Path) -> dict[str, Any] | None:
+    """The marker of the trace directory ``path`` (a JSON object whose ``format`` is
+    MARKER_FORMAT), or None when it has none or it is not tbdtrace's."""
+    text = read_regular(path / MARKER)
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(doc, dict) and doc.get("format") == MARKER_FORMAT:
+        return doc
+    return None
+
+
+def _names(doc: dict[str, Any], key: str) -> list[str]:
+    files = doc.get(key)
+    if not isinstance(files, list):
+        return []
+    return [f for f in files if isinstance(f, str) and "/" not in f and f not in ("", ".", "..")]
+
+
 def own_files(path: Path) -> list[str] | None:
     """The files tbdtrace wrote in the trace directory ``path``, or None when ``path``
-    is not a trace (no marker, and not an all-tbdtrace legacy trace)."""
+    is not a trace (no marker, and not an all-tbdtrace legacy trace). For a trace whose
+    replacement was interrupted (:data:`INSTALLING`), the old files and the new alike."""
     try:
         names = os.listdir(path)
-    except NotADirectoryError:
+    except (NotADirectoryError, FileNotFoundError):
         return None
     if MARKER in names:
-        try:
-            doc = json.loads((path / MARKER).read_text())
-        except (OSError, ValueError):
-            doc = None
-        if isinstance(doc, dict) and doc.get("format") == MARKER_FORMAT:
-            files = doc.get("files")
-            if isinstance(files, list):
-                return [f for f in files if isinstance(f, str) and "/" not in f and f]
+        doc = read_marker(path)
+        if doc is not None and isinstance(doc.get("files"), list):
+            return sorted({*_names(doc, "files"), *_names(doc, "remove")})
     return _legacy_files(path, names)
+
+
+def interrupted(path: Path) -> dict[str, Any] | None:
+    """The journal of an interrupted replacement of the trace ``path`` (its marker, in
+    state :data:`INSTALLING`), or None."""
+    doc = read_marker(path)
+    return doc if doc is not None and doc.get("state") == INSTALLING else None
 
 
 def state(path: Path) -> str:
@@ -116,11 +164,24 @@ def state(path: Path) -> str:
     return "trace" if own_files(path) is not None else "other"
 
 
-def marker_text(files: list[str]) -> str:
+def marker_doc(files: list[str], tables: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A complete trace's marker: the files tbdtrace wrote and, per table, what its file
+    holds (``file``, schema ``fingerprint``, ``rows``, ``bytes``, ``write_id``: see
+    tbdtrace/trace_check.py)."""
     from tbdtrace.version import __version__
 
-    doc = {"format": MARKER_FORMAT, "files": sorted(files), "writer": f"tbdtrace {__version__}"}
-    return json.dumps(doc, indent=2) + "\n"
+    doc: dict[str, Any] = {
+        "format": MARKER_FORMAT,
+        "files": sorted(files),
+        "writer": f"tbdtrace {__version__}",
+    }
+    if tables is not None:
+        doc["tables"] = tables
+    return doc
+
+
+def marker_text(files: list[str], tables: dict[str, Any] | None = None) -> str:
+    return json.dumps(marker_doc(files, tables), indent=2) + "\n"
 
 
 def _check_names(path: Path) -> None:
@@ -312,6 +373,9 @@ __all__ = [
     "claim",
     "describe_os_error",
     "dir_mode",
+    "interrupted",
+    "marker_doc",
+    "read_marker",
     "is_private",
     "own_files",
     "state",

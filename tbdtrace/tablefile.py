@@ -38,25 +38,36 @@ BOOL = pa.bool_()
 ROWS_KEY = b"tbdtrace.rows"  # version 2: schema metadata of each IPC file, its row count
 
 
-def write(file: Path, decl: schema.Table, tbl: pa.Table) -> None:
-    """Write ``tbl`` (conforming to ``decl``, rows already in storage order) to ``file``."""
+WRITE_ID_KEY = b"tbdtrace.write_id"
+WRITE_BUFFER_BYTES = 1 << 20  # key-value metadata: the write the file belongs to
+
+
+def write(file: Path, decl: schema.Table, tbl: pa.Table, write_id: str | None = None) -> None:
+    """Write ``tbl`` (conforming to ``decl``, rows already in storage order) to ``file``;
+    ``write_id`` (the trace write it belongs to, which the trace's marker also records)
+    goes into the file's key-value metadata."""
     import pyarrow.parquet as pq  # ~11 ms: not for commands that never touch a file
 
+    if write_id is not None:
+        tbl = tbl.replace_schema_metadata({WRITE_ID_KEY: write_id.encode()})
     delta = [c.name for c in decl.columns if c.parquet_encoding == "DELTA_BINARY_PACKED"]
     kw: dict[str, object] = {}
     if COMPRESSION == "zstd":
         kw["compression_level"] = ZSTD_LEVEL
-    pq.write_table(
-        tbl,
-        str(file),
-        row_group_size=ROW_GROUP_ROWS,
-        compression=COMPRESSION or "none",
-        use_dictionary=[
-            c.name for c in decl.columns if c.name not in delta and c.type != pa.bool_()
-        ],
-        column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
-        **kw,  # type: ignore[arg-type]
-    )
+    # Through a 1 MiB buffer: Parquet's writer makes a write per page header and page
+    # (hundreds of system calls for a small trace), the buffer one per MiB.
+    with pa.output_stream(str(file), buffer_size=WRITE_BUFFER_BYTES) as sink:
+        pq.write_table(
+            tbl,
+            sink,
+            row_group_size=ROW_GROUP_ROWS,
+            compression=COMPRESSION or "none",
+            use_dictionary=[
+                c.name for c in decl.columns if c.name not in delta and c.type != pa.bool_()
+            ],
+            column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
+            **kw,  # type: ignore[arg-type]
+        )
 
 
 def num_rows(file: Path) -> int:
@@ -78,16 +89,25 @@ def num_rows(file: Path) -> int:
         raise _unreadable(file, e) from e
 
 
-def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]:
+def read(
+    file: Path, decl: schema.Table, cols: list[str], expect: Any = None
+) -> dict[str, pa.Array]:
     """Columns ``cols`` of ``decl`` from ``file`` (any version), as single arrays of the
     declared types; a column the file lacks reads as nulls. A version-2 file may also
-    return ``start_ns`` when an asked column is stored relative to it."""
+    return ``start_ns`` when an asked column is stored relative to it. ``expect``: the
+    Parquet footer the file had when its trace was opened and checked; a file whose
+    footer differs now was replaced meanwhile (TraceError), and is not read."""
     if file.suffix != PARQUET_SUFFIX:
         return read_arrow(file, decl, cols)
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(str(file), memory_map=True)
+        if expect is not None and not _same_file(pf.metadata, expect):
+            raise TraceError(
+                f"{file}: replaced while this command read the trace (another tbdtrace "
+                "process wrote it); run the command again"
+            )
         names = pf.schema_arrow.names
         n = pf.metadata.num_rows
         # A column every row of which is null (by the file's statistics) is not decoded:
@@ -111,6 +131,16 @@ def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]
         _check_type(file, col, arr)
         out[c] = arr
     return out
+
+
+def _same_file(now: Any, then: Any) -> bool:
+    """Do two Parquet footers describe the same file (rows, layout, write id)?"""
+    return bool(
+        now.num_rows == then.num_rows
+        and now.num_row_groups == then.num_row_groups
+        and now.serialized_size == then.serialized_size
+        and (now.metadata or {}).get(WRITE_ID_KEY) == (then.metadata or {}).get(WRITE_ID_KEY)
+    )
 
 
 def footer(file: Path) -> Any | None:

@@ -8,11 +8,7 @@ once complete, so a failed write never destroys an earlier trace (see :func:`wri
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -128,12 +124,25 @@ class Trace(ColumnStore):
     and every analysis of a trace are on ``tbdtrace.analyze(trace)`` (DECISIONS engine.2).
     """
 
-    def __init__(self, path: Path, meta: dict[str, Any]):
+    def __init__(
+        self,
+        path: Path,
+        meta: dict[str, Any],
+        files: dict[str, Path] | None = None,
+        footers: dict[str, Any] | None = None,
+        problems: list[str] | None = None,
+    ):
         super().__init__()
         self.path = path
         self.meta = meta
+        # table -> its checked file (tbdtrace.trace_check); None: looked up by name
+        self._files = files
+        # What the check of the table files found (one line each): tables left out, and
+        # extra files ignored. The CLI prints them; a library caller may read them.
+        self.problems: list[str] = list(problems or [])
         self._rows: dict[str, int] = {}
-        self._footers: dict[str, Any] = {}  # table -> Parquet footer (None: no statistics)
+        # table -> Parquet footer (None: no statistics)
+        self._footers: dict[str, Any] = dict(footers or {})
         self.pass_cache: object = None  # the analysis engine's cache, made on first use
 
     def __repr__(self) -> str:
@@ -144,7 +153,10 @@ class Trace(ColumnStore):
         return self._file(name) is not None
 
     def _file(self, name: str) -> Path | None:
-        """The table's file: ``<name>.parquet`` (version 3) or ``<name>.arrow`` (1, 2)."""
+        """The table's file: ``<name>.parquet`` (version 3) or ``<name>.arrow`` (1, 2);
+        for a trace opened by :func:`open`, only a file its check accepted."""
+        if self._files is not None:
+            return self._files.get(name)
         for suffix in SUFFIXES:
             f = self.path / f"{name}{suffix}"
             if f.exists():
@@ -171,7 +183,11 @@ class Trace(ColumnStore):
     def num_rows(self, name: str) -> int:
         if name not in self._rows:
             f = self._file(name)
-            self._rows[name] = 0 if f is None else tablefile.num_rows(f)
+            footer = self._footers.get(name)
+            if footer is not None:
+                self._rows[name] = int(footer.num_rows)
+            else:
+                self._rows[name] = 0 if f is None else tablefile.num_rows(f)
         return self._rows[name]
 
     def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
@@ -179,7 +195,7 @@ class Trace(ColumnStore):
         f = self._file(decl.name)
         if f is None:
             return {(decl.name, c): pa.nulls(0, decl.column(c).type) for c in cols}
-        got = tablefile.read(f, decl, cols)
+        got = tablefile.read(f, decl, cols, self._footers.get(decl.name))
         if got:
             self._rows[decl.name] = len(next(iter(got.values())))
         # A version-2 file may add start_ns (read to decode end_ns); keep it too.
@@ -223,30 +239,38 @@ def _conform(tbl: pa.Table, want: pa.Schema, where: Path) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=want)
 
 
-def open(path: str | os.PathLike[str]) -> Trace:  # noqa: A001 - the documented API name
-    """Open and validate the trace directory at ``path``."""
+def open(path: str | os.PathLike[str], strict: bool = False) -> Trace:  # noqa: A001 - the API name
+    """Open and check the trace directory at ``path``: meta.json through its typed loader
+    (:mod:`tbdtrace.meta`), every table file against the trace's marker
+    (:mod:`tbdtrace.trace_check`). A table file that fails is left out (it reads as
+    absent) and named in ``Trace.problems``; with ``strict`` it is a TraceError."""
+    from tbdtrace import meta as meta_io
+    from tbdtrace import outdir, trace_check
+    from tbdtrace.safe_text import printable
+
     p = Path(path)
     meta_file = p / META_FILE
     if not p.is_dir():
-        raise TraceError(f"{p}: not a trace directory; pass a directory written by tbdtrace")
+        raise TraceError(
+            f"{printable(str(p))}: not a trace directory; pass a directory written by tbdtrace"
+        )
+    if outdir.interrupted(p) is not None:
+        trace_check.refuse_interrupted(p)
     if not meta_file.exists():
-        raise TraceError(f"{p}: no {META_FILE}; this is not a tbdtrace trace directory")
-    try:
-        meta = json.loads(meta_file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TraceError(f"{meta_file}: invalid JSON ({e}); re-create the trace") from e
-    if not isinstance(meta, dict):
-        raise TraceError(f"{meta_file}: expected a JSON object; re-create the trace")
+        raise TraceError(
+            f"{printable(str(p))}: no {META_FILE}; this is not a tbdtrace trace directory"
+        )
+    if not meta_file.is_file():
+        raise TraceError(f"{printable(str(meta_file))}: not a regular file; re-create the trace")
+    checked = trace_check.check(p, strict)  # an interrupted write is refused first
+    meta = meta_io.load(meta_file)
     version = meta.get("schema_version")
     if version not in schema.READABLE_VERSIONS:
         raise TraceError(
-            f"{meta_file}: schema version {version!r}, this tbdtrace reads "
+            f"{printable(str(meta_file))}: schema version {version!r}, this tbdtrace reads "
             f"{schema.SCHEMA_VERSION}; re-import or re-capture the trace"
         )
-    for f in (f for suffix in SUFFIXES for f in p.glob(f"*{suffix}")):
-        if f.stem not in schema.TABLES_BY_NAME:
-            raise TraceError(f"{f}: unknown table {f.stem!r}; remove it or upgrade tbdtrace")
-    return Trace(p, meta)
+    return Trace(p, meta, checked.files, checked.footers, [*checked.problems, *checked.warnings])
 
 
 def to_table(name: str, columns: Mapping[str, Any], num_rows: int | None = None) -> pa.Table:
@@ -310,97 +334,17 @@ def write(
 
     Everything is written to a staging directory first, so a failed write (a full disk)
     leaves an earlier trace at ``path`` as it was. An absent ``path`` then appears whole
-    (one rename); into an existing empty directory or trace the files are moved one by
-    one, the marker (tbdtrace.outdir.MARKER) last, and only files the earlier trace's
-    marker lists are replaced or removed: files of the user's own in a trace directory
-    stay. Any other existing non-empty directory or file is left alone and raises
-    TraceError. Directories follow the umask.
+    (one rename); into an existing empty directory or trace the files are moved through
+    a journal in the marker, so that a process killed at any instant leaves the old
+    trace, the new one, or an interrupted one that readers refuse and
+    :func:`tbdtrace.trace_write.finish` completes (tbdtrace/trace_write.py). Only files
+    the earlier trace's marker lists are replaced or removed: files of the user's own in
+    a trace directory stay. Any other existing non-empty directory or file is left alone
+    and raises TraceError. Directories follow the umask.
     """
-    from tbdtrace import outdir
+    from tbdtrace import trace_write
 
-    out = Path(os.path.abspath(os.fspath(path)))
-    st = outdir.state(out)
-    if st in ("file", "other"):
-        raise TraceError(
-            f"{out}: exists and is not a tbdtrace trace; choose another output directory"
-        )
-    if st == "absent":
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    else:
-        tmp = Path(tempfile.mkdtemp(prefix=outdir.STAGING_PREFIX, dir=out))
-    try:
-        try:
-            names = _write_files(tmp, tables, meta, files or {})
-        except OSError as e:
-            kept = "; the trace there is unchanged" if st == "trace" else ""
-            raise TraceError(
-                f"{out}: cannot write the trace ({outdir.describe_os_error(e)}){kept}"
-            ) from None
-        if st == "absent":
-            os.chmod(tmp, outdir.dir_mode())
-            tmp.rename(out)
-        else:
-            _install(tmp, out, names)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
-
-
-def _write_files(
-    tmp: Path,
-    tables: Mapping[str, pa.Table | Mapping[str, Any]],
-    meta: Mapping[str, Any],
-    files: Mapping[str, bytes],
-) -> list[str]:
-    """The trace's files in ``tmp``; returns their names (the marker included)."""
-    from tbdtrace import outdir
-
-    names = []
-    for name, data in tables.items():
-        tbl = data if isinstance(data, pa.Table) else to_table(name, data)
-        want = schema.table(name).arrow_schema()
-        if tbl.schema != want:
-            tbl = _conform(tbl, want, tmp / name)
-        decl = schema.table(name)
-        tablefile.write(tmp / f"{name}{TABLE_SUFFIX}", decl, stored(decl, tbl))
-        names.append(f"{name}{TABLE_SUFFIX}")
-    for name, content in files.items():
-        if "/" in name or name in (META_FILE, outdir.MARKER) or outdir.is_private(name):
-            raise ValueError(f"{name!r} cannot be an extra file of a trace")
-        (tmp / name).write_bytes(content)
-        names.append(name)
-    full_meta = _full_meta(meta)
-    (tmp / META_FILE).write_text(json.dumps(full_meta, indent=2, sort_keys=True) + "\n")
-    names.append(META_FILE)
-    (tmp / outdir.MARKER).write_text(outdir.marker_text(names))
-    return [*names, outdir.MARKER]
-
-
-def _install(tmp: Path, out: Path, names: list[str]) -> None:
-    """Move the staged files ``names`` into the existing directory ``out`` (empty or a
-    trace), replacing only tbdtrace's own files there."""
-    from tbdtrace import outdir
-
-    old = set(outdir.own_files(out) or [])
-    for n in names:
-        if n not in old and n != outdir.MARKER and os.path.lexists(out / n):
-            raise TraceError(
-                f"{out / n}: is not a file tbdtrace wrote, and the new trace has a file of "
-                "that name; move it away and run again"
-            )
-    # Not a trace while its files change: a crash here leaves no marker over a mix.
-    with contextlib.suppress(FileNotFoundError):
-        (out / outdir.MARKER).unlink()
-    for n in sorted(old - set(names)):
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-            (out / n).unlink()
-    for n in names:
-        if n != outdir.MARKER:
-            os.replace(tmp / n, out / n)
-    os.replace(tmp / outdir.MARKER, out / outdir.MARKER)
-    tmp.rmdir()
+    return trace_write.write(path, tables, meta, files)
 
 
 def _ordered(s: np.ndarray, e: np.ndarray) -> bool:

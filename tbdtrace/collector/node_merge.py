@@ -28,7 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tbdtrace import outdir, schema, trace
+from tbdtrace import output_policy, schema, trace
 from tbdtrace.collector import clock
 from tbdtrace.errors import TraceError
 
@@ -208,6 +208,6 @@ def merge(
             tables.setdefault(name, []).append(t)
     joined = {name: _concat(ts) for name, ts in tables.items()}
     meta = merged_meta(nodes, notes)
-    with outdir.claim(target, force=force) as claimed:
+    with output_policy.trace_target(target, force, parts) as claimed:
         path = trace.write(claimed.path, joined, meta)
     return path, nodes, notes

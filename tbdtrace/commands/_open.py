@@ -12,8 +12,9 @@ if TYPE_CHECKING:
 class PendingOpen:
     """A trace being opened: :meth:`trace` gives it."""
 
-    def __init__(self, arg: str):
+    def __init__(self, arg: str, strict: bool = False):
         self.path = Path(arg)
+        self.strict = strict
         self.pending: Any = None
         if self.path.is_file():
             from tbdtrace import importers
@@ -30,7 +31,9 @@ class PendingOpen:
             tr = trace_io.from_tables(tables, meta, self.path)
             _trim_heap()
             return tr
-        return trace_io.open(self.path)
+        tr = trace_io.open(self.path, strict=self.strict)
+        _note_problems(tr)
+        return tr
 
 
 def _note_skipped(path: Path, meta: dict[str, Any]) -> None:
@@ -44,6 +47,14 @@ def _note_skipped(path: Path, meta: dict[str, Any]) -> None:
         print(f"tbdtrace: {path}: {line}", file=sys.stderr)
 
 
+def _note_problems(tr: Trace) -> None:
+    """One line on stderr per table file the trace's check left out or ignored."""
+    import sys
+
+    for line in tr.problems:
+        print(f"tbdtrace: warning: {line}", file=sys.stderr)
+
+
 def _trim_heap() -> None:
     """Hand the parser's freed staging memory back to the system (glibc malloc_trim), so
     the analysis that follows does not grow the process on top of it."""
@@ -54,14 +65,16 @@ def _trim_heap() -> None:
         libc.malloc_trim(0)
 
 
-def begin_open(arg: str) -> PendingOpen:
+def begin_open(arg: str, strict: bool = False) -> PendingOpen:
     """Start opening ``arg``: a trace directory, or a profiler file imported in memory
     (nothing written), whose parse starts on a background thread; the caller can load
-    what it needs meanwhile, then call ``.trace()``."""
-    return PendingOpen(arg)
+    what it needs meanwhile, then call ``.trace()``. A trace directory's table files are
+    checked (tbdtrace/trace_check.py): each one left out is named on stderr, or with
+    ``strict`` refused."""
+    return PendingOpen(arg, strict)
 
 
-def open_or_import(arg: str) -> Trace:
+def open_or_import(arg: str, strict: bool = False) -> Trace:
     """A trace directory opened, or a profiler file imported in memory (nothing written),
     so ``report trace.json.gz`` works as ``import`` then ``report`` in one process."""
-    return begin_open(arg).trace()
+    return begin_open(arg, strict).trace()

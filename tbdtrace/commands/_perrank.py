@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tbdtrace.commands import _args
 from tbdtrace.errors import TraceError
 from tbdtrace.scaleout import ExecutorSpec, RankPart, map_ranks, open_executor
 from tbdtrace.scaleout.rankwork import problems_of
@@ -26,18 +27,19 @@ def add_options(p: argparse.ArgumentParser, what: str) -> None:
     )
     g.add_argument(
         "--jobs",
-        type=int,
+        type=_args.positive_int,
         metavar="N",
         help="run the per-rank tasks in N local processes (default with --work-dir: one per CPU)",
     )
     g.add_argument(
         "--workers",
-        type=int,
+        type=_args.positive_int,
         metavar="N",
         help="run them on a local Dask cluster of N worker processes started for this command",
     )
     g.add_argument(
         "--scheduler",
+        type=_args.scheduler_address,
         metavar="ADDRESS",
         help="run them on an existing Dask cluster (e.g. tcp://head:8786); the rank files "
         "and --work-dir must be on storage every worker and this machine read",
@@ -57,10 +59,6 @@ def requested(args: argparse.Namespace) -> bool:
 
 def check(args: argparse.Namespace, prog: str) -> str | None:
     """A usage line for bad options, else None."""
-    for k in ("jobs", "workers"):
-        v = getattr(args, k)
-        if v is not None and v < 1:
-            return f"tbdtrace {prog}: --{k} must be >= 1"
     if args.scheduler is not None and args.workers is not None:
         return f"tbdtrace {prog}: --scheduler uses an existing cluster; drop --workers"
     if args.jobs is not None and (args.scheduler is not None or args.workers is not None):

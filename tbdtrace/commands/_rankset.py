@@ -5,10 +5,11 @@ the other ranks are still analysed."""
 from __future__ import annotations
 
 import glob
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -46,8 +47,16 @@ def is_rank_set(args: list[str]) -> bool:
         return True
     p = Path(args[0])
     if p.is_dir():
-        return not (p / "meta.json").is_file()
+        return not _is_trace_dir(p)
     return not p.exists() and bool(_GLOB.search(args[0]))
+
+
+def _is_trace_dir(p: Path) -> bool:
+    """A trace directory: its meta.json, or its marker (a trace being replaced, or whose
+    replacement was interrupted, is still a trace, never a folder of rank files)."""
+    from tbdtrace.outdir import MARKER
+
+    return (p / "meta.json").is_file() or os.path.lexists(p / MARKER)
 
 
 def expand(args: list[str]) -> RankSet:
@@ -57,14 +66,19 @@ def expand(args: list[str]) -> RankSet:
     for a in args:
         p = Path(a)
         if p.is_dir():
-            if (p / "meta.json").is_file():
+            if _is_trace_dir(p):
                 raise TraceError(
                     f"{p}: a trace directory cannot be combined with other ranks; import "
                     "the profiler files together instead (tbdtrace import A B --out T)"
                 )
             found = sorted(
-                {f for pat in PATTERNS for f in p.glob(pat) if f.is_file()}
-                | {d for d in p.iterdir() if (d / "meta.json").is_file()},
+                {
+                    f
+                    for pat in PATTERNS
+                    for f in p.glob(pat)
+                    if f.is_file() and not f.name.startswith(".")
+                }
+                | {d for d in p.iterdir() if d.is_dir() and _is_trace_dir(d)},
                 key=_natural,
             )
             if not found:
@@ -112,12 +126,59 @@ def open_ranks(rs: RankSet) -> tuple[Trace, list[str]]:
             problems.append(f"{e} (rank file left out; the other ranks are reported)")
             files.remove(bad)
             continue
+        again = _repeated_ranks(meta)
+        if again:  # the policy of the rank-by-rank path (scaleout.rankwork.problems_of)
+            problems += [line for _, line in again]
+            files = [f for f in files if str(f) not in {src for src, _ in again}]
+            continue
         problems += _missing_ranks(meta)
         base = files[0].parent if len({f.parent for f in files}) == 1 else Path(".")
         return trace_io.from_tables(tables, meta, base), problems
     raise TraceError(
         "no rank file could be read: " + "; ".join(problems) if problems else "no rank files"
     )
+
+
+def import_once_per_rank(
+    files: list[str], fmt: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """``importers.import_files`` with each rank kept once: a file whose rank an earlier
+    file holds is left out (one line each, returned) and the rest imported again."""
+    from tbdtrace import importers
+
+    lines: list[str] = []
+    while True:
+        tables, meta = importers.import_files(files, fmt)
+        again = _repeated_ranks(meta)
+        if not again:
+            return tables, meta, lines
+        lines += [line for _, line in again]
+        drop = {src for src, _ in again}
+        files = [f for f in files if str(f) not in drop]
+
+
+def _repeated_ranks(meta: dict[str, object]) -> list[tuple[str, str]]:
+    """(file, line) for each file whose rank an earlier file already holds: it is left
+    out, as the rank-by-rank path does, so no rank is counted twice."""
+    extra = meta.get("extra")
+    files = extra.get("files", []) if isinstance(extra, dict) else []
+    seen: dict[int, str] = {}
+    out = []
+    for f in files:
+        if not isinstance(f, dict) or not isinstance(f.get("rank"), int):
+            continue
+        r, src = f["rank"], str(f.get("file"))
+        if r in seen:
+            out.append(
+                (
+                    src,
+                    f"{src}: rank {r} again (already read from {seen[r]}); left out: pass "
+                    "each rank's file once",
+                )
+            )
+        else:
+            seen[r] = src
+    return out
 
 
 def _missing_ranks(meta: dict[str, object]) -> list[str]:

@@ -12,6 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from tbdtrace import output_policy
+from tbdtrace.commands import _args
 from tbdtrace.suite import capture, paper, plan, table
 from tbdtrace.suite.plan import DATA_MODES, DEVICES, PRECISIONS, SIZES, BenchConfig, Job
 from tbdtrace.suite.runner import run_jobs
@@ -91,23 +93,32 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--steps",
-        type=int,
+        type=_args.positive_int,
         default=None,
         help=f"measured steps per run (default {GPU_STEPS} with a usable GPU, {CPU_STEPS} "
         "without: CPU steps of the paper-size models take seconds each)",
     )
-    p.add_argument("--warmup", type=int, default=1, help="warm-up steps per run (default 1)")
-    p.add_argument("--device", choices=DEVICES, default="auto")
     p.add_argument(
-        "--out",
-        "-o",
-        default="out/bench",
-        metavar="DIR",
-        help="output directory (default out/bench)",
+        "--warmup", type=_args.nonnegative_int, default=1, help="warm-up steps per run (default 1)"
+    )
+    p.add_argument("--device", choices=DEVICES, default="auto")
+    _args.mark_output(
+        p.add_argument(
+            "--out",
+            "-o",
+            default="out/bench",
+            metavar="DIR",
+            help="output directory (default out/bench); one holding files is written "
+            "into only with --force",
+        ),
+        "folder",
+    )
+    _args.add_force(
+        p, "the results of an earlier run in --out (files of other names there are kept)"
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=_args.positive_float,
         default=3600.0,
         metavar="S",
         help="stop a run after S seconds and report it failed (default 3600)",
@@ -190,10 +201,6 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         args.size = "paper" if args.paper else "tiny"
     if args.steps is None:
         args.steps = default_steps()
-    if args.steps < 1 or args.warmup < 0:
-        p.error("--steps must be >= 1 and --warmup >= 0")
-    if args.timeout <= 0:
-        p.error("--timeout must be > 0")
     if args.to_quality and args.no_eval:
         p.error("--to-quality needs the evaluation; drop --no-eval")
     try:
@@ -245,6 +252,9 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{w.model} {w.framework}")
         return 0
     cfg = _config(args)
+    # The results folder is checked before any job runs (an hour of runs, then a refusal,
+    # is the failure this avoids).
+    output_policy.folder_target(cfg.out_dir, args.force, what="--out")
     jobs = paper.make_jobs(cfg) if args.paper else plan.make_jobs(cfg)
     con = Console(stderr=True)
     mode = capture.resolve(cfg.capture)

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tbdtrace import outdir
+from tbdtrace import output_policy
 from tbdtrace.collector import BACKENDS, choose_backend
+from tbdtrace.commands import _args
 from tbdtrace.errors import TraceError
 
 
@@ -27,7 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "the command's; 3 when it succeeded but the trace lost records (spool write errors, "
         "e.g. a full disk).",
     )
-    p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
+    _args.mark_output(
+        p.add_argument(
+            "--out", "-o", required=True, metavar="DIR", help="trace directory to write"
+        ),
+        "trace",
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -41,7 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="capture backend: auto, cupti (GPU), torch, tf, mxnet (default auto)",
     )
     p.add_argument(
-        "--sample-hz", type=float, default=10.0, metavar="HZ", help="host sampler rate (default 10)"
+        "--sample-hz",
+        type=_args.positive_float,
+        default=10.0,
+        metavar="HZ",
+        help="host sampler rate (default 10)",
     )
     p.add_argument(
         "--cuda",
@@ -67,21 +77,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--buffer-size",
-        type=int,
+        type=_args.positive_int,
         default=4 << 20,
         metavar="BYTES",
         help="cupti backend: bytes per CUPTI activity buffer (default 4 MiB)",
     )
     p.add_argument(
         "--buffer-count",
-        type=int,
+        type=_args.positive_int,
         default=8,
         metavar="N",
         help="cupti backend: buffers zeroed and faulted in at start (default 8)",
     )
     p.add_argument(
         "--buffer-max",
-        type=int,
+        type=_args.positive_int,
         default=64,
         metavar="N",
         help="cupti backend: the pool grows with the producing threads up to N buffers "
@@ -89,7 +99,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--flush-interval-ms",
-        type=int,
+        type=_args.positive_int,
         default=1000,
         metavar="MS",
         help="cupti backend: flush and spill period (default 1000)",
@@ -237,7 +247,7 @@ def _run(args: argparse.Namespace) -> int:
     from tbdtrace.collector.run import run_capture
 
     # The output is checked (and locked) before the workload runs, not after.
-    with outdir.claim(args.out, force=args.force) as out:
+    with output_policy.trace_target(args.out, args.force) as out:
         config = _config(args, plan, out.path)
         if plan is not None and plan.on_demand is not None:
             _say_on_demand(plan, config.trigger_file)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from tbdtrace.commands import _output, _rankset, _window
+from tbdtrace.commands import _args, _rankset, _window
 from tbdtrace.commands._open import open_or_import
 
-FORMATS = (*_output.FORMATS, "markdown", "html")
+FORMATS = ("text", "json", "csv", "markdown", "html")
 
 EPILOG = """\
 Times are compared per measured step (each side's window total / its measured steps).
@@ -53,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--rank",
-        type=int,
+        type=_args.nonnegative_int,
         action="append",
         metavar="R",
         help="compare ranks, not whole traces: A --rank R1 --rank R2 compares two ranks of "
@@ -62,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--top",
-        type=int,
+        type=_args.positive_int,
         default=20,
         metavar="N",
         help="kernels and ops listed, largest |change per step| first (default 20)",
@@ -74,22 +73,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="regression gate, e.g. step_time=5%%,kernel:gemm=10%%,memory.peak=3%% (see "
         f"below); exit status {diff_gate.REGRESSION_EXIT} when B is worse beyond a limit",
     )
-    p.add_argument(
-        "--summary",
-        metavar="FILE",
-        help="append a short Markdown summary (verdict, gates, largest changes) to FILE, "
-        "e.g. $GITHUB_STEP_SUMMARY; --format markdown prints it instead",
+    _args.mark_output(
+        p.add_argument(
+            "--summary",
+            metavar="FILE",
+            help="append a short Markdown summary (verdict, gates, largest changes) to FILE, "
+            "e.g. $GITHUB_STEP_SUMMARY; --format markdown prints it instead",
+        ),
+        "append",
     )
-    _output.add_arguments(p, FORMATS)
+    _args.add_output(p, FORMATS)
     _window.add_options(p)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.top < 1:
-        print("tbdtrace diff: --top must be >= 1", file=sys.stderr)
-        return 2
-    usage = _output.check(args, "diff")
+    usage = _args.output_usage(args, "diff")
     if usage:
         print(usage, file=sys.stderr)
         return 2
@@ -104,44 +103,30 @@ def _run(args: argparse.Namespace) -> int:
     if isinstance(thresholds, str):
         print(thresholds, file=sys.stderr)
         return 2
+    inputs = [args.a] + ([args.b] if args.b else [])
+    _args.check_output(args, inputs)
+    if args.summary:
+        from tbdtrace import output_policy
+
+        output_policy.append_target(args.summary, inputs)
     from tbdtrace.report import diff_view
+    from tbdtrace.report.documents import DiffDoc
+    from tbdtrace.report.emit import emit
 
     a, b = _sides(args)
     doc = diff_view.document(a, b, spec, args.top, thresholds)
-    rc = _emit(doc, args)
+    rc = emit(DiffDoc(doc, args.top), args.format, _args.dest(args, inputs))
     if rc == 0 and args.summary:
-        rc = _append(args.summary, diff_view.markdown(doc))
+        from tbdtrace import output_policy
+
+        output_policy.append_text(
+            output_policy.append_target(args.summary, inputs), diff_view.markdown(doc)
+        )
     if rc == 0 and "gate" in doc:
         if args.format != "text":  # the text output ends with it already
             print(f"tbdtrace diff: {diff_view.verdict(doc)}", file=sys.stderr)
         return int(doc["gate"]["exit_code"])
     return rc
-
-
-def _emit(doc: dict[str, Any], args: argparse.Namespace) -> int:
-    from tbdtrace.report import diff_view
-
-    if args.format == "json" and not args.section:
-        return _output.write_text(json.dumps(doc, indent=2) + "\n", args, "diff")
-    if args.format in ("json", "csv"):
-        return _output.emit_tables(diff_view.tables(doc), args, "diff")
-    if args.format == "markdown":
-        return _output.write_text(diff_view.markdown(doc, top=args.top), args, "diff")
-    if args.format == "html":
-        return _output.write_text(diff_view.render_html(doc), args, "diff")
-    diff_view.render_text(doc)
-    return 0
-
-
-def _append(path: str, text: str) -> int:
-    """``text`` appended to ``path`` (a CI job summary collects several steps' output)."""
-    try:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        print(f"tbdtrace diff: cannot write {path}: {e.strerror or e}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def _thresholds(args: argparse.Namespace) -> list[Any] | str | None:

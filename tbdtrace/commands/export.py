@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from pathlib import Path
+from typing import IO
 
-from tbdtrace.errors import TraceError
+from tbdtrace.commands import _args
 
 EXTENSIONS = {"perfetto": ".perfetto-trace", "chrome": ".json"}
 
@@ -26,29 +25,31 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("trace", metavar="TRACE", help="trace directory or profiler file")
     p.add_argument("--format", choices=("perfetto", "chrome"), default="perfetto")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write")
-    p.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    _args.mark_output(
+        p.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write"),
+        "file",
+    )
+    _args.add_force(p, "FILE if it exists (never a trace's files or the input)")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tbdtrace import output_policy
     from tbdtrace.commands._open import open_or_import
-    from tbdtrace.export import export
+    from tbdtrace.export import write
+    from tbdtrace.safe_text import printable
 
-    out = Path(args.output)
-    if out.is_dir():
-        raise TraceError(f"{out}: is a directory; give a file name for the {args.format} trace")
-    if out.exists() and not args.force:
-        raise TraceError(f"{out}: exists; choose another file or pass --force to replace it")
+    output_policy.file_target(args.output, args.force, [args.trace])  # before any work
     tr = open_or_import(args.trace)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    os.close(fd)
-    try:
-        n = export(tr, args.format, tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    print(f"wrote {out} ({n:,} events, {out.stat().st_size / 2**20:.1f} MiB, {args.format})")
+    target = output_policy.file_target(args.output, args.force, [args.trace])
+    n = 0
+
+    def put(f: IO[bytes]) -> None:
+        nonlocal n
+        n = write(tr, args.format, f)
+
+    output_policy.write_file(target, put)
+    size = target.path.stat().st_size if not target.stream else 0
+    name = printable(str(Path(args.output)))
+    print(f"wrote {name} ({n:,} events, {size / 2**20:.1f} MiB, {args.format})")
     return 0

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from tbdtrace.commands import _window
+from tbdtrace.commands import _args, _window
 from tbdtrace.commands._open import begin_open
 
 BY = ("kernel", "op", "category")  # tbdtrace.analysis.passes.hotspots.BY, without loading the pass
@@ -22,29 +20,24 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "trace", metavar="TRACE", help="trace directory, or a profiler file to import in memory"
     )
-    p.add_argument("--top", type=int, default=20, metavar="N", help="rows to show (default 20)")
+    p.add_argument(
+        "--top", type=_args.positive_int, default=20, metavar="N", help="rows to show (default 20)"
+    )
     p.add_argument("--by", choices=BY, default="kernel")
-    p.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    _args.add_output(p, folder_csv=False, section=False)
     _window.add_options(p)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.top < 1:
-        print("tbdtrace hotspots: --top must be >= 1", file=sys.stderr)
-        return 2
     spec = _window.spec(args, "hotspots")
     if spec is None:
         return 2
+    _args.check_output(args, [args.trace], one_table=True)
     pending = begin_open(args.trace)  # a profiler file parses while the passes load
     from tbdtrace.report import hotspots_view
+    from tbdtrace.report.documents import HotspotsDoc
+    from tbdtrace.report.emit import emit
 
     doc = hotspots_view.document(pending.trace(), spec, args.top, args.by)
-    if args.format == "json":
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    elif args.format == "csv":
-        hotspots_view.write_csv(doc, sys.stdout)
-    else:
-        hotspots_view.render_text(doc, args.by, args.trace)
-    return 0
+    return emit(HotspotsDoc(doc, args.by, args.trace), args.format, _args.dest(args, [args.trace]))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tbdtrace import importers, outdir, trace
-from tbdtrace.commands import _perrank
+from tbdtrace import importers, output_policy, trace
+from tbdtrace.commands import _args, _perrank
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,7 +18,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "rank) become one trace with a rank column.",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="input files (.json, .json.gz, ...)")
-    p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
+    _args.mark_output(
+        p.add_argument(
+            "--out", "-o", required=True, metavar="DIR", help="trace directory to write"
+        ),
+        "trace",
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -57,8 +62,15 @@ def _run(args: argparse.Namespace) -> int:
             return 2
         return _run_rank_by_rank(args)
 
-    with outdir.claim(args.out, force=args.force) as claimed:
-        tables, meta = importers.import_files(args.files, args.format)
+    with output_policy.trace_target(args.out, args.force, args.files) as claimed:
+        from tbdtrace.commands._rankset import import_once_per_rank
+
+        tables, meta, again = import_once_per_rank(args.files, args.format)
+        for line in again:
+            print(f"tbdtrace import: warning: {line}", file=sys.stderr)
+        if again and args.strict:
+            print("tbdtrace import: --strict: a rank comes twice; nothing written", file=sys.stderr)
+            return 1
         skipped = validate.summary(meta.get("skipped_events") or {})
         if skipped and args.strict:
             print(
@@ -100,6 +112,7 @@ def _run_rank_by_rank(args: argparse.Namespace) -> int:
     for line in rs.problems:
         print(f"tbdtrace import: warning: {line}", file=sys.stderr)
     out = Path(args.out)
+    # A new or empty folder only, --force or not: rank traces are moved in by name.
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         print(
             f"tbdtrace import: {out}: exists and is not an empty folder; rank by rank, --out "
@@ -107,6 +120,7 @@ def _run_rank_by_rank(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    output_policy.folder_target(out, False, args.files, "--out")
     if not rs.files:
         print("tbdtrace import: no rank files to import", file=sys.stderr)
         return 1

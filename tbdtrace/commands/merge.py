@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tbdtrace.commands import _args
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
@@ -16,7 +18,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "clock with the offset its ranks measured through the rendezvous store when "
         "init_process_group returned (meta.extra.nodes records it).",
     )
-    p.add_argument("out", metavar="OUT", help="the merged trace directory (created)")
+    _args.mark_output(
+        p.add_argument("out", metavar="OUT", help="the merged trace directory (created)"),
+        "trace",
+    )
     p.add_argument("parts", nargs="+", metavar="PART", help="one capture directory per node")
     p.add_argument("--force", action="store_true", help="replace a trace already at OUT")
     p.set_defaults(func=_run)

@@ -1,4 +1,5 @@
-"""``tbdtrace recover SPOOL_DIR --out DIR``: a trace from a capture's leftover spool.
+"""``tbdtrace recover SPOOL_DIR --out DIR``: a trace from a capture's leftover spool;
+``tbdtrace recover TRACE``: finish a trace whose replacement was interrupted.
 
 A capture keeps its spool (``<out>/.tbdtrace-spool-<pid>-*``) when tbdtrace itself was
 killed, when writing the trace failed (a full disk) or when processes of the command
@@ -6,6 +7,10 @@ still ran. This command reads it as the capture would have (torch-backend parts,
 spools, the steps file, the spilled host samples) and writes a trace marked partial. It
 never changes or removes the spool, and refuses one that a running process may still
 write.
+
+A trace directory whose replacement (``import``/``capture --force``, ``upgrade``) was
+interrupted holds a journal in its marker; ``recover TRACE`` completes the replacement
+from it (tbdtrace/trace_write.py), so the new trace is there whole.
 """
 
 from __future__ import annotations
@@ -16,21 +21,32 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tbdtrace import outdir, trace
+from tbdtrace import output_policy, trace
 from tbdtrace.collector.child_protocol import CAPTURE_LOG
+from tbdtrace.commands import _args
 from tbdtrace.errors import TraceError
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "recover",
-        help="turn a capture's leftover spool directory into a trace",
+        help="turn a capture's leftover spool directory into a trace, or finish an "
+        "interrupted write of a trace",
         description="Write a trace from the spool a capture left behind "
         "(<out>/.tbdtrace-spool-<pid>-*): profiler parts, CUPTI spools, steps and host "
-        "samples. The spool is read only; remove it yourself once the trace is written.",
+        "samples. The spool is read only; remove it yourself once the trace is written. "
+        "Given a trace directory whose replacement was interrupted (a killed import, "
+        "capture --force or upgrade) and no --out, complete that replacement.",
     )
-    p.add_argument("spool", metavar="SPOOL_DIR", help="the spool directory")
-    p.add_argument("--out", "-o", required=True, metavar="DIR", help="trace directory to write")
+    p.add_argument(
+        "spool", metavar="SPOOL_DIR", help="the spool directory (or an interrupted trace)"
+    )
+    _args.mark_output(
+        p.add_argument(
+            "--out", "-o", metavar="DIR", help="trace directory to write (from a spool)"
+        ),
+        "trace",
+    )
     p.add_argument(
         "--force", action="store_true", help="replace an existing trace at --out (its own files)"
     )
@@ -112,9 +128,32 @@ def _rows(t: Any) -> int:
     return max((len(v) for v in t.values()), default=0)
 
 
+def _finish(path: Path) -> int:
+    """Complete the interrupted replacement of the trace ``path``."""
+    from tbdtrace import outdir
+    from tbdtrace.safe_text import printable
+    from tbdtrace.trace_write import finish
+
+    if outdir.interrupted(path) is None:
+        raise TraceError(
+            f"{printable(str(path))}: holds no interrupted write; recover takes a capture's "
+            "spool (with --out DIR) or a trace whose write was interrupted"
+        )
+    with outdir.claim(path, force=True, min_free_bytes=0):
+        finish(path)
+    trace.open(path, strict=True)  # the completed trace is sound
+    print(f"finished the interrupted write of {printable(str(path))}", file=sys.stderr)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     spool = Path(args.spool).absolute()
-    with outdir.claim(args.out, force=args.force) as claimed:
+    if args.out is None:
+        if spool.is_dir() and not spool.name.startswith(".tbdtrace-spool-"):
+            return _finish(spool)
+        print("tbdtrace recover: --out DIR is required with a spool", file=sys.stderr)
+        return 2
+    with output_policy.trace_target(args.out, args.force, [spool]) as claimed:
         tables, meta, notes, log = read(spool)
         path = trace.write(claimed.path, tables, meta, files={CAPTURE_LOG: log} if log else None)
     steps = _rows(tables["steps"]) if "steps" in tables else 0

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any
 
-from tbdtrace.commands import _output, _perrank, _window
+from tbdtrace.commands import _args, _perrank, _window
 from tbdtrace.commands._open import begin_open
 
 if TYPE_CHECKING:
@@ -31,13 +30,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--strict",
         action="store_true",
-        help="with per-rank files: exit 1 when a rank file is missing or unreadable "
-        "(default: name it on stderr and report the other ranks)",
+        help="exit 1 when a table file of the trace fails its check (missing, cut short, "
+        "swapped, foreign: tbdtrace/trace_check.py) or, with per-rank files, when a rank "
+        "file is missing, unreadable or a rank comes twice (default: name it on stderr "
+        "and report the rest)",
     )
-    _output.add_arguments(p, ("text", "json", "csv", "html"))
+    _args.add_output(p, ("text", "json", "csv", "html"))
     p.add_argument(
         "--top",
-        type=int,
+        type=_args.positive_int,
         default=20,
         metavar="N",
         help="rows of per-kernel tables in the text report (default 20)",
@@ -47,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--model-flops-per-sample",
-        type=float,
+        type=_args.positive_float,
         metavar="N",
         help="model FLOPs per training sample (forward + backward), for MFU in the flops section",
     )
@@ -64,19 +65,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.top is not None and args.top < 1:
-        print("tbdtrace report: --top must be >= 1", file=sys.stderr)
-        return 2
-    if args.model_flops_per_sample is not None and not args.model_flops_per_sample > 0:
-        print("tbdtrace report: --model-flops-per-sample must be > 0", file=sys.stderr)
-        return 2
-    usage = _output.check(args, "report")
+    usage = _args.output_usage(args, "report")
     if usage:
         print(usage, file=sys.stderr)
         return 2
     win = _window.spec(args, "report")
     if win is None:
         return 2
+    _args.check_output(args, args.trace)
     usage = _perrank.check(args, "report")
     if usage:
         print(usage, file=sys.stderr)
@@ -92,7 +88,8 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    pending = begin_open(args.trace[0])  # a profiler file parses while the modules load
+    # a profiler file parses while the modules load
+    pending = begin_open(args.trace[0], args.strict)
     from tbdtrace.report import contents  # noqa: F401 - every section and pass, loaded now
 
     tr = pending.trace()
@@ -127,6 +124,8 @@ def _run_rank_by_rank(args: argparse.Namespace, win: Any, rs: Any) -> int:
     if not rs.files:
         print("tbdtrace report: no rank files to analyse", file=sys.stderr)
         return 1
+    from tbdtrace.report.documents import rank_by_rank
+
     with _perrank.work_dir(args.work_dir) as work:
         parts, problems = _perrank.run_tasks(args, "report", rs.files, work, window=win)
         section = ranks_report(parts)
@@ -138,23 +137,7 @@ def _run_rank_by_rank(args: argparse.Namespace, win: Any, rs: Any) -> int:
             "tbdtrace report: note: fewer than two ranks read; no cross-rank comparison",
             file=sys.stderr,
         )
-    skipped: dict[str, int] = {}
-    for p in parts:
-        for k, v in p.skipped_events.items():
-            skipped[k] = skipped.get(k, 0) + v
-    doc = {
-        "trace": {
-            "path": " ".join(args.trace),
-            "source": "rank by rank",
-            "ranks": sum(len(p.ranks) for p in parts),
-            "skipped_events": skipped,
-            # resolved on each rank's own steps, as the one-process report does
-            "window": win.name,
-        },
-        "ranks": section,
-    }
-    opts = dataclasses.replace(_options(args, win), covers=f"{win.name} window of each rank")
-    return _write(doc, args, opts)
+    return _write(rank_by_rank(parts, section, args.trace, win, _options(args, win)), args)
 
 
 def _options(args: argparse.Namespace, win: Any) -> Any:
@@ -171,36 +154,13 @@ def _options(args: argparse.Namespace, win: Any) -> Any:
 
 def _emit(tr: Trace, args: argparse.Namespace, win: Any) -> int:
     from tbdtrace.report import build
+    from tbdtrace.report.documents import ReportDoc
 
     opts = _options(args, win)
-    return _write(build(tr, opts), args, opts)
+    return _write(ReportDoc(build(tr, opts), opts), args)
 
 
-def _write(doc: dict[str, Any], args: argparse.Namespace, opts: Any) -> int:
-    from tbdtrace.report.text import render
+def _write(doc: Any, args: argparse.Namespace) -> int:
+    from tbdtrace.report.emit import emit
 
-    if args.format in ("json", "csv"):
-        return _output.emit_tables(doc, args, "report")
-    if args.format == "html":
-        try:
-            import matplotlib  # noqa: F401 - the plots' library, a dependency of tbdtrace
-        except ImportError:
-            print(
-                "tbdtrace report: --format html needs matplotlib (pip install "
-                "matplotlib); --format json and csv do not",
-                file=sys.stderr,
-            )
-            return 1
-        from tbdtrace.report import html
-
-        return _output.write_text(html.render(doc), args, "report")
-    if args.output:
-        import io
-
-        from tbdtrace.report.textui import Console
-
-        buf = io.StringIO()
-        render(doc, opts, Console(file=buf, width=200))
-        return _output.write_text(buf.getvalue(), args, "report")
-    render(doc, opts)
-    return 0
+    return emit(doc, args.format, _args.dest(args, args.trace))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from tbdtrace import schema
 
@@ -24,11 +25,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tbdtrace import outdir
+    from tbdtrace.safe_text import printable
     from tbdtrace.upgrade import upgrade
 
+    had = outdir.read_marker(Path(args.trace)) or {}
     found, now = upgrade(args.trace)
-    if found == now:
-        print(f"{args.trace}: already schema version {now}; nothing to do")
+    name = printable(args.trace)
+    if found != now:
+        print(f"{name}: upgraded from schema version {found} to {now}")
+    elif not isinstance(had.get("tables"), dict):
+        print(
+            f"{name}: schema version {now}; added each table's fingerprint, rows and bytes "
+            "to its marker"
+        )
     else:
-        print(f"{args.trace}: upgraded from schema version {found} to {now}")
+        print(f"{name}: already schema version {now}; nothing to do")
     return 0

@@ -12,7 +12,10 @@ The dump is a Chrome trace. Processes are named by ``ph: M`` events: one per dev
   ``operator`` pseudo-process; they are skipped (counting them would double every op).
 * ``ph: b``/``e`` pairs of category ``MXNET_C_API``: ``markers`` ranges, domain
   ``MXNET_C_API`` (frontend calls such as MXImperativeInvokeEx).
-* ``ph: X`` events (custom ``mx.profiler.Task``/``Frame`` ranges): ``markers`` ranges.
+* ``ph: X`` events (custom ``mx.profiler.Task``/``Frame`` ranges): ``markers`` ranges,
+  only in a file with MXNet's marks (its device or category processes, or an operator or
+  C API pair): any Chrome trace has ``X`` events, and a PyTorch trace forced through
+  ``--format mxnet`` must find no MXNet events, not import its ranges as markers.
 * ``ph: C`` counters (API call counts, device storage in kB) are not imported.
 
 Times are integer microseconds since the epoch (CLOCK_REALTIME).
@@ -20,8 +23,9 @@ Times are integer microseconds since the epoch (CLOCK_REALTIME).
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +68,7 @@ class _Importer:
             for e in events
             if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"
         }
+        marked = _mxnet_marks(procs.values(), events)
         open_: dict[tuple[Any, ...], list[int | str]] = defaultdict(list)
         unmatched = 0
         before = Counter(self.skipped)
@@ -94,7 +99,7 @@ class _Importer:
                     self._op(name, start, end, procs.get(_key(e.get("pid")), ""), e, rank)
                 else:
                     self._marker(name, start, end, e, rank, _ASYNC_API)
-            elif ph == "X":
+            elif ph == "X" and marked:
                 span = _x_span(e)
                 if isinstance(span, str):
                     self.skipped[span] += 1
@@ -148,6 +153,27 @@ class _Importer:
             domain=domain,
             kind="range",
         )
+
+
+_DEVICE_PROCESS = re.compile(r"(cpu|gpu|cpu pinned|cpu shared)/\d*")
+
+
+def _mxnet_marks(processes: Iterable[str], events: list[Any]) -> bool:
+    """Does the dump carry MXNet's marks: a device or category process as MXNet names
+    them, or an operator (``B``/``E``) or C API (``b``/``e``) event?"""
+    if any(
+        p in ("operator", _ASYNC_API, "Device Storage") or _DEVICE_PROCESS.fullmatch(p)
+        for p in processes
+    ):
+        return True
+    return any(
+        isinstance(e, dict)
+        and (
+            (e.get("ph") in ("B", "E") and e.get("cat") == "operator")
+            or (e.get("ph") in ("b", "e") and e.get("cat") == _ASYNC_API)
+        )
+        for e in events
+    )
 
 
 def _x_span(e: dict[str, Any]) -> tuple[int, int] | str:

@@ -35,9 +35,9 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
         return
     shown = threads[:SHOWN_THREADS]
     more = f" ({len(shown)} of {len(threads)} threads)" if len(shown) < len(threads) else ""
-    t = Table(title=f"CPU activity (profiled ops, by thread){more}", title_justify="left")
+    t = Table(title=f"CPU activity (profiled ops, by thread){more}")
     for c in ("Rank", "PID", "TID", "Ops", "Span", "Busy", "Busy %"):
-        t.add_column(c, justify="right", no_wrap=True)
+        t.add_column(c, justify="right")
     for r in shown:
         t.add_row(
             "-" if r["rank"] is None else str(r["rank"]),

@@ -2,41 +2,35 @@
 
 Cells hold the document's values in their units (ns, bytes, ratios 0..1): integers as
 digits, floats in full precision (``repr``), booleans ``true``/``false``, null empty.
+Text cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, TAB, CR
+first) get a leading ``'`` (:func:`tbdtrace.safe_text.csv_cell`) unless ``raw``; numbers,
+negative ones included, are never changed.
 """
 
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 from typing import Any, TextIO
 
 from tbdtrace.report.tabular import Tab
+from tbdtrace.safe_text import csv_cell
 
 
-def cell(v: Any) -> str:
+def cell(v: Any, raw: bool = False) -> str:
     if v is None:
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
         return repr(v)
+    if isinstance(v, str):
+        return v if raw else csv_cell(v)
     return str(v)
 
 
-def write(tab: Tab, out: TextIO) -> None:
+def write(tab: Tab, out: TextIO, raw: bool = False) -> None:
+    """``tab`` as CSV: a header row, then its rows (see the module docstring)."""
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(tab.columns)
+    w.writerow([c if raw else csv_cell(c) for c in tab.columns])
     for r in tab.rows:
-        w.writerow([cell(v) for v in r])
-
-
-def write_dir(tabs: list[Tab], directory: Path) -> list[Path]:
-    """One ``<table name>.csv`` per table in ``directory`` (made when missing)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for t in tabs:
-        p = directory / f"{t.name}.csv"
-        with p.open("w", newline="", encoding="utf-8") as f:
-            write(t, f)
-        paths.append(p)
-    return paths
+        w.writerow([cell(v, raw) for v in r])

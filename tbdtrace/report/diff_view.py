@@ -95,9 +95,9 @@ def render_text(doc: dict[str, Any], console: Console | None = None) -> None:
     con.print(_steps_line(doc))
     cov = covers(doc)
     con.print(f"Window: {cov}. Every table below covers it.")
-    t = Table(title=f"Headline ({window_label(doc)})", title_justify="left")
+    t = Table(title=f"Headline ({window_label(doc)})")
     for c in ("Figure", "A", "B", "B - A", "B / A"):
-        t.add_column(c, justify="left" if c == "Figure" else "right", no_wrap=True)
+        t.add_column(c, justify="left" if c == "Figure" else "right")
     for k, v in doc["headline"].items():
         ratio = "-" if v["ratio"] is None else f"{v['ratio']:.3f}"
         t.add_row(k, _fmt(k, v["a"]), _fmt(k, v["b"]), _fmt(k, v["delta"]), ratio)
@@ -112,9 +112,9 @@ def render_text(doc: dict[str, Any], console: Console | None = None) -> None:
             "delta_ns",
         )
     )
-    ct = Table(title=f"Device time by category ({cov})", title_justify="left")
+    ct = Table(title=f"Device time by category ({cov})")
     for col in ("Category", "A", "B", "B - A", "B / A", "A %", "B %"):
-        ct.add_column(col, justify="left" if col == "Category" else "right", no_wrap=True)
+        ct.add_column(col, justify="left" if col == "Category" else "right")
     for r in doc["categories"]:
         ct.add_row(
             r["category"],
@@ -126,9 +126,9 @@ def render_text(doc: dict[str, Any], console: Console | None = None) -> None:
             f"{100 * r['b_share']:.1f}",
         )
     con.print(ct)
-    k = Table(title=f"Kernels, largest change first ({cov})", title_justify="left")
+    k = Table(title=f"Kernels, largest change first ({cov})")
     for col in ("B - A", "A", "B", "A n", "B n", "Category", "Name"):
-        k.add_column(col, justify="left" if col in ("Category", "Name") else "right", no_wrap=True)
+        k.add_column(col, justify="left" if col in ("Category", "Name") else "right")
     for r in doc["kernels"]:
         k.add_row(
             fmt_ns(r[d_k]),
@@ -142,7 +142,7 @@ def render_text(doc: dict[str, Any], console: Console | None = None) -> None:
     con.print(k)
     o = Table(title=f"Ops (device time they launched), largest change first ({cov})")
     for col in ("B - A", "A", "B", "A kernels", "B kernels", "Op"):
-        o.add_column(col, justify="left" if col == "Op" else "right", no_wrap=True)
+        o.add_column(col, justify="left" if col == "Op" else "right")
     for r in doc["ops"]:
         o.add_row(
             fmt_ns(r[d_k]),
@@ -154,7 +154,7 @@ def render_text(doc: dict[str, Any], console: Console | None = None) -> None:
         )
     con.print(o)
     if "gate" in doc:
-        g = Table(title=f"Regression gate ({cov})", title_justify="left")
+        g = Table(title=f"Regression gate ({cov})")
         for col in ("Metric", "A", "B", "Change", "Limit", "Worse when", "Verdict"):
             g.add_column(col, justify="left" if col in ("Metric", "Verdict") else "right")
         for r in doc["gate"]["results"]:

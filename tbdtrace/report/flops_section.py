@@ -32,12 +32,12 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     if not rows:
         return
     thr = data["coverage_threshold"]
-    t = Table(title="FLOPs by precision (window per rank below)", title_justify="left")
+    t = Table(title="FLOPs by precision (window per rank below)")
     for c in ("Rank", "Precision", "FLOPs", "FLOP/s wall", "FLOP/s busy", "Peak", "Eff wall"):
-        t.add_column(c, justify="right", no_wrap=True)
-    t.add_column("Eff busy", justify="right", no_wrap=True)
-    t.add_column("Coverage", justify="left", no_wrap=True)
-    t.add_column("MFU", justify="right", no_wrap=True)
+        t.add_column(c, justify="right")
+    t.add_column("Eff busy", justify="right")
+    t.add_column("Coverage", justify="left")
+    t.add_column("MFU", justify="right")
     for r in rows:
         cov = r["coverage"]
         note = "" if cov is None or cov >= thr else f" < {fmt_pct(thr)}: partial"
@@ -94,11 +94,10 @@ def _render_kernels(con: Console, rows: list[dict[str, Any]], opts: ReportOption
         return
     t = Table(
         title="FLOP/s by kernel (kernels whose op launched no other kernel)",
-        title_justify="left",
     )
     for c in ("Rank", "Precision", "Kernels", "Total", "FLOPs", "FLOP/s", "Of peak"):
-        t.add_column(c, justify="right", no_wrap=True)
-    t.add_column("Name", no_wrap=True)
+        t.add_column(c, justify="right")
+    t.add_column("Name")
     room = max(40, con.width - 90)
     for r in shown:
         name = r["name"] or "-"

@@ -27,13 +27,6 @@ def document(trace: Trace, spec: Any, top: int, by: str) -> dict[str, Any]:
     return {"window": win.to_json(), "rows": rows}
 
 
-def write_csv(doc: dict[str, Any], out: Any) -> None:
-    """The rows as CSV (the report's flat table of hotspots)."""
-    from tbdtrace.report import csvout, tabular
-
-    csvout.write(tabular.tables("hotspots", doc["rows"])[0], out)
-
-
 def render_text(doc: dict[str, Any], by: str, source: str, console: Console | None = None) -> None:
     """The rows as a table titled with what they cover; ``source`` names the trace."""
     con = console or Console(width=None if sys.stdout.isatty() else 200)
@@ -44,7 +37,7 @@ def render_text(doc: dict[str, Any], by: str, source: str, console: Console | No
     name_col = {"kernel": "name", "op": "op", "category": "category"}[by]
     pooled = f", {len(win['ranks'])} ranks pooled" if len(win["ranks"]) > 1 else ""
     title = f"Hotspots by {by} (top {len(rows)}, {win['label']}{pooled})"
-    t = Table(title=title, title_justify="left")
+    t = Table(title=title)
     extra = {
         "kernel": ("Instances", "Category", "Grid x block", "Op", "Marker"),
         "op": ("Kernels", "Distinct", "Top kernel"),
@@ -56,7 +49,6 @@ def render_text(doc: dict[str, Any], by: str, source: str, console: Console | No
             justify="right"
             if c in ("Time %", "Total", "Instances", "Kernels", "Distinct", "Count")
             else "left",
-            no_wrap=True,
         )
     for r in rows:
         t.add_row(

@@ -27,9 +27,9 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     if not data["event_count"] or data["peak_bytes"] is None:
         return
     where = _device_label(data["device"])
-    t = Table(title=f"Memory at peak ({data['level']}, {where})", title_justify="left")
+    t = Table(title=f"Memory at peak ({data['level']}, {where})")
     for c in ("Category", "Bytes", "Share"):
-        t.add_column(c, justify="right" if c != "Category" else "left", no_wrap=True)
+        t.add_column(c, justify="right" if c != "Category" else "left")
     peak = data["peak_bytes"]
     shown = list(MEMORY_CATEGORIES)
     if data["source"] == "allocator_totals":
@@ -66,9 +66,9 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     steps = data["steps"] if opts.top is None else data["steps"][: opts.top]
     if not steps:
         return
-    s = Table(title="Memory per step", title_justify="left")
+    s = Table(title="Memory per step")
     for c in ("Step", "Start", "Peak", "End", "Activations at peak", "Other at peak"):
-        s.add_column(c, justify="right", no_wrap=True)
+        s.add_column(c, justify="right")
     for st in steps:
         if st["peak_bytes"] is None:
             continue
@@ -105,7 +105,7 @@ def _render_devices(con: Console, devices: list[dict[str, Any]]) -> None:
     """Peak per device and level (device and host memory never added together)."""
     if len(devices) < 2 and not any(d["allocator_reserved_peak_bytes"] for d in devices):
         return
-    t = Table(title="Memory peak per device", title_justify="left")
+    t = Table(title="Memory peak per device")
     for c in ("Device", "Level", "Peak", "Source", "Reserved peak"):
         t.add_column(c, justify="left" if c in ("Device", "Level", "Source") else "right")
     for d in devices:

@@ -22,9 +22,9 @@ from tbdtrace.report.textui import Console, Table
 
 
 def _table(title: str, cols: tuple[str, ...], left: tuple[str, ...] = ()) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = Table(title=title)
     for c in cols:
-        t.add_column(c, justify="left" if c in left else "right", no_wrap=True)
+        t.add_column(c, justify="left" if c in left else "right")
     return t
 
 

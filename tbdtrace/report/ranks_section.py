@@ -50,10 +50,10 @@ def _render(con: Console, data: dict[str, Any] | None, opts: ReportOptions) -> N
     if not data:
         return
     rows = data["per_rank"]
-    t = Table(title=titled(f"Ranks ({len(rows)} ranks)", opts), title_justify="left")
+    t = Table(title=titled(f"Ranks ({len(rows)} ranks)", opts))
     t.add_column("Rank", justify="right")
     for label in _LABELS:
-        t.add_column(label, justify="right", no_wrap=True)
+        t.add_column(label, justify="right")
     for r in rows:
         t.add_row(str(r["rank"]), *(_cell(k, r[k]) for k in _KEYS))
     for stat in ("min", "median", "max", "spread"):
@@ -74,10 +74,9 @@ def _render_steps(con: Console, data: dict[str, Any], opts: ReportOptions) -> No
     t = Table(
         title=f"Stragglers per step (work = step time outside collective kernels; straggler: "
         f"lead over the median rank's work > {thr:.0%} of the median step time)",
-        title_justify="left",
     )
     for c in ("Step", "Ranks", "Step med", "Step skew", "Slowest", "Lead", "Straggler"):
-        t.add_column(c, justify="right", no_wrap=True)
+        t.add_column(c, justify="right")
     for s in steps:
         t.add_row(
             str(s["step"]),
@@ -103,9 +102,9 @@ def _render_collectives(con: Console, c: dict[str, Any] | None) -> None:
         f"min {fmt_ns(skew.get('min'))}, median {fmt_ns(skew.get('median'))}, "
         f"max {fmt_ns(skew.get('max'))}"
     )
-    t = Table(title="Collectives per op (medians over collectives)", title_justify="left")
+    t = Table(title="Collectives per op (medians over collectives)")
     for h in ("Op", "Count", "Size", "Arrival skew", "Alg bw", "Bus bw"):
-        t.add_column(h, justify="right" if h != "Op" else "left", no_wrap=True)
+        t.add_column(h, justify="right" if h != "Op" else "left")
     for o in c["per_op"]:
         t.add_row(
             o["op"],
@@ -116,9 +115,9 @@ def _render_collectives(con: Console, c: dict[str, Any] | None) -> None:
             _gbps(o["busbw_bytes_per_s_median"]),
         )
     con.print(t)
-    t = Table(title="Collectives per rank", title_justify="left")
+    t = Table(title="Collectives per rank")
     for h in ("Rank", "Collectives", "Waited", "Excess (median)", "Slow link"):
-        t.add_column(h, justify="right", no_wrap=True)
+        t.add_column(h, justify="right")
     for r in c["per_rank"]:
         t.add_row(
             str(r["rank"]),

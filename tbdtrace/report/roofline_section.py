@@ -51,14 +51,14 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
             fmt_pct(r["roof_share"]),
         ]
 
-    t = Table(title=titled("Roofline by op family", opts), title_justify="left")
+    t = Table(title=titled("Roofline by op family", opts))
     for c in ("Rank", "Family", "Precision", *cols):
         t.add_column(c, justify="left" if c in ("Family", "Precision", "Bound") else "right")
     for r in data["families"]:
         rank = "-" if r["rank"] is None else str(r["rank"])
         t.add_row(rank, r["family"], r["precision"] or "-", *cells(r))
     con.print(t)
-    o = Table(title=titled("Roofline by op and shape, longest first", opts), title_justify="left")
+    o = Table(title=titled("Roofline by op and shape, longest first", opts))
     for c in (*cols, "Op", "Shapes"):
         o.add_column(c, justify="left" if c in ("Op", "Shapes", "Bound") else "right")
     for r in data["ops"][: opts.top or None]:

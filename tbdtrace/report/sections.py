@@ -48,17 +48,17 @@ def _cell(key: str, v: Any, row: dict[str, Any] | None = None) -> str:
 def _render_summary(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     ranks = data.get("ranks") or []
     if len(ranks) <= 1:
-        t = Table(title=titled("Summary", opts), show_header=False, title_justify="left")
+        t = Table(title=titled("Summary", opts), show_header=False)
         t.add_column("what")
         t.add_column("value", justify="right")
         for label, key in _SUMMARY_ROWS:
             t.add_row(label, _cell(key, data[key], data))
         con.print(t)
         return
-    t = Table(title=titled(f"Summary per rank ({len(ranks)} ranks)", opts), title_justify="left")
+    t = Table(title=titled(f"Summary per rank ({len(ranks)} ranks)", opts))
     t.add_column("Rank", justify="right")
     for label, _ in _SUMMARY_ROWS:
-        t.add_column(label.split(" (")[0].capitalize(), justify="right", no_wrap=True)
+        t.add_column(label.split(" (")[0].capitalize(), justify="right")
     for r in ranks:
         t.add_row(str(r["rank"]), *(_cell(k, r[k], r) for _, k in _SUMMARY_ROWS))
     for stat in ("min", "median", "max"):
@@ -89,9 +89,9 @@ def summary_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, An
 def _render_devices(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
     if not data:  # the cpu_activity section says what the trace holds instead
         return
-    t = Table(title=titled("Devices", opts), title_justify="left")
+    t = Table(title=titled("Devices", opts))
     for c in ("Rank", "Device", "Kernels", "Kernel time", "Span", "Busy", "Util", "Compute util"):
-        t.add_column(c, justify="right", no_wrap=True)
+        t.add_column(c, justify="right")
     for d in data:
         t.add_row(
             "-" if d.get("rank") is None else str(d["rank"]),
@@ -117,10 +117,10 @@ def _render_kernels(con: Console, data: list[dict[str, Any]], opts: ReportOption
         return
     shown = data if opts.top is None else data[: opts.top]
     title = "Top kernels" + (f", {len(shown)} of {len(data)}" if len(shown) < len(data) else "")
-    t = Table(title=titled(title, opts, pooled=True), title_justify="left")
+    t = Table(title=titled(title, opts, pooled=True))
     for c in ("Time %", "Total", "Instances", "Avg", "Med", "Min", "Max", "StdDev"):
-        t.add_column(c, justify="right", no_wrap=True)
-    t.add_column("Name", no_wrap=True)
+        t.add_column(c, justify="right")
+    t.add_column("Name")
     room = max(40, con.width - 100)
     for k in shown:
         t.add_row(

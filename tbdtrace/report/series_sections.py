@@ -47,9 +47,9 @@ def _render_skew(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
     rows = data["summary"] if opts.top is None else data["summary"][: opts.top]
     if not rows:
         return
-    t = Table(title="Collective skew across ranks (last start - first start)", title_justify="left")
+    t = Table(title="Collective skew across ranks (last start - first start)")
     for c in ("Instances", "Median", "P99", "Max", "Most often last", "Name"):
-        t.add_column(c, justify="left" if c == "Name" else "right", no_wrap=True)
+        t.add_column(c, justify="left" if c == "Name" else "right")
     for r in rows:
         name = r["name"] or "-"
         t.add_row(

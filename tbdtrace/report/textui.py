@@ -9,6 +9,11 @@ of its ~0.3 s to import and lay out. Layout rules:
   module names) give up width, widest first, down to 12 characters, and their cells end
   in "…"; numbers are never cut;
 * cells are plain text: brackets in kernel names are printed as they are;
+* names come from the profiled program: every control character in a title, header,
+  cell or printed message (C0 and C1 controls, ESC, CR, DEL, bidirectional overrides) is
+  shown as an escape such as ``\\x1b`` (:func:`tbdtrace.safe_text.printable`), so a
+  name cannot move the cursor, clear the screen or forge a link; messages keep their
+  newlines;
 * on a terminal, titles and ``[bold]...[/bold]``, ``[green]``, ``[red]`` spans in
   :meth:`Console.print` messages are rendered with ANSI styles, elsewhere dropped.
 """
@@ -19,32 +24,35 @@ import io
 import re
 import shutil
 import sys
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from tbdtrace.report.fmt import cell_len, clip
+from tbdtrace.safe_text import printable
 
 _MIN_TEXT_WIDTH = 12
 _MARKUP = re.compile(r"\[(/?)(bold|green|red|dim)\]")
 _ANSI = {"bold": "\033[1m", "green": "\033[32m", "red": "\033[31m", "dim": "\033[2m"}
 _RESET = "\033[0m"
+Justify = Literal["left", "right"]
 
 
 class Table:
-    """A titled table of text cells (the subset of rich.table.Table the reports use)."""
+    """A titled table of text cells: titles are left-aligned, cells never wrap (text
+    columns are cut to fit, see the module docstring)."""
 
-    def __init__(self, title: str | None = None, show_header: bool = True, **_: Any):
-        self.title = title
+    def __init__(self, title: str | None = None, show_header: bool = True):
+        self.title = None if title is None else printable(title)
         self.show_header = show_header
         self.headers: list[str] = []
-        self.justify: list[str] = []
+        self.justify: list[Justify] = []
         self.rows: list[list[str]] = []
 
-    def add_column(self, header: str = "", justify: str = "left", **_: Any) -> None:
-        self.headers.append(header)
+    def add_column(self, header: str = "", justify: Justify = "left") -> None:
+        self.headers.append(printable(header))
         self.justify.append(justify)
 
     def add_row(self, *cells: Any) -> None:
-        row = ["" if c is None else _strip_markup(str(c)) for c in cells]
+        row = ["" if c is None else printable(_strip_markup(str(c))) for c in cells]
         row += [""] * (len(self.headers) - len(row))
         self.rows.append(row)
 
@@ -147,7 +155,7 @@ class Console:
         if isinstance(obj, Table):
             text = "\n".join(obj.render(self.width, styled))
         else:
-            text = str(obj)
+            text = printable(str(obj), keep_newlines=True)
             if "[" in text:
                 text = _MARKUP.sub(
                     (lambda m: _RESET if m.group(1) else _ANSI[m.group(2)]) if styled else "",

@@ -43,9 +43,9 @@ def window_line(win: dict[str, Any]) -> str:
 def _render(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
     if not data or all(r["phase"] == "all" for r in data):
         return
-    t = Table(title="Phases (whole trace)", title_justify="left")
+    t = Table(title="Phases (whole trace)")
     for c in ("Rank", "Phase", "Wall", "Steps", "Kernels", "Kernel time"):
-        t.add_column(c, justify="left" if c == "Phase" else "right", no_wrap=True)
+        t.add_column(c, justify="left" if c == "Phase" else "right")
     for r in data:
         t.add_row(
             "-" if r["rank"] is None else str(r["rank"]),

@@ -9,6 +9,7 @@ Only rows with status ``ok`` are plotted; a figure with nothing to show is not w
 
 from __future__ import annotations
 
+import io
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from tbdtrace import schema
+from tbdtrace.output_policy import replace
 from tbdtrace.report.plots import _data, _fig, color_of
 
 Rows = Sequence[dict[str, Any]]
@@ -138,9 +140,11 @@ def write(rows: Rows, out_dir: Path) -> list[Path]:
     ):
         fig = make(rows)
         if fig is not None:
-            fig.savefig(out_dir / name, format="png", dpi=100)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=100)
+            replace(out_dir / name, buf.getvalue())
             paths.append(out_dir / name)
-    (out_dir / FINDINGS_MD).write_text(findings(rows))
+    replace(out_dir / FINDINGS_MD, findings(rows).encode())
     return [*paths, out_dir / FINDINGS_MD]
 
 

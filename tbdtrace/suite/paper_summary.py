@@ -19,6 +19,7 @@ from statistics import median
 from typing import Any
 
 from tbdtrace import schema
+from tbdtrace.output_policy import replace
 from tbdtrace.suite.paper import OUT_OF_MEMORY, SKIPPED, SUMMARY_MD
 from tbdtrace.suite.plan import BenchConfig
 
@@ -524,5 +525,5 @@ def write(rows: Rows, cfg: BenchConfig, device: str, figure_paths: Sequence[Path
     out = Path(cfg.out_dir) / SUMMARY_MD
     out.parent.mkdir(parents=True, exist_ok=True)
     names = [p.name for p in figure_paths if p.suffix == ".png"]
-    out.write_text(markdown(rows, cfg, device, names))
+    replace(out, markdown(rows, cfg, device, names).encode())
     return out

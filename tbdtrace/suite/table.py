@@ -8,6 +8,7 @@ The markdown table shows the same rows in readable units (ms, %, MiB), empty whe
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import schema
+from tbdtrace.output_policy import replace
+from tbdtrace.safe_text import csv_cell
 from tbdtrace.suite.plan import BenchConfig
 from tbdtrace.suite.rows import COLUMN_NAMES, COLUMNS
 
@@ -121,7 +124,7 @@ def markdown(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> str:
 def _csv_value(v: Any) -> Any:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
-    return v
+    return csv_cell(v) if isinstance(v, str) else v  # an error text is no formula
 
 
 def _config_json(cfg: BenchConfig) -> dict[str, Any]:
@@ -145,12 +148,13 @@ def write(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> list[Path]:
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     md, cs, js = out / MD_FILE, out / CSV_FILE, out / JSON_FILE
-    md.write_text(markdown(rows, cfg))
-    with cs.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(COLUMN_NAMES)
-        for r in rows:
-            w.writerow([_csv_value(r.get(c)) for c in COLUMN_NAMES])
+    replace(md, markdown(rows, cfg).encode())
+    text = io.StringIO(newline="")
+    w = csv.writer(text)
+    w.writerow(COLUMN_NAMES)
+    for r in rows:
+        w.writerow([_csv_value(r.get(c)) for c in COLUMN_NAMES])
+    replace(cs, text.getvalue().encode())
     clean = [
         {c: (None if _csv_value(r.get(c)) == "" else r.get(c)) for c in COLUMN_NAMES} for r in rows
     ]
@@ -160,5 +164,5 @@ def write(rows: Sequence[dict[str, Any]], cfg: BenchConfig) -> list[Path]:
         "columns": [{"name": c.name, "unit": c.unit, "doc": c.doc} for c in COLUMNS],
         "rows": clean,
     }
-    js.write_text(json.dumps(doc, indent=2) + "\n")
+    replace(js, (json.dumps(doc, indent=2) + "\n").encode())
     return [md, cs, js]

@@ -56,8 +56,11 @@ def test_open_errors_name_the_file(tmp_path):
 def test_corrupt_table_file_is_reported(tmp_path):
     tbdtrace.write(tmp_path / "t", {"kernels": {"start_ns": [1], "end_ns": [2]}}, {})
     (tmp_path / "t" / "kernels.parquet").write_bytes(b"garbage")
-    with pytest.raises(TraceError, match="kernels.parquet"):
-        tbdtrace.open(tmp_path / "t").table("kernels")
+    tr = tbdtrace.open(tmp_path / "t")  # named, and left out: it reads as absent
+    assert [p for p in tr.problems if "kernels.parquet" in p and "7 bytes" in p]
+    assert not tr.has("kernels") and tr.table("kernels").num_rows == 0
+    with pytest.raises(TraceError, match="kernels.parquet.*--strict"):
+        tbdtrace.open(tmp_path / "t", strict=True)
 
 
 def test_write_refuses_foreign_directory(tmp_path):
@@ -158,7 +161,14 @@ def test_an_error_on_a_reading_thread_reaches_the_caller(tmp_path, monkeypatch):
         {"kernels": _kernels(3), "runtime": {"start_ns": [1], "end_ns": [2]}},
         {},
     )
-    (tmp_path / "t" / "runtime.parquet").write_bytes(b"garbage")
     tr = tbdtrace.open(tmp_path / "t")
+    real = trace_mod.tablefile.read
+
+    def fails(file, decl, cols):
+        if decl.name == "runtime":
+            raise TraceError(f"{file}: not a readable Parquet file (damaged)")
+        return real(file, decl, cols)
+
+    monkeypatch.setattr(trace_mod.tablefile, "read", fails)
     with pytest.raises(TraceError, match="runtime.parquet"):
         tr.prefetch_tables([("kernels", ["start_ns"]), ("runtime", ["start_ns"])])

@@ -96,6 +96,7 @@ def test_upgrade_rewrites_in_place_with_true_values(tmp_path, rows):
     _write_v2(d, rows)
     assert upgrade(d) == (2, 3)
     assert sorted(f.name for f in d.iterdir()) == [
+        ".tbdtrace-trace.json",  # the marker, with each table's fingerprint, rows, bytes
         "kernels.parquet",
         "meta.json",
         "notes.txt",
@@ -130,7 +131,7 @@ def test_upgrade_failure_leaves_the_old_trace(tmp_path, rows, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(tablefile, "write", boom)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(TraceError, match=r"cannot write the trace \(disk full\).*unchanged"):
         upgrade(d)
     assert {f.name: f.read_bytes() for f in d.iterdir()} == before
     assert not [p for p in tmp_path.iterdir() if p.name != "v2"]
