@@ -299,7 +299,9 @@ def _make_target(
         full = work / "full"
         stack.enter_context(tiny_fs(full))
         p = full / name
-        p.write_bytes(b"the user's data\n")
+        # One whole page, so the file has no slack in its last page that a short append
+        # (diff --summary) could still fill on a full tmpfs.
+        p.write_bytes(b"the user's data\n" * 256)
     else:
         raise AssertionError(t.id)
     return str(p), fifo
