@@ -9,6 +9,7 @@ once complete, so a failed write never destroys an earlier trace (see :func:`wri
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -344,7 +345,7 @@ def write(
     """
     from tbdtrace import trace_write
 
-    return trace_write.write(path, tables, meta, files)
+    return trace_write.write(path, tables, meta, files, codec=sys.modules[__name__])
 
 
 def _ordered(s: np.ndarray, e: np.ndarray) -> bool:

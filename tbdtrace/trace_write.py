@@ -47,8 +47,12 @@ def write(
     meta: Mapping[str, Any],
     files: Mapping[str, bytes] | None = None,
     old_files: list[str] | None = None,
+    *,
+    codec: Any,
 ) -> Path:
-    """See :func:`tbdtrace.trace.write`. ``old_files``: the files of the trace at ``path``
+    """See :func:`tbdtrace.trace.write`. ``codec``: the module ``tbdtrace.trace``, whose
+    table conversions the files are written with (passed in, so storage's writer does not
+    import its caller back). ``old_files``: the files of the trace at ``path``
     (replaced or removed), for a trace whose own files its marker does not list (an old
     trace of the user's files and tbdtrace's, rewritten in place by ``upgrade``)."""
     out = Path(os.path.abspath(os.fspath(path)))
@@ -66,7 +70,7 @@ def write(
         tmp = Path(tempfile.mkdtemp(prefix=outdir.STAGING_PREFIX, dir=out))
     try:
         try:
-            names, manifest = _write_files(tmp, tables, meta, files or {})
+            names, manifest = _write_files(tmp, tables, meta, files or {}, codec)
         except OSError as e:
             kept = "; the trace there is unchanged" if st == "trace" else ""
             raise TraceError(
@@ -91,10 +95,10 @@ def _write_files(
     tables: Mapping[str, pa.Table | Mapping[str, Any]],
     meta: Mapping[str, Any],
     files: Mapping[str, bytes],
+    trace_io: Any,
 ) -> tuple[list[str], dict[str, Any]]:
     """The trace's files in ``tmp`` (the complete marker last); returns their names (the
     marker included) and the marker's table manifest."""
-    from tbdtrace import trace as trace_io
     from tbdtrace.trace_check import entry
 
     write_id = uuid.uuid4().hex

@@ -44,7 +44,7 @@ def upgrade(path: str | os.PathLike[str]) -> tuple[int, int]:
             return found, found
         meta = {k: v for k, v in tr.meta.items() if k != "schema_version"}
         old = outdir.own_files(p) or _tables_and_meta(tr)
-        trace_write.write(p, _Tables(tr), meta, _own_other_files(tr), old)
+        trace_write.write(p, _Tables(tr), meta, _own_other_files(tr), old, codec=trace)
     return found, schema.SCHEMA_VERSION
 
 

@@ -150,7 +150,11 @@ def fp32(tr: Trace, window: StepSpan) -> dict[str, Any]:
     mod = optional_pass("fp32")
     if mod is None:
         return {}
-    t = mod.run(tr).to_pylist()
+    from tbdtrace.analysis.engine import context
+    from tbdtrace.analysis.engine import window as windows
+
+    whole = context.of(tr)  # the measured window, as `report` shows it
+    t = mod.run(whole.windowed(windows.resolve(whole))).to_pylist()
     done = [r for r in t if r["achieved_flops_per_s_wall"] is not None and r["peak_flops_per_s"]]
     if not done:
         why = "; ".join(r["flops_source"] if r["flops"] is None else r["peak_source"] for r in t)

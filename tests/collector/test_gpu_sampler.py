@@ -176,14 +176,17 @@ def test_no_driver_means_no_gpu_rows_and_one_info_line(
     assert capsys.readouterr().err == ""  # the sampler itself is silent
     # `capture` says it once, after writing the trace (meta.extra.host_sampler.nvml).
     meta: dict[str, Any] = {"source": "test", "extra": {"host_sampler": {"nvml": hs.nvml_status}}}
-    out = trace.write(tmp_path / "t", {"host_samples": cols}, meta)
-    capture_cmd._nvml_info(out)
+    capture_cmd._nvml_info(
+        trace.open(trace.write(tmp_path / "t", {"host_samples": cols}, meta)).meta
+    )
     assert capsys.readouterr().err.splitlines() == [
         "tbdtrace capture: info: no GPU samples (NVML unavailable: "
         "NVMLError_LibraryNotFound: NVML Shared Library Not Found)"
     ]
     meta["extra"]["host_sampler"]["nvml"] = "ok (1 devices; no GPM)"
-    capture_cmd._nvml_info(trace.write(tmp_path / "u", {"host_samples": cols}, meta))
+    capture_cmd._nvml_info(
+        trace.open(trace.write(tmp_path / "u", {"host_samples": cols}, meta)).meta
+    )
     assert capsys.readouterr().err == ""
 
 

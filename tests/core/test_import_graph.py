@@ -127,11 +127,19 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 # Storage: the modules a trace is made of, and the leaves they use.
-STORAGE = {"tbdtrace.trace", "tbdtrace.schema", "tbdtrace.tablefile"}
+STORAGE = {
+    "tbdtrace.trace",
+    "tbdtrace.schema",
+    "tbdtrace.tablefile",
+    "tbdtrace.meta",
+    "tbdtrace.trace_check",
+    "tbdtrace.trace_write",
+}
 BELOW_STORAGE = {
     "tbdtrace.arrow_ints",
     "tbdtrace.errors",
     "tbdtrace.outdir",
+    "tbdtrace.safe_text",
     "tbdtrace.version",
     "tbdtrace._pandas_gate",
 }

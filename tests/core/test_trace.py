@@ -164,10 +164,10 @@ def test_an_error_on_a_reading_thread_reaches_the_caller(tmp_path, monkeypatch):
     tr = tbdtrace.open(tmp_path / "t")
     real = trace_mod.tablefile.read
 
-    def fails(file, decl, cols):
+    def fails(file, decl, cols, *rest):
         if decl.name == "runtime":
             raise TraceError(f"{file}: not a readable Parquet file (damaged)")
-        return real(file, decl, cols)
+        return real(file, decl, cols, *rest)
 
     monkeypatch.setattr(trace_mod.tablefile, "read", fails)
     with pytest.raises(TraceError, match="runtime.parquet"):
