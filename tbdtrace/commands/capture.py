@@ -179,14 +179,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     w.add_argument(
         "--window-steps",
-        type=int,
+        type=_args.positive_int,
         default=None,
         metavar="N",
         help="--on-demand: a window lasts N steps (default 10)",
     )
     w.add_argument(
         "--window-seconds",
-        type=float,
+        type=_args.positive_float,
         default=None,
         metavar="S",
         help="--on-demand: a window lasts S seconds (for programs without step marks)",
