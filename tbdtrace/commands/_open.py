@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tbdtrace.errors import TraceError
+
 if TYPE_CHECKING:
     from tbdtrace.trace import Trace
 
@@ -15,14 +17,20 @@ class PendingOpen:
     def __init__(self, arg: str):
         self.path = Path(arg)
         self.pending: Any = None
+        self.error: TraceError | None = None
         if self.path.is_file():
             from tbdtrace import importers
 
-            self.pending = importers.begin_import([self.path])
+            try:
+                self.pending = importers.begin_import([self.path])
+            except TraceError as e:  # raised by trace(), after the command's usage checks
+                self.error = e
 
     def trace(self) -> Trace:
         from tbdtrace import trace as trace_io
 
+        if self.error is not None:
+            raise self.error
         if self.pending is not None:
             tables, meta = self.pending.result()
             self.pending = None

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
 from tbdtrace.errors import TraceError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from tbdtrace.trace import Trace
 
 # Files a folder of per-rank traces is read for (Kineto writes *.pt.trace.json[.gz]).
@@ -168,6 +168,8 @@ def _compact(tbl: pa.Table) -> pa.Table:
     """``tbl`` with each dictionary column's dictionary cut to the values its rows use:
     passes read a dictionary as the names present (another rank's kernel names would
     count as this rank's, with no rows)."""
+    import pyarrow as pa
+
     for i, f in enumerate(tbl.schema):
         if pa.types.is_dictionary(f.type):
             col = tbl.column(i).cast(f.type.value_type).dictionary_encode()

@@ -33,10 +33,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.top < 1:
         print("tbdtrace hotspots: --top must be >= 1", file=sys.stderr)
         return 2
+    # A profiler file parses while the passes load (the window's options load them); its
+    # errors are raised by .trace().
+    pending = begin_open(args.trace)
     spec = _window.spec(args, "hotspots")
     if spec is None:
         return 2
-    pending = begin_open(args.trace)  # a profiler file parses while the passes load
     from tbdtrace.report import hotspots_view
 
     doc = hotspots_view.document(pending.trace(), spec, args.top, args.by)

@@ -63,29 +63,28 @@ def _run(args: argparse.Namespace) -> int:
     if args.model_flops_per_sample is not None and not args.model_flops_per_sample > 0:
         print("tbdtrace report: --model-flops-per-sample must be > 0", file=sys.stderr)
         return 2
-    usage = _output.check(args, "report")
-    if usage:
-        print(usage, file=sys.stderr)
-        return 2
-    win = _window.spec(args, "report")
-    if win is None:
-        return 2
-    usage = _perrank.check(args, "report")
+    usage = _output.check(args, "report") or _perrank.check(args, "report")
     if usage:
         print(usage, file=sys.stderr)
         return 2
     from tbdtrace.commands import _rankset
 
-    if _rankset.is_rank_set(args.trace):
-        return _run_ranks(args, win)
-    if _perrank.requested(args):
+    ranks = _rankset.is_rank_set(args.trace)
+    if not ranks and _perrank.requested(args):
         print(
             "tbdtrace report: --jobs, --workers and --scheduler take per-rank files (a folder, "
             "a glob or several files); one trace is reported in this process",
             file=sys.stderr,
         )
         return 2
-    pending = begin_open(args.trace[0])  # a profiler file parses while the modules load
+    # A profiler file starts parsing now, on its own thread, while numpy, pyarrow and the
+    # passes load (the window's options load them); its errors are raised by .trace().
+    pending = None if ranks else begin_open(args.trace[0])
+    win = _window.spec(args, "report")
+    if win is None:
+        return 2
+    if pending is None:
+        return _run_ranks(args, win)
     from tbdtrace.report import contents  # noqa: F401 - every section and pass, loaded now
 
     tr = pending.trace()

@@ -1,0 +1,277 @@
+"""The import budget: which modules ``report``, ``hotspots``, ``info`` and ``diff`` load.
+
+A command's time on one file is mostly what it imports before its work starts (numpy and
+pyarrow alone are a third of ``report FILE`` on the largest fixture). Each command runs
+here in its own process under ``python -X importtime``, and what it loaded is checked
+against the lists below:
+
+* third-party packages: only those in :data:`THIRD_PARTY` (numpy, pyarrow and what
+  pyarrow itself loads; isal for gzip). Never Dask, matplotlib, pandas (refused by
+  tbdtrace/_pandas_gate.py: the refused attempt is listed, nothing under it), rich,
+  DuckDB, torch or TensorFlow;
+* standard-library packages of a process pool or a server: none (:data:`STDLIB_DENIED`);
+* tbdtrace's own modules: only those on the command's list. The scale-out code
+  (``tbdtrace.scaleout``) never loads for one trace or one file; nor do capture,
+  export, the SQL layer or the HTML writer.
+
+A module a change adds fails the test with its name: if the command truly needs it at
+start-up, add it to the list here (and mind bench/perf_gate.py's time budgets);
+otherwise import it where it is used.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fixture
+
+ROOT = Path(__file__).resolve().parents[2]
+
+THIRD_PARTY = {
+    "numpy",
+    "pyarrow",
+    "isal",  # gzip, on the importer's read thread
+    "cloudpickle",  # pyarrow's own import (its serialization)
+    "dateutil",  # pyarrow's, on the first array built from a Python list
+    "pandas",  # the refused attempt only (checked below: no pandas.* module)
+}
+# Names -X importtime lists that are not packages a command chose: site's hooks.
+SITE = {"_distutils_hack", "sitecustomize", "usercustomize", "org"}
+STDLIB_DENIED = {"multiprocessing", "asyncio", "sqlite3", "http", "xml", "email", "tkinter"}
+# Denied tbdtrace packages, whatever the lists below say.
+TBDTRACE_DENIED = (
+    "tbdtrace.scaleout",
+    "tbdtrace.collector",
+    "tbdtrace.export",
+    "tbdtrace.suite",
+    "tbdtrace.report.html",
+    "tbdtrace.report.plots",
+    "tbdtrace.commands.sql",
+)
+
+CORE = {
+    "tbdtrace",
+    "tbdtrace._pandas_gate",
+    "tbdtrace.arrow_ints",
+    "tbdtrace.cli",
+    "tbdtrace.cli_errors",
+    "tbdtrace.commands._open",
+    "tbdtrace.errors",
+    "tbdtrace.heap",
+    "tbdtrace.outdir",
+    "tbdtrace.report",
+    "tbdtrace.report.build",
+    "tbdtrace.report.fmt",
+    "tbdtrace.report.section_api",
+    "tbdtrace.report.textui",
+    "tbdtrace.schema",
+    "tbdtrace.tablefile",
+    "tbdtrace.trace",
+}
+# The Kineto importer, for a profiler file given in place of a trace directory.
+KINETO = {
+    "tbdtrace._native",
+    "tbdtrace.importers",
+    "tbdtrace.importers.collectives",
+    "tbdtrace.importers.columns",
+    "tbdtrace.importers.kineto",
+    "tbdtrace.importers.kineto.feed",
+    "tbdtrace.importers.kineto.header",
+    "tbdtrace.importers.kineto.repair",
+    "tbdtrace.importers.kineto.tables",
+    "tbdtrace.importers.kineto.vocab",
+    "tbdtrace.importers.sniff",
+    "tbdtrace.importers.validate",
+}
+WINDOW = {
+    "tbdtrace.commands._window",
+    "tbdtrace.passes",
+    "tbdtrace.passes._kernel_names",
+    "tbdtrace.passes._windowed",
+    "tbdtrace.passes.cache",
+    "tbdtrace.passes.categories",
+    "tbdtrace.passes.grouping",
+    "tbdtrace.passes.intervals",
+    "tbdtrace.passes.joins",
+    "tbdtrace.passes.kernels",
+    "tbdtrace.passes.outputs",
+    "tbdtrace.passes.shared_arrays",
+    "tbdtrace.passes.steps",
+    "tbdtrace.passes.window",
+}
+REPORT = (
+    CORE
+    | WINDOW
+    | {
+        "tbdtrace.commands._output",
+        "tbdtrace.commands._perrank",  # its options only; the scale-out code stays out
+        "tbdtrace.commands._rankset",
+        "tbdtrace.passes._memory_devices",
+        "tbdtrace.passes._op_flops",
+        "tbdtrace.passes._peaks",
+        "tbdtrace.passes.attribution",
+        "tbdtrace.passes.collective_skew",
+        "tbdtrace.passes.cpu_activity",
+        "tbdtrace.passes.device_peaks",
+        "tbdtrace.passes.flop_formulas",
+        "tbdtrace.passes.flops",
+        "tbdtrace.passes.fp32",
+        "tbdtrace.passes.hotspots",
+        "tbdtrace.passes.idle",
+        "tbdtrace.passes.kernel_flops",
+        "tbdtrace.passes.memcpy",
+        "tbdtrace.passes.memory",
+        "tbdtrace.passes.memory_blocks",
+        "tbdtrace.passes.memory_series",
+        "tbdtrace.passes.phases",
+        "tbdtrace.passes.ranks",
+        "tbdtrace.passes.step_timeline",
+        "tbdtrace.passes.summary",
+        "tbdtrace.passes.utilization",
+        "tbdtrace.report.contents",
+        "tbdtrace.report.cpu_section",
+        "tbdtrace.report.flops_section",
+        "tbdtrace.report.memory_section",
+        "tbdtrace.report.passes_sections",
+        "tbdtrace.report.ranks_section",
+        "tbdtrace.report.sections",
+        "tbdtrace.report.series_sections",
+        "tbdtrace.report.text",
+        "tbdtrace.report.window_section",
+    }
+)
+HOTSPOTS = (
+    CORE
+    | WINDOW
+    | {
+        "tbdtrace.passes.attribution",
+        "tbdtrace.passes.hotspots",
+        "tbdtrace.report.hotspots_view",
+    }
+)
+INFO = CORE
+DIFF = (
+    CORE
+    | WINDOW
+    | {
+        "tbdtrace.commands._output",
+        "tbdtrace.commands._rankset",
+        "tbdtrace.passes.diff",
+        "tbdtrace.passes.summary",
+        "tbdtrace.passes.utilization",
+        "tbdtrace.report.diff_view",
+    }
+)
+
+FIXTURE = "kineto/hta/df_index_resolver.json.gz"
+OTHER = "kineto/hta/nccl_data.json.gz"
+
+
+@pytest.fixture(scope="module")
+def trace_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("budget") / "trace"
+    r = subprocess.run(
+        [sys.executable, "-m", "tbdtrace", "import", str(fixture(FIXTURE)), "-o", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out
+
+
+def loaded(args: list[str]) -> set[str]:
+    """Every module the command imported (``-X importtime``'s list)."""
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tbdtrace", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip(), "the command printed nothing"
+    return {
+        ln.rsplit("|", 1)[-1].strip()
+        for ln in r.stderr.splitlines()
+        if ln.startswith("import time:") and "|" in ln and "imported package" not in ln
+    }
+
+
+def over_budget(mods: set[str], allowed: set[str]) -> list[str]:
+    """What ``mods`` holds beyond the budget, one line each."""
+    out = []
+    tops = {m.split(".")[0] for m in mods}
+    for top in sorted(tops - set(sys.stdlib_module_names) - THIRD_PARTY - SITE - {"tbdtrace"}):
+        if not top.startswith(("__editable__", "_sysconfigdata")):
+            out.append(f"third-party package {top}")
+    out += [f"standard-library package {t}" for t in sorted(tops & STDLIB_DENIED)]
+    out += [f"pandas module {m} (pandas must stay refused)" for m in mods if "pandas." in m]
+    ours = {m for m in mods if m == "tbdtrace" or m.startswith("tbdtrace.")}
+    out += [f"{m} (denied)" for m in sorted(ours) if m.startswith(TBDTRACE_DENIED)]
+    out += [f"{m}" for m in sorted(ours - allowed) if not m.startswith(TBDTRACE_DENIED)]
+    return out
+
+
+def check(command: str, args: list[str], allowed: set[str]) -> None:
+    extra = over_budget(loaded([command, *args]), allowed)
+    assert not extra, (
+        f"`tbdtrace {command}` loads modules beyond its import budget "
+        f"(tests/perf/test_import_budget.py): {', '.join(extra)}. Import them where they "
+        "are used, or, if the command needs them at start-up, add them to its list"
+    )
+
+
+def test_report_file() -> None:
+    check("report", [str(fixture(FIXTURE))], REPORT | KINETO)
+
+
+def test_report_file_json() -> None:
+    check("report", [str(fixture(FIXTURE)), "--format", "json"], REPORT | KINETO)
+
+
+def test_report_trace_dir(trace_dir: Path) -> None:
+    check("report", [str(trace_dir)], REPORT)
+
+
+def test_hotspots_file() -> None:
+    check("hotspots", [str(fixture(FIXTURE))], HOTSPOTS | KINETO)
+
+
+def test_info_file_and_trace_dir(trace_dir: Path) -> None:
+    check("info", [str(fixture(FIXTURE))], INFO | KINETO)
+    check("info", [str(trace_dir)], INFO)
+
+
+def test_diff_files(trace_dir: Path) -> None:
+    check("diff", [str(trace_dir), str(fixture(OTHER))], DIFF | KINETO)
+
+
+def test_the_budget_catches_what_it_guards() -> None:
+    """The check itself: each kind of excess is named (a test that cannot fail is none)."""
+    mods = set(REPORT) | {
+        "dask",
+        "dask.array",
+        "matplotlib.pyplot",
+        "pandas.core",
+        "multiprocessing.pool",
+        "tbdtrace.scaleout",
+        "tbdtrace.scaleout.rankwork",
+        "tbdtrace.passes.new_costly_pass",
+    }
+    got = over_budget(mods, REPORT)
+    assert got == [
+        "third-party package dask",
+        "third-party package matplotlib",
+        "standard-library package multiprocessing",
+        "pandas module pandas.core (pandas must stay refused)",
+        "tbdtrace.scaleout (denied)",
+        "tbdtrace.scaleout.rankwork (denied)",
+        "tbdtrace.passes.new_costly_pass",
+    ]
+    assert over_budget(set(REPORT), REPORT) == []
