@@ -85,6 +85,30 @@ py::dict take_parsed(kt::Parser& p) {
   return out;
 }
 
+// The rows parsed since the last take (Parser::take_batch): {"tables": {table: {column:
+// (values, validity bitmap or None, null count)}}, "dicts": {table: {string column: (int64
+// offsets, uint8 data)}}}, string columns' codes indexing their own dictionary.
+py::dict take_batch(kt::Parser& p) {
+  kt::Parser::Batch b;
+  {
+    py::gil_scoped_release nogil;
+    b = p.take_batch();
+  }
+  py::dict out, tdict, ddict;
+  const auto& defs = kt::staging_defs();
+  for (size_t i = 0; i < b.tables.size(); ++i) {
+    py::dict cols;
+    for (size_t j = 0; j < b.tables[i].size(); ++j)
+      if (b.tables[i][j].type == ColType::STR)
+        cols[py::str(b.tables[i][j].name)] = pyexport::strings_tuple(b.dicts[i][j]);
+    tdict[defs[i].name] = pyexport::columns_dict(b.tables[i]);
+    ddict[defs[i].name] = cols;
+  }
+  out["tables"] = tdict;
+  out["dicts"] = ddict;
+  return out;
+}
+
 // Dictionary codes -> codes numbered in first-appearance order over the valid rows, and the
 // old code of each new one (so the dictionary becomes strings[used]).
 py::tuple recode(py::array_t<int32_t, py::array::c_style | py::array::forcecast> codes,
@@ -171,7 +195,8 @@ void bind_kineto(py::module_& m) {
                if (p.skipped()[i]) out[kt::Parser::kSkipNames[i]] = p.skipped()[i];
              return out;
            })
-      .def("take", &take_parsed);
+      .def("take", &take_parsed)
+      .def("take_batch", &take_batch);
   m.def("kineto_recode", &recode, py::arg("codes"), py::arg("valid"), py::arg("n_strings"));
   m.def("kineto_layout", [] { return pyexport::layout_list(kt::staging_defs()); });
 }

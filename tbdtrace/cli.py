@@ -197,6 +197,8 @@ def run() -> None:
     pos = _positionals(argv)
     _tune_process(pos[0] if pos else None, pos[1:])
     rc = main(argv)
+    if "tbdtrace.commands._open" in sys.modules:  # temporary traces of big profiler files
+        sys.modules["tbdtrace.commands._open"].remove_temporary()
     if pos and pos[0] in QUICK_EXIT_COMMANDS:
         try:
             sys.stdout.flush()

@@ -38,25 +38,57 @@ BOOL = pa.bool_()
 ROWS_KEY = b"tbdtrace.rows"  # version 2: schema metadata of each IPC file, its row count
 
 
-def write(file: Path, decl: schema.Table, tbl: pa.Table) -> None:
-    """Write ``tbl`` (conforming to ``decl``, rows already in storage order) to ``file``."""
-    import pyarrow.parquet as pq  # ~11 ms: not for commands that never touch a file
+# Rows per row group of a table written in batches (write_batches): what is held while
+# a group is gathered. Reading combines a column's groups into one array.
+STREAM_GROUP_ROWS = 1 << 20
 
+
+def _options(decl: schema.Table, compression: str | None) -> dict[str, Any]:
+    """The Parquet writer's options for ``decl`` (encodings, dictionaries, compression)."""
     delta = [c.name for c in decl.columns if c.parquet_encoding == "DELTA_BINARY_PACKED"]
-    kw: dict[str, object] = {}
-    if COMPRESSION == "zstd":
-        kw["compression_level"] = ZSTD_LEVEL
-    pq.write_table(
-        tbl,
-        str(file),
-        row_group_size=ROW_GROUP_ROWS,
-        compression=COMPRESSION or "none",
-        use_dictionary=[
+    kw: dict[str, Any] = {
+        "compression": compression or "none",
+        "use_dictionary": [
             c.name for c in decl.columns if c.name not in delta and c.type != pa.bool_()
         ],
-        column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
-        **kw,  # type: ignore[arg-type]
-    )
+        "column_encoding": dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
+    }
+    if compression == "zstd":
+        kw["compression_level"] = ZSTD_LEVEL
+    return kw
+
+
+def write(file: Path, decl: schema.Table, tbl: pa.Table, compression: Any = COMPRESSION) -> None:
+    """Write ``tbl`` (conforming to ``decl``, rows already in storage order) to ``file``;
+    ``compression``: the pages' codec (zstd; None for a temporary trace read once)."""
+    import pyarrow.parquet as pq  # ~11 ms: not for commands that never touch a file
+
+    pq.write_table(tbl, str(file), row_group_size=ROW_GROUP_ROWS, **_options(decl, compression))
+
+
+def write_batches(
+    file: Path, decl: schema.Table, batches: Any, compression: Any = COMPRESSION
+) -> int:
+    """Write record batches (conforming to ``decl``, in storage order) to ``file`` as row
+    groups of :data:`STREAM_GROUP_ROWS` rows, holding one group at a time; returns the
+    rows written."""
+    import pyarrow.parquet as pq
+
+    want = decl.arrow_schema()
+    rows = 0
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    with pq.ParquetWriter(str(file), want, **_options(decl, compression)) as w:
+        for b in batches:
+            pending.append(b)
+            held += b.num_rows
+            if held >= STREAM_GROUP_ROWS:
+                w.write_table(pa.Table.from_batches(pending, want), row_group_size=held)
+                rows, pending, held = rows + held, [], 0
+        if pending or rows == 0:
+            w.write_table(pa.Table.from_batches(pending, want), row_group_size=max(held, 1))
+            rows += held
+    return rows
 
 
 def num_rows(file: Path) -> int:

@@ -42,8 +42,9 @@ class Trace:
     owned by :class:`tbdtrace.passes.cache.PassCache`, the one code that reads it.
     """
 
-    def __init__(self, path: Path, meta: dict[str, Any]):
-        self.path = path
+    def __init__(self, path: Path, meta: dict[str, Any], files: Path | None = None):
+        self.path = path  # what the trace is, as messages and reports name it
+        self.files = files or path  # the folder its table files are read from
         self.meta = meta
         self._columns: dict[tuple[str, str], pa.Array] = {}
         self._rows: dict[str, int] = {}
@@ -73,7 +74,7 @@ class Trace:
     def _file(self, name: str) -> Path | None:
         """The table's file: ``<name>.parquet`` (version 3) or ``<name>.arrow`` (1, 2)."""
         for suffix in SUFFIXES:
-            f = self.path / f"{name}{suffix}"
+            f = self.files / f"{name}{suffix}"
             if f.exists():
                 return f
         return None
@@ -214,8 +215,11 @@ def _conform(tbl: pa.Table, want: pa.Schema, where: Path) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=want)
 
 
-def open(path: str | os.PathLike[str]) -> Trace:  # noqa: A001 - the documented API name
-    """Open and validate the trace directory at ``path``."""
+def open(  # noqa: A001 - the documented API name
+    path: str | os.PathLike[str], shown_as: str | os.PathLike[str] | None = None
+) -> Trace:
+    """Open and validate the trace directory at ``path``; ``shown_as``: the path the
+    trace is named by instead (the profiler file a temporary trace was imported from)."""
     p = Path(path)
     meta_file = p / META_FILE
     if not p.is_dir():
@@ -237,7 +241,7 @@ def open(path: str | os.PathLike[str]) -> Trace:  # noqa: A001 - the documented 
     for f in (f for suffix in SUFFIXES for f in p.glob(f"*{suffix}")):
         if f.stem not in schema.TABLES_BY_NAME:
             raise TraceError(f"{f}: unknown table {f.stem!r}; remove it or upgrade tbdtrace")
-    return Trace(p, meta)
+    return Trace(Path(shown_as) if shown_as is not None else p, meta, p)
 
 
 def to_table(name: str, columns: Mapping[str, Any], num_rows: int | None = None) -> pa.Table:
@@ -287,17 +291,30 @@ def _as_array(data: Any, col: schema.Column) -> pa.Array | pa.ChunkedArray:
     return pa.array(data, type=col.type)
 
 
+class Streamed:
+    """A table given to :func:`write` as record batches, in storage order (what a
+    streaming import merges): ``batches()`` yields them, each of ``schema``; written row
+    group by row group, never whole in memory."""
+
+    def __init__(self, schema_: pa.Schema, batches: Any):
+        self.schema = schema_
+        self.batches = batches
+
+
 def write(
     path: str | os.PathLike[str],
-    tables: Mapping[str, pa.Table | Mapping[str, Any]],
+    tables: Mapping[str, pa.Table | Mapping[str, Any] | Streamed],
     meta: Mapping[str, Any],
     files: Mapping[str, bytes] | None = None,
+    compression: Any = tablefile.COMPRESSION,
 ) -> Path:
     """Write a trace directory and return its path.
 
-    ``tables`` maps table names to Arrow tables (conforming to the schema) or to column
-    mappings for :func:`to_table`. ``meta`` gets ``schema_version`` filled in. ``files``
-    adds other files to the trace (name -> content, e.g. ``capture.log``).
+    ``tables`` maps table names to Arrow tables (conforming to the schema), to column
+    mappings for :func:`to_table`, or to :class:`Streamed` batches. ``meta`` gets
+    ``schema_version`` filled in. ``files`` adds other files to the trace (name ->
+    content, e.g. ``capture.log``). ``compression``: the table files' page codec (None
+    for a temporary trace that is read once).
 
     Everything is written to a staging directory first, so a failed write (a full disk)
     leaves an earlier trace at ``path`` as it was. An absent ``path`` then appears whole
@@ -322,7 +339,7 @@ def write(
         tmp = Path(tempfile.mkdtemp(prefix=outdir.STAGING_PREFIX, dir=out))
     try:
         try:
-            names = _write_files(tmp, tables, meta, files or {})
+            names = _write_files(tmp, tables, meta, files or {}, compression)
         except OSError as e:
             kept = "; the trace there is unchanged" if st == "trace" else ""
             raise TraceError(
@@ -341,21 +358,29 @@ def write(
 
 def _write_files(
     tmp: Path,
-    tables: Mapping[str, pa.Table | Mapping[str, Any]],
+    tables: Mapping[str, pa.Table | Mapping[str, Any] | Streamed],
     meta: Mapping[str, Any],
     files: Mapping[str, bytes],
+    compression: Any = tablefile.COMPRESSION,
 ) -> list[str]:
     """The trace's files in ``tmp``; returns their names (the marker included)."""
     from tbdtrace import outdir
 
     names = []
     for name, data in tables.items():
+        decl = schema.table(name)
+        file = tmp / f"{name}{TABLE_SUFFIX}"
+        if isinstance(data, Streamed):
+            if data.schema != decl.arrow_schema():
+                raise ValueError(f"{name}: streamed batches do not have the table's schema")
+            tablefile.write_batches(file, decl, data.batches(), compression)
+            names.append(f"{name}{TABLE_SUFFIX}")
+            continue
         tbl = data if isinstance(data, pa.Table) else to_table(name, data)
-        want = schema.table(name).arrow_schema()
+        want = decl.arrow_schema()
         if tbl.schema != want:
             tbl = _conform(tbl, want, tmp / name)
-        decl = schema.table(name)
-        tablefile.write(tmp / f"{name}{TABLE_SUFFIX}", decl, stored(decl, tbl))
+        tablefile.write(file, decl, stored(decl, tbl), compression)
         names.append(f"{name}{TABLE_SUFFIX}")
     for name, content in files.items():
         if "/" in name or name in (META_FILE, outdir.MARKER) or outdir.is_private(name):

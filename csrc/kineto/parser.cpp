@@ -168,6 +168,69 @@ std::vector<std::vector<TakenColumn>> Parser::take_tables() {
   return out;
 }
 
+namespace {
+
+// One string column of a batch: its codes renumbered in place into the column's own
+// dictionary, returned as (int64 offsets, data). `map` (one slot per interned string, all
+// -1) is left as it was found.
+std::pair<Owned, Owned> local_dictionary(TakenColumn& col, size_t rows, const StringDict& dict,
+                                         std::vector<int32_t>& map) {
+  auto* codes = static_cast<int32_t*>(col.data.ptr);
+  const uint8_t* valid = col.nulls ? static_cast<const uint8_t*>(col.valid.ptr) : nullptr;
+  std::vector<int32_t> used;
+  size_t bytes = 0;
+  for (size_t i = 0; i < rows; ++i) {
+    if (valid && !(valid[i >> 3] >> (i & 7) & 1)) {
+      codes[i] = 0;
+      continue;
+    }
+    int32_t id = codes[i];
+    int32_t m = map[static_cast<size_t>(id)];
+    if (m < 0) {
+      m = map[static_cast<size_t>(id)] = static_cast<int32_t>(used.size());
+      used.push_back(id);
+      bytes += dict.at(static_cast<size_t>(id)).size();
+    }
+    codes[i] = m;
+  }
+  Owned offs{std::malloc((used.size() + 1) * sizeof(int64_t)), (used.size() + 1) * sizeof(int64_t)};
+  Owned data{std::malloc(bytes ? bytes : 1), bytes};
+  if (!offs.ptr || !data.ptr) {
+    std::free(offs.ptr);
+    std::free(data.ptr);
+    throw std::bad_alloc();
+  }
+  auto* o = static_cast<int64_t*>(offs.ptr);
+  auto* d = static_cast<char*>(data.ptr);
+  o[0] = 0;
+  for (size_t k = 0; k < used.size(); ++k) {
+    std::string_view v = dict.at(static_cast<size_t>(used[k]));
+    if (!v.empty()) std::memcpy(d + o[k], v.data(), v.size());
+    o[k + 1] = o[k] + static_cast<int64_t>(v.size());
+    map[static_cast<size_t>(used[k])] = -1;
+  }
+  return {offs, data};
+}
+
+}  // namespace
+
+Parser::Batch Parser::take_batch() {
+  Batch b;
+  std::vector<int32_t> map(dict_.size(), -1);
+  for (auto& t : tables_) {
+    size_t rows = t.rows();
+    b.tables.push_back(t.take());
+    auto& dicts = b.dicts.emplace_back();
+    for (auto& col : b.tables.back()) {
+      if (col.type == ColType::STR)
+        dicts.push_back(local_dictionary(col, rows, dict_, map));
+      else
+        dicts.emplace_back();
+    }
+  }
+  return b;
+}
+
 // Input arrives in pieces. A unit (one event, one top-level member, a separator) that a
 // piece cuts is re-parsed from its start once more input is there. The unparsed tail is
 // kept in buf_; only the bytes needed to finish its unit are copied there, after which

@@ -88,6 +88,16 @@ class Parser {
   const std::array<int64_t, kNumSkipReasons>& skipped() const { return skipped_file_; }
   std::vector<std::vector<TakenColumn>> take_tables();
   std::pair<Owned, Owned> take_strings() { return dict_.take(); }
+  // The rows parsed since the last take, handed over as a batch; the string dictionary
+  // stays (strings are interned once per parse, whatever the batches). Each string
+  // column's codes are renumbered into the batch's own dictionary of that column (first
+  // appearance among its valid rows), whose strings come with it: per table, per column,
+  // (int64 offsets, data), empty for columns that are not strings.
+  struct Batch {
+    std::vector<std::vector<TakenColumn>> tables;
+    std::vector<std::vector<std::pair<Owned, Owned>>> dicts;
+  };
+  Batch take_batch();
   size_t num_strings() const { return dict_.size(); }
   size_t string_bytes() const { return dict_.data_bytes(); }
 

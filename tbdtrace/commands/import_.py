@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 from tbdtrace import importers, outdir, trace
 from tbdtrace.commands import _perrank
@@ -58,42 +61,34 @@ def _run(args: argparse.Namespace) -> int:
         return _run_rank_by_rank(args)
 
     with outdir.claim(args.out, force=args.force) as claimed:
-        tables, meta = importers.import_files(args.files, args.format)
-        skipped = validate.summary(meta.get("skipped_events") or {})
-        if skipped and args.strict:
-            print(
-                f"tbdtrace: {', '.join(args.files)}: {skipped}; nothing written (--strict); "
-                "drop --strict to import the rest",
-                file=sys.stderr,
-            )
-            return 1
-        out = trace.write(claimed.path, tables, meta)
-    counts = ", ".join(f"{n} {t}" for t, n in _counts(tables).items())
+        # The parse starts at once, in batches: a Kineto file of any size goes through a
+        # spool in the output folder and its tables are written row group by row group
+        # (tbdtrace/importers/kineto/stream.py); memory holds a bounded window of rows.
+        pending = importers.begin_import(args.files, args.format, streamed=True)
+        spool = Path(tempfile.mkdtemp(prefix=outdir.SPOOL_PREFIX, dir=claimed.path))
+        try:
+            tables, meta, rows = pending.streamed(spool)
+            skipped = validate.summary(meta.get("skipped_events") or {})
+            if skipped and args.strict:
+                print(
+                    f"tbdtrace: {', '.join(args.files)}: {skipped}; nothing written "
+                    "(--strict); drop --strict to import the rest",
+                    file=sys.stderr,
+                )
+                return 1
+            out = trace.write(claimed.path, tables, meta)
+        finally:
+            shutil.rmtree(spool, ignore_errors=True)
+    counts = ", ".join(f"{n} {t}" for t, n in rows.items())
     print(f"wrote {out} ({counts or 'no events'})", file=sys.stderr)
     if skipped:
         print(f"tbdtrace: {skipped}; see skipped_events in {out}/meta.json", file=sys.stderr)
     return 0
 
 
-def _counts(tables: dict) -> dict[str, int]:  # type: ignore[type-arg]
-    out = {}
-    for name, cols in tables.items():
-        n = (
-            cols.num_rows
-            if hasattr(cols, "num_rows")
-            else max((len(v) for v in cols.values()), default=0)
-        )
-        if n:
-            out[name] = n
-    return out
-
-
 def _run_rank_by_rank(args: argparse.Namespace) -> int:
     """One trace directory per rank under --out (``rank-00000``, ...), each imported in
     its own task; ``tbdtrace report`` and ``sql`` read the folder as a rank set."""
-    import shutil
-    from pathlib import Path
-
     from tbdtrace.commands import _rankset
 
     rs = _rankset.expand(args.files)

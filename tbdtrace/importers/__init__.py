@@ -115,7 +115,8 @@ def import_files(
 
 
 class PendingImport:
-    """An import under way: :meth:`result` gives ``(tables, meta)``."""
+    """An import under way: :meth:`result` gives ``(tables, meta)`` in memory,
+    :meth:`streamed` the same for :func:`tbdtrace.trace.write` in bounded memory."""
 
     def __init__(self, files: list[Path], fmt: str, job: Any = None, forced: bool = False):
         self.files, self.fmt, self.job, self.forced = files, fmt, job, forced
@@ -127,37 +128,62 @@ class PendingImport:
         kw = {"job": self.job} if self.job is not None else {}
         tables, meta = mod.import_files(self.files, **kw)
         meta.setdefault("skipped_events", {})  # reason -> count (importers/validate.py)
-        if not event_rows(tables) and not meta["skipped_events"]:
-            names = ", ".join(map(str, self.files))
-            how = "read as --format" if self.forced else "detected as"
-            raise TraceError(
-                f"{names}: no {self.fmt} events found ({how} {self.fmt}); "
-                + (
-                    "is it that format? try without --format"
-                    if self.forced
-                    else "the profile recorded nothing tbdtrace imports: profile again"
-                )
-            )
+        self._check_rows(event_rows(tables), meta)
         return tables, meta
+
+    def streamed(self, folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
+        """``(tables, meta, rows per table)``, the tables ready for
+        :func:`tbdtrace.trace.write`: for Kineto, a spool in ``folder`` (a private,
+        empty working folder the caller removes afterwards) merged while they are written
+        (:mod:`tbdtrace.importers.kineto.stream`); other formats in memory."""
+        if self.fmt != "kineto":
+            tables, meta = self.result()
+            return tables, meta, {t: n for t in tables if (n := table_rows(tables[t]))}
+        from tbdtrace.importers.kineto import stream
+
+        imp = stream.spool_files(self.files, folder, self.job)
+        self.job = None
+        meta = imp.meta
+        meta.setdefault("skipped_events", {})
+        rows = imp.rows()
+        self._check_rows(sum(n for t, n in rows.items() if t != "devices"), meta)
+        return imp.tables(), meta, rows
+
+    def _check_rows(self, rows: int, meta: dict[str, Any]) -> None:
+        if rows or meta["skipped_events"]:
+            return
+        names = ", ".join(map(str, self.files))
+        how = "read as --format" if self.forced else "detected as"
+        raise TraceError(
+            f"{names}: no {self.fmt} events found ({how} {self.fmt}); "
+            + (
+                "is it that format? try without --format"
+                if self.forced
+                else "the profile recorded nothing tbdtrace imports: profile again"
+            )
+        )
+
+
+def table_rows(cols: Any) -> int:
+    """Rows of one table of an importer's result (an Arrow table or columns)."""
+    if hasattr(cols, "num_rows"):
+        return int(cols.num_rows)
+    return max((len(v) for v in cols.values()), default=0)
 
 
 def event_rows(tables: dict[str, Any]) -> int:
     """Rows of the event tables (all but ``devices``) of an importer's result."""
-    n = 0
-    for name, cols in tables.items():
-        if name == "devices":
-            continue
-        if hasattr(cols, "num_rows"):
-            n += cols.num_rows
-        else:
-            n += max((len(v) for v in cols.values()), default=0)
-    return n
+    return sum(table_rows(cols) for name, cols in tables.items() if name != "devices")
 
 
 def begin_import(
-    paths: Sequence[str | Path], fmt: str | None = None, background: bool = True
+    paths: Sequence[str | Path],
+    fmt: str | None = None,
+    background: bool = True,
+    streamed: bool = False,
 ) -> PendingImport:
-    """Check the files and name their format; Kineto files start parsing on a thread."""
+    """Check the files and name their format; Kineto files start parsing on a thread
+    (``streamed``: in batches, for :meth:`PendingImport.streamed`)."""
     files = [Path(p) for p in paths]
     for p in files:
         if not p.is_file():
@@ -178,5 +204,5 @@ def begin_import(
         from tbdtrace.importers import kineto
 
         if kineto.available():
-            job = kineto.start(files)
+            job = kineto.start(files, batch_rows=kineto.BATCH_ROWS if streamed else 0)
     return PendingImport(files, fmt, job, forced)

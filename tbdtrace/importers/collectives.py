@@ -181,10 +181,7 @@ def _host_spans(
     hs, he = np.full(m, _NONE, np.int64), np.zeros(m, np.int64)
     if ops is None or "external_id" not in ops or "external_id" not in coll:
         return hs, he
-    idx, names = _distinct(ops["name"])
-    is_comm = np.array([bool(_HOST_OP_RE.match(str(x))) for x in names] + [False], bool)[idx]
-    is_comm &= ops["external_id"].is_valid().to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(is_comm)
+    rows = host_op_rows(ops)
     if not len(rows):
         return hs, he
     take = int_array(rows, pa.int64())
@@ -205,6 +202,15 @@ def _host_spans(
         if hit is not None:
             hs[i], he[i] = hit
     return hs, he
+
+
+def host_op_rows(ops: dict[str, pa.Array]) -> np.ndarray:
+    """Rows of the ops table (its columns) that issue collectives: record_param_comms,
+    nccl:*, c10d::*, gloo:*, with an external id."""
+    idx, names = _distinct(ops["name"])
+    is_comm = np.array([bool(_HOST_OP_RE.match(str(x))) for x in names] + [False], bool)[idx]
+    is_comm &= ops["external_id"].is_valid().to_numpy(zero_copy_only=False)
+    return np.flatnonzero(is_comm)
 
 
 def _rank_keys(rank: pa.Array | None, take: pa.Array | None, n: int) -> np.ndarray:
