@@ -136,6 +136,8 @@ class PendingImport:
         :func:`tbdtrace.trace.write`: for Kineto, a spool in ``folder`` (a private,
         empty working folder the caller removes afterwards) merged while they are written
         (:mod:`tbdtrace.importers.kineto.stream`); other formats in memory."""
+        if self.fmt == "nsys":
+            return self._nsys(folder)
         if self.fmt != "kineto":
             tables, meta = self.result()
             return tables, meta, {t: n for t in tables if (n := table_rows(tables[t]))}
@@ -148,6 +150,25 @@ class PendingImport:
         rows = imp.rows()
         self._check_rows(sum(n for t, n in rows.items() if t != "devices"), meta)
         return imp.tables(), meta, rows
+
+    def _nsys(self, folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
+        from tbdtrace import trace
+        from tbdtrace.importers import nsys
+        from tbdtrace.importers.spool import Merge
+
+        spool, meta, devices = nsys.spool_files(self.files, folder)
+        got = spool.rows()
+        rows = {n: got[n] for n in nsys.EVENT_TABLES if n in got}
+        self._check_rows(sum(rows.values()), meta)
+        tables: dict[str, Any] = {
+            n: trace.Streamed(sp.decl.arrow_schema(), lambda sp=sp: Merge(sp).batches())
+            for n, sp in spool.tables.items()
+            if sp.rows
+        }
+        if devices is not None:
+            tables["devices"] = devices
+            rows["devices"] = table_rows(devices)
+        return tables, meta, rows
 
     def _check_rows(self, rows: int, meta: dict[str, Any]) -> None:
         if rows or meta["skipped_events"]:

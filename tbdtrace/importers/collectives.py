@@ -134,7 +134,7 @@ def from_kernels(
         )
         if c in kern
     }
-    out["op"] = pc.dictionary_encode(str_array(op[keep].tolist()))
+    out["op"] = _encoded(op[keep])
     for src, dst in (
         ("coll_name", "collective_name"),
         ("coll_pg_name", "process_group"),
@@ -164,6 +164,18 @@ def from_kernels(
 
 
 _NONE = np.iinfo(np.int64).min
+
+
+def _encoded(values: np.ndarray) -> pa.Array:
+    """Strings (an object array, no nulls) as a dictionary array in first-appearance
+    order, as ``dictionary_encode`` numbers them, without a string per row."""
+    uniq, first, inv = np.unique(values, return_index=True, return_inverse=True)
+    rank = np.empty(len(uniq), np.int32)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq), dtype=np.int32)
+    labels = [str(uniq[i]) for i in np.argsort(first, kind="stable")]
+    return pa.DictionaryArray.from_arrays(
+        int_array(rank[inv.reshape(-1)], pa.int32()), str_array(labels)
+    )
 
 
 def _dtype_sizes(dtype: pa.Array | None, n: int) -> np.ndarray:
