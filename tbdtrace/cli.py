@@ -57,6 +57,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 continue  # command not part of this build
             raise
         mod.register(sub)
+    for cmd in sub.choices.values():
+        cmd.add_argument(
+            "--quiet",
+            "-q",
+            action="store_true",
+            help="no progress display (shown on a terminal for long work, on stderr)",
+        )
     return p
 
 
@@ -149,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from tbdtrace import cli_errors
+    from tbdtrace import cli_errors, progress
 
+    progress.set_quiet(bool(getattr(args, "quiet", False)))
     try:
         with cli_errors.guarded_stdout():
             rc = int(args.func(args) or 0)

@@ -30,6 +30,7 @@ class PendingOpen:
         self.pending: Any = None
         self.error: TraceError | None = None
         self.stream = False
+        self.reading: Any = None  # the progress line of the file's parse
         if self.path.is_file():
             from tbdtrace import importers
 
@@ -38,6 +39,8 @@ class PendingOpen:
                 self.pending = importers.begin_import([self.path], streamed=self.stream)
             except TraceError as e:  # raised by trace(), after the command's usage checks
                 self.error = e
+            else:
+                self.reading = show_reading(self.pending, [self.path])
 
     def trace(self) -> Trace:
         from tbdtrace import trace as trace_io
@@ -47,7 +50,10 @@ class PendingOpen:
         if self.pending is not None and self.stream:
             return self._through_directory()
         if self.pending is not None:
-            tables, meta = self.pending.result()
+            try:
+                tables, meta = self.pending.result()
+            finally:
+                self.reading.close()
             self.pending = None
             _note_skipped(self.path, meta)
             tr = trace_io.from_tables(tables, meta, self.path)
@@ -68,10 +74,14 @@ class PendingOpen:
         spool = folder / "spool"
         spool.mkdir()
         try:
-            tables, meta, _ = self.pending.streamed(spool)
+            try:
+                tables, meta, rows = self.pending.streamed(spool)
+            finally:
+                self.reading.close()
             self.pending = None
             _note_skipped(self.path, meta)
-            out = trace_io.write(folder / "trace", tables, meta, compression=None)
+            with show_writing(tables, rows, "importing into a temporary trace") as shown:
+                out = trace_io.write(folder / "trace", shown, meta, compression=None)
         except OSError as e:
             from tbdtrace import outdir
 
@@ -83,6 +93,58 @@ class PendingOpen:
         finally:
             shutil.rmtree(spool, ignore_errors=True)
         return trace_io.open(out, shown_as=self.path)
+
+
+def show_reading(pending: Any, files: list[Path]) -> Any:
+    """A progress line for the parse of ``files`` (bytes read of their size; shown on a
+    terminal for a big input, tbdtrace.progress)."""
+    from tbdtrace import progress
+
+    total = sum(p.stat().st_size for p in files)
+    names = files[0].name if len(files) == 1 else f"{len(files)} files"
+    task = progress.task(f"reading {names}", total, "bytes", progress.is_big(total))
+    job = getattr(pending, "job", None)
+    if task.shown and job is not None:
+        job.progress = lambda n: task.update(n)
+    return task
+
+
+def show_writing(tables: dict[str, Any], rows: dict[str, int], label: str) -> Any:
+    """``tables`` for :func:`tbdtrace.trace.write` with their streamed batches counted on a
+    progress line (rows written of ``rows``), and the line (a context manager)."""
+    from tbdtrace import progress
+    from tbdtrace import trace as trace_io
+
+    total = sum(rows.values())
+    task = progress.task(label, total, "rows", progress.is_big(rows=total))
+    if not task.shown:
+        return _Shown(tables, task)
+
+    def counted(batches: Any) -> Any:
+        for b in batches:
+            yield b
+            task.update(advance=b.num_rows)
+
+    out = {
+        n: trace_io.Streamed(t.schema, lambda t=t: counted(t.batches()))
+        if isinstance(t, trace_io.Streamed)
+        else t
+        for n, t in tables.items()
+    }
+    return _Shown(out, task)
+
+
+class _Shown:
+    """``with show_writing(...) as tables``: the tables, the line closed at the end."""
+
+    def __init__(self, tables: dict[str, Any], task: Any):
+        self.tables, self.task = tables, task
+
+    def __enter__(self) -> dict[str, Any]:
+        return self.tables
+
+    def __exit__(self, *exc: object) -> None:
+        self.task.close()
 
 
 def is_big(path: Path) -> bool:

@@ -106,6 +106,7 @@ def run_tasks(
     window: Any = None,
 ) -> tuple[list[RankPart], list[str]]:
     """The usable parts of ``sources`` and the problem lines (also printed as warnings)."""
+    from tbdtrace import progress
     from tbdtrace.scaleout import map_ranks, open_executor
     from tbdtrace.scaleout.rankwork import problems_of
 
@@ -115,7 +116,16 @@ def run_tasks(
             f"rank by rank on {what}",
             file=sys.stderr,
         )
-        parts = map_ranks(ex, [str(s) for s in sources], work, keep_trace, window)
+        with progress.task(f"{prog}: ranks", len(sources), "ranks") as shown:
+            done = shown.update if shown.shown else None
+            parts = map_ranks(
+                ex,
+                [str(s) for s in sources],
+                work,
+                keep_trace,
+                window,
+                on_done=(lambda: done(advance=1)) if done else None,
+            )
     ok, problems = problems_of(parts)
     for line in problems:
         print(f"tbdtrace {prog}: warning: {line}", file=sys.stderr)

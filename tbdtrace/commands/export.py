@@ -7,6 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from tbdtrace.commands import _window
 from tbdtrace.errors import TraceError
 
 EXTENSIONS = {"perfetto": ".perfetto-trace", "chrome": ".json"}
@@ -28,27 +29,40 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--format", choices=("perfetto", "chrome"), default="perfetto")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write")
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    # The whole trace unless asked: a timeline shows what was recorded. With a window, the
+    # slices, flows and counters inside it (docs/DECISIONS.md perf.5).
+    _window.add_options(p, default="all")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tbdtrace.commands._open import open_or_import
-    from tbdtrace.export import export
+    from tbdtrace.commands._open import begin_open
 
     out = Path(args.output)
     if out.is_dir():
         raise TraceError(f"{out}: is a directory; give a file name for the {args.format} trace")
     if out.exists() and not args.force:
         raise TraceError(f"{out}: exists; choose another file or pass --force to replace it")
-    tr = open_or_import(args.trace)
+    pending = begin_open(args.trace)
+    spec = _window.spec(args, "export")
+    if spec is None:
+        return 2
+    from tbdtrace.export import export
+    from tbdtrace.passes import window
+
+    tr = pending.trace()
+    win = window.resolve(tr, spec)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     os.close(fd)
     try:
-        n = export(tr, args.format, tmp)
+        n = export(tr, args.format, tmp, None if win.is_all else win)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    print(f"wrote {out} ({n:,} events, {out.stat().st_size / 2**20:.1f} MiB, {args.format})")
+    covers = "" if win.is_all else f", {win.label()}"
+    print(
+        f"wrote {out} ({n:,} events{covers}, {out.stat().st_size / 2**20:.1f} MiB, {args.format})"
+    )
     return 0

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from tbdtrace import importers, outdir, trace
-from tbdtrace.commands import _perrank
+from tbdtrace.commands import _open, _perrank
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -65,9 +65,13 @@ def _run(args: argparse.Namespace) -> int:
         # spool in the output folder and its tables are written row group by row group
         # (tbdtrace/importers/kineto/stream.py); memory holds a bounded window of rows.
         pending = importers.begin_import(args.files, args.format, streamed=True)
+        reading = _open.show_reading(pending, [Path(f) for f in args.files])
         spool = Path(tempfile.mkdtemp(prefix=outdir.SPOOL_PREFIX, dir=claimed.path))
         try:
-            tables, meta, rows = pending.streamed(spool)
+            try:
+                tables, meta, rows = pending.streamed(spool)
+            finally:
+                reading.close()
             skipped = validate.summary(meta.get("skipped_events") or {})
             if skipped and args.strict:
                 print(
@@ -76,7 +80,8 @@ def _run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 1
-            out = trace.write(claimed.path, tables, meta)
+            with _open.show_writing(tables, rows, "writing the trace") as shown:
+                out = trace.write(claimed.path, shown, meta)
         finally:
             shutil.rmtree(spool, ignore_errors=True)
     counts = ", ".join(f"{n} {t}" for t, n in rows.items())

@@ -161,10 +161,27 @@ def _options(args: argparse.Namespace, win: Any) -> Any:
 
 
 def _emit(tr: Trace, args: argparse.Namespace, win: Any) -> int:
+    from tbdtrace import progress
     from tbdtrace.report import build
+    from tbdtrace.report.contents import SECTIONS
 
     opts = _options(args, win)
-    return _write(build(tr, opts), args, opts)
+    big = progress.on_terminal() and progress.is_big(rows=_event_rows(tr))
+    with progress.task("analysing", len(SECTIONS), "sections", big) as shown:
+        done = [0]
+
+        def on_section(key: str) -> None:
+            shown.update(done[0], label=f"analysing: {key}")
+            done[0] += 1
+
+        doc = build(tr, opts, on_section if shown.shown else None)
+    return _write(doc, args, opts)
+
+
+def _event_rows(tr: Trace) -> int:
+    from tbdtrace import schema
+
+    return sum(tr.num_rows(t.name) for t in schema.TABLES if t.name != "devices")
 
 
 def _write(doc: dict[str, Any], args: argparse.Namespace, opts: Any) -> int:

@@ -7,16 +7,19 @@ it with the format's writer (``perfetto.py``, ``chrome.py``).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from tbdtrace.trace import Trace
 
 FORMATS = ("perfetto", "chrome")
 
 
-def export(trace: Trace, fmt: str, path: str | os.PathLike[str]) -> int:
-    """Write ``trace`` as ``fmt`` (one of FORMATS) to ``path``; returns events written."""
+def export(trace: Trace, fmt: str, path: str | os.PathLike[str], window: Any = None) -> int:
+    """Write ``trace`` as ``fmt`` (one of FORMATS) to ``path``; returns events written.
+    ``window`` (a :class:`tbdtrace.passes.window.Window`): only what is inside it
+    (:func:`tbdtrace.export.timeline.build`)."""
     from tbdtrace.export import chrome, perfetto, timeline
 
-    tl = timeline.build(trace)
+    tl = timeline.build(trace, window)
     writer = perfetto if fmt == "perfetto" else chrome
     return writer.write_file(tl, path)

@@ -19,7 +19,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -206,11 +206,20 @@ def _header(tl: Timeline, arg_names: list[str]) -> bytes:
             if t.counter:
                 desc += _field(D_COUNTER, b"")
         out.append(_packet(_field(P_TRACK_DESCRIPTOR, desc)))
+    # Each string goes to the interned table of each role it plays (event name, category,
+    # annotation value), once: iid = string id + 1 in every table.
+    sl = tl.slices
+    assert sl is not None
+    values = [a.values[a.valid] for a in sl.args if a.string]
+    roles: tuple[tuple[int, Any], ...] = (
+        (I_NAMES, np.unique(sl.name)),
+        (I_CATEGORIES, np.unique(sl.cat)),
+        (I_ANNOTATION_STRINGS, np.unique(np.concatenate(values)) if values else []),
+    )
     interned = []
-    for i, s in enumerate(tl.strings):
-        entry = _field(1, i + 1) + _field(2, s)
-        for f in (I_NAMES, I_CATEGORIES, I_ANNOTATION_STRINGS):
-            interned.append(_field(f, entry))
+    for f, ids in roles:
+        for i in np.asarray(ids, np.int64).tolist():
+            interned.append(_field(f, _field(1, i + 1) + _field(2, tl.strings[i])))
     for i, s in enumerate(arg_names):
         interned.append(_field(I_ANNOTATION_NAMES, _field(1, i + 1) + _field(2, s)))
     out.append(

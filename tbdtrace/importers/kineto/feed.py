@@ -19,6 +19,7 @@ in Unicode digits, a name that is a list) it asks of :func:`python_value`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import queue
 import threading
@@ -131,7 +132,9 @@ class ParseJob:
     batch_rows: int = 0
     batches: queue.Queue[Any] | None = None
     stop: threading.Event = field(default_factory=threading.Event)
-    progress: Any = None  # called with the content bytes fed so far (tbdtrace.progress)
+    # Called from the parse thread with the bytes of the files read so far (as stored:
+    # compressed for gzip), for a progress display (tbdtrace.progress).
+    progress: Callable[[int], None] | None = None
 
     def wait(self) -> ParseJob:
         """Joins the thread; raises :class:`ParseFailure` (or what the parse raised)."""
@@ -214,6 +217,7 @@ def start(
 
 def _run(job: ParseJob) -> None:
     parser = job.parser
+    read_before = 0  # bytes of the files before this one, for the progress display
     try:
         for i, path in enumerate(job.files):
             parser.begin_file()
@@ -233,8 +237,11 @@ def _run(job: ParseJob) -> None:
                         taken[k] += n
                     job._put((i, parser.take_batch()))
 
+            # job.progress may be set after the thread starts (the caller shows progress
+            # once it knows the job): looked up at each piece.
+            shown = functools.partial(_read_so_far, job, read_before)
             try:
-                feed_file(parser, path, fix.source, cut, job.progress)
+                feed_file(parser, path, fix.source, cut, shown)
                 cut(final=True)
             except OSError as e:
                 raise ParseFailure(path, i, "read", e) from e
@@ -242,6 +249,7 @@ def _run(job: ParseJob) -> None:
                 raise ParseFailure(path, i, "gzip", e) from e
             except ValueError as e:  # the parser's KinetoError is a ValueError
                 raise ParseFailure(path, i, "parse", e) from e
+            read_before += _size(path)
             rows = [t + b - a for t, a, b in zip(taken, before, parser.rows(), strict=True)]
             job.parsed.append(
                 FileParse(
@@ -273,34 +281,54 @@ def feed_file(
 ) -> None:
     """Feeds the file's (decompressed) bytes, or ``source`` instead, to the parser and
     finishes it; ``after`` is called after each piece (batch mode takes its rows there),
-    ``progress`` with the content bytes fed so far."""
-    done = 0
+    ``progress`` with the file's bytes read so far (as stored)."""
+    read = [0]  # the file's bytes read (compressed for gzip), set by the reading thread
     if source is not None:
         view = memoryview(source)
         pieces: Iterator[Any] = (
             view[at : at + PIECE_BYTES] for at in range(0, len(source), PIECE_BYTES)
         )
+        scale = _size(path) / max(len(source), 1)  # the repaired text stands for the file
     else:
-        pieces = _prefetch(lambda: _pieces(path))
+        pieces = _prefetch(lambda: _pieces(path, read))
+    fed = 0
     for piece in pieces:
         parser.feed(piece)
-        done += len(piece)
+        fed += len(piece)
         if after is not None:
             after()
         if progress is not None:
-            progress(done)
+            progress(read[0] if source is None else int(fed * scale))
     parser.finish()
 
 
-def _pieces(path: Path) -> Iterator[bytes]:
+def _read_so_far(job: ParseJob, before: int, n: int) -> None:
+    if job.progress is not None:
+        job.progress(before + n)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _pieces(path: Path, read: list[int] | None = None) -> Iterator[bytes]:
+    """The file's content in pieces; ``read[0]``: the file's bytes read so far."""
     with path.open("rb") as f:
         if f.read(2) != b"\x1f\x8b":
             f.seek(0)
             while piece := f.read(PIECE_BYTES):
+                if read is not None:
+                    read[0] = f.tell()
                 yield piece
             return
         f.seek(0)
-        yield from _gunzip(f)
+        for piece in _gunzip(f):
+            if read is not None:
+                read[0] = f.tell()
+            yield piece
 
 
 def _gunzip(f: Any) -> Iterator[bytes]:
