@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet bench-venv native chromium test fuzz demo lint format docs clean sanitize
+.PHONY: all venv venv-mxnet bench-venv native chromium test robustness perf-gate fuzz demo lint format docs clean sanitize
 
 all: native
 
@@ -89,7 +89,18 @@ chromium:
 # A worker that crashes can leave xdist waiting for ever: after 40 minutes the run is
 # interrupted (SIGINT), so it still prints its summary and fails.
 test: native $(VENV_MX)/.stamp chromium
-	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=25 tests
+	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=25 -m "not robustness" tests
+
+# The slow robustness classes (tests marked robustness: hostile sizes, gigabytes of
+# content under a 4 GiB address-space limit), which .ci/run runs after make test.
+robustness: native
+	timeout -s INT 1800 $(PY) -m pytest -q -n auto --maxprocesses 2 --durations=10 -m robustness tests/robustness
+
+# The performance gate (bench/perf_gate.py): report FILE on the largest Kineto fixture and
+# on a generated 1M-kernel file against a floor measured in the same run, as ratios with
+# their budgets; .ci/run runs it. The import budget is tests/perf/test_import_budget.py.
+perf-gate: native
+	$(PY) bench/perf_gate.py --runs 5 --kernels 1000000 --synthetic-runs 3
 
 # Coverage-guided fuzzing of the C++ Kineto parser (libFuzzer with AddressSanitizer and
 # UndefinedBehaviorSanitizer; tests/robustness/fuzz/), for FUZZ_SECONDS; not part of test.

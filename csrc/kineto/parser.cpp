@@ -235,12 +235,19 @@ Parser::Batch Parser::take_batch() {
 // piece cuts is re-parsed from its start once more input is there. The unparsed tail is
 // kept in buf_; only the bytes needed to finish its unit are copied there, after which
 // parsing goes on in the caller's piece directly.
+void Parser::check_unit_size() const {
+  if (buf_.size() > max_unit_)
+    throw KinetoError("a JSON value of more than " + std::to_string(max_unit_) + " bytes at byte " +
+                      std::to_string(buf_offset_));
+}
+
 void Parser::feed(const char* data, size_t n) {
   size_t off = 0;
   if (!buf_.empty()) {
     if (buf_.size() + n < retry_at_) {  // a big unit: wait for enough input to finish it
       buf_.append(data, n);
       fed_ += n;
+      check_unit_size();
       return;
     }
     size_t tail = buf_.size();
@@ -258,6 +265,7 @@ void Parser::feed(const char* data, size_t n) {
       buf_.erase(0, used);
       buf_offset_ += used;
       tail -= used;
+      check_unit_size();
       if (k == n) {
         fed_ += n;
         return;
@@ -268,6 +276,7 @@ void Parser::feed(const char* data, size_t n) {
   buf_.assign(data + off + used, n - off - used);
   buf_offset_ = fed_ + off + used;
   fed_ += n;
+  check_unit_size();
 }
 
 void Parser::finish() {
@@ -285,6 +294,9 @@ size_t Parser::parse(const char* p, size_t n, uint64_t at, size_t stop) {
   const char* unit = p;
   try {
     for (;;) {
+      // Whitespace between units is consumed here, never held for the next piece (a
+      // gigabyte of spaces costs no memory).
+      c.p = Cur::skip_ws(c.p, c.end);
       unit = c.p;
       if (static_cast<size_t>(unit - p) >= stop) break;
       if (state_ == kDone) {
@@ -329,8 +341,12 @@ void Parser::step(Cur& c) {
       if (state_ == kObjNext) {
         if (ch != ',') c.fail("expected ',' or '}'");
         ++c.p;
-        c.ws();
+        state_ = kObjComma;
+        return;
       }
+      member(c);
+      return;
+    case kObjComma:
       member(c);
       return;
     case kArrFirst:
@@ -343,8 +359,13 @@ void Parser::step(Cur& c) {
       if (state_ == kArrNext) {
         if (ch != ',') c.fail("expected ',' or ']'");
         ++c.p;
-        c.ws();
+        state_ = kArrComma;
+        return;
       }
+      item(c);
+      state_ = kArrNext;
+      return;
+    case kArrComma:
       item(c);
       state_ = kArrNext;
       return;

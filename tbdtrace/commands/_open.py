@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 # JSON, which the in-memory import holds as ~1.1 GiB of tables (docs/DECISIONS.md perf.2).
 STREAM_GZIP_BYTES = 256 << 20
 STREAM_PLAIN_BYTES = 2 << 30
+# A smaller file too when its events are more than this (rows of the parser's staging
+# tables, ~90 bytes each): a highly compressible file can hold tens of millions of
+# events. It is parsed in batches of this size; one that ends within the first batch is
+# analysed in memory, else the import goes on through the temporary directory.
+IN_MEMORY_ROWS = 6 << 20
 TEMP_PREFIX = "tbdtrace-report-"
 _temporary: list[Path] = []  # folders of temporary traces, removed at exit
 
@@ -36,7 +41,13 @@ class PendingOpen:
 
             self.stream = is_big(self.path) if stream is None else stream
             try:
-                self.pending = importers.begin_import([self.path], streamed=self.stream)
+                # Batches of the streaming import's size from the start for a big file;
+                # else a first batch of IN_MEMORY_ROWS, which holds a small file whole.
+                self.pending = importers.begin_import(
+                    [self.path],
+                    streamed=self.stream,
+                    batch_rows=0 if self.stream else IN_MEMORY_ROWS,
+                )
             except TraceError as e:  # raised by trace(), after the command's usage checks
                 self.error = e
             else:
@@ -51,9 +62,14 @@ class PendingOpen:
             return self._through_directory()
         if self.pending is not None:
             try:
-                tables, meta = self.pending.result()
-            finally:
+                got = self.pending.in_memory_or_none()
+            except BaseException:
                 self.reading.close()
+                raise
+            if got is None:  # more events than IN_MEMORY_ROWS: bounded memory
+                return self._through_directory()
+            self.reading.close()
+            tables, meta = got
             self.pending = None
             _note_skipped(self.path, meta)
             tr = trace_io.from_tables(tables, meta, self.path)
@@ -115,7 +131,9 @@ def show_writing(tables: dict[str, Any], rows: dict[str, int], label: str) -> An
     from tbdtrace import progress
     from tbdtrace import trace as trace_io
 
-    total = sum(rows.values())
+    # The streamed tables' rows (the few rows of the others, e.g. devices, are written
+    # at once).
+    total = sum(rows.get(n, 0) for n, t in tables.items() if isinstance(t, trace_io.Streamed))
     task = progress.task(label, total, "rows", progress.is_big(rows=total))
     if not task.shown:
         return _Shown(tables, task)

@@ -92,10 +92,12 @@ class SpooledImport:
         self.meta: dict[str, Any] = {}
         self.devices: dict[str, pa.Array] | None = None
 
-    def consume(self, job: ParseJob) -> None:
-        """Every batch of ``job`` into the spool; then the files' top-level keys."""
+    def consume(self, job: ParseJob, taken: list[Any] | None = None) -> None:
+        """Every batch of ``job`` into the spool (``taken``: those already taken from it
+        first); then the files' top-level keys."""
         layout = [t for t, _ in _native.kineto_layout()]
-        while (item := job.next_batch()) is not None:
+        ahead = list(taken or [])
+        while (item := ahead.pop(0) if ahead else job.next_batch()) is not None:
             file, batch = item
             rows = [len(next(iter(batch["tables"][t].values()))[0]) for t in layout]
             built = assemble(Staging(batch, [(_PLACEHOLDER, rows)]), host_spans=False)
@@ -226,16 +228,19 @@ def _host_spans(imp: SpooledImport) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return r[first], x[first], np.minimum.reduceat(s, first), np.maximum.reduceat(e, first)
 
 
-def spool_files(files: list[Path], folder: Path, job: ParseJob | None = None) -> SpooledImport:
+def spool_files(
+    files: list[Path], folder: Path, job: ParseJob | None = None, taken: list[Any] | None = None
+) -> SpooledImport:
     """Parse ``files`` into a spool in ``folder`` (stage 1), repairing damaged files as
     the in-memory import does (:func:`tbdtrace.importers.kineto.repair.resolve`);
-    ``job``: a batch-mode parse of ``files`` already started."""
+    ``job``: a batch-mode parse of ``files`` already started (``taken``: its batches
+    already taken)."""
     fixes: dict[int, FileFix] = {}
     for _ in range(repair.MAX_PARSES):
         part = Path(tempfile.mkdtemp(prefix="run-", dir=folder))
         imp = SpooledImport(files, part)
         try:
-            imp.consume(job or start(files, fixes=fixes, batch_rows=BATCH_ROWS))
+            imp.consume(job or start(files, fixes=fixes, batch_rows=BATCH_ROWS), taken)
             return imp
         except ParseFailure as failure:
             fixes = repair.resolve(failure, fixes)
@@ -245,7 +250,7 @@ def spool_files(files: list[Path], folder: Path, job: ParseJob | None = None) ->
         finally:
             if job is not None:
                 job.cancel()
-        job = None
+        job, taken = None, None
         imp.spool.close()
         shutil.rmtree(part, ignore_errors=True)
     raise TraceError(  # pragma: no cover - scores of duplicated traceEvents keys

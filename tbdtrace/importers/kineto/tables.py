@@ -452,11 +452,14 @@ def _headers(
 
 
 def _tables(
-    files: list[Path], job: ParseJob
+    files: list[Path], job: ParseJob, batch: dict[str, Any] | None = None
 ) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
+    """The tables of a finished parse; ``batch``: its rows, when already taken (a
+    batch-mode parse whose rows all came in one batch)."""
     imp, infos = _headers(files, job)
     segments = [(info, fp.rows) for info, fp in zip(infos, job.parsed, strict=True)]
-    staging = Staging(job.parser.take_batch(), segments, [fp.base_added for fp in job.parsed])
+    rows = batch if batch is not None else job.parser.take_batch()
+    staging = Staging(rows, segments, [fp.base_added for fp in job.parsed])
     tables = assemble(staging)
     devices = imp.t["devices"]
     if len(devices):
@@ -474,3 +477,30 @@ def _header(path: Path, raw: bytes) -> dict[str, Any]:
         ) from e
     assert isinstance(doc, dict)
     return doc
+
+
+def in_memory_or_none(
+    files: list[Path], job: ParseJob, taken: list[Any]
+) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]] | None:
+    """A batch-mode parse of one Kineto file as tables in memory when all its rows come
+    in its first batch (the file is small enough: see ``IN_MEMORY_ROWS`` of
+    tbdtrace/commands/_open.py); else None, the batches taken so far appended to
+    ``taken`` for the streaming import to go on with (:mod:`.stream`). A file the parser
+    stops on, or whose base overflows, is imported again in memory as
+    :func:`import_files` does."""
+    try:
+        first = job.next_batch()
+        second = job.next_batch() if first is not None else None
+    except ParseFailure:
+        job.cancel()
+        return import_files(files)
+    if second is not None:
+        taken += [first, second]
+        return None
+    if len(files) != 1:  # several files: a batch per file
+        job.cancel()
+        return import_files(files)
+    try:
+        return _tables(files, job, first[1] if first is not None else None)
+    except BaseOverflow:
+        return import_files(files)
