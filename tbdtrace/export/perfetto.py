@@ -26,6 +26,11 @@ import numpy.typing as npt
 
 from tbdtrace.export.timeline import Slices, Timeline
 
+try:
+    from tbdtrace import _native
+except ImportError:  # pragma: no cover - the extension is built by `make native`
+    _native = None  # type: ignore[assignment]
+
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 
@@ -304,8 +309,19 @@ def _chunk(tl: Timeline, kind: I64, si: I64, ci: I64, arg_iids: list[int]) -> by
         pos = np.flatnonzero(kind == k)
         if pos.size:
             subsets.append((pos, make(pos)))
-    # One padded matrix for the chunk, each kind's rows at their entries' positions:
-    # masking out the padding lays the packets out in entry order in one pass.
+    # Each entry's packet: its kind's fields, row by row, in entry order. The bytes are
+    # moved by a compiled gather (tbdtrace._native.ragged_concat; every byte was encoded
+    # above); without the extension, one padded matrix and its mask do it in numpy.
+    if _native is not None and hasattr(_native, "ragged_concat"):
+        which = np.empty(len(kind), np.int8)
+        row = np.empty(len(kind), np.int64)
+        for k, (pos, _) in enumerate(subsets):
+            which[pos] = k
+            row[pos] = np.arange(len(pos), dtype=np.int64)
+        fields = [
+            [(p.m, np.ascontiguousarray(p.ln, np.int64)) for p in pieces] for _, pieces in subsets
+        ]
+        return _native.ragged_concat(fields, which, row)
     mats = [(pos, *layout(pieces)) for pos, pieces in subsets]
     w = max(m.shape[1] for _, m, _ in mats)
     out = np.zeros((len(kind), w), np.uint8)

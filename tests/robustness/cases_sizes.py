@@ -52,6 +52,12 @@ class SizeCase:
         return path
 
     @property
+    def units(self) -> int:
+        """How many times ``unit`` is repeated (whole members of MEMBER_BYTES)."""
+        per = max(1, MEMBER_BYTES // len(self.unit))
+        return self.repeat_bytes // (len(self.unit) * per) * per
+
+    @property
     def content_bytes(self) -> int:
         per = max(1, MEMBER_BYTES // len(self.unit))
         block = len(self.unit) * per
@@ -103,7 +109,7 @@ CASES = [
         "25 million events",
         b'{"traceEvents": [' + EVENT,
         b", " + EVENT,
-        25_000_000 * len(b", " + EVENT),
+        (25_000_000 // (MEMBER_BYTES // len(b", " + EVENT)) + 1) * MEMBER_BYTES,  # >= 25M
         b"]}",
         {"import": (0, ()), "report": (-1, ("out of memory", "MiB"))},
     ),
