@@ -2,13 +2,15 @@
 # from the package registries, with pinned versions (requirements.lock).
 #   make demo    capture/import a real trace and print its report (the main job)
 #   make test    build everything and run all tests
+#   make test-quick   the edit-test loop: every test that needs no training run, capture,
+#                process cluster or browser (pytest -m "not heavy"; DECISIONS engine-h.2)
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet bench-venv native chromium test robustness perf-gate fuzz demo lint format docs clean sanitize
+.PHONY: all venv venv-mxnet bench-venv native chromium test test-quick robustness perf-gate fuzz demo lint format docs clean sanitize gpu-wheels
 
 all: native
 
@@ -50,7 +52,14 @@ bench-venv: $(VENV_BENCH)/.stamp
 
 # The pybind11 extension and the CUPTI injection library, built in place by CMake.
 # The package is installed editable into .venv (console script `tbdtrace`).
+# The spool's CRC-32 comes from ISA-L (Debian libisal-dev), installed with apt-get when
+# missing; without it the build falls back to zlib's CRC (same values, slower).
 native: $(VENV)/.stamp
+	@if [ ! -f /usr/include/isa-l/crc.h ]; then \
+	  echo "make: installing libisal-dev (the spool's CRC-32)"; \
+	  (apt-get install -y -qq libisal-dev >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libisal-dev >/dev/null 2>&1)) \
+	  || echo "make: libisal-dev not installed (as root: apt-get install libisal-dev); the spool's CRC-32 uses zlib"; \
+	fi
 	if [ -f setup.py ]; then $(PY) setup.py -q build_ext --inplace; fi
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v '^WARNING: Location' ; test $${PIPESTATUS[0]} -eq 0
 	$(PY) -m compileall -q tbdtrace  # bytecode even where PYTHONDONTWRITEBYTECODE is set
@@ -59,7 +68,7 @@ native: $(VENV)/.stamp
 # AddressSanitizer + UBSan, then ThreadSanitizer: one process per scenario. Not part of
 # `test` (two instrumented builds). failed_start leaks the pool CUPTI still holds on
 # purpose, so LeakSanitizer is off for that one scenario only.
-SEAM_SCENARIOS := periodic burst exhaustion stop_during_flush second_start failed_start sigterm sigint
+SEAM_SCENARIOS := periodic burst exhaustion buffers stop_during_flush second_start failed_start pause_resume sigterm sigint
 SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 sanitize:
 	set -e; export PATH="$(CURDIR)/$(VENV)/bin:$$PATH"; for san in address thread; do \
@@ -73,6 +82,17 @@ sanitize:
 	    rm -rf $$d; \
 	  done; \
 	done; echo "sanitize: all scenarios clean under ASan/UBSan and TSan"
+
+# The GPU machine has Python 3.12 and no package index: the GPU check's cupti-python oracle
+# (tests/gpu/cupti_oracle.py) needs these cp312 wheels carried in the tree (wheels/gpu,
+# ignored by git); scripts/gpu_check.sh installs them into $$OUT/site when missing there.
+GPU_WHEELS := wheels/gpu
+gpu-wheels: $(VENV)/.stamp
+	$(PY) -m pip download --quiet --disable-pip-version-check --only-binary=:all: --no-deps -d $(GPU_WHEELS) \
+	  --python-version 3.12 --implementation cp --abi cp312 --platform manylinux2014_x86_64 \
+	  --platform manylinux_2_28_x86_64 \
+	  $$(grep -E '^(cupti-python|cuda-bindings|cuda-pathfinder)==' requirements.lock)
+	ls $(GPU_WHEELS)
 
 # The HTML report's browser test (tests/report/test_html.py) runs headless Chromium
 # (Debian package chromium): installed with apt-get when missing; where that fails, the
@@ -102,6 +122,12 @@ robustness: native
 perf-gate: native
 	$(PY) bench/perf_gate.py --runs 5 --kernels 1000000 --synthetic-runs 3
 
+# The quick tier: tests not marked `heavy` (no training run, capture, workload, process
+# cluster, browser or C++ build); at most 2 minutes on two quiet cores. TBDTRACE_TEST_QUICK=1
+# arms the guard in tests/conftest.py that fails an unmarked test starting such a process.
+test-quick: native
+	TBDTRACE_TEST_QUICK=1 timeout -s INT 600 $(PY) -m pytest -q -n auto --dist loadfile -m "not heavy" --durations=10 tests
+
 # Coverage-guided fuzzing of the C++ Kineto parser (libFuzzer with AddressSanitizer and
 # UndefinedBehaviorSanitizer; tests/robustness/fuzz/), for FUZZ_SECONDS; not part of test.
 # The corpus is seeded from the fixture traces and the hostile-input cases and grows in
@@ -118,7 +144,7 @@ fuzz: $(VENV)/.stamp
 	fi
 	mkdir -p $(FUZZ_DIR)/corpus
 	$(FUZZ_CXX) -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=undefined -Icsrc csrc/column_core.cpp csrc/kineto/*.cpp \
+	  -fno-sanitize-recover=undefined -Icsrc csrc/common/column_core.cpp csrc/kineto/*.cpp \
 	  tests/robustness/fuzz/kineto_parser_fuzz.cpp -o $(FUZZ_DIR)/kineto_parser_fuzz
 	PYTHONPATH=$(CURDIR) $(PY) tests/robustness/fuzz/seed_corpus.py $(FUZZ_DIR)/corpus $(FUZZ_DIR)/routes.txt
 	TBDTRACE_FUZZ_ROUTES=$(FUZZ_DIR)/routes.txt $(FUZZ_DIR)/kineto_parser_fuzz \
@@ -138,7 +164,7 @@ demo: native
 # The style gates (.ci/run runs them before the tests): ruff lint and format, mypy on the
 # package, clang-format on the C++ (pinned in requirements.lock), and stubtest of the
 # extension's .pyi against the built module.
-CXX_SOURCES = $(sort $(wildcard csrc/*.cpp csrc/*.h csrc/kineto/*.cpp csrc/kineto/*.h csrc/testing/*.cpp csrc/testing/*.h))
+CXX_SOURCES = $(sort $(wildcard $(foreach d,csrc csrc/collector csrc/common csrc/kineto csrc/testing,$(d)/*.cpp $(d)/*.h)))
 PY_SOURCES = tbdtrace tests workloads bench scripts
 lint: native
 	$(PY) -m ruff check $(PY_SOURCES)
@@ -153,8 +179,8 @@ format: $(VENV)/.stamp
 
 docs: $(VENV)/.stamp
 	$(PY) -c "import sys, tbdtrace.schema as s; sys.stdout.write(s.render_markdown())" > docs/TRACE_FORMAT.md
-	$(PY) -m tbdtrace.passes.outputs docs/METRICS.md
-	$(PY) -m tbdtrace.analysis docs/API.md
+	$(PY) -m tbdtrace.analysis.engine.outputs docs/METRICS.md
+	$(PY) -m tbdtrace.analysis.facade docs/API.md
 
 clean:
 	rm -rf build out tbdtrace/*.so

@@ -2,6 +2,9 @@
 
 ``python setup.py build_ext --inplace`` (``make native``) puts both next to the package.
 Set ``TBDTRACE_CMAKE_ARGS`` for extra CMake options, e.g. ``-DTBDTRACE_CUPTI_FROM_WHEEL=ON``.
+``TBDTRACE_COLLECTOR=OFF`` builds the analysis only (the Kineto parser, no CUPTI collector, no
+CUDA header or library: a laptop, macOS); ``ON`` requires CUPTI; ``AUTO`` (default) builds the
+collector where CUPTI is found (DECISIONS engine-h.1).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class CMakeBuild(build_ext):
             "-DCMAKE_BUILD_TYPE=Release",
             # tbdtrace._native_testing (test hooks, fake CUPTI): developer builds only.
             f"-DTBDTRACE_TESTING={'ON' if self._developer_build else 'OFF'}",
+            f"-DTBDTRACE_COLLECTOR={_collector_switch()}",
             *shlex.split(os.environ.get("TBDTRACE_CMAKE_ARGS", "")),
         ]
         gen = (
@@ -65,6 +69,14 @@ class CMakeBuild(build_ext):
         for t in getattr(self, "_testing_libs", []):
             if t.resolve().parent != (ROOT / "tbdtrace").resolve():
                 shutil.copy2(t, ROOT / "tbdtrace" / t.name)
+
+
+def _collector_switch() -> str:
+    value = os.environ.get("TBDTRACE_COLLECTOR", "AUTO").strip().upper() or "AUTO"
+    value = {"0": "OFF", "1": "ON", "FALSE": "OFF", "TRUE": "ON"}.get(value, value)
+    if value not in ("AUTO", "ON", "OFF"):
+        sys.exit(f"setup.py: TBDTRACE_COLLECTOR must be AUTO, ON or OFF, not {value!r}")
+    return value
 
 
 def _has_ninja() -> bool:

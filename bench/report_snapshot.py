@@ -1,11 +1,12 @@
 """Report JSON of every Kineto fixture, for checking that a refactoring changes nothing.
 
-Runs `tbdtrace report FILE --format json --window all` (in a child process, with this
-checkout on PYTHONPATH) for every file under ../shared/fixtures/kineto (or
-$TBDTRACE_FIXTURES/kineto, or --fixtures DIR) and writes one `<relative path>.json` per
-file into OUT (stdout, or `exit N` plus stderr when the report fails), and
-`hostile-inputs.txt`: for every hostile-input case of tests/robustness/cases_input.py, the
-exit code and stderr of `tbdtrace import` (the case's temporary folder written as `TMP`).
+Runs `tbdtrace report FILE --format json --window all` (`--window KIND` for another;
+in a child process, with this checkout on PYTHONPATH) for every file under
+../shared/fixtures/kineto (or $TBDTRACE_FIXTURES/kineto, or --fixtures DIR) and writes
+one `<relative path>.json` per file into OUT (stdout, or `exit N` plus stderr when the
+report fails), and `hostile-inputs.txt`: for every hostile-input case of
+tests/robustness/cases_input.py, the exit code and stderr of `tbdtrace import` (the
+case's temporary folder written as `TMP`).
 `--compare A B` diffs two such folders and exits 1 on a difference.
 
     .venv/bin/python bench/report_snapshot.py out/snap-before
@@ -29,7 +30,7 @@ FIXTURES = (
 )
 
 
-def snapshot(fixtures: Path, out: Path) -> int:
+def snapshot(fixtures: Path, out: Path, window: str = "all") -> int:
     files = sorted(p for p in fixtures.rglob("*.json.gz") if p.is_file())
     if not files:
         print(f"report_snapshot: no *.json.gz under {fixtures}", file=sys.stderr)
@@ -40,7 +41,7 @@ def snapshot(fixtures: Path, out: Path) -> int:
         dest = out / (str(rel) + ".json")
         dest.parent.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "tbdtrace", "report", str(f), "--format", "json"]
-        cmd += ["--window", "all"]
+        cmd += ["--window", window]
         r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
         text = r.stdout if r.returncode == 0 else f"exit {r.returncode}\n{r.stdout}{r.stderr}"
         dest.write_text(text)
@@ -101,12 +102,13 @@ def main() -> int:
     ap.add_argument("out", nargs="?", type=Path, help="folder for the JSON files")
     ap.add_argument("--fixtures", type=Path, default=FIXTURES)
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
+    ap.add_argument("--window", default="all", help="the reports' --window (default: all)")
     args = ap.parse_args()
     if args.compare:
         return compare(*args.compare)
     if args.out is None:
         ap.error("give OUT or --compare A B")
-    return snapshot(args.fixtures, args.out)
+    return snapshot(args.fixtures, args.out, args.window)
 
 
 if __name__ == "__main__":

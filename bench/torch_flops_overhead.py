@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tbdtrace.collector.torch_child import BOOTSTRAP_DIR  # noqa: E402
+from tbdtrace.collector.child_protocol import BOOTSTRAP_DIR  # noqa: E402
 from tbdtrace.collector.torch_flops import SPOOL_ENV  # noqa: E402
 
 ARGS = ["--size", "tiny", "--device", "cpu", "--seed", "0"]

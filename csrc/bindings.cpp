@@ -12,17 +12,20 @@
 #include <cstring>
 #include <memory>
 
-#include "collector.h"
-#include "column_export.h"
-#include "counters_host.h"
+#include "common/column_export.h"
 #include "kineto/parser.h"
+#ifdef TBDTRACE_WITH_COLLECTOR
+#include "collector/collector.h"
+#include "collector/counters_host.h"
+#endif
 
 namespace py = pybind11;
 using namespace tbdtrace;
 
 namespace {
 
-// ---- Hardware counters, host side (csrc/counters_host.h); errors are RuntimeError ----
+#ifdef TBDTRACE_WITH_COLLECTOR
+// ---- Hardware counters, host side (csrc/collector/counters_host.h); errors are RuntimeError ----
 
 void bind_counters(py::module_& m) {
   m.def("profiler_chips", &profiler_chips);
@@ -62,6 +65,7 @@ void bind_counters(py::module_& m) {
       },
       py::arg("chip"), py::arg("counter_data"), py::arg("metrics"));
 }
+#endif  // TBDTRACE_WITH_COLLECTOR
 
 // ---- Kineto JSON parser (csrc/kineto) ----
 
@@ -324,6 +328,12 @@ void maybe_install_backtrace() {
 PYBIND11_MODULE(_native, m) {
   maybe_install_backtrace();
   m.doc() = "tbdtrace native code: CUPTI collector and Kineto JSON parser (private)";
+  bind_kineto(m);
+#ifndef TBDTRACE_WITH_COLLECTOR
+  // The analysis-only build (CMake -DTBDTRACE_COLLECTOR=OFF, or no CUPTI found).
+  m.attr("has_collector") = false;
+#else
+  m.attr("has_collector") = true;
   m.def("cupti_version", &cupti_version, "cuptiGetVersion(), or -(CUPTI result) on failure");
   m.def("ragged_concat", &ragged_concat, py::arg("kinds"), py::arg("kind"), py::arg("row"));
   m.def("cupti_result_name", &cupti_result_name);
@@ -333,13 +343,16 @@ PYBIND11_MODULE(_native, m) {
   m.def(
       "start",
       [](const std::string& spool_path, const std::vector<std::string>& activities,
-         uint64_t buffer_bytes, uint32_t buffer_count, uint32_t flush_interval_ms) {
+         uint64_t buffer_bytes, uint32_t buffer_count, uint32_t flush_interval_ms,
+         const std::string& api_set, uint32_t buffer_max) {
         CollectorConfig cfg;
         cfg.spool_path = spool_path;
         cfg.activities = activities;
         cfg.buffer_bytes = buffer_bytes;
         cfg.buffer_count = buffer_count;
         cfg.flush_interval_ms = flush_interval_ms;
+        cfg.api_set = api_set;
+        cfg.buffer_max = buffer_max;
         StartResult r;
         {
           py::gil_scoped_release nogil;
@@ -348,12 +361,23 @@ PYBIND11_MODULE(_native, m) {
         return py::make_tuple(r.ok, r.status, r.message);
       },
       py::arg("spool_path"), py::arg("activities"), py::arg("buffer_bytes"),
-      py::arg("buffer_count"), py::arg("flush_interval_ms"));
+      py::arg("buffer_count"), py::arg("flush_interval_ms"), py::arg("api_set") = "lite",
+      py::arg("buffer_max") = 64);
   m.def("stop", [] {
     py::gil_scoped_release nogil;
     return collector_stop();
   });
   m.def("running", &collector_running);
+  // Capture windows in an in-process capture (tbdtrace.collector.inprocess).
+  m.def("pause", [] {
+    py::gil_scoped_release nogil;
+    return collector_pause();
+  });
+  m.def("resume", [] {
+    py::gil_scoped_release nogil;
+    return collector_resume();
+  });
+  m.def("paused", &collector_paused);
   bind_counters(m);
-  bind_kineto(m);
+#endif
 }

@@ -19,9 +19,10 @@ timeout 120 "$PY" -m tbdtrace report "$T" | sed -n '/FLOPs by precision/,$p'
 import json, sys
 import numpy as np
 import tbdtrace
-from tbdtrace.passes import shared_arrays
-from tbdtrace.passes.attribution import on_threads, thread_groups
+from tbdtrace.analysis.engine import context, shared_arrays
+from tbdtrace.analysis.engine.attribution import on_threads, thread_groups
 tr = tbdtrace.open(sys.argv[1])
+ctx = context.of(tr)
 ops = tr.table("ops").to_pylist()
 rt = tr.table("runtime", ["start_ns", "pid", "tid", "name"])
 print("ops rows", len(ops), "runtime rows", rt.num_rows, "kernels", tr.num_rows("kernels"))
@@ -29,8 +30,8 @@ print("op tids", sorted({o["tid"] for o in ops})[:5], "runtime tids",
       sorted(set(rt.column("tid").to_pylist()))[:5])
 # runtime calls inside a recorded op on the same (pid, tid)
 keep = np.ones(len(ops), dtype=bool)
-q = thread_groups(shared_arrays.ints(tr, "runtime", "pid"), shared_arrays.ints(tr, "runtime", "tid"))
-hit = on_threads(tr, "ops", keep, q, shared_arrays.ints(tr, "runtime", "start_ns"))
+q = thread_groups(shared_arrays.ints(ctx, "runtime", "pid"), shared_arrays.ints(ctx, "runtime", "tid"))
+hit = on_threads(ctx, "ops", keep, q, shared_arrays.ints(ctx, "runtime", "start_ns"))
 print("runtime calls inside a recorded op:", int((hit >= 0).sum()), "of", rt.num_rows)
 print("ops with a runtime call inside:", len(set(hit[hit >= 0].tolist())), "of", len(ops))
 doc = json.load(open(sys.argv[2]))

@@ -34,9 +34,21 @@ def close() -> None:
 
 
 def open_() -> None:
-    """Allow pandas again (call before any pandas use)."""
+    """Allow pandas again (call before any pandas use). Where pandas is not installed (an
+    install without the ``pandas`` extra), ImportError with the one line that says how."""
     global _gate
     if _gate is not None:
         if _gate in sys.meta_path:
             sys.meta_path.remove(_gate)
         _gate = None
+
+
+def require() -> None:
+    """Open the gate and check pandas is installed: ImportError naming the extra if not."""
+    open_()
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            "DataFrames need pandas, an optional dependency: pip install 'tbdtrace[pandas]'"
+        ) from None

@@ -15,6 +15,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from tbdtrace.errors import TraceError
 from tbdtrace.heap import glibc
@@ -36,16 +37,34 @@ COMMANDS = (
 )
 
 
+class _Version(argparse.Action):
+    """``--version``, reading the version only when asked: a command loads no module for
+    it (argparse's own version action needs the string when the parser is built)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: Any):
+        super().__init__(
+            option_strings,
+            dest=dest,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="show program's version number and exit",
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from tbdtrace.version import __version__
+
+        print(f"tbdtrace {__version__}")
+        parser.exit()
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with ``only`` (a command name), just that subcommand's, so a
     command does not pay for importing every other command's dependencies."""
-    from tbdtrace import __version__
-
     p = argparse.ArgumentParser(
         prog="tbdtrace",
         description="Capture, import and analyze DNN training traces (GPU and CPU).",
     )
-    p.add_argument("--version", action="version", version=f"tbdtrace {__version__}")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         if only is not None and name.rstrip("_") != only:

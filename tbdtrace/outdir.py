@@ -117,7 +117,7 @@ def state(path: Path) -> str:
 
 
 def marker_text(files: list[str]) -> str:
-    from tbdtrace import __version__
+    from tbdtrace.version import __version__
 
     doc = {"format": MARKER_FORMAT, "files": sorted(files), "writer": f"tbdtrace {__version__}"}
     return json.dumps(doc, indent=2) + "\n"

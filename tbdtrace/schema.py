@@ -141,7 +141,16 @@ _CTX = _c("context_id", I64, "id", "CUDA context id")
 
 DEVICE_TYPES = ("cuda", "rocm", "cpu")
 MEMCPY_KINDS = ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA")
-MEMORY_KINDS = ("pageable", "pinned", "device", "array", "managed", "device_static", "unknown")
+MEMORY_KINDS = (
+    "pageable",
+    "pinned",
+    "device",
+    "array",
+    "managed",
+    "device_static",
+    "managed_static",
+    "unknown",
+)
 MEMORY_ACTIONS = ("alloc", "free")
 MEMORY_LEVELS = ("reserved", "allocated")
 MEMORY_CATEGORIES = (
@@ -156,6 +165,19 @@ MEMORY_CATEGORIES = (
 API_KINDS = ("runtime", "driver")
 MARKER_KINDS = ("range", "mark")
 SYNC_KINDS = ("event", "stream", "context", "stream_wait_event", "unknown")
+# CUPTI's overhead kinds (CUpti_ActivityOverheadKind), as the collector names them.
+OVERHEAD_KINDS = (
+    "driver_compiler",
+    "cupti_buffer_flush",
+    "cupti_instrumentation",
+    "cupti_resource",
+    "module_loading",
+    "lazy_function_loading",
+    "command_buffer_full",
+    "activity_buffer_request",
+    "uvm_activity_init",
+    "unknown",
+)
 COLLECTIVE_OPS = (
     "all_reduce",
     "all_gather",
@@ -337,7 +359,13 @@ TABLES: tuple[Table, ...] = (
             _c("samples", I64, "count", "samples processed in the step (null when unknown)"),
             _c("warmup", BOOL, "flag", "true for warm-up steps excluded from measurements"),
             _c("loss", F64, "value", "training loss reported by the workload"),
-            _c("source", STR, "text", "where the step came from: profiler_step, nvtx, harness"),
+            _c(
+                "source",
+                STR,
+                "text",
+                "where the step came from: profiler_step, nvtx, harness; api, lightning, "
+                "transformers (a capture window's controller)",
+            ),
         ),
     ),
     Table(
@@ -413,7 +441,7 @@ TABLES: tuple[Table, ...] = (
             *_span("overhead"),
             _PID,
             _TID,
-            _c("name", STR, "text", "overhead kind", nullable=False),
+            _c("name", STR, "enum:OVERHEAD_KINDS", "overhead kind", nullable=False),
         ),
     ),
     Table(
@@ -460,6 +488,8 @@ META_KEYS: dict[str, str] = {
     "dropped_records": "object: records the collector dropped, per context",
     "partial": "bool|null: captures: true when the capture was stopped or a process's "
     "profile is missing (extra.partial says why; docs/RELIABILITY.md)",
+    "windows": "list[object]|null: capture windows (capture --steps/--schedule/--on-demand): "
+    "reason, first_step, last_step, trigger, start_ns, end_ns, complete, pids",
     "extra": "object: source-specific fields",
 }
 
@@ -535,6 +565,7 @@ def render_markdown() -> str:
         "API_KINDS": API_KINDS,
         "MARKER_KINDS": MARKER_KINDS,
         "SYNC_KINDS": SYNC_KINDS,
+        "OVERHEAD_KINDS": OVERHEAD_KINDS,
         "COLLECTIVE_OPS": COLLECTIVE_OPS,
     }
     out += ["", "## Enumerations", ""]

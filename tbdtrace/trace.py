@@ -33,51 +33,30 @@ ARROW_SUFFIX = tablefile.ARROW_SUFFIX  # versions 1 and 2, still read
 SUFFIXES = (TABLE_SUFFIX, ARROW_SUFFIX)
 
 
-class Trace:
-    """A trace directory opened for reading.
+class ColumnStore:
+    """Tables read column by column: each column is decoded on first use (by
+    :meth:`_load`, which a store defines) and kept, one copy per column, so readers that
+    share a column share its memory. :class:`Trace` reads a trace directory; the analysis
+    engine's window selection reads the rows of a trace that a window keeps."""
 
-    Columns are read on first use (older versions decoded: ``tablefile``) and kept, one copy
-    per column, so passes that share a column share its memory. ``pass_cache`` holds the
-    values the passes derive from the tables (device keys, merged intervals, ...): it is
-    owned by :class:`tbdtrace.passes.cache.PassCache`, the one code that reads it.
-    """
-
-    def __init__(self, path: Path, meta: dict[str, Any], files: Path | None = None):
-        self.path = path  # what the trace is, as messages and reports name it
-        self.files = files or path  # the folder its table files are read from
-        self.meta = meta
+    def __init__(self) -> None:
         self._columns: dict[tuple[str, str], pa.Array] = {}
-        self._rows: dict[str, int] = {}
-        self._footers: dict[str, Any] = {}  # table -> Parquet footer (None: no statistics)
-        self.pass_cache: object = None  # tbdtrace.passes.cache.PassCache, made on first use
-
-    def __repr__(self) -> str:
-        return f"Trace({str(self.path)!r}, source={self.meta.get('source')!r})"
-
-    def _repr_html_(self) -> str:
-        """What Jupyter shows for a trace: its source and tables (tbdtrace.report.notebook)."""
-        from tbdtrace.report import notebook
-
-        return notebook.trace_html(self)
-
-    def report(self, top_json: int | None = None) -> dict[str, Any]:
-        """The report document (``tbdtrace report --format json``); plot it with
-        ``tbdtrace.report.notebook.plots(doc)``. ``top_json`` limits per-kernel lists."""
-        from tbdtrace.report import ReportOptions, build
-
-        return build(self, ReportOptions(top_json=top_json))
 
     def has(self, name: str) -> bool:
-        """True when the table file exists (it may still have zero rows)."""
-        return self._file(name) is not None
+        """True when the store has table ``name`` (it may still have zero rows)."""
+        raise NotImplementedError
 
-    def _file(self, name: str) -> Path | None:
-        """The table's file: ``<name>.parquet`` (version 3) or ``<name>.arrow`` (1, 2)."""
-        for suffix in SUFFIXES:
-            f = self.files / f"{name}{suffix}"
-            if f.exists():
-                return f
+    def num_rows(self, name: str) -> int:
+        raise NotImplementedError
+
+    def constant(self, name: str, column: str) -> tuple[Any] | None:
+        """``(value,)`` when every row of ``column`` of table ``name`` is known to hold
+        ``value`` without decoding it (``(None,)``: every row null); None when unknown."""
         return None
+
+    def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
+        """Read ``cols`` of ``decl`` (one pass over the table)."""
+        raise NotImplementedError
 
     def table(
         self, name: str, columns: Iterable[str] | None = None, cache: bool = True
@@ -130,6 +109,49 @@ class Trace:
 
         return _concurrently([lambda c=c: one(c) for c in cols])
 
+    def column(self, name: str, column: str) -> pa.Array:
+        """One column of table ``name`` as a single Arrow array (decoded, cached)."""
+        if (name, column) not in self._columns:
+            decl = schema.table(name)
+            self._columns.update(self._load(decl, [decl.column(column).name]))
+        return self._columns[(name, column)]
+
+
+class Trace(ColumnStore):
+    """A trace directory opened for reading.
+
+    Columns are read on first use (older versions decoded: ``tablefile``) and kept, one copy
+    per column, so passes that share a column share its memory. ``pass_cache`` holds the
+    values the passes derive from the tables (device keys, merged intervals, ...): it is
+    opaque here, owned by the analysis engine (its analysis context), the one code that
+    reads it. Storage knows no analysis: the report, the notebook summary
+    and every analysis of a trace are on ``tbdtrace.analyze(trace)`` (DECISIONS engine.2).
+    """
+
+    def __init__(self, path: Path, meta: dict[str, Any], files: Path | None = None):
+        super().__init__()
+        self.path = path  # what the trace is, as messages and reports name it
+        self.files = files or path  # the folder its table files are read from
+        self.meta = meta
+        self._rows: dict[str, int] = {}
+        self._footers: dict[str, Any] = {}  # table -> Parquet footer (None: no statistics)
+        self.pass_cache: object = None  # the analysis engine's cache, made on first use
+
+    def __repr__(self) -> str:
+        return f"Trace({str(self.path)!r}, source={self.meta.get('source')!r})"
+
+    def has(self, name: str) -> bool:
+        """True when the table file exists (it may still have zero rows)."""
+        return self._file(name) is not None
+
+    def _file(self, name: str) -> Path | None:
+        """The table's file: ``<name>.parquet`` (version 3) or ``<name>.arrow`` (1, 2)."""
+        for suffix in SUFFIXES:
+            f = self.files / f"{name}{suffix}"
+            if f.exists():
+                return f
+        return None
+
     def constant(self, name: str, column: str) -> tuple[Any] | None:
         """``(value,)`` when every row of ``column`` of table ``name`` holds ``value``
         (``(None,)``: every row null), as the table file's statistics prove without
@@ -140,25 +162,12 @@ class Trace:
         meta = self._footers[name]
         return None if meta is None else tablefile.constant(meta, column)
 
-    def column(self, name: str, column: str) -> pa.Array:
-        """One column of table ``name`` as a single Arrow array (decoded, cached)."""
-        if (name, column) not in self._columns:
-            decl = schema.table(name)
-            self._columns.update(self._load(decl, [decl.column(column).name]))
-        return self._columns[(name, column)]
-
     def df(self, name: str, columns: Iterable[str] | None = None) -> Any:
         """Table ``name`` as a pandas DataFrame (dictionary columns become categoricals)."""
         from tbdtrace import _pandas_gate
 
-        _pandas_gate.open_()
+        _pandas_gate.require()
         return self.table(name, columns).to_pandas()
-
-    def analyze(self, window: Any = None) -> Any:
-        """Every analysis of this trace: :func:`tbdtrace.analyze` (a ``TraceAnalysis``)."""
-        from tbdtrace.analysis import analyze
-
-        return analyze(self, window)
 
     def num_rows(self, name: str) -> int:
         if name not in self._rows:

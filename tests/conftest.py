@@ -124,3 +124,71 @@ def _pandas_stays_importable() -> Iterator[None]:
     from tbdtrace import _pandas_gate
 
     _pandas_gate.open_()
+
+
+# ---- The quick tier (`make test-quick`, DECISIONS engine-h.2) ----
+#
+# `make test-quick` runs `pytest -m "not heavy"` with TBDTRACE_TEST_QUICK=1. A test that runs a
+# training, a capture, a workload, a browser or a process cluster is marked `heavy` (per file:
+# `pytestmark = pytest.mark.heavy`). So that the tier stays quick as tests are added, in quick
+# mode the starting of such a process fails the test with the line that says to mark it.
+QUICK = os.environ.get("TBDTRACE_TEST_QUICK") == "1"
+# Subcommands and programs that are a training, capture, workload, browser or cluster.
+_HEAVY_SUBCOMMANDS = {"capture", "bench", "recover"}
+_HEAVY_PROGRAMS = {
+    "chromium", "chromium-browser", "google-chrome", "chrome", "headless_shell",
+    "torchrun", "mpirun", "dask", "dask-scheduler", "dask-worker",
+}  # fmt: skip
+_HEAVY_WORDS = ("workloads", "torch.distributed.run", "forkserver", "profiler_child")
+
+
+def _heavy_argv(args: Any) -> bool:
+    argv = [os.fspath(a) for a in ([args] if isinstance(args, str | bytes | os.PathLike) else args)]
+    argv = [a.decode() if isinstance(a, bytes) else a for a in argv]
+    if not argv or "--help" in argv or "-h" in argv:  # a command's help runs nothing
+        return False
+    if Path(argv[0].split()[0]).name in _HEAVY_PROGRAMS:
+        return True
+    if any(a in _HEAVY_SUBCOMMANDS for a in argv[1:]):
+        return True
+    return any(w in a for a in argv for w in _HEAVY_WORDS)
+
+
+def _quick_refusal(what: str) -> None:
+    pytest.fail(
+        f"make test-quick: this test starts {what}, which the quick tier leaves out; mark the "
+        "test or its file `heavy` (pytestmark = pytest.mark.heavy; DECISIONS engine-h.2)",
+        pytrace=False,
+    )
+
+
+def _install_quick_guard() -> None:
+    import multiprocessing.process
+    import subprocess
+
+    execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def guarded_execute_child(self: Any, args: Any, *rest: Any, **kw: Any) -> Any:
+        # _execute_child(args, executable, preexec_fn, close_fds, pass_fds, cwd, env, ...)
+        env = rest[5] if len(rest) > 5 else kw.get("env")
+        added = [k for k in (env or {}) if str(k).startswith("TBDTRACE_") and k not in os.environ]
+        if _heavy_argv(args) or added:
+            argv = " ".join(map(str, [args] if isinstance(args, str | bytes) else args))
+            why = f" with {added[0]} (a capture child)" if added else ""
+            _quick_refusal(f"the process {argv[:160]!r}{why}")
+        return execute_child(self, args, *rest, **kw)
+
+    subprocess.Popen._execute_child = guarded_execute_child  # type: ignore[attr-defined]
+
+    start = multiprocessing.process.BaseProcess.start
+
+    def guarded_start(self: Any) -> None:
+        _quick_refusal(f"a worker process ({type(self).__name__}: a pool or cluster)")
+        start(self)
+
+    multiprocessing.process.BaseProcess.start = guarded_start  # type: ignore[method-assign]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if QUICK:
+        _install_quick_guard()

@@ -22,11 +22,15 @@ backend sees it:
   N`` adds one every N steps, and ``--to-quality`` trains until the target is met (evaluating every
   ``--eval-every`` steps, 10 by default) or ``--max-steps`` steps have run.
 
-The steps file is the one documented place where a workload talks to tbdtrace, with one
-addition for MXNet, which no capture backend sees without a GPU: when
-``TBDTRACE_MEMORY_TRACE`` names a directory (``tbdtrace bench`` sets it for MXNet jobs), the
-MXNet workloads record their memory there with ``tbdtrace.collector.memory.mxnet``
-(:func:`memory_trace_dir`).
+The steps file is the one documented place where a workload talks to tbdtrace, with two
+additions. When a capture with windows runs (``tbdtrace capture --steps/--schedule/
+--on-demand``), its bootstrap has loaded ``tbdtrace.collector.windows`` into the process;
+the harness then calls that module's ``harness_begin(i)``/``harness_end(i)`` around each
+step (found in ``sys.modules``, never imported: no capture, no call), so that the window
+opens at its first step's begin and closes at its last step's end. And one for MXNet,
+which no capture backend sees without a GPU: when ``TBDTRACE_MEMORY_TRACE`` names a
+directory (``tbdtrace bench`` sets it for MXNet jobs), the MXNet workloads record their
+memory there with ``tbdtrace.collector.memory.mxnet`` (:func:`memory_trace_dir`).
 """
 
 from __future__ import annotations
@@ -41,13 +45,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from workloads.dimensions import DATA_MODES, PRECISIONS, batch_unsupported, unsupported
 
 SIZES = ("tiny", "small", "paper")
 STEPS_FILE_ENV = "TBDTRACE_STEPS_FILE"
 MEMORY_TRACE_ENV = "TBDTRACE_MEMORY_TRACE"
+# The capture's window controller, when a capture with windows loaded it (never imported).
+CAPTURE_WINDOWS_MODULE = "tbdtrace.collector.windows"
 # The input pipeline (``--data``, docs/WORKLOADS.md "Input pipeline"): with ``host`` each
 # framework's own loader builds batches ahead of the training thread in HOST_WORKERS workers,
 # up to HOST_PREFETCH batches per worker ahead; with ``device`` a pool of POOL_BATCHES
@@ -83,6 +89,8 @@ class HarnessArgs:
     compile: bool = False  # torch.compile / tf.function(jit_compile=True) / hybridize
     data: str = "host"  # host: the framework's input pipeline with prefetch; device: a
     # pool of POOL_BATCHES batches resident on the training device, cycled
+    data_delay_ms: float = 0.0  # --data host: the training thread waits this long more for
+    # every batch (a slow input pipeline, on purpose: see :func:`fed`)
 
 
 @dataclass(frozen=True)
@@ -163,7 +171,17 @@ def parse_args(
         f"processes or threads (default); device: {POOL_BATCHES} batches built once and kept "
         "on the training device (no input cost in the step); see docs/WORKLOADS.md",
     )
+    p.add_argument(
+        "--data-delay-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="with --data host: hand each batch to the training thread MS milliseconds "
+        "late, a slow input pipeline on purpose (the step waits MS ms more for its data)",
+    )
     ns = p.parse_args(argv)
+    if ns.data_delay_ms < 0 or (ns.data_delay_ms > 0 and ns.data != "host"):
+        p.error("--data-delay-ms must be >= 0 and needs --data host")
     if ns.to_quality and ns.no_eval:
         p.error("--to-quality needs the evaluation; drop --no-eval")
     if ns.nproc < 1:
@@ -197,7 +215,64 @@ def parse_args(
         ns.precision,
         ns.compile,
         ns.data,
+        ns.data_delay_ms,
     )
+
+
+B = TypeVar("B")
+
+
+DATA_MARKER = "harness: data"  # the host range around each fetch (tbdtrace data_wait)
+
+
+def fed(batches: Iterator[B], args: HarnessArgs, framework: str) -> Iterator[B]:
+    """``batches`` as the training thread takes them from a ``--data host`` loader: each
+    ``next()`` is one host range named :data:`DATA_MARKER` (PyTorch: ``record_function``,
+    so torch.profiler records it; NVTX where a GPU capture is running), the time the step
+    waited for its data. With ``--data-delay-ms`` it first sleeps that long, in the
+    training thread, so every step waits exactly that much more whatever the loader's
+    workers built ahead: a pipeline whose last stage (collation, decoding, a host copy)
+    runs in the training thread and cannot keep up, with a wait known in advance, which
+    tests of the data-wait figures need."""
+    return _Fed(batches, args.data_delay_ms / 1e3, _DataRange.for_framework(framework))
+
+
+class _DataRange:
+    """Opens and closes the data marker through what the framework offers."""
+
+    def __init__(self, framework: str) -> None:
+        self._nvtx = _Nvtx.for_framework(framework)
+        self._record: Any = None
+        torch = sys.modules.get("torch") if framework == "pytorch" else None
+        if torch is not None:
+            self._record = torch.autograd.profiler.record_function
+
+    @classmethod
+    def for_framework(cls, framework: str) -> _DataRange:
+        return cls(framework)
+
+    @contextmanager
+    def open(self) -> Iterator[None]:
+        self._nvtx.push(DATA_MARKER)
+        try:
+            if self._record is None:
+                yield
+            else:
+                with self._record(DATA_MARKER):
+                    yield
+        finally:
+            self._nvtx.pop()
+
+
+class _Fed(Iterator[B]):
+    def __init__(self, batches: Iterator[B], delay_s: float, marker: _DataRange) -> None:
+        self._batches, self._delay_s, self._marker = batches, delay_s, marker
+
+    def __next__(self) -> B:
+        with self._marker.open():
+            if self._delay_s > 0:
+                time.sleep(self._delay_s)
+            return next(self._batches)
 
 
 class _Nvtx:
@@ -285,6 +360,9 @@ class StepRecorder:
         """Wrap one training iteration; the body stores its loss in ``result["loss"]``."""
         result: dict[str, float] = {}
         self._flush()
+        windows = sys.modules.get(CAPTURE_WINDOWS_MODULE)
+        if windows is not None:  # opens a capture window starting at this step
+            windows.harness_begin(index)
         self._nvtx.push(f"step {index}")
         start_ns = time.time_ns()
         if self.first_start_ns is None:
@@ -294,6 +372,8 @@ class StepRecorder:
         finally:
             end_ns = time.time_ns()
             self._nvtx.pop()
+            if windows is not None:  # closes (and flushes) a window ending at this step
+                windows.harness_end(index)
         loss = float(result.get("loss", math.nan))
         self.losses.append(loss)
         if not warmup:

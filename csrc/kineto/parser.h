@@ -2,7 +2,7 @@
 //
 // feed() takes the file's bytes in pieces of any size (a piece may end inside a token);
 // each complete event of traceEvents is read in one pass, without a DOM and without a heap
-// allocation per event, and appended as a row to its staging table (columns.h). The other
+// allocation per event, and appended as a row to its staging table (staging_tables.h). The other
 // top-level members are kept as their raw JSON text (header()): they are small, and Python
 // parses them. Unparsed input held between feed() calls is one event plus a piece.
 //
@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
-#include "kineto/columns.h"
 #include "kineto/json.h"
+#include "kineto/staging_tables.h"
 
 namespace tbdtrace::kineto {
 

@@ -1,6 +1,6 @@
 // tbdtrace._native_testing: test and benchmark hooks, kept out of the production module.
 // Built only for in-place developer builds (setup.py build_ext --inplace, make native);
-// never part of a wheel. Holds its own copy of the collector (csrc/collector.cpp), driven
+// never part of a wheel. Holds its own copy of the collector (csrc/collector/collector.cpp), driven
 // through the fake CUPTI (fake_cupti.h); tbdtrace._native's copy is left alone.
 #include <cupti_activity.h>
 #include <pybind11/numpy.h>
@@ -12,12 +12,13 @@
 #include <cstring>
 #include <memory>
 
-#include "collector.h"
-#include "column_export.h"
-#include "columns.h"
-#include "counters_device.h"
-#include "decode.h"
-#include "spool.h"
+#include "collector/api_filter.h"
+#include "collector/collector.h"
+#include "collector/collector_tables.h"
+#include "collector/counters_device.h"
+#include "collector/decode.h"
+#include "collector/spool.h"
+#include "common/column_export.h"
 #include "testing/fake_cupti.h"
 #include "testing/testrecords.h"
 
@@ -116,10 +117,10 @@ uint64_t write_spool(const std::string& path, const std::vector<py::bytes>& reco
   for (const auto& b : records) {
     auto store = aligned_copy(b);
     dec.decode(reinterpret_cast<const CUpti_Activity*>(store.data()));
-    if (++n % spill_every == 0) w.spill(chunks, strings);
+    if (++n % spill_every == 0) spill(w, chunks, strings);
   }
   dec.close_open_ranges();
-  w.spill(chunks, strings);
+  spill(w, chunks, strings);
   if (!meta.empty()) w.write_meta(meta);
   w.close();
   return w.bytes_written();
@@ -213,7 +214,7 @@ py::dict bench_decode_kernels(size_t n, size_t names, size_t spill_rows) {
 }
 
 // The collector's whole per-record path after CUPTI: decode + columnarize + spool write
-// (the spill: chunk headers, zlib CRC-32, writev) to `path`, spilling every `spill_rows`.
+// (the spill: chunk headers, CRC-32, writev) to `path`, spilling every `spill_rows`.
 py::dict bench_spool_kernels(const std::string& path, size_t n, size_t names, size_t spill_rows) {
   auto store = kernel_buffer(n, names);
   auto* buf = reinterpret_cast<uint8_t*>(store.data());
@@ -231,13 +232,13 @@ py::dict bench_spool_kernels(const std::string& path, size_t n, size_t names, si
     dec.decode(reinterpret_cast<const CUpti_Activity*>(buf + i * stride));
     if (chunks.t(KERNELS).rows() == spill_rows) {
       auto s0 = std::chrono::steady_clock::now();
-      w.spill(chunks, strings);
+      spill(w, chunks, strings);
       spill_ns +=
           std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - s0).count();
     }
   }
   auto s0 = std::chrono::steady_clock::now();
-  w.spill(chunks, strings);
+  spill(w, chunks, strings);
   spill_ns +=
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - s0).count();
   py::dict out;
@@ -282,6 +283,8 @@ py::dict stats_dict(const FakeCupti& f) {
   d["disables"] = s.disables;
   d["subscribes"] = s.subscribes;
   d["unsubscribes"] = s.unsubscribes;
+  d["dirty_buffers"] = s.dirty_buffers;
+  d["cold_buffers"] = s.cold_buffers;
   return d;
 }
 
@@ -296,7 +299,8 @@ py::array_t<uint32_t> ids_array(std::vector<uint32_t> v) {
 PYBIND11_MODULE(_native_testing, m) {
   m.doc() = "tbdtrace test and benchmark hooks (not for users; in-place builds only)";
   m.def("layout", [] {
-    // [(table, spool table id, [(column, type)])]: the collector's tables (csrc/columns.h).
+    // [(table, spool table id, [(column, type)])]: the collector's tables
+    // (csrc/collector/collector_tables.h).
     py::list out;
     for (const auto& t : table_defs()) {
       py::list cols;
@@ -321,7 +325,7 @@ PYBIND11_MODULE(_native_testing, m) {
         SpoolWriter w;
         std::string err = w.open(path, pid);
         if (!err.empty()) throw std::runtime_error(err);
-        bool ok = w.write_counters(d);
+        bool ok = write_counters(w, d);
         w.close();
         return ok;
       },
@@ -367,14 +371,24 @@ PYBIND11_MODULE(_native_testing, m) {
       .def("wait_in_flush", &FakeCupti::wait_in_flush, py::arg("timeout_ms"),
            py::call_guard<py::gil_scoped_release>())
       .def("stats", &stats_dict)
+      .def("calls",
+           [](const FakeCupti& f) {
+             py::list out;
+             for (const auto& c : f.calls()) out.append(py::make_tuple(c.what, c.id, c.value));
+             return out;
+           })
       .def("written_ids", [](const FakeCupti& f) { return ids_array(f.written_ids()); })
       .def("dropped_ids", [](const FakeCupti& f) { return ids_array(f.dropped_ids()); });
 
   m.def(
       "start",
       [](py::object fake, const std::string& spool_path, const std::vector<std::string>& acts,
-         uint64_t buffer_bytes, uint32_t buffer_count, uint32_t flush_interval_ms) {
+         uint64_t buffer_bytes, uint32_t buffer_count, uint32_t flush_interval_ms,
+         const std::string& api_set, uint32_t buffer_max, bool start_paused) {
         CollectorConfig cfg;
+        cfg.api_set = api_set;
+        cfg.buffer_max = buffer_max;
+        cfg.start_paused = start_paused;
         cfg.spool_path = spool_path;
         cfg.activities = acts;
         cfg.buffer_bytes = buffer_bytes;
@@ -390,7 +404,19 @@ PYBIND11_MODULE(_native_testing, m) {
         return py::make_tuple(r.ok, r.status, r.message);
       },
       py::arg("fake"), py::arg("spool_path"), py::arg("activities"), py::arg("buffer_bytes"),
-      py::arg("buffer_count"), py::arg("flush_interval_ms"));
+      py::arg("buffer_count"), py::arg("flush_interval_ms"), py::arg("api_set") = "lite",
+      py::arg("buffer_max") = 64, py::arg("start_paused") = false);
+  m.def("lite_api_cbids", [] { return py::make_tuple(lite_runtime_cbids(), lite_driver_cbids()); });
+  m.def("crc32_implementation", &crc32_implementation);
+  m.def("pause", [] {
+    py::gil_scoped_release nogil;
+    return collector_pause();
+  });
+  m.def("resume", [] {
+    py::gil_scoped_release nogil;
+    return collector_resume();
+  });
+  m.def("paused", &collector_paused);
   m.def("stop", [] {
     std::string path;
     {

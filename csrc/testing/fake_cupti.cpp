@@ -1,5 +1,9 @@
 #include "testing/fake_cupti.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -64,7 +68,56 @@ CUptiResult FakeCupti::register_callbacks(CUpti_BuffersCallbackRequestFunc reque
                                           CUpti_BuffersCallbackCompleteFunc completed) {
   requested_.store(requested);
   completed_.store(completed);
+  log("register", 0, 0);
   return CUPTI_SUCCESS;
+}
+
+void FakeCupti::log(const char* what, uint32_t id, uint64_t value) {
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  calls_.push_back({what, id, value});
+}
+
+std::vector<FakeCall> FakeCupti::calls() const {
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  return calls_;
+}
+
+CUptiResult FakeCupti::set_attribute(CUpti_ActivityAttribute attr, size_t* size, void* value) {
+  if (size == nullptr || value == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  uint64_t v = 0;
+  std::memcpy(&v, value, std::min(*size, sizeof(v)));
+  if (attr == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) zeroed_out_ = v != 0;
+  log("attr", static_cast<uint32_t>(attr), v);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::enable_runtime_api(uint32_t cbid, uint8_t on) {
+  log("runtime_api", cbid, on);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::enable_driver_api(uint32_t cbid, uint8_t on) {
+  log("driver_api", cbid, on);
+  return CUPTI_SUCCESS;
+}
+
+// What CUPTI would rely on when told buffers come zeroed: every byte zero, and (our goal,
+// not CUPTI's) every page already faulted in, so the requesting thread pays no first touch.
+void FakeCupti::check_handed_out(const uint8_t* buf, size_t size) {
+  if (buf == nullptr || !zeroed_out_) return;
+  bool dirty = false;
+  for (size_t i = 0; i < size && !dirty; i += 64)
+    for (size_t j = i; j < std::min(size, i + 64); ++j) dirty |= buf[j] != 0;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto start = reinterpret_cast<uintptr_t>(buf) & ~(page - 1);
+  size_t len = reinterpret_cast<uintptr_t>(buf) + size - start;
+  std::vector<unsigned char> vec((len + page - 1) / page);
+  bool cold = false;
+  if (mincore(reinterpret_cast<void*>(start), len, vec.data()) == 0)
+    for (unsigned char v : vec) cold |= (v & 1) == 0;
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  if (dirty) ++stats_.dirty_buffers;
+  if (cold) ++stats_.cold_buffers;
 }
 
 CUptiResult FakeCupti::enable(CUpti_ActivityKind kind) {
@@ -76,6 +129,7 @@ CUptiResult FakeCupti::enable(CUpti_ActivityKind kind) {
     if (req) req(&held_, &held_size_, &max_records);
   }
   if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) kernels_on_.store(true);
+  log("enable", static_cast<uint32_t>(kind), 1);
   std::lock_guard<std::mutex> lk(stats_mu_);
   ++stats_.enables;
   return CUPTI_SUCCESS;
@@ -83,6 +137,7 @@ CUptiResult FakeCupti::enable(CUpti_ActivityKind kind) {
 
 CUptiResult FakeCupti::disable(CUpti_ActivityKind kind) {
   if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) kernels_on_.store(false);
+  log("disable", static_cast<uint32_t>(kind), 0);
   std::lock_guard<std::mutex> lk(stats_mu_);
   ++stats_.disables;
   return CUPTI_SUCCESS;
@@ -168,6 +223,7 @@ void FakeCupti::write_record(Producer& p, uint32_t index, uint32_t id) {
     size_t max_records = 0;
     auto req = requested_.load();
     if (req) req(&p.buf, &p.size, &max_records);
+    check_handed_out(p.buf, p.size);
     if (p.buf == nullptr || p.size < kStride) {
       p.buf = nullptr;
       p.dropped.push_back(id);

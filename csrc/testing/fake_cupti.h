@@ -1,5 +1,5 @@
-// A fake of CUPTI's activity API (csrc/cupti_api.h) for driving the real collector without a
-// GPU: producer threads write CUpti_ActivityKernel10 records (the real CUDA 13.0 struct)
+// A fake of CUPTI's activity API (csrc/collector/cupti_api.h) for driving the real collector
+// without a GPU: producer threads write CUpti_ActivityKernel10 records (the real CUDA 13.0 struct)
 // into buffers obtained through the collector's bufferRequested callback, complete full
 // buffers through bufferCompleted, and flush partial ones when the collector flushes, as
 // CUPTI does with per-thread buffers. Refused requests drop the record and count it
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "cupti_api.h"
+#include "collector/cupti_api.h"
 
 namespace tbdtrace::testing {
 
@@ -44,6 +44,16 @@ struct FakeStats {
   uint64_t flushes = 0;         // flush_all calls (all flags)
   uint64_t forced_flushes = 0;  // flush_all(FORCED) calls
   uint64_t enables = 0, disables = 0, subscribes = 0, unsubscribes = 0;
+  // Buffers handed out by bufferRequested that were not all zero, or had a page not yet
+  // faulted in (mincore): with ZEROED_OUT set, both must stay 0.
+  uint64_t dirty_buffers = 0, cold_buffers = 0;
+};
+
+// One call of the activity API's configuration functions, in call order.
+struct FakeCall {
+  std::string what;    // "attr", "register", "enable", "disable", "runtime_api", "driver_api"
+  uint32_t id = 0;     // attribute, kind or callback id
+  uint64_t value = 0;  // attribute value or on/off
 };
 
 class FakeCupti final : public CuptiApi {
@@ -62,7 +72,10 @@ class FakeCupti final : public CuptiApi {
   }
   CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc requested,
                                  CUpti_BuffersCallbackCompleteFunc completed) override;
+  CUptiResult set_attribute(CUpti_ActivityAttribute attr, size_t* size, void* value) override;
   CUptiResult enable(CUpti_ActivityKind kind) override;
+  CUptiResult enable_runtime_api(uint32_t cbid, uint8_t on) override;
+  CUptiResult enable_driver_api(uint32_t cbid, uint8_t on) override;
   CUptiResult disable(CUpti_ActivityKind kind) override;
   CUptiResult flush_all(uint32_t flag) override;
   CUptiResult get_next_record(uint8_t* buffer, size_t valid, CUpti_Activity** rec) override;
@@ -75,6 +88,7 @@ class FakeCupti final : public CuptiApi {
   // Waits until a flush_all is in progress (flush_delay_us > 0 makes that window wide).
   bool wait_in_flush(uint32_t timeout_ms);
   FakeStats stats() const;
+  std::vector<FakeCall> calls() const;
   // Correlation ids written into buffers / dropped, in no particular order.
   std::vector<uint32_t> written_ids() const;
   std::vector<uint32_t> dropped_ids() const;
@@ -89,6 +103,8 @@ class FakeCupti final : public CuptiApi {
   void produce(uint32_t index);
   void write_record(Producer& p, uint32_t index, uint32_t id);
   void complete(uint8_t* buf, size_t used);
+  void log(const char* what, uint32_t id, uint64_t value);
+  void check_handed_out(const uint8_t* buf, size_t size);
 
   FakeConfig cfg_;
   std::atomic<CUpti_BuffersCallbackRequestFunc> requested_{nullptr};
@@ -107,6 +123,8 @@ class FakeCupti final : public CuptiApi {
   bool use_libcupti_walker_ = false;
   mutable std::mutex stats_mu_;
   FakeStats stats_;
+  std::vector<FakeCall> calls_;          // under stats_mu_
+  std::atomic<bool> zeroed_out_{false};  // CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER set
 };
 
 }  // namespace tbdtrace::testing

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "collector.h"
+#include "collector/collector.h"
 #include "testing/fake_cupti.h"
 
 using namespace tbdtrace;
@@ -124,6 +124,7 @@ CollectorConfig config(const std::string& dir, FakeCupti* fake, uint64_t buffer_
   c.activities = {"kernel"};
   c.buffer_bytes = buffer_bytes;
   c.buffer_count = count;
+  c.buffer_max = count;  // a fixed pool unless a scenario lets it grow
   c.flush_interval_ms = flush_ms;
   c.api = fake;
   return c;
@@ -215,6 +216,45 @@ void stop_during_flush(const std::string& dir) {
   CHECK(meta_int(v.meta, "records") == static_cast<long long>(v.ids.size()));
 }
 
+// Buffers come zeroed and faulted in, the attributes precede the callbacks, the pool grows
+// to one spare per producing thread, and the lite API set switches calls on and off.
+void buffers(const std::string& dir) {
+  FakeConfig fc;
+  fc.threads = 12;
+  fc.records_per_thread = 3000;
+  fc.rate_per_s = 20000;
+  FakeCupti fake(fc);
+  CollectorConfig c = config(dir, &fake, 64 << 10, 2, 5);
+  c.buffer_max = 64;
+  c.activities = {"kernel", "runtime", "driver"};
+  CHECK(collector_start(c).ok);
+  fake.start_producers();
+  fake.join_producers();
+  std::string path = collector_stop();
+  check_complete(fake, path);
+  auto st = fake.stats();
+  CHECK(st.dirty_buffers == 0 && st.cold_buffers == 0);
+  SpoolView v = read_spool(path);
+  long long allocated = meta_int(v.meta, "buffers_allocated");
+  CHECK(allocated > 2 && allocated <= 64);
+  CHECK(meta_int(v.meta, "max_buffers_held") >= 1);
+  int attrs = 0, reg = -1, i = 0, first_cbid = -1, last_enable = -1, on = 0, off = 0;
+  for (const auto& call : fake.calls()) {
+    if (call.what == "attr" && call.value == 1 && reg < 0) ++attrs;
+    if (call.what == "register") reg = i;
+    if (call.what == "enable") {
+      last_enable = i;
+      CHECK(call.id != CUPTI_ACTIVITY_KIND_RUNTIME && call.id != CUPTI_ACTIVITY_KIND_DRIVER);
+    }
+    if (call.what == "runtime_api" || call.what == "driver_api") {
+      if (first_cbid < 0) first_cbid = i;
+      (call.value ? on : off) += 1;
+    }
+    ++i;
+  }
+  CHECK(attrs == 2 && reg > 0 && first_cbid > last_enable && on > 0 && on == off);
+}
+
 void second_start(const std::string& dir) {
   FakeCupti fake(FakeConfig{});
   FakeCupti other(FakeConfig{});
@@ -279,6 +319,39 @@ void signal_stop(const std::string& dir, int sig) {
   CHECK(uniq.size() == v.ids.size());
 }
 
+// Capture windows: records made while paused never reach a buffer (the kinds are off),
+// the device kind stays on, and what was recorded before, during and after is all there.
+void pause_resume(const std::string& dir) {
+  FakeConfig fc;
+  fc.threads = 2;
+  fc.records_per_thread = 600;
+  fc.rate_per_s = 2000;  // 0.3 s of records
+  FakeCupti fake(fc);
+  CollectorConfig c = config(dir, &fake, 64 << 10, 8, 10);
+  c.activities = {"kernel", "device"};
+  c.start_paused = true;
+  CHECK(collector_start(c).ok && collector_paused());
+  CHECK(fake.stats().enables == 2 && fake.stats().disables == 1);  // kernel off, device on
+  fake.start_producers();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  CHECK(fake.stats().produced == 0);  // paused from the start
+  CHECK(collector_resume() && !collector_resume() && !collector_paused());
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  CHECK(collector_pause() && !collector_pause());
+  auto at_pause = fake.stats();
+  CHECK(at_pause.produced > 0 && at_pause.forced_flushes == 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  CHECK(fake.stats().produced == at_pause.produced);  // nothing recorded while paused
+  CHECK(collector_resume());
+  fake.join_producers();
+  std::string path = collector_stop();
+  check_complete(fake, path);
+  auto st = fake.stats();
+  CHECK(st.produced > at_pause.produced && st.produced < 2u * 600u);  // the pauses left gaps
+  // No session: nothing to pause or resume.
+  CHECK(!collector_pause() && !collector_resume());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -295,10 +368,14 @@ int main(int argc, char** argv) {
     exhaustion(dir);
   else if (s == "stop_during_flush")
     stop_during_flush(dir);
+  else if (s == "buffers")
+    buffers(dir);
   else if (s == "second_start")
     second_start(dir);
   else if (s == "failed_start")
     failed_start(dir);
+  else if (s == "pause_resume")
+    pause_resume(dir);
   else if (s == "sigterm")
     signal_stop(dir, SIGTERM);
   else if (s == "sigint")

@@ -19,13 +19,13 @@ from tbdtrace.report import notebook
 
 
 def main(trace_dir: str, out_dir: str = "out/notebook-example") -> None:
-    # Cell 1: open the trace. In Jupyter, `tr` alone shows its source and tables.
-    tr = tbdtrace.open(trace_dir)
-    summary_html = tr._repr_html_()
-    print(f"{tr!r}: {len(summary_html)} characters of HTML summary")
+    # Cell 1: open the trace. In Jupyter, `a` alone shows its source and tables.
+    a = tbdtrace.analyze(trace_dir)
+    summary_html = a._repr_html_()
+    print(f"{a!r}: {len(summary_html)} characters of HTML summary")
 
     # Cell 2: the report document: the same dict as `tbdtrace report --format json`.
-    doc = tr.report()
+    doc = a.report()
     s = doc["summary"]
     print(
         f"{s['kernel_count']:,} kernels, {s['kernel_time_ns'] / 1e6:.1f} ms of kernel time, "

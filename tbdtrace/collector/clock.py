@@ -31,8 +31,9 @@ from datetime import timedelta
 from typing import Any
 
 from tbdtrace import schema
+from tbdtrace.collector import child_protocol as proto
 
-SHIFT_ENV = "TBDTRACE_TEST_CLOCK_SHIFT_NS"
+SHIFT_ENV = proto.TEST_CLOCK_SHIFT_NS
 ROUNDS = 5  # ping-pongs per rank; the one with the smallest round trip counts
 WAIT_S = 20.0  # how long one side waits for the other's key before giving up
 LAN_ROUND_TRIP_S = 0.002  # a generous store round trip, for the wait of high ranks

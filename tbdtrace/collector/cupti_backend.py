@@ -1,8 +1,8 @@
 """``--backend cupti``: the native CUPTI collector (``tbdtrace._native``), in-process.
 
-:class:`Backend` follows :class:`tbdtrace.collector.backend.Backend`: ``start()`` enables the
-CUPTI activity kinds of :class:`CuptiConfig` and spools column chunks to a temporary file;
-``stop()`` flushes (forced), reads the spool back and returns the tables. Without a CUDA
+:class:`Backend`: ``start()`` enables the CUPTI activity kinds of :class:`CuptiConfig` and
+spools column chunks to a temporary file; ``stop()`` flushes (forced), reads the spool back
+and returns the tables (the in-process capture, :mod:`.inprocess`, writes them). Without a CUDA
 driver or device ``start()`` raises TraceError with the line :data:`NO_DEVICE` starts with.
 Running another CUPTI user at the same time (nsys, ncu, torch.profiler, the TensorFlow
 profiler) is refused at start when CUPTI reports it, naming the tool where CUPTI can.
@@ -18,24 +18,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tbdtrace.collector import merge, spool
+from tbdtrace.collector import child_protocol as proto
+from tbdtrace.collector import merge, route_nvtx, spool
+from tbdtrace.collector.native import native
 from tbdtrace.errors import TraceError
 
 NO_DEVICE = "no CUDA driver/device"
+API_SETS = ("lite", "full")
 MIB = 1 << 20
-# CUDA_INJECTION64_PATH for commands, and NVTX_INJECTION64_PATH everywhere (csrc/inject.cpp).
-INJECT_LIB = Path(__file__).resolve().parent.parent / "libtbdtrace_inject.so"
+# CUDA_INJECTION64_PATH for commands, and NVTX_INJECTION64_PATH everywhere
+# (csrc/collector/inject.cpp).
+INJECT_LIB = proto.INJECT_LIB
 
 
 @dataclass(frozen=True)
 class CuptiConfig:
     activities: tuple[str, ...] = ()  # CUPTI kinds (see activity_names()); () = defaults
-    buffer_bytes: int = 8 * MIB  # one CUPTI activity buffer
-    buffer_count: int = 8  # buffers in the fixed pool: at most buffer_bytes x count in use
+    # Runtime/driver calls the runtime and driver kinds record: "lite" = the calls the
+    # analysis reads (launches, copies, sets, syncs and waits, allocations), the rest off at
+    # the source; "full" = every call (docs/COLLECTOR.md, "Lite and full API sets").
+    api: str = "lite"
+    buffer_bytes: int = 4 * MIB  # one CUPTI activity buffer
+    buffer_count: int = 8  # buffers zeroed and faulted in at start
+    buffer_max: int = 64  # the pool grows with the producing threads up to this many
     flush_interval_ms: int = 1000  # periodic flush and spill to the spool
     # capture command: PyTorch tensor allocations from the caching allocator's history,
-    # labelled (tbdtrace.collector.memory.torch_cuda), as the memory table's allocated level
-    torch_memory: bool = True
+    # labelled (tbdtrace.collector.memory.torch_cuda), as the memory table's allocated level:
+    # "posthoc" (snapshots + phases), "exact" (hook tracker) or "off"; True/False mean
+    # "posthoc"/"off"
+    torch_memory: str | bool = "posthoc"
     # capture command: PyTorch matmul/convolution/attention ops with shapes and FLOPs, from
     # a dispatch-level recorder (tbdtrace.collector.torch_flops), as ``ops`` rows
     torch_flops: bool = False  # capture --torch-flops (its host cost: docs/DECISIONS.md 75)
@@ -43,28 +54,10 @@ class CuptiConfig:
     # kernel replay: serializes and replays kernels; a separate run mode). "" = off.
     counters: str = ""
 
+    def __post_init__(self) -> None:
+        from tbdtrace.collector.memory.torch_labels import check_mode
 
-def _route_nvtx() -> None:
-    """Point NVTX at the injection library (which hands it to CUPTI) unless the program or
-    another tool chose an injection. NVTX reads the variable once, at the process's first
-    NVTX call: importing this module before the program's first NVTX range (importing
-    ``tbdtrace.collector`` does) is what lets an in-process capture see NVTX ranges."""
-    if INJECT_LIB.exists():
-        os.environ.setdefault("NVTX_INJECTION64_PATH", str(INJECT_LIB))
-
-
-_route_nvtx()
-
-
-def native() -> Any:
-    """The compiled module; TraceError with the build command when it is missing."""
-    try:
-        from tbdtrace import _native
-    except ImportError as e:
-        raise TraceError(
-            f"the native CUPTI collector is not built ({e}); run `make native`"
-        ) from None
-    return _native
+        object.__setattr__(self, "torch_memory", check_mode(self.torch_memory))
 
 
 def activity_names() -> list[str]:
@@ -84,6 +77,10 @@ def resolve_activities(cfg: CuptiConfig) -> list[str]:
 def check_config(cfg: CuptiConfig) -> None:
     if cfg.buffer_bytes < 64 * 1024 or cfg.buffer_count < 1:
         raise TraceError("CUPTI buffers must be at least 64 KiB and at least one buffer")
+    if cfg.buffer_max < cfg.buffer_count:
+        raise TraceError("--buffer-max must be at least --buffer-count")
+    if cfg.api not in API_SETS:
+        raise TraceError(f"unknown API set {cfg.api!r}; choose {' or '.join(API_SETS)}")
     if cfg.flush_interval_ms < 1:
         raise TraceError("--flush-interval-ms must be >= 1")
     if cfg.counters not in ("", "flops"):
@@ -94,7 +91,9 @@ def probe() -> tuple[bool, str, str]:
     """(usable, status, one line): starts and stops a session on a throw-away spool."""
     n = native()
     with tempfile.TemporaryDirectory(prefix="tbdtrace-probe-") as d:
-        ok, status, msg = n.start(str(Path(d) / "probe.tbds"), ["context"], 64 * 1024, 1, 1000)
+        ok, status, msg = n.start(
+            str(Path(d) / "probe.tbds"), ["context"], 64 * 1024, 1, 1000, "lite", 1
+        )
         if ok:
             n.stop()
     return ok, status, msg if not ok else "CUPTI usable"
@@ -122,7 +121,7 @@ class Backend:
                 "(tbdtrace capture --counters flops -- COMMAND), not in-process capture"
             )
         acts = resolve_activities(self.config)
-        _route_nvtx()
+        route_nvtx()
         self._dir = Path(tempfile.mkdtemp(prefix="tbdtrace-spool-"))
         ok, _status, msg = native().start(
             str(self._dir / f"{os.getpid()}.tbds"),
@@ -130,6 +129,8 @@ class Backend:
             self.config.buffer_bytes,
             self.config.buffer_count,
             self.config.flush_interval_ms,
+            self.config.api,
+            self.config.buffer_max,
         )
         if not ok:
             shutil.rmtree(self._dir, ignore_errors=True)
@@ -152,6 +153,7 @@ class Backend:
 
 
 __all__ = [
+    "API_SETS",
     "INJECT_LIB",
     "NO_DEVICE",
     "Backend",

@@ -1,6 +1,6 @@
 """Hardware FLOP counters, host side: which CUPTI metrics make a FLOP count, and the
 config images and counter-data evaluation of CUPTI's Profiler Host API for a chip name
-(no GPU needed: ``_native.counter_config`` and friends, ``csrc/counters_host.cpp``).
+(no GPU needed: ``_native.counter_config`` and friends, ``csrc/collector/counters_host.cpp``).
 
 FLOPs per precision follow Nsight Compute's roofline convention: adds + multiplies + 2 x
 fused multiply-adds, each the count of thread-level SASS instructions executed with all
@@ -10,7 +10,7 @@ one thread instruction here, so FP16 FLOPs can be under-counted up to 2x; tensor
 is not in these counters at all: ``sm__inst_executed_pipe_tensor.sum`` (warp-level tensor
 instructions, not FLOPs) is recorded beside them where the chip has it.
 
-The device side (``csrc/counters_device.cpp``: Range Profiling API, auto range, kernel
+The device side (``csrc/collector/counters_device.cpp``: Range Profiling API, auto range, kernel
 replay) writes one counter data image per context into the spool; :func:`join_ranges`
 puts each range's FLOPs on its kernel (launch order, names checked). UNVERIFIED: not run on
 a GPU yet (docs/COLLECTOR.md).
@@ -64,7 +64,7 @@ class CounterPlan:
 
 
 def _native() -> Any:
-    from tbdtrace.collector.cupti_backend import native
+    from tbdtrace.collector.native import native
 
     return native()
 
@@ -72,7 +72,7 @@ def _native() -> Any:
 def _call(fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
-    except RuntimeError as e:  # csrc/counters_host.cpp: one line naming chip and metric
+    except RuntimeError as e:  # csrc/collector/counters_host.cpp: one line naming chip and metric
         raise TraceError(f"hardware counters: {e}") from None
 
 

@@ -1,8 +1,13 @@
 """Host sampler: periodic CPU, memory and (where NVML answers) GPU measurements.
 
 Runs in a thread of the capturing process and samples a process tree (the captured child
-and its descendants, or this process) into the ``host_samples`` table (long format: one
-row per metric per sample). Metrics:
+and its descendants) into the ``host_samples`` table (long format: one row per metric per
+sample). An in-process capture (``tbdtrace.capture()``) samples its own process from a
+helper process instead (:class:`HelperSampler`, ``python -m
+tbdtrace.collector.host_sampler``), so that no Python of the sampler's runs in the training
+process. The tree's processes are looked up again every :data:`SCAN_S` seconds, not at
+every sample (a recursive scan of every process costs ~2 ms): a process that starts
+between two scans is counted from the next one. Metrics:
 
 * ``cpu_util`` index = core: that core's busy ratio (0..1) since the previous sample;
   index -1: all cores together (0..1).
@@ -25,6 +30,9 @@ whose tbdtrace process died can still be recovered (``tbdtrace recover``;
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -34,6 +42,8 @@ from typing import IO, Any
 import psutil
 
 from tbdtrace.collector.gpu_sampler import NvmlSampler
+
+SCAN_S = 2.0  # how often the process tree is looked up again
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,7 @@ class HostSampler:
         pid: int | None = None,
         spill: Path | None = None,
         nvml: Any = None,
+        exclude: frozenset[int] = frozenset(),
     ):
         if config.rate_hz <= 0:
             raise ValueError("sampling rate must be > 0 Hz")
@@ -71,16 +82,26 @@ class HostSampler:
         self._last_wall = 0.0
         self._spill: IO[str] | None = spill.open("a") if spill is not None else None
         self._spilled = 0
+        self._exclude = exclude  # pids left out of the tree (the helper sampler itself)
+        self._tree_cache: list[psutil.Process] = []
+        self._scanned = -SCAN_S
 
     def _tree(self) -> list[psutil.Process]:
+        """The root and its descendants, scanned again every SCAN_S seconds."""
+        now = time.monotonic()
+        if now - self._scanned < SCAN_S:
+            return self._tree_cache
+        self._scanned = now
         try:
             procs = [self.root, *self.root.children(recursive=True)]
         except psutil.Error:
             procs = []
+        procs = [p for p in procs if p.pid not in self._exclude]
         # Keep Process objects so cpu_times stay comparable across samples (pid reuse).
         for p in procs:
             self._procs.setdefault(p.pid, p)
-        return [self._procs[p.pid] for p in procs]
+        self._tree_cache = [self._procs[p.pid] for p in procs]
+        return self._tree_cache
 
     def _tree_cpu_and_rss(self) -> tuple[float, float]:
         cpu = rss = 0.0
@@ -137,6 +158,7 @@ class HostSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        self._scanned = -SCAN_S  # the last sample sees the tree as it is now
         self.sample()
         if self._nvml is not None:
             self._nvml.close()
@@ -169,3 +191,64 @@ def read_spill(path: Path) -> dict[str, list[Any]]:
         for c, v in zip(cols.values(), row, strict=True):
             c.append(v)
     return cols
+
+
+class HelperSampler:
+    """Samples this process's tree from a helper process (in-process capture): the same
+    :class:`HostSampler`, run by ``python -m tbdtrace.collector.host_sampler`` with the
+    spill file as its output. ``start()`` returns once the helper took its first sample;
+    ``stop()`` closes its standard input (as this process's exit would), the helper takes
+    a last sample and ends, and the spill is read back."""
+
+    def __init__(self, config: SamplerConfig, spill: Path):
+        if config.rate_hz <= 0:
+            raise ValueError("sampling rate must be > 0 Hz")
+        self.config, self.spill = config, spill
+        self.nvml_status = "disabled"
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        args = [sys.executable, "-m", "tbdtrace.collector.host_sampler", str(os.getpid())]
+        args += [str(self.spill), str(self.config.rate_hz), "1" if self.config.gpu else "0"]
+        self._proc = subprocess.Popen(
+            args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline().strip()
+        if not line.startswith("ready "):
+            self._proc.kill()
+            self._proc.wait()
+            raise RuntimeError(f"the host sampler helper did not start ({line!r})")
+        self.nvml_status = line.removeprefix("ready ")
+
+    def stop(self) -> dict[str, list[Any]]:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        cols = read_spill(self.spill)
+        self.spill.unlink(missing_ok=True)
+        return cols
+
+
+def _helper_main(argv: list[str]) -> int:
+    """The helper: ``PID SPILL RATE_HZ GPU``; samples until its standard input closes."""
+    pid, spill, rate, gpu = int(argv[0]), Path(argv[1]), float(argv[2]), argv[3] == "1"
+    hs = HostSampler(
+        SamplerConfig(rate, gpu), pid=pid, spill=spill, exclude=frozenset({os.getpid()})
+    )
+    hs.start()
+    print(f"ready {hs.nvml_status}", flush=True)
+    sys.stdin.read()  # returns at EOF: stop() or the capturing process ended
+    hs.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_helper_main(sys.argv[1:]))

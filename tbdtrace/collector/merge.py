@@ -114,6 +114,10 @@ def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
         if ctx:
             contexts += [dict(r, pid=sp.pid) for r in pa.table(ctx).to_pylist()]
     spool_errors = sum(int(p.get("spool_errors") or 0) for p in procs)
+    # Which runtime/driver calls were recorded: "lite" (the calls the analysis reads, off at
+    # the source for the rest), "full", or "mixed"; None for spools older than the choice.
+    api_sets = {p.get("api") for p in procs if p.get("api")}
+    api = api_sets.pop() if len(api_sets) == 1 else ("mixed" if api_sets else None)
     lost_rows = sum(int(p.get("spool_lost_rows") or 0) for p in procs)
     merged = {name: pa.concat_tables(ts) for name, ts in parts.items()}
     devices = merged["devices"].to_pylist() if "devices" in merged else []
@@ -133,6 +137,7 @@ def merge(spools: list[Spool]) -> tuple[dict[str, Any], dict[str, Any]]:
             "contexts": contexts,
             "spool_errors": spool_errors,
             "spool_lost_rows": lost_rows,
+            **({"api": api} if api else {}),
             **({"counters": counters} if counters else {}),
         },
     }

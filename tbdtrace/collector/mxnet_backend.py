@@ -1,7 +1,7 @@
 """``--backend mxnet``: MXNet's own profiler inside the captured program, on CPU or GPU.
 
 Started by the bootstrap right after the program imports MXNet
-(:mod:`tbdtrace.collector.framework_child`), :class:`MxnetBackend` runs MXNet's profiler
+(:mod:`tbdtrace.collector.profiler_child`), :class:`MxnetBackend` runs MXNet's profiler
 once, with operators (symbolic and imperative) and storage
 (:class:`tbdtrace.collector.memory.mxnet.Sampler` with ``operators=True``). At ``stop()``
 the profiler's dump is read twice: by the MXNet importer (:mod:`tbdtrace.importers.mxnet`:
@@ -54,6 +54,18 @@ class MxnetBackend:
         self.memory = Sampler(ModelState([], []), interval_s=self.memory_interval_s, operators=True)
         self.memory.start()
         self._discovery.start()
+
+    def pause(self) -> None:
+        """Capture windows: no operators recorded until :meth:`resume` (MXNet's profiler
+        writes nothing after a stop and a new start in the same process)."""
+        from mxnet import profiler
+
+        profiler.pause()
+
+    def resume(self) -> None:
+        from mxnet import profiler
+
+        profiler.resume()
 
     def stop(self) -> tuple[dict[str, Any], dict[str, Any]]:
         import mxnet

@@ -1,13 +1,13 @@
 """Read collector spool files (``<pid>.tbds``) and merge them into trace tables.
 
-The format is written by ``csrc/spool.cpp`` (see the comment there): a 16-byte file header,
-then whole chunks, each a 32-byte header (magic, type, payload length, rows, CRC-32,
+The format is written by ``csrc/collector/spool.cpp`` (see the comment there): a 16-byte file
+header, then whole chunks, each a 32-byte header (magic, type, payload length, rows, CRC-32,
 column count) and its payload. Reading stops at the first chunk that is short, has a bad
 magic or a bad CRC: a process killed mid-write (SIGKILL) loses only that last chunk.
 Columns are mapped without copies (``numpy.frombuffer`` over the file's bytes).
 
 Nulls: version 2 (written since the collector's columns moved to the one column core,
-``csrc/column_core.h``) stores a column's Arrow validity bitmap after its values; version 1
+``csrc/common/column_core.h``) stores a column's Arrow validity bitmap after its values; version 1
 marked a null with the type's minimum value (-1 for a string code) and is still read.
 """
 
@@ -41,7 +41,7 @@ _DTYPES: dict[int, np.dtype[Any]] = {
     3: np.dtype("<u8"),
     4: np.dtype("<i4"),
 }
-# Table ids as in csrc/columns.h (TBD_TABLES).
+# Table ids as in csrc/collector/collector_tables.h (TBD_TABLES).
 TABLE_NAMES = {
     1: "kernels",
     2: "memcpy",
@@ -162,7 +162,7 @@ def _chunk(sp: Spool, typ: int, rows: int, ncols: int, payload: memoryview) -> N
 
 
 def _counters(payload: memoryview) -> dict[str, Any]:
-    """A counters chunk (csrc/spool.h, type 102)."""
+    """A counters chunk (csrc/collector/spool.h, type 102)."""
     pos = 0
 
     def text() -> str:

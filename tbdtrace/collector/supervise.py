@@ -101,15 +101,16 @@ def _die_with_parent() -> Callable[[], None] | None:
     return child
 
 
-def spool_writers(spool: os.PathLike[str] | str) -> list[int]:
-    """Processes whose environment names ``spool`` (a captured command and what it
-    started, wherever they moved to): they may still write there."""
+def spool_writers(spool: os.PathLike[str] | str, pids: list[int] | None = None) -> list[int]:
+    """Processes (of ``pids``, default all) whose environment names ``spool`` (a captured
+    command and what it started, wherever they moved to): they may still write there."""
     needle = os.fsencode(os.fspath(spool))
     found = []
-    try:
-        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return []
+    if pids is None:
+        try:
+            pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+        except OSError:
+            return []
     for pid in pids:
         if pid == os.getpid():
             continue

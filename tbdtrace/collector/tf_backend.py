@@ -1,7 +1,7 @@
 """``--backend tf``: TensorFlow's own profiler inside the captured program, on CPU or GPU.
 
 Started by the bootstrap right after the program imports TensorFlow
-(:mod:`tbdtrace.collector.framework_child`), :class:`TfBackend` runs
+(:mod:`tbdtrace.collector.profiler_child`), :class:`TfBackend` runs
 
 * ``tf.profiler.experimental.start(logdir)`` (host tracer level 2: every op the executor
   runs, with TraceMe ranges), whose XSpace file is read back at ``stop()`` through the

@@ -111,7 +111,9 @@ class TorchConfig:
     profile_memory: bool = True  # allocation/free events with addresses and bytes
     with_flops: bool = True  # FLOPs of ops the profiler has formulas for
     with_stack: bool = False  # Python stacks (large; off by default)
-    classify_memory: bool = True  # label memory rows (weights, activations, ...): see MEMORY.md
+    # how memory rows get categories (weights, activations, ...): "posthoc" (step-boundary
+    # snapshots and phases, no per-call hook), "exact" (hook tracker) or "off"; MEMORY.md
+    torch_memory: str = "posthoc"
 
 
 def available() -> bool:
@@ -237,9 +239,8 @@ class TorchBackend:
     def __init__(self, config: TorchConfig = TorchConfig()):
         self.config = config
         self.profiler: Any = None
-        self.memory: Any = (
-            None  # tbdtrace.collector.memory TorchMemoryTracker (profile_memory only)
-        )
+        # tbdtrace.collector.memory.torch_labels labeller (profile_memory only)
+        self.memory: Any = None
 
     @staticmethod
     def available() -> bool:
@@ -249,12 +250,13 @@ class TorchBackend:
         import torch
         from torch.profiler import ProfilerActivity, profile
 
-        if self.config.profile_memory and self.config.classify_memory:
+        if self.config.profile_memory:
             # Labels each allocation (weights, gradients, ...): docs/MEMORY.md.
-            from tbdtrace.collector.memory.torch_classify import TorchMemoryTracker
+            from tbdtrace.collector.memory.torch_labels import labeller
 
-            self.memory = TorchMemoryTracker()
-            self.memory.start()
+            self.memory = labeller(self.config.torch_memory)
+            if self.memory is not None:
+                self.memory.start()
         acts = [ProfilerActivity.CPU]
         if self.config.cuda and torch.cuda.is_available():
             acts.append(ProfilerActivity.CUDA)
@@ -300,6 +302,9 @@ class TorchBackend:
         import torch
 
         meta.update(source="torch", backend="torch", framework="pytorch", source_files=[])
+        meta.setdefault("extra", {})["torch_memory"] = (
+            self.memory.meta() if self.memory is not None else {"mode": "off"}
+        )
         meta.setdefault("extra", {})["torch"] = {
             "version": torch.__version__,
             "config": {k: getattr(self.config, k) for k in self.config.__dataclass_fields__},

@@ -1,6 +1,6 @@
 """Ranks of distributed jobs under ``tbdtrace capture --backend torch`` (docs/DISTRIBUTED.md).
 
-Every captured Python process writes its own part of the trace (:mod:`.torch_child`); this
+Every captured Python process writes its own part of the trace (:mod:`.profiler_child`); this
 module says which rank a process is and turns the collectives the profiler saw on the host
 into ``collectives`` rows.
 

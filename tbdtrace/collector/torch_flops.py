@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-SPOOL_ENV = "TBDTRACE_TORCH_FLOPS_SPOOL"
+from tbdtrace.collector import child_protocol as proto
+
+SPOOL_ENV = proto.TORCH_FLOPS_SPOOL
 CATEGORY = "torch_dispatch"
 
 # torch dtype name -> the profiler's ``Input type`` spelling (what flop_formulas reads).
@@ -56,7 +58,7 @@ def _mode_class() -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils.flop_counter import flop_registry
 
-    from tbdtrace.passes import flop_formulas as ff
+    from tbdtrace.analysis.engine import flop_formulas as ff
 
     # Ops without a flop_counter formula that tbdtrace's own formulas count (the CPU
     # flash-attention ops, ...): counted from the recorded shapes and arguments.

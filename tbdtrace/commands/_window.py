@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-# tbdtrace.passes.window.KINDS, without loading the passes.
+# tbdtrace.analysis.engine.window.KINDS, without loading the passes.
 KINDS = ("measured", "steps", "warmup", "init", "after", "all")
 
 
@@ -33,7 +33,7 @@ def add_options(p: argparse.ArgumentParser, default: str = "measured") -> None:
 def spec(args: argparse.Namespace, command: str) -> Any:
     """The WindowSpec of the parsed options, or None after printing a usage error (the
     command then exits 2)."""
-    from tbdtrace.passes.window import WindowSpec, parse_steps
+    from tbdtrace.analysis.engine.window import WindowSpec, parse_steps
 
     if args.steps is None:
         return WindowSpec(args.window)

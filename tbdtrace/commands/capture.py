@@ -13,8 +13,7 @@ from typing import Any
 
 from tbdtrace import outdir
 from tbdtrace.collector import BACKENDS, choose_backend
-from tbdtrace.collector.host_sampler import SamplerConfig
-from tbdtrace.collector.torch_backend import TorchConfig
+from tbdtrace.errors import TraceError
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -61,18 +60,35 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "context; also marker_data)",
     )
     p.add_argument(
+        "--api",
+        choices=("lite", "full"),
+        default="lite",
+        help="cupti backend: runtime/driver calls to record: lite (default) = the calls the "
+        "analysis reads (kernel and graph launches, copies, sets, synchronizations and waits, "
+        "allocations), the rest switched off in CUPTI; full = every call (costs ~10%% of "
+        "throughput in PyTorch training)",
+    )
+    p.add_argument(
         "--buffer-size",
         type=int,
-        default=8 << 20,
+        default=4 << 20,
         metavar="BYTES",
-        help="cupti backend: bytes per CUPTI activity buffer (default 8 MiB)",
+        help="cupti backend: bytes per CUPTI activity buffer (default 4 MiB)",
     )
     p.add_argument(
         "--buffer-count",
         type=int,
         default=8,
         metavar="N",
-        help="cupti backend: buffers in the fixed pool (default 8: 64 MiB in all)",
+        help="cupti backend: buffers zeroed and faulted in at start (default 8)",
+    )
+    p.add_argument(
+        "--buffer-max",
+        type=int,
+        default=64,
+        metavar="N",
+        help="cupti backend: the pool grows with the producing threads up to N buffers "
+        "(default 64: 256 MiB at the default size)",
     )
     p.add_argument(
         "--flush-interval-ms",
@@ -82,11 +98,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="cupti backend: flush and spill period (default 1000)",
     )
     p.add_argument(
+        "--torch-memory",
+        choices=("posthoc", "exact", "off"),
+        default="posthoc",
+        help="PyTorch tensor allocations (cupti: the caching allocator's history; torch: "
+        "the profiler's memory events), labelled weights, gradients, optimizer state, "
+        "inputs, activations, other. posthoc (default): labelled after the run from "
+        "step-boundary snapshots and the trace's phases, no per-call hook; exact: hook "
+        "tracker, 10-20 ms of Python per ResNet-50 step; off: not recorded "
+        "(docs/MEMORY.md)",
+    )
+    p.add_argument(
         "--no-torch-memory",
         dest="torch_memory",
-        action="store_false",
-        help="cupti backend: do not record PyTorch tensor allocations (the caching "
-        "allocator's history, labelled weights, gradients, ...) beside CUPTI's",
+        action="store_const",
+        const="off",
+        help="same as --torch-memory off",
     )
     p.add_argument(
         "--torch-flops",
@@ -115,6 +142,55 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=None,
         help="cupti backend: also copy the raw per-process spools into DIR",
     )
+    w = p.add_argument_group(
+        "capture windows",
+        "record only some steps; steps are marked by the workload harness, NVTX 'step N' "
+        "ranges (torch.cuda.nvtx) or tbdtrace.step() calls in the program; every backend "
+        '(docs/COLLECTOR.md "Capture windows")',
+    )
+    w.add_argument(
+        "--steps",
+        metavar="A:B",
+        default=None,
+        help="record steps A to B only (inclusive): collection starts at step A's begin and "
+        "stops, flushed, at step B's end",
+    )
+    w.add_argument(
+        "--schedule",
+        metavar="KEY=N,...",
+        default=None,
+        help="repeating windows as torch.profiler.schedule: wait, warmup, active, repeat, "
+        "skip_first (e.g. wait=5,warmup=1,active=3,repeat=2); each active span is its own "
+        "step range in the trace",
+    )
+    w.add_argument(
+        "--on-demand",
+        action="store_true",
+        help="record nothing until tbdtrace (or a process of the command) receives SIGUSR2 "
+        "or the trigger file appears; then one window of --window-steps steps or "
+        "--window-seconds seconds; the job keeps running and may open more",
+    )
+    w.add_argument(
+        "--window-steps",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--on-demand: a window lasts N steps (default 10)",
+    )
+    w.add_argument(
+        "--window-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="--on-demand: a window lasts S seconds (for programs without step marks)",
+    )
+    w.add_argument(
+        "--trigger-file",
+        metavar="PATH",
+        default=None,
+        help="--on-demand: creating or touching PATH opens a window (default: "
+        "<out>/trigger; the file is never removed)",
+    )
     p.add_argument(
         "command",
         nargs=argparse.REMAINDER,
@@ -134,11 +210,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.sample_hz <= 0:
         print("tbdtrace capture: --sample-hz must be > 0", file=sys.stderr)
         return 2
-    backend, reason = choose_backend(args.backend)
-    child_backend = backend
-    if args.backend == "auto" and backend == "torch":
-        # No CUPTI: the framework the program imports decides (torch, tf or mxnet).
-        child_backend, reason = "auto", f"{reason}; the framework the program imports"
+    try:
+        plan = _window_plan(args)
+    except TraceError as e:
+        print(f"tbdtrace capture: {e}", file=sys.stderr)
+        return 2
+    choice = choose_backend(args.backend)
+    backend = choice[0]
     if args.counters and backend != "cupti":
         print(
             f"tbdtrace capture: --counters needs the cupti backend (this run: {backend}); "
@@ -146,33 +224,112 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.counters and plan is not None:
+        print(
+            "tbdtrace capture: --counters replays kernels for the whole run; it cannot be "
+            "combined with --steps, --schedule or --on-demand",
+            file=sys.stderr,
+        )
+        return 2
+    if args.counters:
+        print(
+            "tbdtrace capture: warning: --counters flops replays every kernel (times in this "
+            "trace are perturbed) and has not been verified on a GPU yet",
+            file=sys.stderr,
+        )
+    from tbdtrace.collector.run import run_capture
+
     # The output is checked (and locked) before the workload runs, not after.
     with outdir.claim(args.out, force=args.force) as out, StepWatch(out.path):
-        if backend == "cupti":
-            return _run_cupti(args, cmd, reason, out)
-        from tbdtrace.collector.torch_child import run_capture
-
-        res = run_capture(
-            cmd,
-            out,
-            TorchConfig(cuda=args.cuda),
-            SamplerConfig(rate_hz=args.sample_hz),
-            reason,
-            child_backend,
-        )
-    if res.path is not None and child_backend == "auto":
-        from tbdtrace import trace
-
-        backend = str(trace.open(res.path).meta.get("backend") or backend)
-    _say(res, backend)
-    if res.path is not None:
-        _nvml_info(res.path)
-    return res.outcome.exit_code
+        config = _config(args, plan, out.path)
+        if plan is not None and plan.on_demand is not None:
+            _say_on_demand(plan, config.trigger_file)
+        res = run_capture(cmd, out, config, choice)
+    _say(res)
+    assert res.outcome is not None
+    rc = int(res.outcome.exit_code)
+    if res.path is None:
+        return rc
+    _nvml_info(res.meta)
+    return _incomplete_status(res.meta, rc) if res.backend == "cupti" else rc
 
 
-def _say(res: Any, backend: str) -> None:
+def _window_plan(args: argparse.Namespace) -> Any:
+    """The capture windows the options ask for (None: the whole run)."""
+    from tbdtrace.collector import windows
+
+    given = [n for n, v in (("--steps", args.steps), ("--schedule", args.schedule)) if v]
+    if args.on_demand:
+        given.append("--on-demand")
+    if len(given) > 1:
+        raise TraceError(f"{' and '.join(given)} exclude each other; choose one")
+    if (args.window_steps or args.window_seconds or args.trigger_file) and not args.on_demand:
+        raise TraceError("--window-steps, --window-seconds and --trigger-file need --on-demand")
+    if args.steps:
+        return windows.WindowPlan(steps=windows.parse_steps(args.steps))
+    if args.schedule:
+        return windows.WindowPlan(schedule=windows.parse_schedule(args.schedule))
+    if args.on_demand:
+        if args.window_steps is not None and args.window_seconds is not None:
+            raise TraceError("--window-steps and --window-seconds exclude each other")
+        if args.window_seconds is not None:
+            od = windows.OnDemand(seconds=args.window_seconds)
+        else:
+            od = windows.OnDemand(steps=10 if args.window_steps is None else args.window_steps)
+        return windows.WindowPlan(on_demand=od)
+    return None
+
+
+def _config(args: argparse.Namespace, plan: Any, out: Path) -> Any:
+    from tbdtrace.collector.cupti_backend import CuptiConfig
+    from tbdtrace.collector.host_sampler import SamplerConfig
+    from tbdtrace.collector.run import CaptureConfig
+    from tbdtrace.collector.torch_backend import TorchConfig
+
+    acts = tuple(a.strip() for a in args.activities.split(",") if a.strip())
+    cupti = CuptiConfig(
+        activities=acts,
+        api=args.api,
+        buffer_bytes=args.buffer_size,
+        buffer_count=args.buffer_count,
+        buffer_max=args.buffer_max,
+        flush_interval_ms=args.flush_interval_ms,
+        torch_memory=args.torch_memory,
+        torch_flops=args.torch_flops,
+        counters=args.counters or "",
+    )
+    trigger = None
+    if plan is not None and plan.on_demand is not None:
+        trigger = Path(os.path.abspath(args.trigger_file)) if args.trigger_file else out / "trigger"
+    return CaptureConfig(
+        backend=args.backend,
+        sampler=SamplerConfig(rate_hz=args.sample_hz),
+        torch=TorchConfig(
+            cuda=args.cuda,
+            profile_memory=args.torch_memory != "off",
+            torch_memory=args.torch_memory,
+        ),
+        cupti=cupti,
+        windows=plan,
+        keep_spools=Path(os.path.abspath(args.keep_spools)) if args.keep_spools else None,
+        trigger_file=trigger,
+    )
+
+
+def _say_on_demand(plan: Any, trigger: Path | None) -> None:
+    od = plan.on_demand
+    size = f"{od.steps} steps" if od.steps else f"{od.seconds:g} s"
+    print(
+        f"tbdtrace capture: on demand: `kill -USR2 {os.getpid()}` or `touch {trigger}` "
+        f"records the next {size}",
+        file=sys.stderr,
+    )
+
+
+def _say(res: Any) -> None:
     """The capture's summary line, and a line for each note."""
     rc = res.outcome.exit_code
+    backend = res.backend
     if res.partial:
         print(
             f"tbdtrace: partial trace: {res.partial}; wrote {res.path} with what was captured "
@@ -185,40 +342,9 @@ def _say(res: Any, backend: str) -> None:
         print(f"tbdtrace: {note}", file=sys.stderr)
 
 
-def _run_cupti(args: argparse.Namespace, cmd: list[str], reason: str, out: Any) -> int:
-    from tbdtrace.collector.cupti_backend import CuptiConfig
-    from tbdtrace.collector.cupti_command import run_capture as cupti_capture
-
-    acts = tuple(a.strip() for a in args.activities.split(",") if a.strip())
-    cfg = CuptiConfig(
-        activities=acts,
-        buffer_bytes=args.buffer_size,
-        buffer_count=args.buffer_count,
-        flush_interval_ms=args.flush_interval_ms,
-        torch_memory=args.torch_memory,
-        torch_flops=args.torch_flops,
-        counters=args.counters or "",
-    )
-    if cfg.counters:
-        print(
-            "tbdtrace capture: warning: --counters flops replays every kernel (times in this "
-            "trace are perturbed) and has not been verified on a GPU yet",
-            file=sys.stderr,
-        )
-    keep = os.path.abspath(args.keep_spools) if args.keep_spools else None
-    res = cupti_capture(cmd, out, cfg, SamplerConfig(rate_hz=args.sample_hz), reason, keep)
-    _say(res, "cupti")
-    if res.path is None:
-        return int(res.outcome.exit_code)
-    _nvml_info(res.path)
-    return _incomplete_status(res.path, int(res.outcome.exit_code))
-
-
-def _nvml_info(out: Path) -> None:
+def _nvml_info(meta: dict[str, Any]) -> None:
     """One info line when the trace has no GPU samples because NVML did not answer."""
-    from tbdtrace import trace
-
-    nvml = str(((trace.open(out).meta.get("extra") or {}).get("host_sampler") or {}).get("nvml"))
+    nvml = str(((meta.get("extra") or {}).get("host_sampler") or {}).get("nvml"))
     if nvml.startswith("unavailable"):
         print(f"tbdtrace capture: info: no GPU samples (NVML {nvml})", file=sys.stderr)
 
@@ -227,11 +353,10 @@ def _nvml_info(out: Path) -> None:
 INCOMPLETE_EXIT = 3
 
 
-def _incomplete_status(out: Path, rc: int) -> int:
-    from tbdtrace import trace
+def _incomplete_status(meta: dict[str, Any], rc: int) -> int:
     from tbdtrace.collector.merge import incomplete_reason
 
-    why = incomplete_reason(trace.open(out).meta)
+    why = incomplete_reason(meta)
     if why is None:
         return rc
     print(f"tbdtrace capture: warning: {why}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""``tbdtrace diff A B``: two traces side by side."""
+"""``tbdtrace diff A B``: two traces side by side, and a regression gate for CI."""
 
 from __future__ import annotations
 
@@ -10,13 +10,34 @@ from typing import Any
 from tbdtrace.commands import _output, _rankset, _window
 from tbdtrace.commands._open import open_or_import
 
+FORMATS = (*_output.FORMATS, "markdown", "html")
+
+EPILOG = """\
+Times are compared per measured step (each side's window total / its measured steps).
+
+Regression gate: --fail-above METRIC=PCT[,METRIC=PCT...] fails when B is worse than A by
+more than PCT: higher for times and sizes, lower for throughput and utilization. Metrics:
+{metrics}.
+A metric measured in neither or only one trace fails as "missing".
+
+Exit status: 0 compared (every gate passed); {regression} a gate failed (regression); 1 bad
+input; 2 usage."""
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from tbdtrace.analysis import gate as diff_gate
+
     p = sub.add_parser(
         "diff",
-        help="compare two traces",
+        help="compare two traces; gate CI on regressions",
         description="Compare two traces (frameworks, batch sizes, versions): "
-        "throughput, utilization, per-category and per-kernel deltas (B - A).",
+        "throughput, utilization, per-category, per-kernel and per-op deltas (B - A), "
+        "per measured step.",
+        epilog=EPILOG.format(
+            metrics=", ".join(m.name for m in diff_gate.METRICS),
+            regression=diff_gate.REGRESSION_EXIT,
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "a",
@@ -44,9 +65,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         type=int,
         default=20,
         metavar="N",
-        help="kernels listed, largest |delta| first (default 20)",
+        help="kernels and ops listed, largest |change per step| first (default 20)",
     )
-    _output.add_arguments(p)
+    p.add_argument(
+        "--fail-above",
+        action="append",
+        metavar="METRIC=PCT,...",
+        help="regression gate, e.g. step_time=5%%,kernel:gemm=10%%,memory.peak=3%% (see "
+        f"below); exit status {diff_gate.REGRESSION_EXIT} when B is worse beyond a limit",
+    )
+    p.add_argument(
+        "--summary",
+        metavar="FILE",
+        help="append a short Markdown summary (verdict, gates, largest changes) to FILE, "
+        "e.g. $GITHUB_STEP_SUMMARY; --format markdown prints it instead",
+    )
+    _output.add_arguments(p, FORMATS)
     _window.add_options(p)
     p.set_defaults(func=_run)
 
@@ -66,16 +100,61 @@ def _run(args: argparse.Namespace) -> int:
     if usage:
         print(usage, file=sys.stderr)
         return 2
+    thresholds = _thresholds(args)
+    if isinstance(thresholds, str):
+        print(thresholds, file=sys.stderr)
+        return 2
     from tbdtrace.report import diff_view
 
     a, b = _sides(args)
-    doc = diff_view.document(a, b, spec, args.top)
+    doc = diff_view.document(a, b, spec, args.top, thresholds)
+    rc = _emit(doc, args)
+    if rc == 0 and args.summary:
+        rc = _append(args.summary, diff_view.markdown(doc))
+    if rc == 0 and "gate" in doc:
+        if args.format != "text":  # the text output ends with it already
+            print(f"tbdtrace diff: {diff_view.verdict(doc)}", file=sys.stderr)
+        return int(doc["gate"]["exit_code"])
+    return rc
+
+
+def _emit(doc: dict[str, Any], args: argparse.Namespace) -> int:
+    from tbdtrace.report import diff_view
+
     if args.format == "json" and not args.section:
         return _output.write_text(json.dumps(doc, indent=2) + "\n", args, "diff")
     if args.format in ("json", "csv"):
         return _output.emit_tables(diff_view.tables(doc), args, "diff")
+    if args.format == "markdown":
+        return _output.write_text(diff_view.markdown(doc, top=args.top), args, "diff")
+    if args.format == "html":
+        return _output.write_text(diff_view.render_html(doc), args, "diff")
     diff_view.render_text(doc)
     return 0
+
+
+def _append(path: str, text: str) -> int:
+    """``text`` appended to ``path`` (a CI job summary collects several steps' output)."""
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        print(f"tbdtrace diff: cannot write {path}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _thresholds(args: argparse.Namespace) -> list[Any] | str | None:
+    """The parsed --fail-above thresholds, None without any, or the usage line."""
+    if not args.fail_above:
+        return None
+    from tbdtrace.analysis import gate as diff_gate
+    from tbdtrace.analysis.passes import categories
+
+    try:
+        return diff_gate.parse(args.fail_above, categories.CATEGORIES)
+    except diff_gate.GateUsageError as e:
+        return f"tbdtrace diff: {e}"
 
 
 def _rank_usage(args: argparse.Namespace) -> str | None:

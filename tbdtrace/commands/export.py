@@ -47,11 +47,11 @@ def _run(args: argparse.Namespace) -> int:
     spec = _window.spec(args, "export")
     if spec is None:
         return 2
+    from tbdtrace.analysis.engine import context, window
     from tbdtrace.export import export
-    from tbdtrace.passes import window
 
     tr = pending.trace()
-    win = window.resolve(tr, spec)
+    win = window.resolve(context.of(tr), spec)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     os.close(fd)

@@ -9,7 +9,7 @@ import sys
 from tbdtrace.commands import _window
 from tbdtrace.commands._open import begin_open
 
-BY = ("kernel", "op", "category")  # tbdtrace.passes.hotspots.BY, without loading the pass
+BY = ("kernel", "op", "category")  # tbdtrace.analysis.passes.hotspots.BY, without loading the pass
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

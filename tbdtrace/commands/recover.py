@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import outdir, trace
+from tbdtrace.collector.child_protocol import CAPTURE_LOG
 from tbdtrace.errors import TraceError
 
 
@@ -37,13 +38,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _kind(spool: Path, info: dict[str, Any]) -> str:
+    from tbdtrace.collector import child_protocol as proto
+
     if info.get("backend") in ("torch", "cupti"):
         return str(info["backend"])
     if info.get("backend") in ("tf", "mxnet", "auto"):  # parts as the torch backend's
         return "torch"
-    if any(spool.glob("*.tbds")):
+    if any(spool.glob(f"*{proto.CUPTI_SPOOL_SUFFIX}")):
         return "cupti"
-    if any(spool.glob("part-*")) or any(spool.glob("profiler-*.log")):
+    if any(spool.glob(f"{proto.PART_PREFIX}*")) or any(
+        spool.glob(f"{proto.PROFILER_LOG_PREFIX}*.log")
+    ):
         return "torch"
     raise TraceError(
         f"{spool}: not a capture spool (no capture.json, part-*, profiler-*.log or *.tbds); "
@@ -53,8 +58,9 @@ def _kind(spool: Path, info: dict[str, Any]) -> str:
 
 def read(spool: Path) -> tuple[dict[str, Any], dict[str, Any], list[str], bytes]:
     """(tables, meta, notes, profiler log) from the spool directory ``spool``."""
-    from tbdtrace.collector import supervise
-    from tbdtrace.collector.torch_child import SPOOL_INFO
+    from tbdtrace.collector import child_protocol as proto
+    from tbdtrace.collector import steps, supervise, window_trace
+    from tbdtrace.collector.host_sampler import read_spill
 
     if not spool.is_dir():
         raise TraceError(f"{spool}: not a directory; pass a capture's spool directory")
@@ -65,23 +71,33 @@ def read(spool: Path) -> tuple[dict[str, Any], dict[str, Any], list[str], bytes]
             "spool; wait for them to end (or stop them), then run recover again"
         )
     info: dict[str, Any] = {}
-    if (spool / SPOOL_INFO).exists():
+    if (spool / proto.SPOOL_INFO).exists():
         try:
-            info = json.loads((spool / SPOOL_INFO).read_text())
+            info = json.loads((spool / proto.SPOOL_INFO).read_text())
         except ValueError:
             info = {}
     kind = _kind(spool, info)
     notes: list[str] = []
     log = b""
+    step_cols = steps.read(spool / proto.STEPS_NAME)
     if kind == "torch":
-        from tbdtrace.collector.torch_child import assemble_spool, profiler_log
+        from tbdtrace.collector import parts
 
-        tables, meta, notes = assemble_spool(spool)
-        log = profiler_log(spool)[0]
+        tables, meta, notes = parts.read(spool)
+        parts.add_steps(tables, meta, step_cols)
+        log = parts.profiler_log(spool)[0]
     else:
-        from tbdtrace.collector.cupti_command import assemble_spool as cupti_assemble
+        from tbdtrace.collector import injection
 
-        tables, meta = cupti_assemble(spool)
+        tables, meta = injection.assemble(spool)
+        if step_cols["step"]:
+            tables["steps"] = step_cols
+    if (spool / proto.HOST_SPILL).exists():
+        tables["host_samples"] = read_spill(spool / proto.HOST_SPILL)
+    records = window_trace.read_windows(spool)
+    if records:  # a capture with windows: its windows, and only what is inside them
+        meta["windows"] = window_trace.summarize(records)
+        window_trace.keep(tables, window_trace.spans_of(records))
     if not any(_rows(t) for t in tables.values()):
         raise TraceError(f"{spool}: the spool holds no data (no profile, steps or samples)")
     meta.update(backend=kind, command=info.get("command"), partial=True)
@@ -100,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
     spool = Path(args.spool).absolute()
     with outdir.claim(args.out, force=args.force) as claimed:
         tables, meta, notes, log = read(spool)
-        path = trace.write(claimed.path, tables, meta, files={"capture.log": log} if log else None)
+        path = trace.write(claimed.path, tables, meta, files={CAPTURE_LOG: log} if log else None)
     steps = _rows(tables["steps"]) if "steps" in tables else 0
     print(f"wrote {path} from {spool} (partial; {steps} steps)", file=sys.stderr)
     for n in notes:

@@ -51,6 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="N",
         help="model FLOPs per training sample (forward + backward), for MFU in the flops section",
     )
+    p.add_argument(
+        "--roofline",
+        action="store_true",
+        help="add the roofline section: per op shape and family, achieved FLOP/s and "
+        "bytes/s against the device's roofs, compute- or memory-bound (off by default: it "
+        "costs a search of every kernel's launching op)",
+    )
     _window.add_options(p)
     _perrank.add_options(p, "analyse")
     p.set_defaults(func=_run)
@@ -157,6 +164,7 @@ def _options(args: argparse.Namespace, win: Any) -> Any:
         top_json=args.top if args.top_json else None,
         window=win,
         model_flops_per_sample=args.model_flops_per_sample,
+        roofline=args.roofline,
     )
 
 

@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Any
 
+from tbdtrace.analysis import sql
 from tbdtrace.commands import _perrank
 from tbdtrace.commands._open import open_or_import
-from tbdtrace.passes import sql
 from tbdtrace.report import sql_view
 
 

@@ -1,6 +1,6 @@
 """``tbdtrace sql --output FILE``: the query result written by tbdtrace, not by DuckDB.
 
-The query itself has no file access (tbdtrace/passes/sql.py); the result is written here,
+The query itself has no file access (tbdtrace/analysis/sql.py); the result is written here,
 in a format chosen by the file's extension, to a temporary file beside FILE that then
 replaces it, so an interrupted write never leaves half a file. A path inside the trace
 being queried (or the profiler file itself) is refused: the trace's own files are never

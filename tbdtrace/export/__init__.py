@@ -16,7 +16,7 @@ FORMATS = ("perfetto", "chrome")
 
 def export(trace: Trace, fmt: str, path: str | os.PathLike[str], window: Any = None) -> int:
     """Write ``trace`` as ``fmt`` (one of FORMATS) to ``path``; returns events written.
-    ``window`` (a :class:`tbdtrace.passes.window.Window`): only what is inside it
+    ``window`` (a :class:`tbdtrace.analysis.engine.window.Window`): only what is inside it
     (:func:`tbdtrace.export.timeline.build`)."""
     from tbdtrace.export import chrome, perfetto, timeline
 

@@ -27,11 +27,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.passes import shared_arrays
-from tbdtrace.passes.attribution import attribute
-from tbdtrace.passes.categories import CATEGORIES, kernel_categories
-from tbdtrace.passes.grouping import dense_codes
-from tbdtrace.trace import Trace
+from tbdtrace.analysis.engine import shared_arrays
+from tbdtrace.analysis.engine.attribution import attribute
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
+from tbdtrace.analysis.engine.grouping import dense_codes
+from tbdtrace.analysis.passes.categories import CATEGORIES, kernel_categories
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -192,64 +192,63 @@ COLUMNS = {
 }
 
 
-def build(trace: Trace, window: Any = None) -> Timeline:
-    """The timeline of ``trace`` (see the module doc); with ``window`` (a
-    :class:`tbdtrace.passes.window.Window`), of what is inside it: the window's rows
-    (:func:`tbdtrace.passes.window.view`: device work placed by its launch, host ranges
-    that overlap it), flows between them, and counter values inside it (memory levels
-    from the whole trace, so each starts at its level when the window opens)."""
-    base = trace
+def build(ctx: Source, window: Any = None) -> Timeline:
+    """The timeline of a trace or an analysis context (see the module doc); with
+    ``window`` (a :class:`tbdtrace.analysis.engine.window.Window`), of what is inside it:
+    the window's rows (device work placed by its launch, host ranges that overlap it),
+    flows between them, and counter values inside it (memory levels from the whole trace,
+    so each starts at its level when the window opens)."""
+    ctx = of(ctx)
+    base = ctx
     if window is not None:
-        from tbdtrace.passes import window as window_pass
-
-        trace = window_pass.view(trace, window)
+        ctx = ctx.windowed(window)
     tl = Timeline()
     for table, cols in COLUMNS.items():
-        if trace.num_rows(table):
-            trace.prefetch(table, cols)
+        if ctx.num_rows(table):
+            ctx.prefetch(table, cols)
     parts: list[dict[str, object]] = []
-    flows = _flows(trace)
+    flows = _flows(ctx)
     for i, table in enumerate(("kernels", "memcpy", "memset")):
-        if trace.num_rows(table):
-            parts.append(_device_part(trace, tl, table, i, flows))
+        if ctx.num_rows(table):
+            parts.append(_device_part(ctx, tl, table, i, flows))
     for table in ("runtime", "ops", "markers"):
-        if trace.num_rows(table):
-            parts.append(_host_part(trace, tl, table, flows))
-    if trace.num_rows("steps"):
-        parts.append(_steps_part(trace, tl))
+        if ctx.num_rows(table):
+            parts.append(_host_part(ctx, tl, table, flows))
+    if ctx.num_rows("steps"):
+        parts.append(_steps_part(ctx, tl))
     tl.slices = _concat(parts)
     _split_overlaps(tl)
-    _counters(trace, tl, base, window)
+    _counters(ctx, tl, base, window)
     return tl
 
 
-def _rank_pid(trace: Trace, table: str) -> tuple[I64, I64]:
-    return shared_arrays.ints(trace, table, "rank"), shared_arrays.ints(trace, table, "pid")
+def _rank_pid(ctx: AnalysisContext, table: str) -> tuple[I64, I64]:
+    return shared_arrays.ints(ctx, table, "rank"), shared_arrays.ints(ctx, table, "pid")
 
 
-def _labels(trace: Trace, tl: Timeline, table: str, column: str, none: str) -> I64:
-    codes, labels = shared_arrays.codes(trace, table, column)
+def _labels(ctx: AnalysisContext, tl: Timeline, table: str, column: str, none: str) -> I64:
+    codes, labels = shared_arrays.codes(ctx, table, column)
     lut = tl.intern_labels(labels, none)
     return lut[codes] if len(lut) else np.full(len(codes), tl.intern(none), np.int64)
 
 
-def _flows(trace: Trace) -> dict[str, I64]:
+def _flows(ctx: AnalysisContext) -> dict[str, I64]:
     """Per device table, the flow id of each row (runtime row index + 1; 0 = none)."""
     return {
-        t: shared_arrays.runtime_match(trace, t) + 1
+        t: shared_arrays.runtime_match(ctx, t) + 1
         for t in ("kernels", "memcpy", "memset")
-        if trace.num_rows(t) and trace.num_rows("runtime")
+        if ctx.num_rows(t) and ctx.num_rows("runtime")
     }
 
 
 def _device_part(
-    trace: Trace, tl: Timeline, table: str, source: int, flows: dict[str, I64]
+    ctx: AnalysisContext, tl: Timeline, table: str, source: int, flows: dict[str, I64]
 ) -> dict[str, object]:
-    n = trace.num_rows(table)
-    rank = shared_arrays.ints(trace, table, "rank")
-    dev = shared_arrays.ints(trace, table, "device_id")
-    dtype_codes, dtype_labels = shared_arrays.codes(trace, table, "device_type")
-    stream = shared_arrays.ints(trace, table, "stream_id")
+    n = ctx.num_rows(table)
+    rank = shared_arrays.ints(ctx, table, "rank")
+    dev = shared_arrays.ints(ctx, table, "device_id")
+    dtype_codes, dtype_labels = shared_arrays.codes(ctx, table, "device_type")
+    stream = shared_arrays.ints(ctx, table, "stream_id")
     uniq, inv = groups(rank, dev, np.asarray(dtype_codes, np.int64), stream)
     track_of = np.empty(len(uniq), np.int64)
     for j, (r, d, tcode, s) in enumerate(uniq):
@@ -257,30 +256,28 @@ def _device_part(
         track_of[j] = tl.track(("stream", r, d, dtype, s), _stream_track(tl, r, d, dtype, s))
     t = tl.intern
     if table == "kernels":
-        name = _labels(trace, tl, table, "name", "(unnamed kernel)")
+        name = _labels(ctx, tl, table, "name", "(unnamed kernel)")
         cat_lut = np.array([t(f"kernel,{c}") for c in CATEGORIES], np.int64)
-        cat = cat_lut[kernel_categories(trace.table(table, ["name"]))]
-        launch = _launch(trace, tl)
+        cat = cat_lut[kernel_categories(ctx.table(table, ["name"]))]
+        launch = _launch(ctx, tl)
         args = [launch] if launch is not None else []
-        args += [
-            Arg(c, *_int_arg(trace, table, c)) for c in KERNEL_INT_ARGS if _has(trace, table, c)
-        ]
-        att = attribute(trace)
+        args += [Arg(c, *_int_arg(ctx, table, c)) for c in KERNEL_INT_ARGS if _has(ctx, table, c)]
+        att = attribute(ctx)
         if (att.op >= 0).any():
             op_lut = tl.intern_labels(list(att.op_labels), "")
             args.append(Arg("op", op_lut[np.clip(att.op, 0, None)], att.op >= 0, string=True))
     else:
         kinds = "copy_kind" if table == "memcpy" else "memory_kind"
-        codes, labels = shared_arrays.codes(trace, table, kinds)
+        codes, labels = shared_arrays.codes(ctx, table, kinds)
         pre = "Memcpy" if table == "memcpy" else "Memset"
         lut = np.array([t(f"{pre} {x}" if x else pre) for x in labels], np.int64)
         name = lut[codes] if len(lut) else np.full(n, t(pre), np.int64)
         cat = np.full(n, t(table), np.int64)
-        args = [Arg(c, *_int_arg(trace, table, c)) for c in ("bytes", "correlation_id")]
+        args = [Arg(c, *_int_arg(ctx, table, c)) for c in ("bytes", "correlation_id")]
     return {
         "track": track_of[inv],
-        "start": shared_arrays.ints(trace, table, "start_ns"),
-        "end": shared_arrays.ints(trace, table, "end_ns"),
+        "start": shared_arrays.ints(ctx, table, "start_ns"),
+        "end": shared_arrays.ints(ctx, table, "end_ns"),
         "name": name,
         "cat": cat,
         "flow_in": flows.get(table, np.zeros(n, np.int64)),
@@ -290,12 +287,12 @@ def _device_part(
     }
 
 
-def _launch(trace: Trace, tl: Timeline) -> Arg | None:
+def _launch(ctx: AnalysisContext, tl: Timeline) -> Arg | None:
     """The launch configuration as one string argument, e.g.
     "grid [256, 1, 1] block [128, 1, 1] registers 32 shared 0+1024 B" (static+dynamic)."""
-    if not _has(trace, "kernels", "grid_x"):
+    if not _has(ctx, "kernels", "grid_x"):
         return None
-    vals = [shared_arrays.ints(trace, "kernels", c, -1, keep=False) for c in LAUNCH_COLUMNS]
+    vals = [shared_arrays.ints(ctx, "kernels", c, -1, keep=False) for c in LAUNCH_COLUMNS]
     uniq, inv = groups(*vals)
 
     def text(u: tuple[int, ...]) -> str:
@@ -310,22 +307,22 @@ def _launch(trace: Trace, tl: Timeline) -> Arg | None:
         return out
 
     lut = np.array([tl.intern(text(u)) for u in uniq], np.int64)
-    valid = _bools(trace.column("kernels", "grid_x").is_valid())
+    valid = _bools(ctx.column("kernels", "grid_x").is_valid())
     return Arg("launch", lut[inv], valid, string=True)
 
 
-def _has(trace: Trace, table: str, column: str) -> bool:
-    return shared_arrays.has_values(trace, table, column)
+def _has(ctx: AnalysisContext, table: str, column: str) -> bool:
+    return shared_arrays.has_values(ctx, table, column)
 
 
-def _int_arg(trace: Trace, table: str, column: str) -> tuple[I64, npt.NDArray[np.bool_]]:
-    col = trace.column(table, column)
+def _int_arg(ctx: AnalysisContext, table: str, column: str) -> tuple[I64, npt.NDArray[np.bool_]]:
+    col = ctx.column(table, column)
     valid = (
         np.ones(len(col), bool)
         if col.null_count == 0
         else np.asarray(col.is_valid().to_numpy(zero_copy_only=False), bool)
     )
-    return shared_arrays.ints(trace, table, column, 0, keep=False), valid
+    return shared_arrays.ints(ctx, table, column, 0, keep=False), valid
 
 
 def _stream_track(tl: Timeline, rank: int, dev: int, dtype: str | None, stream: int) -> Track:
@@ -348,10 +345,12 @@ def _host_process(tl: Timeline, rank: int, pid: int) -> int:
     return tl.process(key, out, name)
 
 
-def _host_part(trace: Trace, tl: Timeline, table: str, flows: dict[str, I64]) -> dict[str, object]:
-    n = trace.num_rows(table)
-    rank, pid = _rank_pid(trace, table)
-    tid = shared_arrays.ints(trace, table, "tid")
+def _host_part(
+    ctx: AnalysisContext, tl: Timeline, table: str, flows: dict[str, I64]
+) -> dict[str, object]:
+    n = ctx.num_rows(table)
+    rank, pid = _rank_pid(ctx, table)
+    tid = shared_arrays.ints(ctx, table, "tid")
     uniq, inv = groups(rank, pid, tid)
     track_of = np.empty(len(uniq), np.int64)
     suffix = " annotations" if table == "markers" else ""
@@ -361,30 +360,30 @@ def _host_part(trace: Trace, tl: Timeline, table: str, flows: dict[str, I64]) ->
         real = th >= 0 and not suffix
         tid_out = th if real else DEVICE_PID_BASE + len(tl.tracks)
         track_of[j] = tl.track(("thread", r, p, th, suffix), Track(proc, label, tid_out, real))
-    name = _labels(trace, tl, table, "name", f"({table})")
+    name = _labels(ctx, tl, table, "name", f"({table})")
     args: list[Arg] = []
     flow_out = np.zeros(n, np.int64)
     if table == "runtime":
         cat = np.full(n, tl.intern("cuda_runtime"), np.int64)
-        args.append(Arg("correlation_id", *_int_arg(trace, table, "correlation_id")))
+        args.append(Arg("correlation_id", *_int_arg(ctx, table, "correlation_id")))
         for f in flows.values():
             hit = f[f > 0]
             flow_out[hit - 1] = hit
     elif table == "ops":
-        cat = _labels(trace, tl, table, "category", "op")
+        cat = _labels(ctx, tl, table, "category", "op")
         for c in ("external_id", "sequence_number"):
-            if _has(trace, table, c):
-                args.append(Arg(c, *_int_arg(trace, table, c)))
-        if _has(trace, table, "input_shapes"):
-            shapes = _labels(trace, tl, table, "input_shapes", "")
-            valid = trace.column(table, "input_shapes").is_valid()
+            if _has(ctx, table, c):
+                args.append(Arg(c, *_int_arg(ctx, table, c)))
+        if _has(ctx, table, "input_shapes"):
+            shapes = _labels(ctx, tl, table, "input_shapes", "")
+            valid = ctx.column(table, "input_shapes").is_valid()
             args.append(Arg("input_shapes", shapes, _bools(valid), string=True))
     else:
-        cat = _labels(trace, tl, table, "domain", "annotation")
+        cat = _labels(ctx, tl, table, "domain", "annotation")
     return {
         "track": track_of[inv],
-        "start": shared_arrays.ints(trace, table, "start_ns"),
-        "end": shared_arrays.ints(trace, table, "end_ns"),
+        "start": shared_arrays.ints(ctx, table, "start_ns"),
+        "end": shared_arrays.ints(ctx, table, "end_ns"),
         "name": name,
         "cat": cat,
         "flow_in": np.zeros(n, np.int64),
@@ -398,11 +397,11 @@ def _bools(arr: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
     return np.asarray(arr.to_numpy(zero_copy_only=False), bool)
 
 
-def _steps_part(trace: Trace, tl: Timeline) -> dict[str, object]:
-    n = trace.num_rows("steps")
-    rank, pid = _rank_pid(trace, "steps")
-    step = shared_arrays.ints(trace, "steps", "step")
-    warm = trace.column("steps", "warmup")
+def _steps_part(ctx: AnalysisContext, tl: Timeline) -> dict[str, object]:
+    n = ctx.num_rows("steps")
+    rank, pid = _rank_pid(ctx, "steps")
+    step = shared_arrays.ints(ctx, "steps", "step")
+    warm = ctx.column("steps", "warmup")
     warm_b = _bools(warm) & _bools(warm.is_valid()) if len(warm) else np.zeros(0, bool)
     track = np.empty(n, np.int64)
     names = np.empty(n, np.int64)
@@ -414,8 +413,8 @@ def _steps_part(trace: Trace, tl: Timeline) -> dict[str, object]:
         names[i] = tl.intern(f"step {step[i]}" + (" (warm-up)" if warm_b[i] else ""))
     return {
         "track": track,
-        "start": shared_arrays.ints(trace, "steps", "start_ns"),
-        "end": shared_arrays.ints(trace, "steps", "end_ns"),
+        "start": shared_arrays.ints(ctx, "steps", "start_ns"),
+        "end": shared_arrays.ints(ctx, "steps", "end_ns"),
         "name": names,
         "cat": np.full(n, tl.intern("step"), np.int64),
         "flow_in": np.zeros(n, np.int64),
@@ -515,10 +514,10 @@ def _split_overlaps(tl: Timeline) -> None:
     sl.track[moved] = new[inv]
 
 
-def _counters(trace: Trace, tl: Timeline, base: Trace, window: Any) -> None:
-    """Memory and host-sample counters: host samples of ``trace`` (a window's view keeps
-    those that cover it), memory levels computed on the whole trace ``base`` and kept
-    inside the window, each series starting with its level where the window opens."""
+def _counters(ctx: AnalysisContext, tl: Timeline, base: AnalysisContext, window: Any) -> None:
+    """Memory and host-sample counters: host samples of ``ctx`` (a window keeps those that
+    cover it), memory levels computed on the whole trace ``base`` and kept inside the
+    window, each series starting with its level where the window opens."""
     tracks, ts, vals = [], [], []
     if base.num_rows("memory"):
         for tr, t, v, r in _memory_counters(base, tl):
@@ -527,11 +526,11 @@ def _counters(trace: Trace, tl: Timeline, base: Trace, window: Any) -> None:
             tracks.append(np.full(len(t), tr, np.int64))
             ts.append(t)
             vals.append(v)
-    if trace.num_rows("host_samples"):
-        metric = _labels(trace, tl, "host_samples", "metric", "sample")
-        index = shared_arrays.ints(trace, "host_samples", "index")
-        t = shared_arrays.ints(trace, "host_samples", "ts_ns")
-        v = np.asarray(trace.column("host_samples", "value").to_numpy(), np.float64)
+    if ctx.num_rows("host_samples"):
+        metric = _labels(ctx, tl, "host_samples", "metric", "sample")
+        index = shared_arrays.ints(ctx, "host_samples", "index")
+        t = shared_arrays.ints(ctx, "host_samples", "ts_ns")
+        v = np.asarray(ctx.column("host_samples", "value").to_numpy(), np.float64)
         proc = tl.process(("host samples",), DEVICE_PID_BASE - (1 << 21), "host samples")
         uniq, inv = groups(metric, index)
         lut = np.array(
@@ -582,14 +581,14 @@ def _inside(window: Any, rank: int, t: I64, v: F64) -> tuple[I64, F64]:
     return t[inside], v[inside]
 
 
-def _memory_counters(trace: Trace, tl: Timeline) -> list[tuple[int, I64, F64, int]]:
+def _memory_counters(ctx: AnalysisContext, tl: Timeline) -> list[tuple[int, I64, F64, int]]:
     """Per device: live allocated bytes per category and live reserved bytes over time,
     from the memory pass's timeline (blocks paired; a free whose alloc predates the
     capture is left out, so no series goes negative; docs/MEMORY.md), with the rank
     key (-1: none) of each series."""
-    from tbdtrace.passes import memory
+    from tbdtrace.analysis.passes import memory
 
-    mt = memory.timeline(trace)
+    mt = memory.timeline(ctx)
     if not mt.num_rows:
         return []
     t = mt["ts_ns"].to_numpy()

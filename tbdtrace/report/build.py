@@ -21,7 +21,7 @@ def build(
 ) -> dict[str, Any]:
     """The report document: meta and window first, then each section in report order;
     ``on_section(key)`` is called as each section starts (a progress display)."""
-    from tbdtrace.passes import window
+    from tbdtrace.analysis.engine import context, window
     from tbdtrace.report.contents import SECTIONS
 
     opts = opts or ReportOptions()
@@ -36,9 +36,10 @@ def build(
             "skipped_events": dict(trace.meta.get("skipped_events") or {}),
         }
     }
-    trace.prefetch_tables(PREFETCH)
-    win = window.resolve(trace, opts.window)
-    view = window.view(trace, win)
+    whole = context.of(trace)
+    whole.prefetch_tables(PREFETCH)
+    win = window.resolve(whole, opts.window)
+    view = whole.windowed(win)
     doc["window"] = {
         **win.to_json(),
         "sections": {s.key: "whole trace" if s.whole_trace else win.label() for s in SECTIONS},
@@ -48,7 +49,7 @@ def build(
     for s in SECTIONS:
         if on_section is not None:
             on_section(s.key)
-        doc[s.key] = s.compute(trace if s.whole_trace else view, opts)
+        doc[s.key] = s.compute(whole if s.whole_trace else view, opts)
     return doc
 
 

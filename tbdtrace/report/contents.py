@@ -13,6 +13,7 @@ from tbdtrace.report import (
     memory_section,
     passes_sections,
     ranks_section,
+    roofline_section,
     sections,
     series_sections,
     window_section,
@@ -38,4 +39,5 @@ SECTIONS: list[Section] = [
     memory_section.MEMORY,
     ranks_section.RANKS,
     flops_section.FLOPS,  # after "fp32", whose figures it refers to
+    roofline_section.ROOFLINE,  # opt-in (report --roofline); refers to the flops peaks
 ]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import cpu_activity, summary
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import cpu_activity, summary
 from tbdtrace.report.fmt import fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table
-from tbdtrace.trace import Trace
 
 SHOWN_THREADS = 10
 
@@ -51,7 +51,7 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     con.print(t)
 
 
-def cpu_activity_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def cpu_activity_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     return {
         "device_activity": summary.run(trace).num_rows > 0,
         "threads": table_records(cpu_activity.run(trace)),

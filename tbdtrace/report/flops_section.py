@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import flops, kernel_flops
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import flops, kernel_flops
 from tbdtrace.report.fmt import clip, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table
-from tbdtrace.trace import Trace
 
 
 def _rate(v: float | None) -> str:
@@ -115,7 +115,7 @@ def _render_kernels(con: Console, rows: list[dict[str, Any]], opts: ReportOption
     con.print(t)
 
 
-def flops_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def flops_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     cfg = flops.FlopsConfig(model_flops_per_sample=opts.model_flops_per_sample)
     kt = kernel_flops.run(trace, cfg)
     if opts.top_json is not None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tbdtrace.passes import hotspots, window
+from tbdtrace.analysis.engine import context, window
+from tbdtrace.analysis.passes import hotspots
 from tbdtrace.report.fmt import clip, fmt_ns
 from tbdtrace.report.section_api import table_records
 from tbdtrace.report.textui import Console, Table
@@ -20,8 +21,9 @@ from tbdtrace.trace import Trace
 def document(trace: Trace, spec: Any, top: int, by: str) -> dict[str, Any]:
     """``{"window": ..., "rows": [...]}``: the top ``top`` rows by ``by`` (kernel, op,
     category) over the window ``spec`` (a ``WindowSpec``)."""
-    win = window.resolve(trace, spec)
-    rows = table_records(hotspots.run(window.view(trace, win), hotspots.HotspotsConfig(top, by)))
+    ctx = context.of(trace)
+    win = window.resolve(ctx, spec)
+    rows = table_records(hotspots.run(ctx.windowed(win), hotspots.HotspotsConfig(top, by)))
     return {"window": win.to_json(), "rows": rows}
 
 

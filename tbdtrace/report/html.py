@@ -124,6 +124,15 @@ def _memory(doc: Doc) -> Any:
     return plots.memory_over_time(rows) if rows else None
 
 
+def _roofline(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    sec = _section_dict(doc, "roofline")
+    if not sec.get("included"):
+        return None
+    return plots.roofline(_records(sec.get("ops"), "roofline.ops"))
+
+
 def flops_rows(doc: Doc) -> list[dict[str, Any]]:
     """Bars of the FLOP efficiency plot: from a ``flops`` section (rows with a
     ``precision`` (or ``dtype``) and an ``efficiency*`` figure, ``*coverage*`` and
@@ -222,6 +231,7 @@ PLOTS: tuple[tuple[str, Callable[[Doc], Any]], ...] = (
     ("skew", _skew),
     ("idle", _idle),
     ("flops", _flops),
+    ("roofline", _roofline),
 )
 _WIDE = {"memory", "step_timeline", "utilization"}
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import memory
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import memory
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns
 from tbdtrace.report.section_api import ReportOptions, Section
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.schema import MEMORY_CATEGORIES
-from tbdtrace.trace import Trace
 
 
 def _device_label(d: dict[str, Any] | None) -> str:
@@ -44,6 +44,7 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
             "Level: the allocator's own totals (Total Allocated); categories from the "
             "allocations in the trace; pre_existing: allocated before the trace began."
         )
+    _render_labels(con, data.get("labels"))
     if peak and data["breakdown_at_peak"]["other"] == peak:
         con.print(
             "No allocation in this trace carries a category, so all count as other "
@@ -83,6 +84,23 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     con.print(s)
 
 
+def _render_labels(con: Console, labels: dict[str, Any] | None) -> None:
+    """How the categories were labelled and, post hoc, what they cannot tell apart."""
+    if not labels:
+        return
+    mode = labels["mode"]
+    if mode == "posthoc":
+        con.print(
+            "Categories labelled post hoc (allocator blocks, step-boundary snapshots of "
+            "parameters, gradients and optimizer state, and the trace's phases); they "
+            "cannot tell apart:"
+        )
+        for c in labels["cannot_tell_apart"]:
+            con.print(f"  - {c}")
+    elif mode == "exact":
+        con.print("Categories labelled by the hook tracker (--torch-memory exact).")
+
+
 def _render_devices(con: Console, devices: list[dict[str, Any]]) -> None:
     """Peak per device and level (device and host memory never added together)."""
     if len(devices) < 2 and not any(d["allocator_reserved_peak_bytes"] for d in devices):
@@ -108,8 +126,8 @@ def _first_ts(data: dict[str, Any]) -> int | None:
     return data.get("first_ts_ns")
 
 
-def memory_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
-    """The memory pass summary (see :func:`tbdtrace.passes.memory.summarize`)."""
+def memory_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
+    """The memory pass summary (see :func:`tbdtrace.analysis.passes.memory.summarize`)."""
     return memory.summarize(trace)
 
 

@@ -1,8 +1,8 @@
-"""Notebook use: a trace's summary as HTML (``Trace._repr_html_``) and the report's plots
-as matplotlib Figures, which Jupyter draws inline.
+"""Notebook use: a trace's summary as HTML (``TraceAnalysis._repr_html_``) and the
+report's plots as matplotlib Figures, which Jupyter draws inline.
 
-    tr = tbdtrace.open("out/run")      # shows its source and tables
-    doc = tr.report()                  # the report document (a dict)
+    a = tbdtrace.analyze("out/run")    # shows the trace's source and tables
+    doc = a.report()                   # the report document (a dict)
     figs = notebook.plots(doc)         # {"steps": Figure, "memory": Figure, ...}
     figs["memory"]                     # drawn inline
 """
@@ -36,7 +36,7 @@ def trace_html(trace: Trace) -> str:
     return (
         f"<div><b>tbdtrace trace</b> <code>{html.escape(str(trace.path))}</code>"
         f"<table>{rows}</table><table><tr><th>table</th><th>rows</th></tr>{counts}</table>"
-        "<small>tr.report() gives the report document; "
+        "<small>tbdtrace.analyze(tr).report() gives the report document; "
         "tbdtrace.report.notebook.plots(doc) its plots.</small></div>"
     )
 

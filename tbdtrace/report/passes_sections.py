@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import (
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import (
     categories,
     fp32,
     hotspots,
@@ -18,7 +19,6 @@ from tbdtrace.passes import (
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records, titled
 from tbdtrace.report.textui import Console, Table
-from tbdtrace.trace import Trace
 
 
 def _table(title: str, cols: tuple[str, ...], left: tuple[str, ...] = ()) -> Table:
@@ -65,11 +65,22 @@ def _steps_line(con: Console, s: dict[str, Any], opts: ReportOptions) -> None:
         f"{fmt_ns(s['measured_ns'])}, median step {fmt_ns(s['step_median_ns'])}; "
         f"throughput median {_rate(s['throughput_median_per_s'], 'samples/s')}, mean "
         f"{_rate(s['throughput_mean_per_s'], 'samples/s')}, total/time "
-        f"{_rate(s['throughput_per_s'], 'samples/s')}"
+        f"{_rate(s['throughput_per_s'], 'samples/s')}{_data_wait(s)}"
     )
 
 
-def steps_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def _data_wait(s: dict[str, Any]) -> str:
+    """ "; waiting for data ..." when the trace records data waits (else nothing: unknown)."""
+    if s.get("data_wait_ns") is None:
+        return ""
+    return (
+        f"; waiting for data {fmt_ns(s['data_wait_ns'])} "
+        f"({100 * (s.get('data_wait_share') or 0):.1f}% of the measured time, median "
+        f"{fmt_ns(s['data_wait_median_ns'])} a step)"
+    )
+
+
+def steps_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     tbl = steps.run(trace)
     rows = tbl if opts.top_json is None else tbl.slice(0, opts.top_json)
     ranks = steps.by_rank(tbl)
@@ -106,7 +117,7 @@ def _render_util(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
         )
 
 
-def utilization_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def utilization_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     return {"devices": table_records(utilization.run(trace)), "cpu": utilization.cpu(trace)}
 
 
@@ -125,7 +136,7 @@ def _render_categories(con: Console, data: list[dict[str, Any]], opts: ReportOpt
     con.print(t)
 
 
-def categories_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+def categories_section(trace: AnalysisContext, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(categories.run(trace))
 
 
@@ -150,7 +161,7 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
     con.print(t)
 
 
-def hotspots_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def hotspots_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     kt, ot = hotspots.kernels_and_ops(trace, opts.top_json)
     return {"kernels": table_records(kt), "ops": table_records(ot)}
 
@@ -164,6 +175,8 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
             "Device",
             "Idle",
             "Host-bound",
+            "  of it: data",
+            "  other host",
             "Work queued",
             "Longest queued",
             "Sync wait",
@@ -177,6 +190,8 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
             _dev(r),
             fmt_ns(r["idle_ns"]),
             fmt_ns(r["host_bound_ns"]),
+            fmt_ns(r.get("host_bound_data_ns")),
+            fmt_ns(r.get("host_bound_other_ns")),
             fmt_ns(r["queued_ns"]),
             fmt_ns(r["queued_gap_max_ns"]),
             fmt_ns(r["sync_wait_ns"]),
@@ -187,7 +202,7 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
     con.print(t)
 
 
-def idle_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def idle_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     tbl = idle.run(trace)
     rank = [-1 if r is None else r for r in tbl.column("rank").to_pylist()]
     ranks = [
@@ -222,7 +237,7 @@ def _render_memcpy(con: Console, data: list[dict[str, Any]], opts: ReportOptions
     con.print(t)
 
 
-def memcpy_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+def memcpy_section(trace: AnalysisContext, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(memcpy.run(trace))
 
 
@@ -247,7 +262,7 @@ def _render_fp32(con: Console, data: list[dict[str, Any]], opts: ReportOptions) 
         )
 
 
-def fp32_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+def fp32_section(trace: AnalysisContext, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(fp32.run(trace))
 
 

@@ -173,16 +173,26 @@ def share_bars(
 def idle_breakdown(devices: Rows) -> Figure:
     """Per device: busy time and idle time split into host-bound, short gaps, sync wait."""
     fig, (ax,) = _fig(height=max(1.8, 0.5 * len(devices) + 1.2))
+    split = any(d.get("host_bound_data_ns") is not None for d in devices)
     parts = (
         ("busy", "busy_ns", "#4e79a7"),
-        ("host-bound", "host_bound_ns", "#e15759"),
+        *(
+            (
+                ("host-bound: waiting for data", "host_bound_data_ns", "#ff9d9a"),
+                ("host-bound: other host work", "host_bound_other_ns", "#e15759"),
+            )
+            if split
+            else (("host-bound", "host_bound_ns", "#e15759"),)
+        ),
         ("short gaps", "short_gap_ns", "#edc948"),
         ("sync wait", "sync_wait_ns", "#b07aa1"),
     )
     labels = [dev_label(d) for d in devices]
     left = [0.0] * len(devices)
     for name, key, col in parts:
-        vals = [(d.get(key) or 0) / 1e6 for d in devices]
+        # A device without data-wait ranges: its whole host-bound time is "other".
+        alt = "host_bound_ns" if key == "host_bound_other_ns" else key
+        vals = [_first_known(d, key, alt) / 1e6 for d in devices]
         bars = ax.barh(labels, vals, left=left, color=col, label=name)
         _data(bars, f"idle-{key}")
         left = [a + v for a, v in zip(left, vals, strict=True)]
@@ -190,6 +200,11 @@ def idle_breakdown(devices: Rows) -> Figure:
     ax.set_title("Busy and idle time by cause (whole trace)")
     ax.legend(fontsize=8, ncols=4, loc="lower right")
     return fig
+
+
+def _first_known(d: dict[str, Any], key: str, alt: str) -> float:
+    v = d.get(key)
+    return float((d.get(alt) if v is None else v) or 0)
 
 
 def memory_over_time(
@@ -435,3 +450,38 @@ def _clip(s: str, n: int) -> str:
     """``s`` cut to ``n`` characters, with ``$`` escaped (matplotlib reads $...$ as math)."""
     s = clip(s, n, blank="")
     return s.replace("$", r"\$")
+
+
+def roofline(ops: Rows) -> Figure | None:
+    """Achieved FLOP/s against arithmetic intensity, log-log: one point per op shape with
+    both figures, sized by its device time, on the first rank's roofs (the memory roof up
+    to the ridge point, then the compute roof). None without such an op."""
+    pts = [r for r in ops if r.get("intensity_flop_per_byte") and r.get("achieved_flops_per_s")]
+    if not pts:
+        return None
+    fig, (ax,) = _fig(height=3.6)
+    total = max(r["kernel_ns"] for r in pts) or 1
+    for fam in sorted({r["family"] for r in pts}):
+        rs = [r for r in pts if r["family"] == fam]
+        sc = ax.scatter(
+            [r["intensity_flop_per_byte"] for r in rs],
+            [r["achieved_flops_per_s"] for r in rs],
+            s=[12 + 300 * r["kernel_ns"] / total for r in rs],
+            alpha=0.6,
+            label=fam,
+        )
+        _data(sc, f"roofline-{fam}")
+    pf = next((r["peak_flops_per_s"] for r in pts if r.get("peak_flops_per_s")), None)
+    pb = next((r["peak_bytes_per_s"] for r in pts if r.get("peak_bytes_per_s")), None)
+    xs = [r["intensity_flop_per_byte"] for r in pts]
+    if pf and pb:
+        ridge = pf / pb
+        lo, hi = min(min(xs), ridge) / 4, max(max(xs), ridge) * 4
+        ax.plot([lo, ridge, hi], [lo * pb, pf, pf], color="#444", lw=1, label="roof")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("achieved FLOP/s")
+    ax.set_title("Roofline: op shapes, sized by device time")
+    ax.legend(fontsize=8)
+    return fig

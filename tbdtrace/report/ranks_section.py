@@ -6,11 +6,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from tbdtrace.passes import ranks
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import ranks
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, titled
 from tbdtrace.report.textui import Console, Table
-from tbdtrace.trace import Trace
 
 _KEYS = (
     "steps",
@@ -130,7 +130,7 @@ def _render_collectives(con: Console, c: dict[str, Any] | None) -> None:
     con.print(t)
 
 
-def ranks_section(trace: Trace, opts: ReportOptions) -> dict[str, Any] | None:
+def ranks_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any] | None:
     """Null for a trace with fewer than two ranks."""
     if len(ranks.rank_list(trace)) < 2:
         return None  # before per_rank's unions: a second of a 10M-kernel report, for nothing

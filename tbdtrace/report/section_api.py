@@ -16,20 +16,23 @@ from typing import Any
 
 import pyarrow as pa
 
-from tbdtrace.trace import Trace
+from tbdtrace.analysis.engine.context import AnalysisContext
 
 
 @dataclass(frozen=True)
 class ReportOptions:
     top: int | None = 20  # rows of per-kernel tables shown in text; None = all
     top_json: int | None = None  # rows of per-kernel lists in JSON; None = all
-    # The window the sections cover (tbdtrace.passes.window.WindowSpec); None = the
+    # The window the sections cover (tbdtrace.analysis.engine.window.WindowSpec); None = the
     # measured steps (the whole trace when it has no steps).
     window: Any = None
     # What the windowed sections cover, for text titles (set from the document's window).
     covers: str = ""
     ranks: int = 1  # ranks in the report, for titles of tables that pool them
     model_flops_per_sample: float | None = None  # for MFU in the flops section; None = unknown
+    # The roofline section (``report --roofline``): off by default, as it searches every
+    # kernel's launching op and models every op's bytes (docs/METRICS.md, roofline).
+    roofline: bool = False
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class Section:
     those listed in :data:`tbdtrace.report.contents.SECTIONS`, in that order."""
 
     key: str
-    compute: Callable[[Trace, ReportOptions], Any]
+    compute: Callable[[AnalysisContext, ReportOptions], Any]
     render_text: Callable[[Any, Any, ReportOptions], None] | None
     # Computed on the whole trace, not the window: the memory peak is the process's, and
     # allocations made before a window would be missing from it; phases place the window.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import kernels, summary
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import kernels, summary
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records, titled
 from tbdtrace.report.textui import Console, Table
-from tbdtrace.trace import Trace
 
 _DEVICE_KEYS = (
     "device_id",
@@ -72,7 +72,7 @@ def _render_summary(con: Console, data: dict[str, Any], opts: ReportOptions) -> 
 _SUMMARY_KEYS = tuple(k for _, k in _SUMMARY_ROWS) + ("memcpy_bytes",)
 
 
-def summary_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def summary_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     """Per rank (never summed across ranks); the figures at the top level are the single
     rank's, null when the trace has several ranks (see ``ranks`` and ``across_ranks``)."""
     ranks = summary.by_rank(trace)
@@ -106,7 +106,7 @@ def _render_devices(con: Console, data: list[dict[str, Any]], opts: ReportOption
     con.print(t)
 
 
-def devices_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+def devices_section(trace: AnalysisContext, opts: ReportOptions) -> list[dict[str, Any]]:
     rows = table_records(summary.run(trace))
     keep = ("rank", "device_type", *_DEVICE_KEYS, "memcpy_count", "memcpy_bytes", "memset_count")
     return [{k: r[k] for k in keep} for r in rows]
@@ -137,7 +137,7 @@ def _render_kernels(con: Console, data: list[dict[str, Any]], opts: ReportOption
     con.print(t)
 
 
-def kernels_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+def kernels_section(trace: AnalysisContext, opts: ReportOptions) -> list[dict[str, Any]]:
     tbl = kernels.run(trace)
     if opts.top_json is not None:
         tbl = tbl.slice(0, opts.top_json)

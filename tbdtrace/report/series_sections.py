@@ -11,22 +11,22 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.passes import collective_skew, memory_series, step_timeline
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import collective_skew, memory_series, step_timeline
 from tbdtrace.report.fmt import clip, fmt_ns
 from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table
-from tbdtrace.trace import Trace
 
 
-def memory_timeline_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
-    """Rows of :func:`tbdtrace.passes.memory_series.run`."""
+def memory_timeline_section(trace: AnalysisContext, opts: ReportOptions) -> list[dict[str, Any]]:
+    """Rows of :func:`tbdtrace.analysis.passes.memory_series.run`."""
     return table_records(memory_series.run(trace))
 
 
-def step_timeline_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
+def step_timeline_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     """step (the step number shown, null without measured steps), windows (rank,
     start_ns, end_ns per rank), event_count (events overlapping the windows), shown
-    (events listed), events (rows of :func:`tbdtrace.passes.step_timeline.run`)."""
+    (events listed), events (rows of :func:`tbdtrace.analysis.passes.step_timeline.run`)."""
     cfg = step_timeline.StepTimelineConfig()
     tbl, total = step_timeline.events(trace, cfg)
     win = step_timeline.windows(trace, cfg)
@@ -67,8 +67,8 @@ def _render_skew(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
     )
 
 
-def collective_skew_section(trace: Trace, opts: ReportOptions) -> dict[str, Any]:
-    """summary (per collective name, :func:`tbdtrace.passes.collective_skew.summarize`),
+def collective_skew_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
+    """summary (per collective name, :func:`tbdtrace.analysis.passes.collective_skew.summarize`),
     instance_count, instances (rows of its ``run``, the largest skews when more than
     SKEW_INSTANCES, in time order). Empty with fewer than two ranks."""
     tbl = collective_skew.run(trace)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.passes import phases
+from tbdtrace.analysis.engine.context import AnalysisContext
+from tbdtrace.analysis.passes import phases
 from tbdtrace.report.fmt import fmt_ns
 from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table
-from tbdtrace.trace import Trace
 
 
 def window_line(win: dict[str, Any]) -> str:
@@ -58,7 +58,7 @@ def _render(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> No
     con.print(t)
 
 
-def phases_section(trace: Trace, opts: ReportOptions) -> list[dict[str, Any]]:
+def phases_section(trace: AnalysisContext, opts: ReportOptions) -> list[dict[str, Any]]:
     return table_records(phases.run(trace))
 
 

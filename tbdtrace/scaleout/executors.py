@@ -51,9 +51,22 @@ def open_executor(spec: ExecutorSpec, tasks: int) -> Iterator[tuple[Executor, st
         yield ex, f"a local process pool ({n} process{'es' if n != 1 else ''})"
 
 
+def _distributed() -> Any:
+    """Dask's ``distributed``, an optional dependency (extra ``dask``): TraceError saying how
+    to install it where it is missing."""
+    try:
+        import distributed
+    except ImportError:
+        raise TraceError(
+            "--workers and --scheduler run on a Dask cluster, an optional dependency: "
+            "pip install 'tbdtrace[dask]'"
+        ) from None
+    return distributed
+
+
 @contextmanager
 def _dask(spec: ExecutorSpec) -> Iterator[tuple[Executor, str]]:
-    from distributed import Client
+    Client = _distributed().Client  # noqa: N806
 
     if spec.scheduler is not None:
         try:
@@ -87,7 +100,7 @@ def _executor(client: Any) -> Executor:
 
 def local_cluster(workers: int) -> Any:
     """A started ``distributed.LocalCluster`` of ``workers`` worker processes."""
-    from distributed import LocalCluster
+    LocalCluster = _distributed().LocalCluster  # noqa: N806
 
     # One thread per worker: the tasks are Python parses and numpy passes (GIL-bound);
     # processes, not threads, run them side by side. The scheduler's HTTP server (its

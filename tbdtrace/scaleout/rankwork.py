@@ -49,11 +49,12 @@ def analyse_rank(
     index: int, source: str, work_dir: str, keep_trace: bool = False, window: Any = None
 ) -> RankPart:
     """The task: read ``source`` and write its parts under ``work_dir``; ``window`` (a
-    :class:`tbdtrace.passes.window.WindowSpec`, default the measured steps) is resolved
+    :class:`tbdtrace.analysis.engine.window.WindowSpec`, default the measured steps) is resolved
     on the rank's own steps, as the report does per rank. An input that cannot be read
     gives a RankPart with ``problem`` (its one-line error), not an exception, so one bad
     rank file never stops the others."""
-    from tbdtrace.passes import window as window_pass
+    from tbdtrace.analysis.engine import context
+    from tbdtrace.analysis.engine import window as window_pass
 
     out = part_folder(Path(work_dir), index)
     try:
@@ -61,7 +62,8 @@ def analyse_rank(
         out.mkdir(parents=True, exist_ok=True)
         for name in PARTS:  # an earlier run's parts in a kept --work-dir
             (out / f"{name}.parquet").unlink(missing_ok=True)
-        view = window_pass.view(tr, window_pass.resolve(tr, window))
+        whole = context.of(tr)
+        view = whole.windowed(window_pass.resolve(whole, window))
         ranks = _write_parts(view, out)
     except TraceError as e:
         return RankPart(index, source, None, problem=str(e))
@@ -122,7 +124,7 @@ def _fill_rank(tables: dict[str, Any], rank: int) -> None:
 def _write_parts(tr: Any, out: Path) -> list[int]:
     import pyarrow.parquet as pq
 
-    from tbdtrace.passes import ranks
+    from tbdtrace.analysis.passes import ranks
 
     rows = ranks.per_rank(tr)
     pq.write_table(pa.Table.from_pylist(rows), out / "per_rank.parquet")
@@ -199,7 +201,7 @@ def ranks_report(parts: list[RankPart]) -> dict[str, Any] | None:
     same document as the section of the ranks imported as one trace."""
     import pyarrow.parquet as pq
 
-    from tbdtrace.passes import ranks
+    from tbdtrace.analysis.passes import ranks
     from tbdtrace.report import ranks_section
 
     rows: list[dict[str, Any]] = []

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import os
 import signal
 import socket
@@ -31,13 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace
+from tbdtrace.collector import child_protocol as proto
+from tbdtrace.collector import steps
 from tbdtrace.collector.host_sampler import HostSampler, SamplerConfig
 from tbdtrace.errors import TraceError
 from tbdtrace.suite.plan import REPO, BenchConfig, Job, workload_argv
 
-STEPS_ENV = "TBDTRACE_STEPS_FILE"
+STEPS_ENV = proto.STEPS_FILE
 # Read by workloads/harness.py (memory_trace_dir); bench keeps it out of its jobs.
-MEMORY_ENV = "TBDTRACE_MEMORY_TRACE"
+MEMORY_ENV = proto.MEMORY_TRACE
 CAPTURES = ("auto", "tbdtrace", "steps")
 HOST_RATE_HZ = 20.0  # process-tree samples per second in runs without the capture command
 
@@ -191,49 +192,6 @@ def last_line(log: Path) -> str:
     return (lines[-1] if lines else "no output")[:300]
 
 
-def read_steps_file(path: Path) -> dict[str, list]:  # type: ignore[type-arg]
-    """The harness's JSON Lines records as ``steps`` table columns."""
-    cols: dict[str, list] = {
-        c: []
-        for c in (  # type: ignore[type-arg]
-            "step",
-            "start_ns",
-            "end_ns",
-            "pid",
-            "rank",
-            "samples",
-            "warmup",
-            "loss",
-            "source",
-        )
-    }
-    if not path.exists():
-        return cols
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            r = json.loads(line)
-            row = (
-                int(r["step"]),
-                int(r["start_ns"]),
-                int(r["end_ns"]),
-                r.get("pid"),
-                r.get("rank"),
-                r.get("samples"),
-                r.get("warmup"),
-                r.get("loss"),
-            )
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            raise TraceError(
-                f"{path}:{n}: not a harness steps record ({e}); the workload "
-                "must write it through workloads/harness.py"
-            ) from None
-        for c, v in zip(cols, (*row, "harness"), strict=True):
-            cols[c].append(v)
-    return cols
-
-
 def write_steps_trace(
     job: Job, argv: list[str], paths: Paths, host_samples: dict[str, list[Any]] | None = None
 ) -> None:
@@ -249,7 +207,7 @@ def write_steps_trace(
         "host": socket.gethostname(),
         "extra": {"logical_cpus": os.cpu_count()},
     }
-    tables: dict[str, Any] = {"steps": read_steps_file(paths.steps_file)}
+    tables: dict[str, Any] = {"steps": steps.read(paths.steps_file)}
     if host_samples is not None:
         tables["host_samples"] = host_samples
     trace.write(paths.trace_dir, tables, meta)

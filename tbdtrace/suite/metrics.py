@@ -18,14 +18,14 @@ import pyarrow.compute as pc
 from tbdtrace.schema import MEMORY_CATEGORIES
 from tbdtrace.trace import Trace
 
-Window = tuple[int, int] | None
+StepSpan = tuple[int, int] | None  # the measured steps' (start_ns, end_ns), or None
 GPU_TYPES = ("cuda", "rocm")
 NOTES = "_notes"  # key of a provider's notes (list of str) for the error column
 
 
 def optional_pass(name: str) -> ModuleType | None:
-    """``tbdtrace.passes.<name>`` when this build has it, else None."""
-    full = f"tbdtrace.passes.{name}"
+    """``tbdtrace.analysis.passes.<name>`` when this build has it, else None."""
+    full = f"tbdtrace.analysis.passes.{name}"
     try:
         return importlib.import_module(full)
     except ModuleNotFoundError as e:
@@ -80,7 +80,7 @@ def logical_cpus(tr: Trace) -> int | None:
     return int(n) if n else None
 
 
-def utilization(tr: Trace, window: Window) -> dict[str, Any]:
+def utilization(tr: Trace, window: StepSpan) -> dict[str, Any]:
     """GPU and CPU utilization, separately. GPU: kernel busy time over the measured steps
     (traces with GPU kernels only). CPU: the workload's process tree (not the whole
     machine's, which other processes share), in cores and as a share of the machine's
@@ -96,7 +96,7 @@ def utilization(tr: Trace, window: Window) -> dict[str, Any]:
     return cells
 
 
-def memory(tr: Trace, window: Window) -> dict[str, Any]:
+def memory(tr: Trace, window: StepSpan) -> dict[str, Any]:
     """Peak live memory and its breakdown at the peak (memory pass: ``summarize``).
 
     The headline level of the pass (allocated when the trace has it, else reserved), at
@@ -141,7 +141,7 @@ def _unlabelled(tr: Trace, cells: dict[str, Any]) -> dict[str, Any]:
     return cells
 
 
-def fp32(tr: Trace, window: Window) -> dict[str, Any]:
+def fp32(tr: Trace, window: StepSpan) -> dict[str, Any]:
     """FP32 efficiency over the measured steps' wall time (fp32 pass, ``efficiency_wall``).
 
     Several ranks: achieved FLOP/s summed over ranks / their peaks summed. When the pass
@@ -159,4 +159,4 @@ def fp32(tr: Trace, window: Window) -> dict[str, Any]:
     return {"fp32_efficiency": achieved / sum(r["peak_flops_per_s"] for r in done)}
 
 
-PROVIDERS: tuple[Callable[[Trace, Window], dict[str, Any]], ...] = (utilization, fp32, memory)
+PROVIDERS: tuple[Callable[[Trace, StepSpan], dict[str, Any]], ...] = (utilization, fp32, memory)

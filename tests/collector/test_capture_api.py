@@ -3,6 +3,7 @@ leaves nothing running (host sampler included)."""
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -20,12 +21,16 @@ def test_start_stop_with_the_torch_backend_writes_a_trace(tmp_path: Path) -> Non
     with pytest.raises(TraceError, match="already running"):
         tbdtrace.start(tmp_path / "u", backend="torch")
     (torch.ones(64, 64) @ torch.ones(64, 64)).sum()
+    # The host is sampled from a helper process, not by a thread of this (training) process.
+    assert not [t for t in threading.enumerate() if t.name.startswith("tbdtrace")]
     out = tbdtrace.stop()
     assert out == c.path == tmp_path / "t"
     t = tbdtrace.open(out)
     assert t.meta["backend"] == "torch"
     assert "aten::mm" in t.table("ops", ["name"]).column("name").to_pylist()
     assert t.num_rows("kernels") > 0
+    assert t.num_rows("host_samples") > 0
+    assert t.meta["extra"]["host_sampler"]["pid"] == os.getpid()
     with pytest.raises(TraceError, match="no capture is running"):
         tbdtrace.stop()
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tbdtrace.analysis.engine.peaks import cpu_fp32_peak
 from tbdtrace.collector.cpuinfo import describe
-from tbdtrace.passes.fp32 import cpu_fp32_peak
 
 # One package reporting 2 cores and 2 siblings: no SMT.
 CPUINFO = """processor\t: 0

@@ -11,13 +11,16 @@ from pathlib import Path
 import pytest
 
 from tbdtrace import _native
-from tbdtrace.collector import capture, cupti_backend
-from tbdtrace.collector.cupti_command import INJECT_LIB
+from tbdtrace.collector import CaptureConfig, capture, cupti_backend
+from tbdtrace.collector.child_protocol import INJECT_LIB
 from tbdtrace.errors import TraceError
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_GPU = _native.cupti_version() > 0 and not cupti_backend.probe()[0]
-pytestmark = pytest.mark.skipif(not NO_GPU, reason="these check the no-GPU path")
+pytestmark = [
+    pytest.mark.heavy,
+    pytest.mark.skipif(not NO_GPU, reason="these check the no-GPU path"),
+]
 LINE = "tbdtrace: cupti backend: no CUDA driver/device (CUPTI: CUPTI_ERROR_UNKNOWN)"
 
 
@@ -118,14 +121,37 @@ def test_injection_without_spool_dir_says_so() -> None:
 
 
 def test_child_env_points_cuda_and_nvtx_at_the_injection_library(tmp_path: Path) -> None:
-    from tbdtrace.collector.cupti_command import child_env
+    from tbdtrace.collector.strategies import Injection, command_env
 
-    env = child_env(
-        tmp_path,
-        cupti_backend.CuptiConfig(activities=("kernel", "memcpy")),
-        tmp_path / "steps.jsonl",
-    )
+    cfg = cupti_backend.CuptiConfig(activities=("kernel", "memcpy"))
+    env = command_env(Injection(cfg), tmp_path, None)
     assert Path(env["CUDA_INJECTION64_PATH"]) == INJECT_LIB and INJECT_LIB.exists()
     assert Path(env["NVTX_INJECTION64_PATH"]) == INJECT_LIB
     assert env["TBDTRACE_ACTIVITIES"] == "kernel,memcpy"
     assert env["TBDTRACE_STEPS_FILE"] == str(tmp_path / "steps.jsonl")
+
+
+@pytest.mark.parametrize("api", ["lite", "full"])
+def test_child_env_carries_the_api_set(tmp_path: Path, api: str) -> None:
+    from tbdtrace.collector.strategies import Injection, command_env
+
+    cfg = cupti_backend.CuptiConfig(api=api, buffer_max=16)
+    env = command_env(Injection(cfg), tmp_path, None)
+    assert env["TBDTRACE_API"] == api and env["TBDTRACE_BUFFER_MAX"] == "16"
+    assert cupti_backend.CuptiConfig().api == "lite"  # the default
+
+
+def test_injection_reads_the_api_set(tmp_path: Path) -> None:
+    env = dict(os.environ, TBDTRACE_SPOOL_DIR=str(tmp_path), TBDTRACE_API="most")
+    r = _inject(env)
+    assert r.returncode == 0 and r.stdout.strip() == "rc 1"
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith(": unknown API set 'most' (lite or full)")
+
+
+def test_a_bad_api_set_is_one_line_in_process(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match=r"^unknown API set 'most'; choose lite or full$"):
+        cfg = CaptureConfig(backend="cupti", cupti=cupti_backend.CuptiConfig(api="most"))
+        with capture(tmp_path / "t", config=cfg):
+            pass
+    assert not _native.running()

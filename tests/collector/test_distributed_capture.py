@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 import tbdtrace
+from tbdtrace.analysis.passes import ranks as ranks_pass
 from tbdtrace.collector import torch_dist
-from tbdtrace.passes import ranks as ranks_pass
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("ddp_tiny.py")

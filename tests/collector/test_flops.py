@@ -13,7 +13,7 @@ from tbdtrace import _native
 from tbdtrace import _native_testing as nt
 from tbdtrace.collector import flops, merge, spool
 from tbdtrace.collector.cupti_backend import Backend, CuptiConfig
-from tbdtrace.collector.cupti_command import child_env
+from tbdtrace.collector.strategies import Injection, command_env
 from tbdtrace.errors import TraceError
 
 pytestmark = pytest.mark.skipif(
@@ -158,8 +158,9 @@ def test_counters_flag_needs_the_cupti_backend(tmp_path: Path) -> None:
 
 
 def test_counters_reach_the_injection_library_settings(tmp_path: Path) -> None:
-    env = child_env(tmp_path, CuptiConfig(counters="flops"), tmp_path / "steps")
+    env = command_env(Injection(CuptiConfig(counters="flops")), tmp_path, None)
     assert env["TBDTRACE_COUNTER_METRICS"].split(",") == flops.flop_metrics()
-    assert "TBDTRACE_COUNTER_METRICS" not in child_env(tmp_path, CuptiConfig(), tmp_path / "s")
+    plain = command_env(Injection(CuptiConfig()), tmp_path, None)
+    assert "TBDTRACE_COUNTER_METRICS" not in plain
     with pytest.raises(TraceError, match="need a capture of a command"):
         Backend(CuptiConfig(counters="flops")).start()

@@ -19,6 +19,8 @@ import pytest
 
 from tbdtrace import trace
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 REPO = Path(__file__).resolve().parents[2]
 MXNET_PY = REPO / ".venv-mxnet" / "bin" / "python"
 STEPS = 3
@@ -131,7 +133,7 @@ def test_tf_ops_are_the_models_steps(tf_trace: trace.Trace) -> None:
 
 
 def test_tf_matrix_flops_come_from_the_traced_graph(tf_trace: trace.Trace) -> None:
-    from tbdtrace.passes import fp32
+    from tbdtrace.analysis.passes import fp32
 
     # Per step, batch 16: forward 2*16*32*64 + 2*16*64*10; backward the two weight
     # gradients (the same counts) and the second layer's input gradient (2*16*10*64).

@@ -92,3 +92,20 @@ def test_rate_and_table_round_trip(tmp_path) -> None:  # type: ignore[no-untyped
     assert t.num_rows == len(cols["ts_ns"])
     with pytest.raises(ValueError):
         HostSampler(SamplerConfig(rate_hz=0))
+
+
+def test_the_process_tree_is_scanned_again_only_every_few_seconds() -> None:
+    """A recursive scan of every process costs milliseconds: the tree is cached for
+    SCAN_S seconds, and a process started meanwhile joins at the next scan."""
+    from tbdtrace.collector import host_sampler
+
+    hs = HostSampler(SamplerConfig(gpu=False))
+    first = [p.pid for p in hs._tree()]
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert [p.pid for p in hs._tree()] == first  # within SCAN_S: the cached tree
+        hs._scanned -= host_sampler.SCAN_S  # as if SCAN_S seconds had passed
+        assert child.pid in [p.pid for p in hs._tree()]
+    finally:
+        child.kill()
+        child.wait()

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from tbdtrace import _native
-from tbdtrace.collector.cupti_command import INJECT_LIB
+from tbdtrace.collector.child_protocol import INJECT_LIB
 
 CODE = """
 import torch
@@ -65,4 +65,22 @@ def test_injection_library_exports_the_nvtx_entry_points() -> None:
         "InitializeInjectionNvtx2",
         "InitializeInjectionNvtx",
         "InitializeInjectionNvtxExtension",
+        # capture windows (tbdtrace.collector.window_child.InjectedWindows, through ctypes)
+        "tbdtrace_collector_pause",
+        "tbdtrace_collector_resume",
+        "tbdtrace_collector_paused",
     } <= names
+
+
+def test_window_entry_points_answer_without_a_session() -> None:
+    """The window controller's ctypes calls: without a collector session (this process
+    never initialized CUDA) they do nothing and say so; the seam test drives a session."""
+    code = (
+        "import ctypes, os, sys; lib = ctypes.CDLL(sys.argv[1]); "
+        "print(lib.tbdtrace_collector_pause(), lib.tbdtrace_collector_resume(), "
+        "lib.tbdtrace_collector_paused())"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(INJECT_LIB)], capture_output=True, text=True, check=True
+    )
+    assert r.stdout.split() == ["0", "0", "0"]

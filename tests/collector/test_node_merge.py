@@ -25,8 +25,10 @@ import numpy as np
 import pytest
 
 import tbdtrace
-from tbdtrace.passes import ranks as ranks_pass
+from tbdtrace.analysis.passes import ranks as ranks_pass
 from tests.inprocess import tbd
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("ddp_tiny.py")

@@ -20,6 +20,8 @@ from tbdtrace.collector.host_sampler import SamplerConfig
 from tbdtrace.collector.torch_backend import BOOKKEEPING_OPS, leaf_mask
 from tbdtrace.errors import TraceError
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 STEPS = 3
 
 
@@ -248,6 +250,15 @@ def test_capture_command_profiles_an_unchanged_child(tmp_path: Path) -> None:
     hs = tr.table("host_samples").to_pandas()
     assert (hs.metric.astype(str) == "rss_bytes").sum() >= 2
     assert tr.table("kernels").num_rows > 0
+    # Memory labelled post hoc by default: Linear(8, 4) is 36 float32 parameters, and
+    # the last step's gradients are live at exit.
+    mem = tr.meta["extra"]["torch_memory"]
+    assert mem["mode"] == "posthoc" and mem["labeller"]["iterations"] == 2
+    assert mem["labeller"]["optimizer_steps"] == 2
+    from tbdtrace.analysis.passes import memory
+
+    last = memory.timeline(tr).to_pylist()[-1]
+    assert last["weights_bytes"] == 4 * 36 and last["gradients_bytes"] == 4 * 36
 
 
 def test_profiler_still_reads_inductors_cudagraphs_once_inductor_is_loaded(

@@ -20,10 +20,12 @@ import pytest
 
 import tbdtrace
 from tbdtrace import _pandas_gate, importers
-from tbdtrace.passes import memory
-from tbdtrace.passes.grouping import dense_codes, group_sum
+from tbdtrace.analysis.engine.grouping import dense_codes, group_sum
+from tbdtrace.analysis.passes import memory
 from tbdtrace.trace import from_tables
 from tests.conftest import KINETO
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = KINETO / "hta" / "nccl_data.json.gz"
@@ -189,15 +191,15 @@ def test_memory_device_peaks_match_pandas() -> None:
 
 
 def test_hotspots_command_offers_the_pass_groupings() -> None:
+    from tbdtrace.analysis.passes import hotspots as pas
     from tbdtrace.commands import hotspots as cmd
-    from tbdtrace.passes import hotspots as pas
 
     assert cmd.BY == pas.BY
 
 
 @pytest.mark.parametrize("case", ["dense_unsorted", "duplicates", "nulls", "sparse", "sorted"])
 def test_join_sorted_finds_the_first_equal_id(case: str) -> None:
-    from tbdtrace.passes.joins import NULL_ID, join_sorted
+    from tbdtrace.analysis.engine.joins import NULL_ID, join_sorted
 
     rng = np.random.default_rng(11)
     b = np.arange(1, 5001, dtype=np.int64)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.passes.test_flops import _mixed_trace
+from tests.analysis.passes.test_flops import _mixed_trace
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

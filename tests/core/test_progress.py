@@ -111,6 +111,7 @@ def test_nothing_when_piped_or_quiet(tmp_path: Path) -> None:
     assert rc == 0 and "analysing" not in term and "reading" not in term
 
 
+@pytest.mark.heavy  # a process pool
 def test_ranks_done_rank_by_rank(tmp_path: Path) -> None:
     a = fixture("kineto/hta/sampled_rank-0.json.gz")
     b = fixture("kineto/hta/sampled_rank-1.json.gz")
@@ -137,6 +138,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.heavy  # a capture
 def test_capture_shows_the_step_and_seconds_per_step(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     script = tmp_path / "train.py"

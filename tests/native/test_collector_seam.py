@@ -1,4 +1,4 @@
-"""The real collector (csrc/collector.cpp) driven through the fake CUPTI (csrc/testing):
+"""The real collector (csrc/collector/collector.cpp) driven through the fake CUPTI (csrc/testing):
 producer threads write CUpti_ActivityKernel10 records into buffers the collector hands out,
 from several threads, at a set rate; periodic flushes, spills, stop, pool exhaustion, a stop
 during a flush, SIGTERM/SIGINT, a second start, failed starts. Expected values come from the
@@ -27,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def start(fake: nt.FakeCupti, path: Path, count: int = 8, flush_ms: int = 10) -> None:
-    ok, status, msg = nt.start(fake, str(path), ["kernel"], 64 * KIB, count, flush_ms)
+    """A fixed pool of ``count`` buffers (buffer_max = count)."""
+    ok, status, msg = nt.start(
+        fake, str(path), ["kernel"], 64 * KIB, count, flush_ms, buffer_max=count
+    )
     assert ok, (status, msg)
 
 
@@ -208,9 +211,9 @@ def test_spool_write_errors_are_recorded_and_surfaced(
     # capture: a warning line and exit status 3 when the command itself succeeded.
     tables, meta = merge.merge([sp])
     assert meta["extra"]["spool_errors"] == sp.meta["spool_errors"]
-    out = trace.write(tmp_path / "trace", tables, meta)
-    assert capture_cmd._incomplete_status(out, 0) == capture_cmd.INCOMPLETE_EXIT == 3
-    assert capture_cmd._incomplete_status(out, 7) == 7  # the command's failure comes first
+    written = trace.open(trace.write(tmp_path / "trace", tables, meta)).meta
+    assert capture_cmd._incomplete_status(written, 0) == capture_cmd.INCOMPLETE_EXIT == 3
+    assert capture_cmd._incomplete_status(written, 7) == 7  # the command's failure comes first
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith("tbdtrace capture: warning: the trace is incomplete: ")
     assert "rows lost" in line and "File too large" in line
@@ -227,3 +230,41 @@ def test_crc_matches_zlib_for_every_length_and_offset() -> None:
         seed = rnd.randrange(0, 2**32)
         chunk = data[off : off + n]
         assert nt.crc32(chunk, seed) == zlib.crc32(chunk, seed), (n, off)
+
+
+def test_capture_window_pause_and_resume(tmp_path: Path) -> None:
+    """Capture windows (collector_pause/resume): started paused, nothing recorded until
+    resumed; a pause turns the kernel kind off (the device kind stays), flushes, and the
+    flush thread spills at once; every record written in the windows is in the spool."""
+    import time
+
+    fake = nt.FakeCupti(threads=2, records_per_thread=600, rate_per_s=2000.0)  # 0.3 s
+    ok, status, msg = nt.start(
+        fake, str(tmp_path / "w.tbds"), ["kernel", "device"], 64 * KIB, 8, 1000, start_paused=True
+    )
+    assert ok and msg == "paused", (status, msg)
+    assert nt.paused()
+    st = fake.stats()
+    assert (st["enables"], st["disables"]) == (2, 1)  # both on, then kernel off
+    fake.start_producers()
+    time.sleep(0.06)
+    assert fake.stats()["produced"] == 0
+    assert nt.resume() and not nt.resume() and not nt.paused()
+    time.sleep(0.08)
+    assert nt.pause() and not nt.pause()
+    at_pause = fake.stats()
+    assert at_pause["produced"] > 0 and at_pause["forced_flushes"] == 2  # start, pause
+    # The window's records reach the spool file at the pause, not at the next period (1 s).
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline and not spool_ids(spool.read(tmp_path / "w.tbds")).size:
+        time.sleep(0.01)
+    assert spool_ids(spool.read(tmp_path / "w.tbds")).size == at_pause["written"]
+    time.sleep(0.06)
+    assert fake.stats()["produced"] == at_pause["produced"]  # paused: nothing recorded
+    assert nt.resume()
+    fake.join_producers()
+    sp = check_complete(fake, nt.stop())
+    st = fake.stats()
+    assert at_pause["produced"] < st["produced"] < 2 * 600  # the pauses left gaps
+    assert len(spool_ids(sp)) == st["written"]
+    assert not nt.pause() and not nt.resume()  # no session

@@ -1,4 +1,4 @@
-"""The column core's typed setters (csrc/column_core.h): a store of the wrong type, or an
+"""The column core's typed setters (csrc/common/column_core.h): a store of the wrong type, or an
 implicitly narrowed value, does not compile; the right one does."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ CXX = shutil.which("c++") or shutil.which("g++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler on PATH")
 
 PRELUDE = """
-#include "column_core.h"
+#include "common/column_core.h"
 // clang-format off
 #define T_COLS(X) X(start_ns, I64) X(device_id, I32) X(name, STR) X(address, U64)
 // clang-format on

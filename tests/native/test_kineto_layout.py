@@ -1,4 +1,4 @@
-"""The Kineto parser's staging columns (csrc/kineto/columns.h) against tbdtrace/schema.py,
+"""The Kineto parser's staging columns (csrc/kineto/staging_tables.h) against tbdtrace/schema.py,
 and its dictionary recoding."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The collector's C++ column layout (csrc/columns.h) against tbdtrace/schema.py."""
+"""The collector's C++ column layout (csrc/collector/collector_tables.h) against
+tbdtrace/schema.py."""
 
 from __future__ import annotations
 

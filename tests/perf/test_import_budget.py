@@ -51,11 +51,22 @@ TBDTRACE_DENIED = (
     "tbdtrace.report.html",
     "tbdtrace.report.plots",
     "tbdtrace.commands.sql",
+    "tbdtrace.analysis.sql",
 )
 
+# The modules every command here loads (a trace directory given to info).
 CORE = {
     "tbdtrace",
     "tbdtrace._pandas_gate",
+    "tbdtrace.analysis",
+    "tbdtrace.analysis.engine",
+    "tbdtrace.analysis.engine.cache",
+    "tbdtrace.analysis.engine.context",
+    "tbdtrace.analysis.engine.grouping",
+    "tbdtrace.analysis.engine.intervals",
+    "tbdtrace.analysis.engine.joins",
+    "tbdtrace.analysis.engine.shared_arrays",
+    "tbdtrace.analysis.engine.window",
     "tbdtrace.arrow_ints",
     "tbdtrace.cli",
     "tbdtrace.cli_errors",
@@ -63,6 +74,7 @@ CORE = {
     "tbdtrace.errors",
     "tbdtrace.heap",
     "tbdtrace.outdir",
+    "tbdtrace.progress",
     "tbdtrace.report",
     "tbdtrace.report.build",
     "tbdtrace.report.fmt",
@@ -87,85 +99,87 @@ KINETO = {
     "tbdtrace.importers.sniff",
     "tbdtrace.importers.validate",
 }
-WINDOW = {
+REPORT = CORE | {
+    "tbdtrace.analysis.engine.attribution",
+    "tbdtrace.analysis.engine.byte_formulas",
+    "tbdtrace.analysis.engine.data_wait",
+    "tbdtrace.analysis.engine.flop_formulas",
+    "tbdtrace.analysis.engine.kernel_names",
+    "tbdtrace.analysis.engine.memory_blocks",
+    "tbdtrace.analysis.engine.memory_devices",
+    "tbdtrace.analysis.engine.op_flops",
+    "tbdtrace.analysis.engine.outputs",
+    "tbdtrace.analysis.engine.peaks",
+    "tbdtrace.analysis.passes",
+    "tbdtrace.analysis.passes.categories",
+    "tbdtrace.analysis.passes.collective_skew",
+    "tbdtrace.analysis.passes.cpu_activity",
+    "tbdtrace.analysis.passes.flops",
+    "tbdtrace.analysis.passes.fp32",
+    "tbdtrace.analysis.passes.hotspots",
+    "tbdtrace.analysis.passes.idle",
+    "tbdtrace.analysis.passes.kernel_flops",
+    "tbdtrace.analysis.passes.kernels",
+    "tbdtrace.analysis.passes.memcpy",
+    "tbdtrace.analysis.passes.memory",
+    "tbdtrace.analysis.passes.memory_series",
+    "tbdtrace.analysis.passes.phases",
+    "tbdtrace.analysis.passes.ranks",
+    "tbdtrace.analysis.passes.roofline",
+    "tbdtrace.analysis.passes.step_timeline",
+    "tbdtrace.analysis.passes.steps",
+    "tbdtrace.analysis.passes.summary",
+    "tbdtrace.analysis.passes.utilization",
+    "tbdtrace.commands._output",
+    "tbdtrace.commands._perrank",
+    "tbdtrace.commands._rankset",
     "tbdtrace.commands._window",
-    "tbdtrace.passes",
-    "tbdtrace.passes._kernel_names",
-    "tbdtrace.passes._windowed",
-    "tbdtrace.passes.cache",
-    "tbdtrace.passes.categories",
-    "tbdtrace.passes.grouping",
-    "tbdtrace.passes.intervals",
-    "tbdtrace.passes.joins",
-    "tbdtrace.passes.kernels",
-    "tbdtrace.passes.outputs",
-    "tbdtrace.passes.shared_arrays",
-    "tbdtrace.passes.steps",
-    "tbdtrace.passes.window",
+    "tbdtrace.report.contents",
+    "tbdtrace.report.cpu_section",
+    "tbdtrace.report.flops_section",
+    "tbdtrace.report.memory_section",
+    "tbdtrace.report.passes_sections",
+    "tbdtrace.report.ranks_section",
+    "tbdtrace.report.roofline_section",
+    "tbdtrace.report.sections",
+    "tbdtrace.report.series_sections",
+    "tbdtrace.report.text",
+    "tbdtrace.report.window_section",
 }
-REPORT = (
-    CORE
-    | WINDOW
-    | {
-        "tbdtrace.commands._output",
-        "tbdtrace.commands._perrank",  # its options only; the scale-out code stays out
-        "tbdtrace.commands._rankset",
-        "tbdtrace.passes._memory_devices",
-        "tbdtrace.passes._op_flops",
-        "tbdtrace.passes._peaks",
-        "tbdtrace.passes.attribution",
-        "tbdtrace.passes.collective_skew",
-        "tbdtrace.passes.cpu_activity",
-        "tbdtrace.passes.device_peaks",
-        "tbdtrace.passes.flop_formulas",
-        "tbdtrace.passes.flops",
-        "tbdtrace.passes.fp32",
-        "tbdtrace.passes.hotspots",
-        "tbdtrace.passes.idle",
-        "tbdtrace.passes.kernel_flops",
-        "tbdtrace.passes.memcpy",
-        "tbdtrace.passes.memory",
-        "tbdtrace.passes.memory_blocks",
-        "tbdtrace.passes.memory_series",
-        "tbdtrace.passes.phases",
-        "tbdtrace.passes.ranks",
-        "tbdtrace.passes.step_timeline",
-        "tbdtrace.passes.summary",
-        "tbdtrace.passes.utilization",
-        "tbdtrace.report.contents",
-        "tbdtrace.report.cpu_section",
-        "tbdtrace.report.flops_section",
-        "tbdtrace.report.memory_section",
-        "tbdtrace.report.passes_sections",
-        "tbdtrace.report.ranks_section",
-        "tbdtrace.report.sections",
-        "tbdtrace.report.series_sections",
-        "tbdtrace.report.text",
-        "tbdtrace.report.window_section",
-    }
-)
-HOTSPOTS = (
-    CORE
-    | WINDOW
-    | {
-        "tbdtrace.passes.attribution",
-        "tbdtrace.passes.hotspots",
-        "tbdtrace.report.hotspots_view",
-    }
-)
+HOTSPOTS = CORE | {
+    "tbdtrace.analysis.engine.attribution",
+    "tbdtrace.analysis.engine.kernel_names",
+    "tbdtrace.analysis.engine.outputs",
+    "tbdtrace.analysis.passes",
+    "tbdtrace.analysis.passes.categories",
+    "tbdtrace.analysis.passes.hotspots",
+    "tbdtrace.analysis.passes.kernels",
+    "tbdtrace.commands._window",
+    "tbdtrace.report.hotspots_view",
+}
 INFO = CORE
-DIFF = (
-    CORE
-    | WINDOW
-    | {
-        "tbdtrace.commands._output",
-        "tbdtrace.commands._rankset",
-        "tbdtrace.passes.diff",
-        "tbdtrace.passes.summary",
-        "tbdtrace.passes.utilization",
-        "tbdtrace.report.diff_view",
-    }
-)
+DIFF = CORE | {
+    "tbdtrace.analysis.compare",
+    "tbdtrace.analysis.engine.attribution",
+    "tbdtrace.analysis.engine.data_wait",
+    "tbdtrace.analysis.engine.kernel_names",
+    "tbdtrace.analysis.engine.memory_blocks",
+    "tbdtrace.analysis.engine.memory_devices",
+    "tbdtrace.analysis.engine.outputs",
+    "tbdtrace.analysis.gate",
+    "tbdtrace.analysis.passes",
+    "tbdtrace.analysis.passes.categories",
+    "tbdtrace.analysis.passes.hotspots",
+    "tbdtrace.analysis.passes.kernels",
+    "tbdtrace.analysis.passes.memory",
+    "tbdtrace.analysis.passes.steps",
+    "tbdtrace.analysis.passes.summary",
+    "tbdtrace.analysis.passes.utilization",
+    "tbdtrace.commands._output",
+    "tbdtrace.commands._rankset",
+    "tbdtrace.commands._window",
+    "tbdtrace.report.diff_view",
+}
 
 FIXTURE = "kineto/hta/df_index_resolver.json.gz"
 OTHER = "kineto/hta/nccl_data.json.gz"
@@ -262,7 +276,7 @@ def test_the_budget_catches_what_it_guards() -> None:
         "multiprocessing.pool",
         "tbdtrace.scaleout",
         "tbdtrace.scaleout.rankwork",
-        "tbdtrace.passes.new_costly_pass",
+        "tbdtrace.analysis.passes.new_costly_pass",
     }
     got = over_budget(mods, REPORT)
     assert got == [
@@ -272,6 +286,6 @@ def test_the_budget_catches_what_it_guards() -> None:
         "pandas module pandas.core (pandas must stay refused)",
         "tbdtrace.scaleout (denied)",
         "tbdtrace.scaleout.rankwork (denied)",
-        "tbdtrace.passes.new_costly_pass",
+        "tbdtrace.analysis.passes.new_costly_pass",
     ]
     assert over_budget(set(REPORT), REPORT) == []

@@ -9,12 +9,12 @@ import pkgutil
 from pathlib import Path
 
 import tbdtrace.report
-from tbdtrace.passes.window import WindowSpec
+from tbdtrace.analysis.engine.window import WindowSpec
 from tbdtrace.report import ReportOptions, Section, build
 from tbdtrace.report.contents import SECTIONS
 from tbdtrace.report.text import render
 from tbdtrace.report.textui import Console
-from tests.passes.tiny import kernels, make
+from tests.analysis.tiny import kernels, make
 
 
 def _declared() -> dict[str, Section]:

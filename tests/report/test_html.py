@@ -25,6 +25,8 @@ from tests import rawkineto
 from tests.conftest import KINETO_TRACES, ROOT, fixture
 from tests.report.conftest import browse
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 LARGEST = "kineto/hta/df_index_resolver.json.gz"
 SCREENSHOT = ROOT / "out" / "report-screenshot.png"
 

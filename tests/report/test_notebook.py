@@ -1,5 +1,5 @@
-"""Notebook use: a trace's HTML summary, Trace.report(), and the example script run as a
-user would run it."""
+"""Notebook use: a trace's HTML summary (``tbdtrace.analyze(tr)`` in a cell), its
+report, and the example script run as a user would run it."""
 
 from __future__ import annotations
 
@@ -25,14 +25,15 @@ def _imported(tmp_path: Path) -> Path:
     return out
 
 
-def test_repr_html_and_report(tmp_path: Path) -> None:
+def test_analysis_repr_html_and_report(tmp_path: Path) -> None:
     path = _imported(tmp_path)
     tr = tbdtrace.open(path)
-    page = tr._repr_html_()
+    a = tbdtrace.analyze(tr)
+    page = a._repr_html_()
     raw = rawkineto.expected_report(fixture(SMALL))
     assert str(path) in page and "kineto" in page
     assert f"<td>kernels</td><td style='text-align:right'>{raw['kernel_count']:,}</td>" in page
-    doc = tr.report()
+    doc = a.report()
     cli = subprocess.run(
         [sys.executable, "-m", "tbdtrace", "report", str(path), "--format", "json"],
         check=True,

@@ -24,7 +24,8 @@ from tests.robustness.cases_sizes import CASES, SizeCase
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT_BYTES = 4 << 30
 
-pytestmark = pytest.mark.robustness
+# Gigabytes of content per case: the robustness tier, never the quick one.
+pytestmark = [pytest.mark.robustness, pytest.mark.heavy]
 
 
 def _limit() -> None:

@@ -15,6 +15,8 @@ import pytest
 from tests.inprocess import tbd
 from tests.suite.conftest import run_bench
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 TBD_MODELS = (
     "resnet50",
     "inception_v3",

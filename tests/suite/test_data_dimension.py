@@ -7,11 +7,15 @@ import csv
 import sys
 from pathlib import Path
 
+import pytest
+
 from tbdtrace.suite import plan, rows
 from tbdtrace.suite.plan import BenchConfig, Job
 from tests.inprocess import tbd
 from tests.suite.conftest import BenchRun
 from workloads import dimensions
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 
 def test_bench_data_modes_match_the_workloads() -> None:

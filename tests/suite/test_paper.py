@@ -17,6 +17,8 @@ from tbdtrace.suite.rows import empty_row
 from tests.inprocess import tbd
 from tests.suite.conftest import run_bench
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 MEMORY_CATEGORIES = (
     "weights",
     "gradients",

@@ -15,6 +15,8 @@ from tbdtrace.suite.plan import workload_argv
 from tbdtrace.suite.runner import quality_from_log
 from tests.suite.conftest import BenchRun
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 
 def _job() -> Job:
     return Job("wgan", "pytorch", "workloads.pytorch.wgan", sys.executable, 4)

@@ -10,10 +10,13 @@ from __future__ import annotations
 import subprocess
 
 import numpy as np
+import pytest
 import torch
 from torch.nn import functional as F
 
 from tests.workloads.runner import REPO, mxnet_python
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 ACTIONS = 4
 PARAMS = (

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from torch.nn import functional as F
 from torchvision.models.detection import _utils as det_utils
@@ -20,6 +21,8 @@ from torchvision.ops import box_iou, roi_align
 from torchvision.ops.poolers import LevelMapper
 
 from tests.workloads.runner import REPO, mxnet_python
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 _MXNET = """
 import sys

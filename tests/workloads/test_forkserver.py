@@ -17,6 +17,8 @@ import pytest
 
 from tests.workloads.runner import REPO, RUN_ENV, ForkServer
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 MODULE = "tests.workloads.forkprobe"
 
 

@@ -28,6 +28,8 @@ from tests.workloads.runner import REPO, TINY_SAMPLES, check_trained, mxnet_pyth
 from workloads import harness
 from workloads.pytorch import _common as pt
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 POOL = harness.POOL_BATCHES
 
 

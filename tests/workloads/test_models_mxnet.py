@@ -14,6 +14,8 @@ import pytest
 from tests.workloads.runner import REPO, mxnet_python, run_workload
 from workloads import registry
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 
 def test_logits_have_one_frame_per_two_input_frames() -> None:
     # Conv 1 has time stride 2 with padding 5 on an 11-frame kernel: ceil(T / 2) frames,

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.workloads.runner import run_workload
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 # Parameter counts need the parameters' shapes only: models built on the meta device
 # allocate and initialise nothing (the paper sizes took seconds on the CPU).

@@ -11,6 +11,8 @@ import pytest
 
 from tests.workloads.runner import run_workload
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 
 def test_logits_have_one_frame_per_two_input_frames() -> None:
     import numpy as np

@@ -12,6 +12,8 @@ import pytest
 
 from tests.workloads.runner import check_trained, run_workload
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 MODULE = "workloads.pytorch.wgan"
 
 

@@ -21,6 +21,8 @@ import pytest
 from tests.workloads import count_params
 from workloads import registry, specs
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("count_params.py")
 MXNET_PY = ROOT / ".venv-mxnet" / "bin" / "python"

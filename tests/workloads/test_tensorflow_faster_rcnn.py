@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from workloads.tensorflow import detection as det
 from workloads.tensorflow import faster_rcnn
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 
 def _bilinear(f: np.ndarray, y: float, x: float) -> np.ndarray:

@@ -163,4 +163,5 @@ def batches(
         prefetch=workers * harness.HOST_PREFETCH,
         pin_memory=ctx.device_type == "gpu",
     )
-    return (tuple(a.as_in_context(ctx) for a in batch) for batch in loader)
+    on_ctx = (tuple(a.as_in_context(ctx) for a in batch) for batch in loader)
+    return harness.fed(on_ctx, args, FRAMEWORK)  # marked, --data-delay-ms later

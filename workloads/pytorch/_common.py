@@ -399,4 +399,5 @@ def batches(
         generator=batch_generator(base, -1),  # its worker seeds: not the global RNG's draws
     )
     host: Iterator[B] = iter(loader)
-    return CudaPrefetch(host, device) if cuda else host  # CPU: the workers' tensors
+    # CPU: the workers' tensors; each fetch marked (and --data-delay-ms later).
+    return harness.fed(CudaPrefetch(host, device) if cuda else host, args, FRAMEWORK)

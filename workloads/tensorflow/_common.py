@@ -164,4 +164,4 @@ def batches(
         ds = ds.with_options(options)
         if device.startswith("/GPU"):
             ds = ds.apply(tf.data.experimental.prefetch_to_device(device))
-        return iter(ds)
+        return harness.fed(iter(ds), args, FRAMEWORK)  # marked, --data-delay-ms later

@@ -1,12 +1,15 @@
 """Memory profiling: allocations labelled weights, gradients, optimizer_state, inputs,
 activations, workspace or other (see docs/MEMORY.md).
 
-* :class:`TorchMemoryTracker` (``tbdtrace.collector.memory.torch_classify``): the PyTorch
-  classifier capture backends call at start/stop;
+* ``tbdtrace.collector.memory.torch_labels``: PyTorch's labelling modes
+  (``--torch-memory posthoc|exact|off``) and the labellers capture backends call at
+  start/stop: post hoc (``posthoc``: step-boundary snapshots, ``torch_snapshots``; the
+  trace's phases, ``phases``; the rules, ``posthoc``) or the hook tracker
+  (:class:`TorchMemoryTracker`, ``torch_classify``);
 * :func:`profile`: in-process PyTorch memory capture to a trace directory;
 * ``tbdtrace.collector.memory.tensorflow``: TensorFlow allocator totals and variable sizes;
 * ``tbdtrace.collector.memory.mxnet``: MXNet's profiler storage counter and Gluon model sizes.
-The analysis over time is the ``memory`` pass (``tbdtrace.passes.memory``).
+The analysis over time is the ``memory`` pass (``tbdtrace.analysis.passes.memory``).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace import trace as trace_io
+from tbdtrace.analysis.engine.memory_blocks import Blocks, pair
 from tbdtrace.collector.memory import workspace
-from tbdtrace.passes.memory_blocks import Blocks, pair
 
 # Category codes of sightings, best first: a block seen as several things takes the first.
 PRIORITY = ("weights", "optimizer_state", "gradients", "inputs", "activations")

@@ -43,21 +43,24 @@ the first in :data:`PRIORITY` wins: a weight saved for backward stays a weight.
 
 from __future__ import annotations
 
-import gc
-import os
 import threading
 import time
-import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from tbdtrace import trace as trace_io
-from tbdtrace.collector.memory.matching import PRIORITY, Obs, label
-
-_RANK = {c: i for i, c in enumerate(PRIORITY)}
+from tbdtrace.collector.memory.matching import Obs, label
+from tbdtrace.collector.memory.torch_live import (
+    RANK,
+    Baseline,
+    is_optimizer,
+    live_framework_objects,
+    storage,
+)
+from tbdtrace.collector.memory.torch_live import tensors as tensors_in
 
 
 @dataclass(frozen=True)
@@ -66,32 +69,6 @@ class TrackerConfig:
     scan_gc: bool = True  # find live modules/optimizers with gc at start and stop
     inputs: bool = True  # label outermost module inputs as `inputs`
     match_tolerance_ns: int = 1_000_000  # slack when an observation is at a block's edge
-
-
-def _storage(t: Any) -> tuple[int, int, str, int] | None:
-    """(address, nbytes, device_type, device_id) of a tensor's storage, None if it has none."""
-    try:
-        st = t.untyped_storage()
-        ptr, nb = int(st.data_ptr()), int(st.nbytes())
-    except (RuntimeError, NotImplementedError, AttributeError):
-        return None  # sparse, meta, functional wrappers: no plain storage
-    if ptr == 0 or nb == 0:
-        return None
-    dev = t.device
-    return ptr, nb, str(dev.type), -1 if dev.index is None else int(dev.index)
-
-
-def _tensors(obj: Any, depth: int = 0) -> Iterator[Any]:
-    import torch
-
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif depth < 4 and isinstance(obj, (list, tuple)):
-        for o in obj:
-            yield from _tensors(o, depth + 1)
-    elif depth < 4 and isinstance(obj, Mapping):
-        for o in obj.values():
-            yield from _tensors(o, depth + 1)
 
 
 class TorchMemoryTracker:
@@ -104,10 +81,7 @@ class TorchMemoryTracker:
         self.config = config or TrackerConfig()
         self._explicit = [o for o in (optimizer, model) if o is not None]
         self._obs = Obs([], [], [], [], [], [])
-        # (device_type, address) -> (nbytes, category code, device_id) live at start
-        self._baseline: dict[tuple[str, int], tuple[int, int, int]] = {}
-        self._baseline_free_ns: dict[tuple[str, int], int] = {}
-        self._finalizers: list[weakref.finalize[Any, Any]] = []
+        self._baseline = Baseline()
         self._handles: list[Any] = []
         self._params_hooked: set[int] = set()
         self._saved_hooks: Any = None
@@ -119,11 +93,11 @@ class TorchMemoryTracker:
     # -- recording -----------------------------------------------------------------------
     def observe(self, tensors: Iterable[Any], category: str) -> None:
         """Record that ``tensors`` hold ``category`` now (public for explicit marking)."""
-        code = _RANK[category]
+        code = RANK[category]
         now = time.time_ns()
         with self._lock:
             for t in tensors:
-                s = _storage(t)
+                s = storage(t)
                 if s is None:
                     continue
                 o = self._obs
@@ -136,14 +110,14 @@ class TorchMemoryTracker:
 
     def mark_inputs(self, *tensors: Any) -> None:
         """Label ``tensors`` (e.g. a batch not passed to a module) as inputs."""
-        self.observe(_tensors(tensors), "inputs")
+        self.observe(tensors_in(tensors), "inputs")
 
     def _observe_optimizer(self, opt: Any, grads: bool = True) -> None:
         params = [p for g in opt.param_groups for p in g["params"]]
         self.observe(params, "weights")
         if grads:
             self.observe((p.grad for p in params if p.grad is not None), "gradients")
-        self.observe(_tensors([dict(s) for s in opt.state.values()]), "optimizer_state")
+        self.observe(tensors_in([dict(s) for s in opt.state.values()]), "optimizer_state")
 
     def _observe_module(self, mod: Any) -> None:
         params = list(mod.parameters())
@@ -173,7 +147,7 @@ class TorchMemoryTracker:
             self.observe(
                 (
                     t
-                    for t in _tensors(args)
+                    for t in tensors_in(args)
                     if id(t) not in own and t.grad_fn is None and not t.requires_grad
                 ),
                 "inputs",
@@ -198,7 +172,11 @@ class TorchMemoryTracker:
         from torch.optim import optimizer as optim_module
 
         self.start_ns = time.time_ns()
-        self._snapshot_baseline()
+        objects = self._objects()
+        self._baseline.take(objects, self.start_ns)
+        for obj in objects:
+            if not is_optimizer(obj):
+                self._hook_params(list(obj.parameters()))
         self._handles += [
             nn_module.register_module_forward_pre_hook(self._pre_forward),
             nn_module.register_module_forward_hook(self._post_forward, always_call=True),
@@ -221,11 +199,9 @@ class TorchMemoryTracker:
         for h in self._handles:
             h.remove()
         self._handles.clear()
-        for f in self._finalizers:
-            f.detach()
-        self._finalizers.clear()
+        self._baseline.detach()
         for obj in self._objects():
-            if _is_optimizer(obj):
+            if is_optimizer(obj):
                 self._observe_optimizer(obj)
             else:
                 params = list(obj.parameters())
@@ -235,49 +211,9 @@ class TorchMemoryTracker:
         self.stop_ns = time.time_ns()
 
     def _objects(self) -> list[Any]:
-        found = _live_framework_objects() if self.config.scan_gc else []
+        found = live_framework_objects() if self.config.scan_gc else []
         ids = {id(o) for o in found}
         return found + [o for o in self._explicit if id(o) not in ids]
-
-    def _snapshot_baseline(self) -> None:
-        """Storages live at start: params, buffers, grads and optimizer state of existing
-        objects.
-
-        The profiler drops the free of a block allocated before it started, so each such
-        tensor gets a finalizer: when it dies during the capture (``zero_grad`` setting a
-        ``.grad`` to None) its block is taken as freed then.
-        """
-        for obj in self._objects():
-            if _is_optimizer(obj):
-                params = [p for g in obj.param_groups for p in g["params"]]
-                state = list(_tensors([dict(st) for st in obj.state.values()]))
-            else:
-                params, state = list(obj.parameters()), []
-                self._hook_params(params)
-            grads = [p.grad for p in params if p.grad is not None]
-            buffers = [] if _is_optimizer(obj) else list(obj.buffers())
-            for tensors, cat in (
-                (params, "weights"),
-                (buffers, "weights"),
-                (grads, "gradients"),
-                (state, "optimizer_state"),
-            ):
-                for t in tensors:
-                    self._add_baseline(t, _RANK[cat])
-
-    def _add_baseline(self, t: Any, code: int) -> None:
-        s = _storage(t)
-        if s is None:
-            return
-        key = (s[2], s[0])
-        prev = self._baseline.get(key)
-        if prev is None:
-            self._finalizers.append(weakref.finalize(t, self._baseline_died, key))
-        if prev is None or code < prev[1]:
-            self._baseline[key] = (_allocator_bytes(s[1], s[2]), code, s[3])
-
-    def _baseline_died(self, key: tuple[str, int]) -> None:
-        self._baseline_free_ns.setdefault(key, time.time_ns())
 
     # -- classification -------------------------------------------------------------------
     def classify(
@@ -292,7 +228,7 @@ class TorchMemoryTracker:
             a ``memory`` table (schema of tbdtrace.schema), sorted by ts_ns.
         """
         mem = memory if isinstance(memory, pa.Table) else trace_io.to_table("memory", memory)
-        mem = pa.concat_tables([self._baseline_rows(mem), mem])
+        mem = pa.concat_tables([self._baseline.rows(), mem])
         if ops is not None and not isinstance(ops, pa.Table):
             ops = trace_io.to_table("ops", ops)
         return label(mem, self._obs, self.config.match_tolerance_ns, ops)
@@ -306,39 +242,6 @@ class TorchMemoryTracker:
         out["memory"] = self.classify(mem if mem is not None else {"ts_ns": []}, tables.get("ops"))
         return out
 
-    def _baseline_rows(self, mem: pa.Table) -> pa.Table:
-        """Alloc rows at start for storages live then; a free row when one died."""
-        pid = os.getpid()  # the profiler runs in this process and stamps the same pid
-        rows: list[tuple[int, str, tuple[str, int], tuple[int, int, int]]] = []
-        for key, val in sorted(self._baseline.items()):
-            rows.append((self.start_ns or 0, "alloc", key, val))
-            if key in self._baseline_free_ns:
-                rows.append((self._baseline_free_ns[key], "free", key, val))
-        return trace_io.to_table(
-            "memory",
-            {
-                "ts_ns": [r[0] for r in rows],
-                "action": [r[1] for r in rows],
-                "level": ["allocated"] * len(rows),
-                "bytes": [r[3][0] for r in rows],
-                "address": [r[2][1] for r in rows],
-                "device_type": [r[2][0] for r in rows],
-                "device_id": [r[3][2] for r in rows],
-                "pid": [pid] * len(rows),
-                "category": [PRIORITY[r[3][1]] for r in rows],
-            },
-            num_rows=len(rows),
-        )
-
-
-def _allocator_bytes(nbytes: int, device_type: str) -> int:
-    """Block size the allocator reports for a storage of ``nbytes``: exact on CPU; the CUDA
-    caching allocator rounds up to a multiple of 512 bytes (blocks it does not split can be
-    larger still, which a tensor alone cannot tell)."""
-    if device_type != "cuda":
-        return nbytes
-    return max(512, -(-nbytes // 512) * 512)
-
 
 def _unpack(packed: tuple[Any, int]) -> Any:
     """Give the saved tensor back, raising as autograd would if it changed in place."""
@@ -350,27 +253,3 @@ def _unpack(packed: tuple[Any, int]) -> Any:
             f"expected version {version} instead (checked by tbdtrace's saved-tensor hook)"
         )
     return t
-
-
-def _is_optimizer(obj: Any) -> bool:
-    from torch.optim import Optimizer
-
-    return isinstance(obj, Optimizer)
-
-
-def _live_framework_objects() -> list[Any]:
-    """Live optimizers and outermost modules (a module that is no other's child)."""
-    from torch import nn
-    from torch.optim import Optimizer
-
-    opts, mods = [], []
-    # type() rather than isinstance(): isinstance() may read an object's __class__, which
-    # some lazy or deprecated objects intercept (warnings, imports); type() runs no code.
-    for o in gc.get_objects():
-        t = type(o)
-        if issubclass(t, Optimizer):
-            opts.append(o)
-        elif issubclass(t, nn.Module):
-            mods.append(o)
-    children = {id(c) for m in mods for c in m.children()}
-    return opts + [m for m in mods if id(m) not in children]

@@ -2,10 +2,17 @@
 
 Used where torch.profiler cannot run beside the capture: under the native CUPTI collector
 (one CUPTI per process, docs/COLLECTOR.md) the ``allocated`` level of the memory timeline
-comes from ``torch.cuda.memory._record_memory_history`` instead of profiler memory events,
-and the
-:class:`~tbdtrace.collector.memory.torch_classify.TorchMemoryTracker` labels it the same way.
-CUPTI's MEMORY2 records give the ``reserved`` level (the allocator's cudaMalloc/cudaFree).
+comes from ``torch.cuda.memory._record_memory_history`` (no stack context) instead of
+profiler memory events. CUPTI's MEMORY2 records give the ``reserved`` level (the
+allocator's cudaMalloc/cudaFree).
+
+Labels (``--torch-memory``, :mod:`.torch_labels`): ``posthoc`` (default) keeps the
+step-boundary snapshots of :class:`~.torch_snapshots.SnapshotRecorder` beside the history
+(``torch_snapshots.json`` in the process's part) and labels the blocks in the parent,
+where the CUPTI trace gives the phases (:func:`join`); ``exact`` labels them in the
+process with the hook tracker (:class:`~.torch_classify.TorchMemoryTracker`) and also
+keeps the snapshots, so :func:`join` labels the same blocks post hoc and writes how far
+the two agree (``meta.extra.torch_memory.processes[].agreement``).
 
 History entries (``torch.cuda.memory._snapshot()["device_traces"][device]``) map to rows:
 
@@ -29,10 +36,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tbdtrace.collector.memory.torch_classify import TorchMemoryTracker, TrackerConfig
+import numpy as np
+import pyarrow as pa
 
-SPOOL_ENV = "TBDTRACE_TORCH_MEMORY_SPOOL"
-MAX_ENTRIES_ENV = "TBDTRACE_TORCH_MEMORY_MAX_ENTRIES"
+from tbdtrace import trace as trace_io
+from tbdtrace.analysis.engine.memory_blocks import pair
+from tbdtrace.collector import child_protocol as proto
+from tbdtrace.collector.memory import agreement, phases, posthoc
+from tbdtrace.collector.memory.torch_classify import TorchMemoryTracker, TrackerConfig
+from tbdtrace.collector.memory.torch_labels import check_mode, posthoc_meta
+from tbdtrace.collector.memory.torch_snapshots import SnapshotRecorder
+
+SPOOL_ENV = proto.TORCH_MEMORY_SPOOL
+MODE_ENV = proto.TORCH_MEMORY_MODE  # posthoc (unset) or exact
+MAX_ENTRIES_ENV = proto.TORCH_MEMORY_MAX_ENTRIES
+SNAPSHOTS_FILE = proto.TORCH_SNAPSHOTS_NAME  # in a torchmem-<pid> part
+# The history's clock step: time_us, microseconds.
+HISTORY_RESOLUTION_NS = 1000
 # Each history entry costs ~100 bytes without stack context; 2M entries ~ 200 MB at most.
 DEFAULT_MAX_ENTRIES = 2_000_000
 
@@ -132,15 +152,26 @@ def history_rows(
 
 
 class CudaHistoryRecorder:
-    """Records the caching allocator's history and labels it with the tracker.
+    """Records the caching allocator's history, with step-boundary snapshots and, in
+    ``exact`` mode, the hook tracker's labels.
 
-    ``start()`` installs the tracker's hooks and turns the history on when CUDA is
-    initialized (at once if it already is); ``stop()`` snapshots the history, turns it
-    off and returns the labelled ``memory`` table (or None when CUDA was never used).
+    ``start()`` starts the snapshots (and the tracker's hooks) and turns the history on
+    when CUDA is initialized (at once if it already is); ``stop()`` snapshots the
+    history, turns it off and returns the ``memory`` table (labelled in exact mode, or
+    None when CUDA was never used).
     """
 
-    def __init__(self, config: TrackerConfig | None = None, max_entries: int = DEFAULT_MAX_ENTRIES):
-        self.tracker = TorchMemoryTracker(config)
+    def __init__(
+        self,
+        config: TrackerConfig | None = None,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        mode: str = "posthoc",
+    ):
+        self.mode = check_mode(mode)
+        if self.mode == "off":
+            raise ValueError("CudaHistoryRecorder: mode 'off' records nothing")
+        self.tracker = TorchMemoryTracker(config) if self.mode == "exact" else None
+        self.snapshots = SnapshotRecorder()
         self.max_entries = max_entries
         self.stats: dict[str, Any] = {}
         self._recording = False
@@ -148,7 +179,9 @@ class CudaHistoryRecorder:
     def start(self) -> None:
         import torch
 
-        self.tracker.start()
+        if self.tracker is not None:
+            self.tracker.start()
+        self.snapshots.start()
         # Queued until torch initializes CUDA (run at once when it already has), so a
         # program that never touches the GPU gets no CUDA context from us.
         torch.cuda._lazy_call(self._enable)
@@ -167,10 +200,12 @@ class CudaHistoryRecorder:
         self._recording = True
 
     def stop(self) -> Any:
-        """The labelled ``memory`` table, or None if CUDA was not used."""
+        """The ``memory`` table (labelled in exact mode), or None if CUDA was not used."""
         import torch
 
-        self.tracker.stop()
+        if self.tracker is not None:
+            self.tracker.stop()
+        self.snapshots.stop()
         if not self._recording:
             return None
         snap = torch.cuda.memory._snapshot()
@@ -184,30 +219,117 @@ class CudaHistoryRecorder:
             stop_time_ns=time.time_ns(),
         )
         self.stats = stats
-        from tbdtrace import trace as trace_io
-
         table = trace_io.to_table("memory", cols, num_rows=len(cols["ts_ns"]))
-        return self.tracker.classify(table)
+        return self.tracker.classify(table) if self.tracker is not None else table
+
+    def part_meta(self) -> dict[str, Any]:
+        """The meta of this process's ``torchmem-<pid>`` part."""
+        mem = {"mode": self.mode, "recorder": self.snapshots.stats()}
+        return {
+            "source": "torch_cuda_history",
+            "extra": {"torch_cuda_history": self.stats, "torch_memory": mem},
+        }
 
 
 def start_in_child() -> None:
     """Called when torch is imported in a process under ``capture --backend cupti``:
-    records and labels tensor allocations, writes ``<spool>/torchmem-<pid>`` at exit."""
+    records tensor allocations (``TBDTRACE_TORCH_MEMORY_MODE``: posthoc or exact), writes
+    ``<spool>/torchmem-<pid>`` at exit."""
     spool = Path(os.environ[SPOOL_ENV])
     max_entries = int(os.environ.get(MAX_ENTRIES_ENV) or DEFAULT_MAX_ENTRIES)
-    rec = CudaHistoryRecorder(max_entries=max_entries)
+    rec = CudaHistoryRecorder(max_entries=max_entries, mode=os.environ.get(MODE_ENV) or "posthoc")
     rec.start()
 
     def finish() -> None:
-        from tbdtrace import trace as trace_io
-
         table = rec.stop()
         if table is None:
             return
-        meta = {"source": "torch_cuda_history", "extra": {"torch_cuda_history": rec.stats}}
-        trace_io.write(spool / f"torchmem-{os.getpid()}", {"memory": table}, meta)
+        files = {SNAPSHOTS_FILE: rec.snapshots.snapshots().to_json()}
+        part = spool / f"{proto.TORCHMEM_PREFIX}{os.getpid()}"
+        trace_io.write(part, {"memory": table}, rec.part_meta(), files)
 
     atexit.register(finish)
 
 
-__all__ = ["CudaHistoryRecorder", "history_rows", "start_in_child"]
+def _read_part(p: Path) -> tuple[pa.Table, dict[str, Any], dict[str, Any], posthoc.Snapshots]:
+    """(memory table, history statistics, torch_memory meta, snapshots) of one part.
+    Parts without a mode were written by the hook tracker alone."""
+    tr = trace_io.open(p)
+    extra = tr.meta.get("extra") or {}
+    snap_file = p / SNAPSHOTS_FILE
+    snaps = (
+        posthoc.Snapshots.from_json(snap_file.read_bytes())
+        if snap_file.exists()
+        else posthoc.Snapshots.empty()
+    )
+    mem = dict(extra.get("torch_memory") or {"mode": "exact"})
+    return tr.table("memory"), dict(extra.get("torch_cuda_history") or {}), mem, snaps
+
+
+def _label_part(
+    table: pa.Table, mode: str, snaps: posthoc.Snapshots, its: phases.Iterations
+) -> tuple[pa.Table, dict[str, Any]]:
+    """Post hoc: the table labelled. Exact: the table as the hooks labelled it, and the
+    post-hoc labels of the same blocks compared with it."""
+    if mode == "posthoc":
+        return posthoc.label(table, snaps, its, None, HISTORY_RESOLUTION_NS)
+    blocks = pair(table)
+    sel = np.flatnonzero(blocks.address != -1).astype(np.int64)
+    post, stats = posthoc.label_blocks(blocks, sel, snaps, its, HISTORY_RESOLUTION_NS)
+    names = table.column("category").to_pylist()
+    hooks = agreement.codes([names[r] for r in blocks.alloc_row.tolist()] if len(blocks) else [])
+    names_post = [posthoc.NAMES[c] for c in post.tolist()]
+    if len(its) and sel.size:
+        stats["agreement"] = agreement.compare(blocks, sel, hooks, agreement.codes(names_post), its)
+    return table, stats
+
+
+def join(spool_dir: Path, tables: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Append each ``torchmem-<pid>`` part (allocated level) to ``tables["memory"]``,
+    labelled post hoc against the phases in ``tables`` where the part asks for it;
+    ``extra["torch_cuda_history"]`` and ``extra["torch_memory"]`` say what was done."""
+    parts = sorted(p for p in spool_dir.glob(f"{proto.TORCHMEM_PREFIX}*") if p.is_dir())
+    if not parts:
+        return
+    phase_tables = dict(tables)
+    if "steps" not in phase_tables:  # the harness's steps, read by the runner after this
+        from tbdtrace.collector import steps
+
+        harness = steps.read(spool_dir / proto.STEPS_NAME)
+        if harness["step"]:
+            phase_tables["steps"] = harness
+    mems, stats, procs, modes = [], [], [], set()
+    for p in parts:
+        pid = proto.pid_of(p.name)
+        table, st, mem, snaps = _read_part(p)
+        st["pid"] = pid
+        stats.append(st)
+        its = phases.find(phase_tables, pid, snaps.times())
+        table, lab = _label_part(table, mem["mode"], snaps, its)
+        modes.add(mem["mode"])
+        procs.append({"pid": pid, **(mem.get("recorder") or {}), **lab})
+        mems.append(table)
+    cupti_mem = tables.get("memory")
+    if cupti_mem is not None:  # CUPTI's reserved level, as column mappings
+        mems.insert(
+            0,
+            cupti_mem
+            if isinstance(cupti_mem, pa.Table)
+            else trace_io.to_table("memory", cupti_mem),
+        )
+    tables["memory"] = pa.concat_tables(mems).unify_dictionaries().combine_chunks()
+    extra["torch_cuda_history"] = stats
+    mode = modes.pop() if len(modes) == 1 else "mixed"
+    extra["torch_memory"] = (posthoc_meta() if mode == "posthoc" else {"mode": mode}) | {
+        "processes": procs
+    }
+
+
+__all__ = [
+    "MODE_ENV",
+    "SPOOL_ENV",
+    "CudaHistoryRecorder",
+    "history_rows",
+    "join",
+    "start_in_child",
+]

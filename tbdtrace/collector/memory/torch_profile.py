@@ -1,17 +1,18 @@
 """In-process PyTorch memory profiling: ``tbdtrace.collector.memory.profile(out_dir)``.
 
 Runs torch.profiler (CPU activity, and CUDA when available) with ``profile_memory=True``
-together with a :class:`~tbdtrace.collector.memory.torch_classify.TorchMemoryTracker`, then writes a
-trace whose ``memory`` table has every allocation labelled by category::
+and a memory labeller (:mod:`tbdtrace.collector.memory.torch_labels`: post hoc by default,
+``mode="exact"`` for the hook tracker), then writes a trace whose ``memory`` table has every
+allocation labelled by category::
 
     with tbdtrace.collector.memory.profile("run.tbd") as p:
         for batch in loader:
             train_step(batch)
             p.step()          # ends a step (a row of the steps table)
-    tbdtrace.passes.memory.summarize(tbdtrace.open("run.tbd"))
+    tbdtrace.analysis.passes.memory.summarize(tbdtrace.open("run.tbd"))
 
 Nothing in the training code changes. The capture backend ``--backend torch`` does the
-same through the same tracker; this API is for scripts that want memory only.
+same through the same labellers; this API is for scripts that want memory only.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace import trace as trace_io
-from tbdtrace.collector.memory.torch_classify import TorchMemoryTracker, TrackerConfig
+from tbdtrace.collector.memory.torch_classify import TrackerConfig
+from tbdtrace.collector.memory.torch_labels import ExactLabeller, PosthocLabeller, labeller
 from tbdtrace.errors import TraceError
 
 
@@ -34,7 +36,7 @@ from tbdtrace.errors import TraceError
 class Profile:
     """Handle yielded by :func:`profile`."""
 
-    tracker: TorchMemoryTracker
+    labeller: PosthocLabeller | ExactLabeller
     prof: Any  # torch.profiler.profile
     path: Path
     step_ends_ns: list[int] = field(default_factory=list)
@@ -44,8 +46,9 @@ class Profile:
         self.step_ends_ns.append(time.time_ns())
 
     def mark_inputs(self, *tensors: Any) -> None:
-        """Label tensors as inputs when they never pass through a module call."""
-        self.tracker.mark_inputs(*tensors)
+        """Label tensors as inputs when they never pass through a module call (exact
+        mode; post hoc, inputs come from the blocks' lives)."""
+        self.labeller.mark_inputs(*tensors)
 
 
 @contextmanager
@@ -55,11 +58,14 @@ def profile(
     optimizer: Any = None,
     config: TrackerConfig | None = None,
     workload: str | None = None,
+    mode: str = "posthoc",
 ) -> Iterator[Profile]:
     """Profile the block's memory; on exit write a trace to ``out_dir``.
 
     ``model`` and ``optimizer`` are optional: live ones are found on their own (see
     :class:`TrackerConfig.scan_gc`); pass them to be explicit or when scanning is off.
+    ``mode``: ``posthoc`` (step-boundary snapshots, no per-call hook) or ``exact`` (the
+    hook tracker, ``config`` applies): docs/MEMORY.md.
     """
     import torch
     from torch.profiler import ProfilerActivity
@@ -70,24 +76,28 @@ def profile(
     acts = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         acts.append(ProfilerActivity.CUDA)
-    tracker = TorchMemoryTracker(config, model=model, optimizer=optimizer)
+    lab = labeller(mode, model, optimizer, config)
+    if lab is None:
+        raise ValueError("profile(): mode 'off' records nothing; use 'posthoc' or 'exact'")
     prof = torch.profiler.profile(activities=acts, profile_memory=True)
-    handle = Profile(tracker, prof, Path(out_dir))
-    tracker.start()
+    handle = Profile(lab, prof, Path(out_dir))
+    start_ns = time.time_ns()
+    lab.start()
     prof.start()
     try:
         yield handle
     finally:
         prof.stop()
-        tracker.stop()
+        lab.stop()
     with tempfile.TemporaryDirectory(prefix="tbdtrace-mem-") as tmp:
         chrome = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(chrome))
         tables, meta = kineto.import_files([chrome])
-    tables = tracker.classify_tables(tables)
     if handle.step_ends_ns:
-        tables["steps"] = _steps(tracker.start_ns or 0, handle.step_ends_ns)
+        tables["steps"] = _steps(start_ns, handle.step_ends_ns)
+    tables = lab.classify_tables(tables)
     meta.update(source="torch", backend="torch", workload=workload, source_files=[])
+    meta.setdefault("extra", {})["torch_memory"] = lab.meta()
     trace_io.write(out_dir, tables, meta)
 
 

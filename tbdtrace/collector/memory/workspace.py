@@ -13,9 +13,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from tbdtrace.analysis.engine.grouping import dict_codes
+from tbdtrace.analysis.engine.memory_blocks import INT64_MAX, INT64_MIN, Blocks
 from tbdtrace.arrow_ints import int_column
-from tbdtrace.passes.grouping import dict_codes
-from tbdtrace.passes.memory_blocks import INT64_MAX, INT64_MIN, Blocks
 
 OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
 

@@ -6,7 +6,7 @@ to the script. The user's own ``sitecustomize`` (the next one on sys.path) still
 after ours.
 
 * ``--backend torch`` (``TBDTRACE_TORCH_SPOOL``): starts torch.profiler
-  (tbdtrace.collector.torch_child.start_in_child); the child's part of the trace is
+  (tbdtrace.collector.profiler_child.start_in_child); the child's part of the trace is
   written at exit.
 * ``--backend cupti`` (``TBDTRACE_TORCH_MEMORY_SPOOL``, ``TBDTRACE_TORCH_FLOPS_SPOOL``):
   nothing is imported here. When the program itself imports torch, the caching
@@ -15,12 +15,15 @@ after ours.
   so tensor allocations join CUPTI's trace, and the dispatch-level FLOP recorder starts
   (tbdtrace.collector.torch_flops.start_in_child), so matmul, convolution and attention
   ops join it with their shapes and FLOPs; programs that never import torch are left alone.
-
+  With capture windows (``TBDTRACE_WINDOWS``) the window controller starts here
+  (tbdtrace.collector.window_child): it resumes and pauses the injected collector.
 * ``--backend tf|mxnet|auto`` (``TBDTRACE_FRAMEWORK_SPOOL``, ``TBDTRACE_FRAMEWORK``):
   nothing is imported here. Once the program imports its framework (``tensorflow``,
   ``mxnet``; for ``auto`` the first of ``torch``, ``tensorflow`` and ``mxnet``), that
-  framework's profiler starts (tbdtrace.collector.framework_child.start_in_child).
+  framework's profiler starts (tbdtrace.collector.profiler_child.start_in_child).
 
+The variables' names come from tbdtrace/collector/child_protocol.py, loaded by its path
+(importing the package would load it whether a capture runs or not).
 Only standard-library code runs here when the capture variables are absent.
 """
 
@@ -28,6 +31,23 @@ from __future__ import annotations
 
 import os
 import sys
+
+
+def _protocol():  # type: ignore[no-untyped-def]
+    """tbdtrace/collector/child_protocol.py (standard library only), loaded by its path."""
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(os.path.dirname(here), "child_protocol.py")
+    spec = importlib.util.spec_from_file_location("_tbdtrace_child_protocol", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+P = _protocol()
 
 
 def _chain_user_sitecustomize() -> None:
@@ -45,7 +65,7 @@ def _chain_user_sitecustomize() -> None:
 
 
 def _package_on_path() -> None:
-    root = os.environ.get("TBDTRACE_PACKAGE_ROOT")
+    root = os.environ.get(P.PACKAGE_ROOT)
     if root and root not in sys.path:
         sys.path.append(root)  # appended: the user's own modules keep precedence
 
@@ -90,16 +110,29 @@ class _AfterImport:
         return spec
 
 
-def _start_torch_hooks(_torch) -> None:  # type: ignore[no-untyped-def]
+def _start_torch_hooks(torch) -> None:  # type: ignore[no-untyped-def]
     _package_on_path()
-    if os.environ.get("TBDTRACE_TORCH_MEMORY_SPOOL"):
+    if os.environ.get(P.TORCH_MEMORY_SPOOL):
         from tbdtrace.collector.memory import torch_cuda
 
         torch_cuda.start_in_child()
-    if os.environ.get("TBDTRACE_TORCH_FLOPS_SPOOL"):
+    if os.environ.get(P.TORCH_FLOPS_SPOOL):
         from tbdtrace.collector import torch_flops
 
         torch_flops.start_in_child()
+    if os.environ.get(P.WINDOWS):
+        from tbdtrace.collector import window_child
+
+        window_child.watch_torch_nvtx(torch)
+
+
+def _start_injected_windows() -> None:
+    """cupti with windows: the controller of this process, driving the injected collector."""
+    _package_on_path()
+    from tbdtrace.collector import window_child, windows
+
+    plan = windows.WindowPlan.from_json(os.environ[P.WINDOWS])
+    window_child.start_in_child(plan, window_child.InjectedWindows(), os.environ[P.SPOOL_DIR])
 
 
 _FRAMEWORK_MODULES = {
@@ -123,9 +156,9 @@ def _hook_frameworks(which: str) -> None:
             if f in sys.meta_path:
                 sys.meta_path.remove(f)
         _package_on_path()
-        from tbdtrace.collector import framework_child
+        from tbdtrace.collector import profiler_child
 
-        framework_child.start_in_child(_BACKEND_OF[module.__name__])
+        profiler_child.start_in_child(_BACKEND_OF[module.__name__])
 
     for name in _FRAMEWORK_MODULES.get(which, ()):
         if name in sys.modules:
@@ -136,20 +169,25 @@ def _hook_frameworks(which: str) -> None:
 
 
 def _start() -> None:
-    if os.environ.get("TBDTRACE_TORCH_SPOOL"):
+    if os.environ.get(P.TORCH_SPOOL):
         _package_on_path()
-        from tbdtrace.collector import torch_child
+        from tbdtrace.collector import profiler_child
 
-        torch_child.start_in_child()
-    elif os.environ.get("TBDTRACE_FRAMEWORK_SPOOL"):
-        _hook_frameworks(os.environ.get("TBDTRACE_FRAMEWORK", "auto"))
-    elif os.environ.get("TBDTRACE_TORCH_MEMORY_SPOOL") or os.environ.get(
-        "TBDTRACE_TORCH_FLOPS_SPOOL"
-    ):
-        if "torch" in sys.modules:
-            _start_torch_hooks(sys.modules["torch"])
-        else:
-            sys.meta_path.insert(0, _AfterImport("torch", _start_torch_hooks))
+        profiler_child.start_in_child("torch")
+    elif os.environ.get(P.FRAMEWORK_SPOOL):
+        _hook_frameworks(os.environ.get(P.FRAMEWORK, "auto"))
+    else:
+        if os.environ.get(P.SPOOL_DIR) and os.environ.get(P.WINDOWS):
+            _start_injected_windows()
+        if (
+            os.environ.get(P.TORCH_MEMORY_SPOOL)
+            or os.environ.get(P.TORCH_FLOPS_SPOOL)
+            or os.environ.get(P.WINDOWS)
+        ):
+            if "torch" in sys.modules:
+                _start_torch_hooks(sys.modules["torch"])
+            else:
+                sys.meta_path.insert(0, _AfterImport("torch", _start_torch_hooks))
 
 
 _start()

@@ -1,6 +1,6 @@
 """The C++ Kineto parser's staging columns -> tbdtrace tables, without per-row objects.
 
-Staging tables (``csrc/kineto/columns.h``): kernels, memcpy, memset, runtime, sync, ops
+Staging tables (``csrc/kineto/staging_tables.h``): kernels, memcpy, memset, runtime, sync, ops
 (cpu_op / python_function ranges), markers (annotations, and op ranges named
 ProfilerStep#N, which also give the steps) and memory. Their string columns are int32
 codes into one dictionary of every string the parser interned; here each becomes a

@@ -37,7 +37,7 @@ ROUTED_CATS = frozenset(
     | ANNOTATION_CATS
 )
 
-# Category -> staging table of "X" events (the Route enum of csrc/kineto/columns.h).
+# Category -> staging table of "X" events (the Route enum of csrc/kineto/staging_tables.h).
 _ROUTE_IDS = {
     "kernels": 0,
     "memcpy": 1,

@@ -4,23 +4,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 import tbdtrace
-from tbdtrace.passes import memory
+from tbdtrace.analysis.passes import memory
+from tbdtrace.collector import CaptureConfig
+from tbdtrace.collector.torch_backend import TorchConfig
 from tests.collector.memory.models import MLP_PARAMS, MLP_TENSORS, mlp, mlp_batch, train
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
-def test_capture_backend_torch_labels_memory(tmp_path: Path) -> None:
+
+@pytest.mark.parametrize("mode", ["posthoc", "exact"])
+def test_capture_backend_torch_labels_memory(tmp_path: Path, mode: str) -> None:
     torch.manual_seed(0)
     model = mlp()
     opt = torch.optim.Adam(model.parameters())
     batch = mlp_batch(4)
     train(model, opt, batch, steps=1)  # gradients and state exist before capture
-    with tbdtrace.capture(tmp_path / "t", backend="torch"):
+    cfg = CaptureConfig(torch=TorchConfig(torch_memory=mode))
+    with tbdtrace.capture(tmp_path / "t", backend="torch", config=cfg):
         train(model, opt, batch, steps=2)
     tr = tbdtrace.open(tmp_path / "t")
     assert tr.meta["backend"] == "torch"
+    assert tr.meta["extra"]["torch_memory"]["mode"] == mode
     tl = memory.timeline(tr)
     last = tl.slice(tl.num_rows - 1).to_pylist()[0]
     assert last["weights_bytes"] == 4 * MLP_PARAMS
@@ -30,3 +38,13 @@ def test_capture_backend_torch_labels_memory(tmp_path: Path) -> None:
     assert max(tl.column("activations_bytes").to_pylist()) > 0
     cats = set(tr.table("memory", ["category"]).column("category").to_pylist())
     assert None not in cats
+
+
+def test_capture_backend_torch_memory_off(tmp_path: Path) -> None:
+    cfg = CaptureConfig(torch=TorchConfig(torch_memory="off"))
+    with tbdtrace.capture(tmp_path / "t", backend="torch", config=cfg):
+        train(mlp(), None, mlp_batch(4), steps=1)
+    tr = tbdtrace.open(tmp_path / "t")
+    assert tr.meta["extra"]["torch_memory"] == {"mode": "off"}
+    cats = set(tr.table("memory", ["category"]).column("category").to_pylist())
+    assert cats <= {None}

@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 
 import tbdtrace
-from tbdtrace.passes import memory
+from tbdtrace.analysis.passes import memory
 from tests.collector.memory import mx_script as s
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 ROOT = Path(__file__).resolve().parents[3]
 MXNET_PY = ROOT / ".venv-mxnet" / "bin" / "python"

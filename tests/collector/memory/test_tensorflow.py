@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 
 import tbdtrace
-from tbdtrace.passes import memory
+from tbdtrace.analysis.passes import memory
 from tests.collector.memory import tf_script as s
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 ROOT = Path(__file__).resolve().parents[3]
 P = (s.IN * s.HIDDEN + s.HIDDEN) + (s.HIDDEN * s.CLASSES + s.CLASSES)

@@ -1,5 +1,8 @@
 """Known-answer PyTorch models on CPU: exact weight, gradient and optimizer bytes.
 
+Every test runs with both labellers: ``posthoc`` (the default: step-boundary snapshots and
+the trace's phases, no per-call hook) and ``exact`` (the hook tracker).
+
 Expected sizes come from the layer shapes (tests/collector/memory/models.py), never from the
 classifier: P float32 parameters are 4P bytes of weights and, after backward, 4P of
 gradients; SGD momentum keeps 4P of state, Adam 8P plus a 4-byte ``step`` per tensor.
@@ -17,8 +20,8 @@ import pytest
 import torch
 
 import tbdtrace
+from tbdtrace.analysis.passes import memory
 from tbdtrace.collector.memory import profile
-from tbdtrace.passes import memory
 from tests.collector.memory.models import (
     CASES,
     MLP_ACTIVATION_BYTES_PER_SAMPLE,
@@ -28,6 +31,8 @@ from tests.collector.memory.models import (
     train,
 )
 
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+
 
 @pytest.fixture(autouse=True)
 def _no_garbage_from_earlier_tests() -> Iterator[None]:
@@ -35,6 +40,11 @@ def _no_garbage_from_earlier_tests() -> Iterator[None]:
     earlier test in this worker (a model in a reference cycle) is collected first."""
     gc.collect()
     yield
+
+
+@pytest.fixture(params=["posthoc", "exact"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 def _opt(kind: str, model: torch.nn.Module) -> torch.optim.Optimizer | None:
@@ -58,12 +68,12 @@ def _end(path: Path) -> dict[str, int]:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
-def test_model_built_before_capture(tmp_path: Path, case: Case, kind: str) -> None:
+def test_model_built_before_capture(tmp_path: Path, case: Case, kind: str, mode: str) -> None:
     torch.manual_seed(0)
     model = case.make()
     opt = _opt(kind, model)
     batch = case.batch(4)
-    with profile(tmp_path / "t") as p:
+    with profile(tmp_path / "t", mode=mode) as p:
         train(model, opt, batch, steps=2, on_step=p.step)
     end = _end(tmp_path / "t")
     assert end["weights"] == case.weight_bytes
@@ -72,10 +82,10 @@ def test_model_built_before_capture(tmp_path: Path, case: Case, kind: str) -> No
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_model_built_inside_capture(tmp_path: Path, case: Case) -> None:
+def test_model_built_inside_capture(tmp_path: Path, case: Case, mode: str) -> None:
     """Every block comes from a captured alloc event; Adam's state appears at step 1."""
     torch.manual_seed(0)
-    with profile(tmp_path / "t") as p:
+    with profile(tmp_path / "t", mode=mode) as p:
         model = case.make()
         opt = _opt("adam", model)
         train(model, opt, case.batch(4), steps=3, on_step=p.step)
@@ -94,20 +104,20 @@ def test_model_built_inside_capture(tmp_path: Path, case: Case) -> None:
         assert s["breakdown_at_peak"]["optimizer_state"] == _expected_state("adam", case)
 
 
-def test_gradients_after_backward_without_optimizer(tmp_path: Path) -> None:
+def test_gradients_after_backward_without_optimizer(tmp_path: Path, mode: str) -> None:
     torch.manual_seed(0)
     model = mlp()
-    with profile(tmp_path / "t"):
+    with profile(tmp_path / "t", mode=mode):
         train(model, None, mlp_batch(4), steps=1)
     end = _end(tmp_path / "t")
     assert end["gradients"] == 4 * CASES[0].params
     assert end["optimizer_state"] == 0
 
 
-def _activation_peak(tmp_path: Path, n: int) -> tuple[int, int]:
+def _activation_peak(tmp_path: Path, n: int, mode: str) -> tuple[int, int]:
     torch.manual_seed(0)
     model = mlp()
-    with profile(tmp_path / f"b{n}"):
+    with profile(tmp_path / f"b{n}", mode=mode):
         batch = mlp_batch(n)  # made inside the capture: its allocation is seen
         train(model, None, batch, steps=1)
     tl = memory.timeline(tbdtrace.open(tmp_path / f"b{n}"))
@@ -117,9 +127,9 @@ def _activation_peak(tmp_path: Path, n: int) -> tuple[int, int]:
     )
 
 
-def test_activations_grow_linearly_with_batch(tmp_path: Path) -> None:
+def test_activations_grow_linearly_with_batch(tmp_path: Path, mode: str) -> None:
     sizes = [4, 8, 16]
-    peaks = [_activation_peak(tmp_path, n) for n in sizes]
+    peaks = [_activation_peak(tmp_path, n, mode) for n in sizes]
     acts = np.array([a for a, _ in peaks], dtype=np.float64)
     slope, intercept = np.polyfit(sizes, acts, 1)
     assert np.allclose(np.polyval([slope, intercept], sizes), acts, rtol=0, atol=0.5)
@@ -129,13 +139,13 @@ def test_activations_grow_linearly_with_batch(tmp_path: Path) -> None:
         assert inputs == n * (4 * 32 + 8)
 
 
-def test_cnn_activations_linear(tmp_path: Path) -> None:
+def test_cnn_activations_linear(tmp_path: Path, mode: str) -> None:
     case = CASES[1]
     acts = []
     for n in (2, 4, 6):
         torch.manual_seed(0)
         model = case.make()
-        with profile(tmp_path / f"c{n}"):
+        with profile(tmp_path / f"c{n}", mode=mode):
             train(model, None, case.batch(n), steps=1)
         tl = memory.timeline(tbdtrace.open(tmp_path / f"c{n}"))
         acts.append(int(np.max(tl.column("activations_bytes").to_numpy())))
@@ -144,7 +154,7 @@ def test_cnn_activations_linear(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_trained_before_capture_frees_old_gradients(tmp_path: Path, case: Case) -> None:
+def test_trained_before_capture_frees_old_gradients(tmp_path: Path, case: Case, mode: str) -> None:
     """Gradients and Adam state exist at start; zero_grad frees the old gradients during
     capture (the profiler never reports frees of blocks older than itself)."""
     torch.manual_seed(0)
@@ -152,7 +162,7 @@ def test_trained_before_capture_frees_old_gradients(tmp_path: Path, case: Case) 
     opt = _opt("adam", model)
     batch = case.batch(4)
     train(model, opt, batch, steps=1)
-    with profile(tmp_path / "t") as p:
+    with profile(tmp_path / "t", mode=mode) as p:
         train(model, opt, batch, steps=2, on_step=p.step)
     tl = memory.timeline(tbdtrace.open(tmp_path / "t"))
     grads = tl.column("gradients_bytes").to_numpy()
@@ -173,9 +183,9 @@ def test_trained_before_capture_frees_old_gradients(tmp_path: Path, case: Case) 
     )
 
 
-def test_untracked_block_from_before_capture_never_negative(tmp_path: Path) -> None:
+def test_untracked_block_from_before_capture_never_negative(tmp_path: Path, mode: str) -> None:
     old = torch.empty(1 << 16)  # allocated before capture, unknown to the tracker
-    with profile(tmp_path / "t"):
+    with profile(tmp_path / "t", mode=mode):
         del old
         keep = torch.ones(1000)
         del keep
@@ -209,11 +219,11 @@ class _Tx(torch.nn.Module):
         return self.out(self.enc(self.emb(x))).reshape(-1, VOCAB)
 
 
-def test_transformer_adamw_exact_and_activations_linear(tmp_path: Path) -> None:
+def test_transformer_adamw_exact_and_activations_linear(tmp_path: Path, mode: str) -> None:
     acts = []
     for n in (2, 4, 6):
         torch.manual_seed(0)
-        with profile(tmp_path / f"t{n}") as p:
+        with profile(tmp_path / f"t{n}", mode=mode) as p:
             model = _Tx()
             opt = torch.optim.AdamW(model.parameters())
             x, y = torch.randint(0, VOCAB, (n, SEQ)), torch.randint(0, VOCAB, (n * SEQ,))

@@ -13,11 +13,14 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from tbdtrace import trace
-from tbdtrace.collector.cupti_command import join_torch_memory
-from tbdtrace.collector.memory.torch_cuda import SPOOL_ENV, history_rows
-from tbdtrace.collector.torch_child import BOOTSTRAP_DIR
+from tbdtrace.collector.child_protocol import BOOTSTRAP_DIR
+from tbdtrace.collector.injection import join_torch_memory
+from tbdtrace.collector.memory.torch_cuda import MODE_ENV, SPOOL_ENV, history_rows
+
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
 
 ROOT = Path(__file__).resolve().parents[3]
 MB2 = 2 << 20
@@ -73,9 +76,14 @@ def test_history_rows_follow_requests_and_fall_back_to_completions() -> None:
     assert t.num_rows == 6
 
 
-def _bootstrapped(code: str, spool: Path) -> subprocess.CompletedProcess[str]:
+def _bootstrapped(
+    code: str, spool: Path, mode: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(BOOTSTRAP_DIR), TBDTRACE_PACKAGE_ROOT=str(ROOT))
     env[SPOOL_ENV] = str(spool)
+    env.pop(MODE_ENV, None)
+    if mode is not None:
+        env[MODE_ENV] = mode
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -94,17 +102,25 @@ def test_bootstrap_leaves_programs_without_torch_alone(tmp_path: Path) -> None:
     assert r.stdout.split() == ["False", "False"]
 
 
-def test_bootstrap_starts_tracking_when_the_program_imports_torch(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("mode", "module_hooks"), [(None, "0"), ("posthoc", "0"), ("exact", "1")])
+def test_bootstrap_starts_tracking_when_the_program_imports_torch(
+    tmp_path: Path, mode: str | None, module_hooks: str
+) -> None:
+    """Post hoc (the default) adds one optimizer step post-hook and no module hook; exact
+    adds the tracker's module hooks too."""
     code = (
         "import torch, sys\n"
         "from torch.nn.modules import module\n"
+        "from torch.optim import optimizer\n"
         "hooks = len(module._global_forward_pre_hooks)\n"
-        "print('tbdtrace.collector.memory.torch_cuda' in sys.modules, hooks)\n"
+        "post = len(optimizer._global_optimizer_post_hooks)\n"
+        "print('tbdtrace.collector.memory.torch_cuda' in sys.modules, hooks, post)\n"
         "m = torch.nn.Linear(4, 2); m(torch.ones(3, 4)).sum().backward()\n"
     )
-    r = _bootstrapped(code, tmp_path)
+    r = _bootstrapped(code, tmp_path, mode)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["True", "1"]
+    post = "2" if mode == "exact" else "1"  # exact: the tracker's and the snapshots' hooks
+    assert r.stdout.split() == ["True", module_hooks, post]
     assert r.stderr == ""
     # CUDA never initialized (no GPU here, or none used): nothing to write.
     assert not list(tmp_path.glob("torchmem-*"))

@@ -1,0 +1,208 @@
+#include "common/column_core.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace tbdtrace {
+
+const char* col_type_name(ColType t) {
+  switch (t) {
+    case ColType::I32:
+      return "int32";
+    case ColType::I64:
+      return "int64";
+    case ColType::U64:
+      return "uint64";
+    case ColType::STR:
+      return "string";
+  }
+  return "?";
+}
+
+namespace {
+
+void* grow_block(void* p, size_t bytes) {
+  void* q = std::realloc(p, bytes ? bytes : 1);
+  if (!q) throw std::bad_alloc();
+  return q;
+}
+
+}  // namespace
+
+ColumnTable::ColumnTable(const TableDef& def, size_t initial_rows)
+    : def_(&def), initial_rows_((initial_rows + 7) & ~size_t{7}) {
+  for (const auto& c : def.columns) {
+    Column k;
+    k.type = c.type;
+    cols_.push_back(k);
+  }
+}
+
+ColumnTable::~ColumnTable() {
+  release();
+}
+
+ColumnTable::ColumnTable(ColumnTable&& o) noexcept
+    : def_(o.def_),
+      cols_(std::move(o.cols_)),
+      rows_(o.rows_),
+      cap_(o.cap_),
+      initial_rows_(o.initial_rows_) {
+  o.cols_.clear();
+  o.rows_ = o.cap_ = 0;
+}
+
+void ColumnTable::release() {
+  for (auto& c : cols_) {
+    std::free(c.data);
+    std::free(c.valid);
+    c.data = nullptr;
+    c.valid = nullptr;
+  }
+  rows_ = cap_ = 0;
+}
+
+size_t ColumnTable::null_count(size_t i) const {
+  const uint8_t* v = cols_[i].valid;
+  if (v == nullptr) return 0;
+  size_t valid = 0, full = rows_ / 8;
+  for (size_t b = 0; b < full; ++b) valid += static_cast<size_t>(__builtin_popcount(v[b]));
+  if (rows_ % 8)
+    valid += static_cast<size_t>(__builtin_popcount(v[full] & ((1u << (rows_ % 8)) - 1)));
+  return rows_ - valid;
+}
+
+// All valid up to the capacity: rows before the first null were valid, and rows after it
+// are valid until marked otherwise.
+void ColumnTable::make_bitmap(Column& k) {
+  k.valid = static_cast<uint8_t*>(grow_block(nullptr, cap_ / 8));
+  std::memset(k.valid, 0xff, cap_ / 8);
+}
+
+void ColumnTable::grow() {
+  size_t cap = cap_ ? cap_ * 2 : initial_rows_;
+  for (auto& c : cols_) {
+    c.data = grow_block(c.data, cap * c.width());
+    if (c.valid != nullptr) {
+      c.valid = static_cast<uint8_t*>(grow_block(c.valid, cap / 8));
+      std::memset(c.valid + cap_ / 8, 0xff, (cap - cap_) / 8);
+    }
+  }
+  cap_ = cap;
+}
+
+void ColumnTable::clear() {
+  for (auto& c : cols_) {
+    std::free(c.valid);
+    c.valid = nullptr;
+  }
+  rows_ = 0;
+}
+
+std::vector<TakenColumn> ColumnTable::take() {
+  std::vector<TakenColumn> out;
+  for (size_t i = 0; i < cols_.size(); ++i) {
+    Column& c = cols_[i];
+    TakenColumn t;
+    t.name = def_->columns[i].name;
+    t.type = c.type;
+    t.nulls = null_count(i);
+    t.data.bytes = rows_ * c.width();
+    t.data.ptr = grow_block(c.data, t.data.bytes);  // shrink to fit
+    c.data = nullptr;
+    if (t.nulls) {
+      t.valid.bytes = (rows_ + 7) / 8;
+      t.valid.ptr = grow_block(c.valid, t.valid.bytes);
+    } else {
+      std::free(c.valid);
+    }
+    c.valid = nullptr;
+    out.push_back(std::move(t));
+  }
+  rows_ = cap_ = 0;
+  return out;
+}
+
+// 64-bit hash, 8 bytes per step (multiply-xorshift mixing); strings here are names of a
+// few to a few hundred bytes.
+uint64_t hash_bytes(const char* s, size_t n) {
+  const uint64_t m = 0x9E3779B97F4A7C15ull;
+  uint64_t h = 0x243F6A8885A308D3ull ^ (n * m);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s + i, 8);
+    h = (h ^ w) * m;
+    h ^= h >> 29;
+  }
+  if (i < n) {
+    uint64_t w = 0;
+    std::memcpy(&w, s + i, n - i);
+    h = (h ^ w) * m;
+    h ^= h >> 29;
+  }
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 32);
+}
+
+StringDict::StringDict() : offsets_{0}, slots_(1024, -1) {}
+
+StringDict::~StringDict() {
+  std::free(data_);
+}
+
+int32_t StringDict::intern(const char* s, size_t n) {
+  uint64_t h = hash_bytes(s, n);
+  size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    int32_t id = slots_[i];
+    if (id < 0) {
+      id = static_cast<int32_t>(size());
+      if (used_ + n > cap_) {
+        size_t cap = cap_ ? cap_ : 1 << 16;
+        while (cap < used_ + n) cap *= 2;
+        data_ = static_cast<char*>(grow_block(data_, cap));
+        cap_ = cap;
+      }
+      if (n) std::memcpy(data_ + used_, s, n);
+      used_ += n;
+      offsets_.push_back(static_cast<int64_t>(used_));
+      hashes_.push_back(h);
+      slots_[i] = id;
+      if (size() * 2 > slots_.size()) rehash();
+      return id;
+    }
+    if (hashes_[id] == h && static_cast<size_t>(offsets_[id + 1] - offsets_[id]) == n &&
+        std::memcmp(data_ + offsets_[id], s, n) == 0)
+      return id;
+  }
+}
+
+void StringDict::rehash() {
+  std::vector<int32_t> slots(slots_.size() * 2, -1);
+  size_t mask = slots.size() - 1;
+  for (size_t id = 0; id < hashes_.size(); ++id) {
+    size_t i = hashes_[id] & mask;
+    while (slots[i] >= 0) i = (i + 1) & mask;
+    slots[i] = static_cast<int32_t>(id);
+  }
+  slots_.swap(slots);
+}
+
+std::pair<Owned, Owned> StringDict::take() {
+  Owned offs, data;
+  offs.bytes = offsets_.size() * sizeof(int64_t);
+  offs.ptr = grow_block(nullptr, offs.bytes);
+  std::memcpy(offs.ptr, offsets_.data(), offs.bytes);
+  data.bytes = used_;
+  data.ptr = grow_block(data_, used_);
+  data_ = nullptr;
+  used_ = cap_ = 0;
+  offsets_.assign(1, 0);
+  hashes_.clear();
+  slots_.assign(1024, -1);
+  return {offs, data};
+}
+
+}  // namespace tbdtrace

@@ -1,0 +1,260 @@
+"""Which framework op, annotation range and module launched each kernel.
+
+Rules (docs/METRICS.md, "Attribution"), all vectorized:
+
+1. kernel -> the runtime call with the same (rank, correlation_id): its thread (pid, tid)
+   and start time are the launch point. CPU-backend kernels (no runtime call) launch
+   from their own thread at their own start, and an ops row that is the kernel itself
+   (same thread, start and end) is skipped, so the op is the enclosing one.
+2. op = the innermost ``ops`` row on the launch thread containing the launch time
+   (innermost = latest-starting containing range), skipping Python-function frames and
+   ``nn.Module`` ranges; when that finds nothing, the op whose (rank, external_id)
+   equals the kernel's external_id.
+3. module = the innermost ``ops`` row named ``nn.Module: ...`` containing the launch.
+4. marker = the innermost ``markers`` range (NVTX, record_function) on the launch thread
+   containing the launch time, ignoring ``ProfilerStep#N`` ranges (those are steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tbdtrace.analysis.engine import shared_arrays
+from tbdtrace.analysis.engine.cache import Entry
+from tbdtrace.analysis.engine.intervals import innermost
+from tbdtrace.analysis.engine.joins import NULL_ID, join_pairs
+from tbdtrace.arrow_ints import int_column
+
+if TYPE_CHECKING:
+    from tbdtrace.analysis.engine.context import AnalysisContext
+
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Per kernel row: codes into the label lists (-1 = not attributed)."""
+
+    op: I64
+    op_labels: list[str]
+    module: I64
+    module_labels: list[str]
+    marker: I64
+    marker_labels: list[str]
+
+
+Groups = dict[tuple[int, int], I64]  # (pid, tid) -> row indices, ascending
+
+
+def thread_groups(pid: I64, tid: I64) -> Groups:
+    """Rows grouped by thread (pid, tid), each group's indices in ascending order.
+
+    Linear: pid and tid pack exactly into one int64 (always, for OS ids), hashed by
+    Arrow's dictionary_encode and grouped by a counting sort; other ids go through
+    np.unique."""
+    if pid.size == 0:
+        return {}
+    if pid.min() >= -1 and pid.max() < (1 << 30) and tid.min() >= -1 and tid.max() < (1 << 32) - 1:
+        enc = pc.dictionary_encode(pa.array(((pid + 1) << 32) | (tid + 1)))
+        keys = [((k >> 32) - 1, (k & 0xFFFFFFFF) - 1) for k in enc.dictionary.to_pylist()]
+        code = enc.indices
+    else:
+        uniq, inv = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
+        keys = [(int(a), int(b)) for a, b in uniq]
+        code = pa.array(inv.reshape(-1).astype(np.int32))
+    order = pc.array_sort_indices(code).to_numpy()  # stable counting sort
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(code.to_numpy(), minlength=len(keys)))])
+    return {k: order[bounds[c] : bounds[c + 1]] for c, k in enumerate(keys)}
+
+
+THREAD_GROUPS: Entry[Groups] = Entry(
+    "attribution.thread_groups", "rows of a range table (ops, markers) per (pid, tid)"
+)
+
+
+def range_groups(ctx: AnalysisContext, table: str) -> Groups:
+    """:func:`thread_groups` of a range table (ops, markers), once per trace."""
+    return ctx.cache.get(
+        THREAD_GROUPS,
+        lambda: thread_groups(
+            shared_arrays.ints(ctx, table, "pid"), shared_arrays.ints(ctx, table, "tid")
+        ),
+        table,
+    )
+
+
+def on_threads(
+    ctx: AnalysisContext, table: str, keep: np.ndarray, queries: Groups, q_t: I64
+) -> I64:
+    """Per query, the innermost row of ``table`` (rows where ``keep``) on the query's
+    thread containing its time ``q_t``; -1 if none. ``queries`` groups the queries by
+    thread (:func:`thread_groups`)."""
+    out = np.full(q_t.size, -1, dtype=np.int64)
+    ranges = range_groups(ctx, table)
+    s, e = shared_arrays.ints(ctx, table, "start_ns"), shared_arrays.ints(ctx, table, "end_ns")
+    for th, qsel in queries.items():
+        rows = ranges.get(th)
+        if rows is None:
+            continue
+        rows = rows[keep[rows]]
+        if rows.size == 0:
+            continue
+        hit = innermost(s[rows], e[rows], q_t[qsel])
+        good = hit >= 0
+        out[qsel[good]] = rows[hit[good]]
+    return out
+
+
+ATTRIBUTION: Entry[Attribution] = Entry(
+    "attribution.attribute", "every kernel's op, module and marker"
+)
+
+
+def attribute(ctx: AnalysisContext) -> Attribution:
+    """Attribute every kernel of ``trace`` to ops, modules and markers (computed once
+    per trace)."""
+    return ctx.cache.get(ATTRIBUTION, lambda: _attribute(ctx))
+
+
+def _attribute(ctx: AnalysisContext) -> Attribution:
+    n = ctx.num_rows("kernels")
+    # "Not attributed" for every kernel: a read-only view of one value, no memory.
+    none = np.broadcast_to(np.int64(-1), (n,))
+    ops = ctx.table("ops", ["rank", "external_id", "name", "category"])
+    o_codes, o_labels = shared_arrays.codes(ctx, "ops", "name")
+    if ops.num_rows and ctx.column("kernels", "external_id").null_count < n:
+        by_ext = join_pairs(
+            shared_arrays.ints(ctx, "kernels", "rank"),
+            shared_arrays.ints(ctx, "kernels", "external_id", NULL_ID),
+            int_column(ops, "rank"),
+            int_column(ops, "external_id", NULL_ID),
+        )
+    else:
+        by_ext = none
+    m_codes, m_labels = shared_arrays.codes(ctx, "markers", "name")
+    if ops.num_rows == 0 and ctx.num_rows("markers") == 0:
+        # No host ranges to search: the launch threads are not looked up (a native
+        # capture without ops: 10M kernels, ~0.1 GB of tids and runtime matches).
+        op_idx, mod_idx, mark_idx = by_ext, none, none
+    else:
+        m = shared_arrays.runtime_match(ctx, "kernels")
+        hit = m >= 0
+        launched = (
+            hit | (shared_arrays.ints(ctx, "kernels", "tid") >= 0)
+            if shared_arrays.has_values(ctx, "kernels", "tid")
+            else hit
+        )
+        tq = np.flatnonzero(launched)
+        if tq.size == 0:
+            op_idx, mod_idx, mark_idx = by_ext, none, none
+        else:
+            op_idx, mod_idx, mark_idx = _on_launch_threads(
+                ctx, tq, m, hit, by_ext, o_codes, o_labels
+            )
+
+    def codes(idx: I64, c: I64) -> I64:
+        if idx is none or not c.size:
+            return none
+        return np.where(idx >= 0, c[np.clip(idx, 0, None)], -1)
+
+    return Attribution(
+        op=codes(op_idx, o_codes),
+        op_labels=_labels(o_labels),
+        module=codes(mod_idx, o_codes),
+        module_labels=_labels(o_labels),
+        marker=codes(mark_idx, m_codes),
+        marker_labels=_labels(m_labels),
+    )
+
+
+def _on_launch_threads(
+    ctx: AnalysisContext,
+    tq: I64,
+    m: I64,
+    hit: np.ndarray,
+    by_ext: I64,
+    o_codes: I64,
+    o_labels: list[str | None],
+) -> tuple[I64, I64, I64]:
+    """(op, module, marker) row per kernel, searched on the launch thread of kernels
+    ``tq`` (rules 1-4 of the module docstring)."""
+    n = hit.size
+    mc = np.where(hit, m, 0)[tq]
+    h = hit[tq]
+
+    def at_launch(col: str, own: I64) -> I64:
+        r = shared_arrays.ints(ctx, "runtime", col)
+        return np.where(h, r[mc] if r.size else -1, own[tq])
+
+    q_pid = at_launch("pid", shared_arrays.ints(ctx, "kernels", "pid"))
+    q_tid = at_launch("tid", shared_arrays.ints(ctx, "kernels", "tid"))
+    q_t = at_launch("start_ns", shared_arrays.ints(ctx, "kernels", "start_ns"))
+    queries = thread_groups(q_pid, q_tid)
+    del q_pid, q_tid
+    is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
+    is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
+    keep = ~is_py & ~is_module
+    op_idx = np.full(n, -1, dtype=np.int64)
+    found = on_threads(ctx, "ops", keep, queries, q_t)
+    op_idx[tq] = _skip_own_op(ctx, tq, found, h, queries, q_t, keep)
+    op_idx = np.where(op_idx >= 0, op_idx, by_ext)
+    mod_idx = np.full(n, -1, dtype=np.int64)
+    mod_idx[tq] = on_threads(ctx, "ops", is_module, queries, q_t)
+    is_step = shared_arrays.label_mask(
+        ctx, "markers", "name", lambda x: x.startswith("ProfilerStep#")
+    )
+    is_range = shared_arrays.label_mask(ctx, "markers", "kind", lambda x: x == "range")
+    mark_idx = np.full(n, -1, dtype=np.int64)
+    mark_idx[tq] = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
+    return op_idx, mod_idx, mark_idx
+
+
+def _skip_own_op(
+    ctx: AnalysisContext,
+    tq: I64,
+    op_idx: I64,
+    hit: np.ndarray,
+    queries: Groups,
+    q_t: I64,
+    keep: np.ndarray,
+) -> I64:
+    """CPU-backend kernels are leaf ops that the ops table may hold too: the op found at
+    the kernel's own start can be the kernel itself (same thread, start and end). Its
+    launcher is then the enclosing op, found again without those rows."""
+    own = ~hit & (op_idx >= 0)
+    if not own.any():
+        return op_idx
+    oc = np.clip(op_idx, 0, None)
+    o_s, o_e = (
+        shared_arrays.ints(ctx, "ops", "start_ns"),
+        shared_arrays.ints(ctx, "ops", "end_ns"),
+    )
+    ks = shared_arrays.ints(ctx, "kernels", "start_ns")[tq]
+    ke = shared_arrays.ints(ctx, "kernels", "end_ns")[tq]
+    same = own & (o_s[oc] == ks) & (o_e[oc] == ke)
+    if not same.any():
+        return op_idx
+    keep2 = keep.copy()
+    keep2[op_idx[same]] = False
+    sub = {th: q[same[q]] for th, q in queries.items()}
+    again = on_threads(ctx, "ops", keep2, {th: q for th, q in sub.items() if q.size}, q_t)
+    out = op_idx.copy()
+    out[same] = again[same]
+    return out
+
+
+def _labels(labels: list[str | None]) -> list[str]:
+    return [x if x is not None else "<unknown>" for x in labels]
+
+
+def _label_mask(codes: I64, labels: list[str | None], pred: Callable[[str], bool]) -> np.ndarray:
+    lut = np.array([x is not None and pred(x) for x in labels], dtype=np.bool_)
+    return lut[codes] if codes.size else np.zeros(0, dtype=bool)

@@ -1,0 +1,106 @@
+"""Joins of integer id columns: for each id on one side, the row of the equal id on the other.
+
+The passes match kernels, memcpys and memsets to their runtime calls by correlation id
+(and rank) with these; :data:`NULL_ID` stands for a null id and never matches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tbdtrace.analysis.engine import intervals
+
+I64 = npt.NDArray[np.int64]
+NULL_ID = -(1 << 62)  # fill for null ids: never equal to a real id
+_BLOCK = 1 << 20  # rows per block in the lookup-table join
+
+
+def join_sorted(a: I64, b: I64) -> I64:
+    """For each id of ``a``, the index of the first equal id in ``b``, -1 if none (ids
+    equal to NULL_ID never match). Linear when ``b``'s ids are unique and dense, as CUPTI's
+    and Kineto's correlation ids are (consecutive numbers, in whatever row order); else
+    one stable sort, skipped when ``b`` is already sorted."""
+    out = np.full(a.size, -1, dtype=np.int64)
+    if a.size == 0 or b.size == 0:
+        return out
+    lut = _dense_lookup(b)
+    if lut is not None:
+        lut_t, base = lut
+        # Read a block at a time, so the temporaries stay small at 10M rows.
+        for s in range(0, a.size, _BLOCK):
+            i = a[s : s + _BLOCK] - base  # a NULL_ID id is far below 0
+            ok = (i >= 0) & (i < lut_t.size)
+            np.clip(i, 0, lut_t.size - 1, out=i)
+            out[s : s + _BLOCK] = np.where(ok, lut_t[i], -1)
+        return out
+    if intervals.is_sorted(b):
+        order, sk = None, b
+    else:
+        order = np.argsort(b, kind="stable")
+        sk = b[order]
+    pos = np.searchsorted(sk, a, side="left")
+    np.minimum(pos, sk.size - 1, out=pos)
+    ok = (sk[pos] == a) & (a != NULL_ID)
+    out[ok] = pos[ok] if order is None else order[pos[ok]]
+    return out
+
+
+def _dense_lookup(b: I64) -> tuple[np.ndarray, int] | None:
+    """(table id - base -> row of ``b``, base) when ``b``'s ids are unique, not null and
+    span at most ~4 per row; None otherwise (duplicates would need "first" semantics)."""
+    lo, hi = int(b.min()), int(b.max())
+    if lo == NULL_ID or hi - lo >= 4 * b.size + 1024:
+        return None
+    small: type[np.signedinteger[Any]] = np.int32 if b.size < 2**31 else np.int64
+    lut: npt.NDArray[np.signedinteger[Any]] = np.full(hi - lo + 1, -1, dtype=small)
+    for s in range(0, b.size, _BLOCK):
+        lut[b[s : s + _BLOCK] - lo] = np.arange(s, min(s + _BLOCK, b.size), dtype=small)
+    if np.count_nonzero(lut >= 0) != b.size:  # a repeated id: not unique
+        return None
+    return lut, lo
+
+
+def join_pairs(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
+    """For each (a_hi, a_lo), the index of the first equal (b_hi, b_lo) pair, -1 if none."""
+    out = np.full(a_lo.size, -1, dtype=np.int64)
+    if a_lo.size == 0 or b_lo.size == 0:
+        return out
+    a_ok, b_ok = a_lo != NULL_ID, b_lo != NULL_ID
+    lo_all = np.concatenate([a_lo[a_ok], b_lo[b_ok]])
+    hi_all = np.concatenate([a_hi, b_hi])
+    if (
+        (lo_all.size == 0 or (lo_all.min() >= 0 and lo_all.max() < 1 << 42))
+        and hi_all.min() >= -1
+        and hi_all.max() < (1 << 20) - 1
+    ):
+        # Both ids fit one int64 key: a single sort and search.
+        ak = ((a_hi + 1) << 42) | np.where(a_ok, a_lo, 0)
+        bk = np.where(b_ok, ((b_hi + 1) << 42) | np.where(b_ok, b_lo, 0), -1)
+        order = np.argsort(bk, kind="stable")
+        sk = bk[order]
+        pos = np.clip(np.searchsorted(sk, ak, side="left"), 0, sk.size - 1)
+        ok = a_ok & (sk[pos] == ak)
+        out[ok] = order[pos[ok]]
+        return out
+    order = np.lexsort((b_lo, b_hi))
+    bh, bl = b_hi[order], b_lo[order]
+    # General case: binary search on hi, then a vectorized bisection on lo inside each run.
+    lo = np.searchsorted(bh, a_hi, side="left")
+    hi = np.searchsorted(bh, a_hi, side="right")
+    left, right = lo.copy(), hi.copy()
+    while True:
+        active = left < right
+        if not active.any():
+            break
+        mid = (left + right) // 2
+        midc = np.clip(mid, 0, bl.size - 1)
+        go_right = active & (bl[midc] < a_lo)
+        left = np.where(go_right, mid + 1, left)
+        right = np.where(active & ~go_right, mid, right)
+    posc = np.clip(left, 0, bl.size - 1)
+    ok = (left < hi) & (bl[posc] == a_lo) & a_ok
+    out[ok] = order[posc[ok]]
+    return out

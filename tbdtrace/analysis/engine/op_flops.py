@@ -1,0 +1,234 @@
+"""FLOPs of every ``ops`` row, computed once per trace (the flops pass's op sources).
+
+Per row of the matrix-math ops of :mod:`tbdtrace.analysis.engine.flop_formulas`: the framework's
+count (``ops.flops``) when present, else the analytic formula; the precision from the
+first tensor input dtype (fp32 as tf32 where :func:`tf32_allowed`); and whether the row
+is counted: the outermost such row with FLOPs on its thread. Formulas run once per
+distinct (name, shapes, dtypes, concrete inputs), not per row.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from tbdtrace.analysis.engine import flop_formulas as ff
+from tbdtrace.analysis.engine import shared_arrays
+from tbdtrace.analysis.engine.attribution import on_threads, thread_groups
+from tbdtrace.analysis.engine.cache import Entry
+from tbdtrace.analysis.engine.grouping import dict_codes
+from tbdtrace.arrow_ints import int_column
+
+if TYPE_CHECKING:
+    from tbdtrace.analysis.engine.context import AnalysisContext
+
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class OpCounts:
+    """Per ops row: FLOPs (-1 = not counted), precision index into ``ff.PRECISIONS``
+    (-1 unknown), source index into ``SOURCES`` (1 framework, 2 analytic), and whether
+    it is a counted (outermost) op."""
+
+    flops: I64
+    precision: I64
+    source: I64
+    counted: npt.NDArray[np.bool_]
+
+
+OP_COUNTS: Entry[OpCounts] = Entry("op_flops.counts", "FLOPs of every ops row")
+
+
+def op_counts(ctx: AnalysisContext) -> OpCounts:
+    """FLOPs of every ops row (computed once per trace)."""
+    return ctx.cache.get(OP_COUNTS, lambda: _op_counts(ctx))
+
+
+_OPS_COLS = ("name", "input_shapes", "input_dtypes", "concrete_inputs")
+
+
+def _op_counts(ctx: AnalysisContext) -> OpCounts:
+    ops = ctx.table("ops", [*_OPS_COLS, "flops"])
+    n = ops.num_rows
+    flops = np.full(n, -1, dtype=np.int64)
+    prec = np.full(n, -1, dtype=np.int64)
+    source = np.full(n, -1, dtype=np.int64)
+    codes, labels = dict_codes(ops, "name")
+    fam = np.array([lbl in ff.NAMES for lbl in labels], dtype=bool)
+    sel = fam[codes] if codes.size else np.zeros(0, dtype=bool)
+    if codes.size:
+        sel |= _counted_foreign(ctx)
+    idx = np.flatnonzero(sel)
+    if idx.size == 0:
+        return OpCounts(flops, prec, source, np.zeros(n, dtype=bool))
+    sub = ops.take(pa.array(idx))
+    cols = [dict_codes(sub, c) for c in _OPS_COLS]
+    key = np.stack([c for c, _ in cols], axis=1)
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    tf32 = tf32_allowed(ctx.meta)
+    u_flops = np.full(len(uniq), -1, dtype=np.int64)
+    u_prec = np.full(len(uniq), -1, dtype=np.int64)
+    for j, (cn, cs, cd, cc) in enumerate(uniq.tolist()):
+        name = cols[0][1][cn] or ""
+        v = ff.op_flops(name, cols[1][1][cs], cols[3][1][cc])
+        u_flops[j] = -1 if v is None else v
+        p = ff.precision(cols[2][1][cd])
+        if p == "fp32" and tf32.get(ff.family(name) or ""):
+            p = "tf32"
+        u_prec[j] = ff.PRECISIONS.index(p) if p else -1
+    fw = int_column(sub, "flops", -1)
+    an = u_flops[inv]
+    if (an < 0).any():
+        an = _without_concrete_inputs(ctx, idx, cols[0], cols[1][0], cols[1][1], an)
+    flops[idx] = np.where(fw >= 0, fw, an)
+    source[idx] = np.where(fw >= 0, 1, np.where(an >= 0, 2, -1))
+    prec[idx] = u_prec[inv]
+    return OpCounts(flops, prec, source, _outermost(ctx, flops >= 0))
+
+
+# Op categories of other frameworks whose ``ops.flops`` count only matrix math (the
+# TensorFlow backend fills it for MatMul/Conv ops from the traced graphs: tf_flops).
+FOREIGN_COUNTED = ("tf_op",)
+
+
+def _counted_foreign(ctx: AnalysisContext) -> npt.NDArray[np.bool_]:
+    """Rows of :data:`FOREIGN_COUNTED` categories that carry a framework FLOP count."""
+    cat = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x in FOREIGN_COUNTED)
+    if not cat.any():
+        return cat
+    return cat & (shared_arrays.ints(ctx, "ops", "flops", -1) >= 0)
+
+
+def _without_concrete_inputs(
+    ctx: AnalysisContext,
+    idx: I64,
+    names: tuple[I64, list[str | None]],
+    shape_codes: I64,
+    shape_labels: list[str | None],
+    an: I64,
+) -> I64:
+    """Convolutions of traces without ``Concrete Inputs`` (PyTorch < 2): a plain forward
+    convolution's output shape is the grad_output its autograd node (``...Convolution
+    Backward``, same rank and sequence number) received; the old
+    ``aten::cudnn_convolution_backward`` computes one gradient per ``..._backward_input``
+    / ``..._backward_weight`` child it ran. Fills ``an`` (per row of ``idx``) where it
+    is -1 and these give the count."""
+    an = an.copy()
+    codes, labels = names
+    plain = np.array([x in ff.PLAIN_CONV for x in labels], dtype=bool)[codes] & (an < 0)
+    if plain.any():
+        _forward_from_nodes(ctx, idx, plain, shape_codes, shape_labels, an)
+    old = np.array([x == ff.OLD_CUDNN_BACKWARD for x in labels], dtype=bool)[codes] & (an < 0)
+    if old.any():
+        _old_backward_from_children(ctx, idx, old, shape_codes, shape_labels, an)
+    return an
+
+
+def _forward_from_nodes(
+    ctx: AnalysisContext, idx: I64, plain: Any, shape_codes: I64, shape_labels: list[Any], an: I64
+) -> None:
+    node = shared_arrays.label_mask(ctx, "ops", "name", lambda x: "ConvolutionBackward" in x)
+    node_rows = np.flatnonzero(node)
+    if node_rows.size == 0:
+        return
+    rank, seq = (
+        shared_arrays.ints(ctx, "ops", "rank"),
+        shared_arrays.ints(ctx, "ops", "sequence_number"),
+    )
+    nkey = (rank[node_rows] + 1) * (1 << 40) + seq[node_rows]
+    order = np.argsort(nkey, kind="stable")
+    nkey, node_rows = nkey[order], node_rows[order]
+    rows = idx[plain]
+    fkey = (rank[rows] + 1) * (1 << 40) + seq[rows]
+    pos = np.clip(np.searchsorted(nkey, fkey), 0, nkey.size - 1)
+    hit = (nkey[pos] == fkey) & (seq[rows] >= 0)
+    shapes = ctx.column("ops", "input_shapes")
+    got = np.full(rows.size, -1, dtype=np.int64)
+    cache: dict[tuple[int, Any], int] = {}
+    sc = shape_codes[plain]
+    for i in np.flatnonzero(hit).tolist():
+        out_text = shapes[int(node_rows[pos[i]])].as_py()
+        k = (int(sc[i]), out_text)
+        if k not in cache:
+            try:
+                out = json.loads(out_text or "")[0]
+            except (ValueError, IndexError, TypeError):
+                out = []
+            v = ff.conv_from_output(shape_labels[sc[i]], out) if isinstance(out, list) else None
+            cache[k] = -1 if v is None else v
+        got[i] = cache[k]
+    sub = an[plain]
+    an[plain] = np.where(sub < 0, got, sub)
+
+
+def _old_backward_from_children(
+    ctx: AnalysisContext, idx: I64, old: Any, shape_codes: I64, shape_labels: list[Any], an: I64
+) -> None:
+    parents = idx[old]
+    keep = np.zeros(ctx.num_rows("ops"), dtype=bool)
+    keep[parents] = True
+    kids = shared_arrays.label_mask(
+        ctx,
+        "ops",
+        "name",
+        lambda x: x in (f"{ff.OLD_CUDNN_BACKWARD}_input", f"{ff.OLD_CUDNN_BACKWARD}_weight"),
+    )
+    krows = np.flatnonzero(kids)
+    if krows.size == 0:
+        return
+    q = thread_groups(
+        shared_arrays.ints(ctx, "ops", "pid")[krows],
+        shared_arrays.ints(ctx, "ops", "tid")[krows],
+    )
+    parent = on_threads(ctx, "ops", keep, q, shared_arrays.ints(ctx, "ops", "start_ns")[krows])
+    grads = np.bincount(parent[parent >= 0], minlength=keep.size)[parents]
+    sc = shape_codes[old]
+    one = np.array(
+        [ff.old_cudnn_backward_one(shape_labels[c]) or -1 for c in sc.tolist()], dtype=np.int64
+    )
+    an[old] = np.where((one >= 0) & (grads > 0), one * grads, -1)
+
+
+def _outermost(ctx: AnalysisContext, has: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Rows of ``has`` not inside another ``has`` row on the same thread."""
+    out = has.copy()
+    rows = np.flatnonzero(has)
+    if rows.size < 2:
+        return out
+    pid, tid = (
+        shared_arrays.ints(ctx, "ops", "pid")[rows],
+        shared_arrays.ints(ctx, "ops", "tid")[rows],
+    )
+    s, e = (
+        shared_arrays.ints(ctx, "ops", "start_ns")[rows],
+        shared_arrays.ints(ctx, "ops", "end_ns")[rows],
+    )
+    for g in thread_groups(pid, tid).values():
+        order = g[np.lexsort((-e[g], s[g]))]
+        ends = e[order]
+        prev_max = np.maximum.accumulate(ends)[:-1]
+        inside = np.zeros(order.size, dtype=bool)
+        inside[1:] = prev_max >= ends[1:]
+        out[rows[order[inside]]] = False
+    return out
+
+
+def tf32_allowed(meta: dict[str, Any]) -> dict[str, bool]:
+    """Which fp32 op families ran as TF32, from ``meta.extra.torch.allow_tf32``
+    ({"matmul": bool, "cudnn": bool}, recorded by ``capture`` from
+    ``torch.backends.cuda.matmul.allow_tf32`` / ``torch.backends.cudnn.allow_tf32`` when the
+    program used CUDA). Without it, fp32 stays fp32."""
+    t = ((meta.get("extra") or {}).get("torch") or {}).get("allow_tf32") or {}
+    return {
+        "matmul": bool(t.get("matmul")),
+        "conv": bool(t.get("cudnn")),
+        "attention": bool(t.get("matmul")),
+    }

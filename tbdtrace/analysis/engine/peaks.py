@@ -1,0 +1,217 @@
+"""Device peaks, each with its source: FLOP/s per precision, FP32 FLOP/s, DRAM bandwidth.
+
+The one home of peak figures (GPU tables, the CPU model, the DRAM bandwidth); the flops,
+fp32, kernel_flops and memcpy passes read them here.
+
+Peak FLOP/s per precision of a GPU (:func:`gpu_peak`), in order:
+1. computed: SMs x dense FLOPs per clock per SM of that precision (``data/tensor_rates.csv``,
+   from the architecture whitepapers) x the clock, when the trace records the SM count,
+   compute capability and clock (a CUPTI capture: also right for a MIG slice or a
+   clock-capped part);
+2. looked up: the vendor datasheet's dense peak (``data/gpu_peaks.csv``, first row whose
+   pattern is found in the device name and whose compute capability, where both are known,
+   agrees);
+3. else None with the reason.
+The precision's peak is the dense (not sparse) figure of the fastest unit that runs matrix
+math in it: Tensor/Matrix cores where the datasheet gives them (fp64 Tensor Core on A100
+and later), CUDA cores for NVIDIA fp32. CPUs (:func:`cpu_peak`): fp32 from
+:func:`cpu_fp32_peak` and fp64 at half of it (a SIMD register holds half as many doubles);
+other precisions unknown.
+
+The FP32 peak of the TBD-style FP32 figure (:func:`gpu_fp32_peak`) and the DRAM bandwidth
+(:func:`dram_bandwidth`) come from the trace, else from documented tables:
+``fp32_lanes.csv`` (FP32 results per clock per SM by compute capability: CUDA C++
+Programming Guide, "Arithmetic Instructions", throughput of 32-bit floating-point
+add/multiply/multiply-add) and ``gpu_specs.csv`` (boost clock and DRAM bandwidth by device
+name: vendor datasheets, looked up, not measured). Each peak comes with a ``*_source``
+string saying where every factor came from.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from tbdtrace.analysis.engine.grouping import device_keys
+
+if TYPE_CHECKING:
+    from tbdtrace.analysis.engine.context import AnalysisContext
+
+    pass
+
+LANES_SOURCE = (
+    "CUDA C++ Programming Guide, Arithmetic Instructions (32-bit floating-point "
+    "add, multiply, multiply-add per clock per SM)"
+)
+# SIMD FP32 lanes by the widest vector extension in /proc/cpuinfo flags.
+_SIMD = (("avx512f", 16), ("avx2", 8), ("avx", 8), ("asimd", 4), ("neon", 4), ("sse2", 4))
+
+
+def _csv(name: str) -> list[dict[str, str]]:
+    text = resources.files("tbdtrace.analysis.engine").joinpath(f"data/{name}").read_text()
+    return list(csv.DictReader(text.splitlines()))
+
+
+@lru_cache(maxsize=1)
+def rates() -> dict[tuple[str, str], tuple[int, str]]:
+    """(compute capability "M.m", precision) -> (dense FLOPs per clock per SM, source)."""
+    return {
+        (r["compute_capability"], r["precision"]): (int(r["flops_per_clock_per_sm"]), r["source"])
+        for r in _csv("tensor_rates.csv")
+    }
+
+
+@lru_cache(maxsize=256)
+def datasheet(name: str, cc: str | None) -> dict[str, str] | None:
+    """The first ``gpu_peaks.csv`` row matching a device name (and its compute capability)."""
+    for r in _csv("gpu_peaks.csv"):
+        if not re.search(r["pattern"], name, re.IGNORECASE):
+            continue
+        if cc and r["compute_capability"] and r["compute_capability"] != cc:
+            continue
+        return r
+    return None
+
+
+def _cc(dev: dict[str, Any]) -> str | None:
+    major, minor = dev.get("compute_capability_major"), dev.get("compute_capability_minor")
+    return None if major is None or minor is None else f"{int(major)}.{int(minor)}"
+
+
+def gpu_peak(dev: dict[str, Any], precision: str) -> tuple[float | None, str]:
+    """(peak FLOP/s of ``precision`` on GPU ``dev`` (a devices row), source or reason)."""
+    cc = _cc(dev)
+    sms, clock_khz = dev.get("sm_count"), dev.get("core_clock_khz")
+    rate = rates().get((cc, precision)) if cc else None
+    if rate and sms and clock_khz:
+        per_sm, src = rate
+        return float(sms) * per_sm * float(clock_khz) * 1e3, (
+            f"{sms} SMs x {per_sm} {precision} FLOPs/clock/SM (cc {cc}, {src}) x "
+            f"{float(clock_khz) / 1e3:g} MHz (clock and SMs from the trace)"
+        )
+    name = str(dev.get("name") or "")
+    row = datasheet(name, cc) if name else None
+    if row is None:
+        return None, f"device {name or '?'!r} (cc {cc or '?'}) is not in gpu_peaks.csv"
+    value = row.get(precision) or ""
+    if not value:
+        return None, f"{row['source']} gives no dense {precision} peak"
+    return float(value) * 1e12, f"{value} TFLOP/s, {row['source']}"
+
+
+def cpu_peak(meta: dict[str, Any], precision: str) -> tuple[float | None, str]:
+    """(peak FLOP/s of ``precision`` on the capture host's CPU, source or reason)."""
+    if precision not in ("fp32", "fp64"):
+        return None, f"no CPU {precision} peak is modelled (fp32 and fp64 only)"
+    p, src = cpu_fp32_peak(meta)
+    if p is None or precision == "fp32":
+        return p, src
+    return p / 2, f"half the FP32 peak (2 doubles per FP32 lane pair): {src}"
+
+
+def cpu_fp32_peak(meta: dict[str, Any]) -> tuple[float | None, str]:
+    """Peak FP32 FLOP/s of the capture host from ``meta.extra.cpu`` ({cores, flags, mhz}).
+
+    cores x SIMD lanes (widest of avx512f 16, avx2/avx 8, asimd/neon/sse2 4) x FMA units
+    (2 with the ``fma`` or ``asimd`` flag, an assumption: current x86 and Arm server
+    cores have two FMA pipes; else 1) x 2 x clock (MHz as /proc/cpuinfo gives it).
+    """
+    cpu = (meta.get("extra") or {}).get("cpu") or meta.get("cpu") or {}
+    cores, mhz = cpu.get("cores") or cpu.get("physical_cores"), cpu.get("mhz") or cpu.get("max_mhz")
+    flags = cpu.get("flags") or []
+    flags = set(flags.split() if isinstance(flags, str) else flags)
+    if not cores or not mhz or not flags:
+        return None, (
+            "CPU peak unknown: the trace has no CPU description (cores, flags, "
+            "clock from /proc/cpuinfo) in meta.extra.cpu"
+        )
+    lanes = next((n for f, n in _SIMD if f in flags), 1)
+    fma = 2 if ("fma" in flags or "asimd" in flags) else 1
+    peak = float(cores) * lanes * fma * 2 * float(mhz) * 1e6
+    return peak, (
+        f"{cores} cores x {lanes} FP32 SIMD lanes x {fma} FMA units (assumed) x 2 "
+        f"x {mhz} MHz (meta.extra.cpu, from /proc/cpuinfo at capture)"
+    )
+
+
+@lru_cache(maxsize=1)
+def fp32_lanes() -> dict[tuple[int, int], int]:
+    out = {}
+    for r in _csv("fp32_lanes.csv"):
+        major, minor = r["compute_capability"].split(".")
+        out[(int(major), int(minor))] = int(r["fp32_lanes_per_sm"])
+    return out
+
+
+@dataclass(frozen=True)
+class Spec:
+    boost_clock_mhz: int
+    memory_bandwidth_gb_per_s: float
+    source: str
+
+
+@lru_cache(maxsize=256)
+def lookup(name: str) -> Spec | None:
+    """Datasheet figures for a device name (first matching row of gpu_specs.csv)."""
+    for r in _csv("gpu_specs.csv"):
+        if re.search(r["pattern"], name, re.IGNORECASE):
+            return Spec(
+                int(r["boost_clock_mhz"]), float(r["memory_bandwidth_gb_per_s"]), r["source"]
+            )
+    return None
+
+
+def gpu_fp32_peak(dev: dict[str, Any]) -> tuple[float | None, str]:
+    """(peak FP32 FLOP/s, source or reason) = SMs x lanes/SM x 2 (FMA) x clock."""
+    sms, major, minor = (
+        dev.get("sm_count"),
+        dev.get("compute_capability_major"),
+        dev.get("compute_capability_minor"),
+    )
+    if not sms:
+        return None, "SM count not recorded in the trace"
+    if major is None or minor is None:
+        return None, "compute capability not recorded in the trace"
+    lanes = fp32_lanes().get((int(major), int(minor)))
+    if lanes is None:
+        return None, f"no FP32 lane count known for compute capability {major}.{minor}"
+    clock_khz = dev.get("core_clock_khz")
+    if clock_khz:
+        clock_hz, csrc = float(clock_khz) * 1e3, "clock from the trace (devices.core_clock_khz)"
+    else:
+        spec = lookup(str(dev.get("name") or ""))
+        if spec is None:
+            return None, f"no clock in the trace and {dev.get('name')!r} is not in gpu_specs.csv"
+        clock_hz = spec.boost_clock_mhz * 1e6
+        csrc = f"boost clock {spec.boost_clock_mhz} MHz looked up ({spec.source})"
+    peak = float(sms) * lanes * 2 * clock_hz
+    return peak, (
+        f"{sms} SMs (trace) x {lanes} FP32 lanes/SM (cc {major}.{minor}, "
+        f"{LANES_SOURCE}) x 2 x {csrc}"
+    )
+
+
+def dram_bandwidth(dev: dict[str, Any]) -> tuple[float | None, str]:
+    """(peak DRAM bandwidth in bytes/s, source or reason)."""
+    if dev.get("memory_bandwidth_bytes_per_s"):
+        return float(dev["memory_bandwidth_bytes_per_s"]), "trace (devices)"
+    clk, bus = dev.get("memory_clock_khz"), dev.get("memory_bus_width_bits")
+    if clk and bus:
+        return 2.0 * float(clk) * 1e3 * float(
+            bus
+        ) / 8, "2 x memory clock x bus width / 8 (trace devices; double data rate)"
+    spec = lookup(str(dev.get("name") or ""))
+    if spec is not None:
+        return spec.memory_bandwidth_gb_per_s * 1e9, f"looked up ({spec.source})"
+    return None, "DRAM bandwidth not in the trace and the device name is not in gpu_specs.csv"
+
+
+def device_props(ctx: AnalysisContext) -> dict[int, dict[str, Any]]:
+    """Device key (see ``grouping.device_keys``) -> the devices row as a dict."""
+    tbl = ctx.table("devices")
+    keys = device_keys(tbl).tolist()
+    return dict(zip(keys, tbl.to_pylist(), strict=True))

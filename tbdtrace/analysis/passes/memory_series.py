@@ -1,0 +1,164 @@
+"""Memory over time per device, by category: the report's memory plot, thinned.
+
+From :func:`tbdtrace.analysis.passes.memory.timeline` (blocks paired, frees without an alloc
+dropped), live bytes per category are summed per (level, device_type, device_id, rank)
+over its processes, just after each event. A series with more events than
+``max_points`` is thinned: its time span is cut into ``max_points`` equal buckets and
+each bucket keeps its event of largest total (so the peak is always kept) and the
+bucket's last event (so levels between spikes stay right).
+
+Where the allocator reported its own totals (``memory.total_reserved_bytes``, e.g. the
+caching allocator's reserved memory in torch.profiler traces) and the trace has no
+``reserved`` events, those totals form a ``reserved`` series per device with source
+``allocator_total`` and null categories.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tbdtrace.analysis.engine import outputs
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
+from tbdtrace.analysis.engine.grouping import dict_codes, row_codes
+from tbdtrace.analysis.passes import memory
+from tbdtrace.arrow_ints import int_column
+from tbdtrace.schema import MEMORY_CATEGORIES
+
+I64 = npt.NDArray[np.int64]
+CATEGORY_COLUMNS = memory.CATEGORY_COLUMNS
+SCHEMA = outputs.MEMORY_SERIES.arrow_schema()  # declared in analysis/engine/outputs.py
+
+
+@dataclass(frozen=True)
+class MemorySeriesConfig:
+    # Buckets per series; each keeps up to two events (its largest total and its last).
+    max_points: int = 400
+
+
+def run(ctx: Source, config: MemorySeriesConfig | None = None) -> pa.Table:
+    """One row per kept point, by (level, device_type, device_id, rank), then time.
+
+    Columns: level (allocated|reserved); source (events: paired alloc/free events;
+    allocator_total: the allocator's reported reserved total); device_type, device_id,
+    rank; ts_ns (ns); ``<category>_bytes`` for each of MEMORY_CATEGORIES (live bytes on
+    that device after the event; null for allocator totals); total_bytes.
+    """
+    ctx = of(ctx)
+    cfg = config or MemorySeriesConfig()
+    tl = memory.timeline(ctx)
+    parts = [_from_events(tl, cfg.max_points)]
+    # pc.unique: the levels present (to_pylist of a dictionary column costs ~10 us a row).
+    if "reserved" not in pc.unique(tl.column("level")).to_pylist():
+        parts.append(_from_totals(ctx, cfg.max_points))
+    out = pa.concat_tables([p for p in parts if p.num_rows] or [SCHEMA.empty_table()])
+    return out
+
+
+def _keys(tbl: pa.Table, cols: tuple[str, ...]) -> tuple[I64, I64]:
+    arrays = []
+    for c in cols:
+        if pa.types.is_dictionary(tbl.schema.field(c).type) or pa.types.is_string(
+            tbl.schema.field(c).type
+        ):
+            codes, _ = dict_codes(tbl, c)
+            arrays.append(codes)
+        else:
+            arrays.append(int_column(tbl, c, -1))
+    return row_codes(*arrays)
+
+
+_GROUP = ("level", "device_type", "device_id", "rank")
+
+
+def _from_events(tl: pa.Table, max_points: int) -> pa.Table:
+    if tl.num_rows == 0:
+        return SCHEMA.empty_table()
+    code, first = _keys(tl, _GROUP)
+    cat_codes, cat_labels = dict_codes(tl, "category")
+    cat_lut = np.array([MEMORY_CATEGORIES.index(c or "other") for c in cat_labels], np.int64)
+    cat = cat_lut[cat_codes]
+    act_codes, act_labels = dict_codes(tl, "action")
+    sign = np.array([1 if a == "alloc" else -1 for a in act_labels], np.int64)[act_codes]
+    delta = np.zeros((tl.num_rows, len(MEMORY_CATEGORIES)), np.int64)
+    delta[np.arange(tl.num_rows), cat] = sign * int_column(tl, "bytes", 0)
+    ts = int_column(tl, "ts_ns", 0)
+    keep_rows: list[I64] = []
+    live_parts: list[npt.NDArray[np.int64]] = []
+    for g in np.argsort(first):  # groups in order of first appearance
+        rows = np.flatnonzero(code == g)
+        rows = rows[np.argsort(ts[rows], kind="stable")]
+        live = np.cumsum(delta[rows], axis=0)
+        pick = thin(ts[rows], live.sum(axis=1), max_points)
+        keep_rows.append(rows[pick])
+        live_parts.append(live[pick])
+    rows = np.concatenate(keep_rows)
+    live = np.concatenate(live_parts)
+    head = tl.take(pa.array(rows))
+    cols = {
+        "level": head.column("level").cast(pa.string()),
+        "source": pa.array(["events"] * rows.size, pa.string()),
+        "device_type": head.column("device_type").cast(pa.string()),
+        "device_id": head.column("device_id"),
+        "rank": head.column("rank"),
+        "ts_ns": pa.array(ts[rows], pa.int64()),
+    }
+    for i, c in enumerate(CATEGORY_COLUMNS):
+        cols[c] = pa.array(live[:, i], pa.int64())
+    cols["total_bytes"] = pa.array(live.sum(axis=1), pa.int64())
+    return pa.table(cols, schema=SCHEMA)
+
+
+def _from_totals(ctx: AnalysisContext, max_points: int) -> pa.Table:
+    mem = ctx.table("memory", ["ts_ns", "device_type", "device_id", "rank", "total_reserved_bytes"])
+    valid = ~np.asarray(
+        mem.column("total_reserved_bytes").is_null().to_numpy(zero_copy_only=False), bool
+    )
+    if not valid.any():
+        return SCHEMA.empty_table()
+    mem = mem.filter(pa.array(valid))
+    code, first = _keys(mem, ("device_type", "device_id", "rank"))
+    ts = int_column(mem, "ts_ns", 0)
+    total = int_column(mem, "total_reserved_bytes", 0)
+    keep: list[I64] = []
+    for g in np.argsort(first):
+        rows = np.flatnonzero(code == g)
+        rows = rows[np.argsort(ts[rows], kind="stable")]
+        keep.append(rows[thin(ts[rows], total[rows], max_points)])
+    rows = np.concatenate(keep)
+    head = mem.take(pa.array(rows))
+    n = rows.size
+    dev = int_column(head, "device_id", -1)  # -1 (as an id) and null both mean none
+    cols = {
+        "level": pa.array(["reserved"] * n, pa.string()),
+        "source": pa.array(["allocator_total"] * n, pa.string()),
+        "device_type": head.column("device_type").cast(pa.string()),
+        "device_id": pa.array(dev, pa.int32(), mask=dev < 0),
+        "rank": head.column("rank"),
+        "ts_ns": pa.array(ts[rows], pa.int64()),
+    }
+    for c in CATEGORY_COLUMNS:
+        cols[c] = pa.nulls(n, pa.int64())
+    cols["total_bytes"] = pa.array(total[rows], pa.int64())
+    return pa.table(cols, schema=SCHEMA)
+
+
+def thin(ts: I64, total: I64, max_points: int) -> I64:
+    """Indices kept of a time-ordered series: all when it has at most ``max_points``,
+    else per equal time bucket the first index of its largest total and its last index,
+    in time order (the global maximum is always kept)."""
+    n = ts.size
+    if n <= max_points:
+        return np.arange(n, dtype=np.int64)
+    span = max(int(ts[-1] - ts[0]), 1)
+    bucket = np.minimum((ts - ts[0]) * max_points // span, max_points - 1)
+    # Rows sorted by (bucket, -total, index): the first of each bucket is its maximum.
+    order = np.lexsort((np.arange(n), -total, bucket))
+    starts = np.flatnonzero(np.r_[True, bucket[order][1:] != bucket[order][:-1]])
+    peaks = order[starts]
+    lasts = np.flatnonzero(np.r_[bucket[1:] != bucket[:-1], True])
+    return np.unique(np.concatenate([peaks, lasts])).astype(np.int64)

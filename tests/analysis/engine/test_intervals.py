@@ -1,0 +1,84 @@
+"""Interval union edge cases, checked against a brute-force coverage count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tbdtrace.analysis.engine import intervals
+
+
+def brute_union(iv):
+    covered = set()
+    for s, e in iv:
+        covered.update(range(s, e))
+    return len(covered)
+
+
+CASES = {
+    "empty": [],
+    "single": [(0, 10)],
+    "nested": [(0, 100), (10, 20), (30, 40)],
+    "overlapping": [(0, 10), (5, 15), (12, 30)],
+    "adjacent": [(0, 10), (10, 20), (20, 25)],
+    "zero_length": [(5, 5), (0, 3), (3, 3), (7, 7)],
+    "disjoint_unsorted": [(50, 60), (0, 10), (20, 30)],
+    "identical": [(1, 9), (1, 9), (1, 9)],
+    "inner_after_long": [(0, 100), (90, 95), (99, 120), (130, 131)],
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_union_length(name):
+    iv = CASES[name]
+    s = [a for a, _ in iv]
+    e = [b for _, b in iv]
+    assert intervals.union_length(s, e) == brute_union(iv)
+
+
+def test_merge_returns_disjoint_sorted():
+    ms, me = intervals.merge([0, 5, 12, 40, 40], [10, 15, 30, 41, 40])
+    assert ms.tolist() == [0, 40] and me.tolist() == [30, 41]
+
+
+def test_random_against_brute_force():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(0, 30))
+        s = rng.integers(0, 200, n)
+        e = s + rng.integers(0, 40, n)
+        assert intervals.union_length(s, e) == brute_union(
+            list(zip(s.tolist(), e.tolist(), strict=True))
+        )
+
+
+def test_span_and_overlap():
+    assert intervals.span([], []) == 0
+    assert intervals.span([5, 1], [6, 3]) == 5
+    a = [(0, 10), (20, 30)]
+    b = [(5, 25)]
+    got = intervals.overlap_length([x for x, _ in a], [y for _, y in a], [5], [25])
+    want = len(set().union(*(range(*x) for x in a)) & set(range(*b[0])))
+    assert got == want == 10
+
+
+def test_several_devices_and_streams_in_report(tmp_path):
+    """Per device, streams overlap into one busy union; devices stay separate."""
+    import tbdtrace
+    from tbdtrace.analysis.passes import summary
+
+    k = {  # device 0: two streams overlapping; device 1: adjacent kernels
+        "start_ns": [0, 5, 100, 0, 10],
+        "end_ns": [10, 20, 110, 10, 20],
+        "device_id": [0, 0, 0, 1, 1],
+        "stream_id": [7, 8, 7, 7, 7],
+        "device_type": ["cuda"] * 5,
+        "name": ["a", "b", "a", "c", "c"],
+    }
+    m = {"start_ns": [20], "end_ns": [30], "device_id": [0], "device_type": ["cuda"], "bytes": [64]}
+    tbdtrace.write(tmp_path / "t", {"kernels": k, "memcpy": m}, {"source": "test"})
+    rows = {r["device_id"]: r for r in summary.run(tbdtrace.open(tmp_path / "t")).to_pylist()}
+    assert rows[0]["span_ns"] == 110 and rows[0]["busy_ns"] == 40
+    assert rows[0]["compute_busy_ns"] == 30 and rows[0]["kernel_time_ns"] == 35
+    assert rows[1]["span_ns"] == 20 and rows[1]["busy_ns"] == 20
+    assert rows[1]["utilization"] == 1.0
