@@ -131,15 +131,22 @@ def read(file: Path, decl: schema.Table, cols: list[str]) -> dict[str, pa.Array]
         # arenas, whose freed memory is returned and faulted in again; on the main
         # arena the CLI's heap settings keep it (a 10M-kernel report: half the page
         # faults, ~1 s less system time; docs/DECISIONS.md 15).
-        tbl = pf.read(columns=present, use_threads=False) if present else None
+        # Several row groups (a table written in batches): one column at a time, each
+        # combined into one array before the next is decoded, so the chunks and their
+        # combination coexist for one column only, not for every column asked.
+        groups = pf.metadata.num_row_groups
+        batches = [present] if groups < 2 else [[c] for c in present]
+        read = {}
+        for names_ in batches:
+            tbl = pf.read(columns=names_, use_threads=False)
+            read.update({c: combine(tbl.column(c)) for c in names_})
+            del tbl
     except (pa.ArrowInvalid, OSError, ValueError) as e:
         raise _unreadable(file, e) from e
     out = {}
     for c in cols:
         col = decl.column(c)
-        arr = (
-            combine(tbl.column(c)) if tbl is not None and c in present else null_array(n, col.type)
-        )
+        arr = read[c] if c in read else null_array(n, col.type)
         _check_type(file, col, arr)
         out[c] = arr
     return out
@@ -209,6 +216,12 @@ def combine(col: pa.ChunkedArray) -> pa.Array:
     if col.num_chunks == 1:
         return col.chunk(0)
     if pa.types.is_dictionary(col.type):
+        first = col.chunk(0).dictionary
+        if all(c.dictionary.equals(first) for c in col.chunks[1:]):
+            # Row groups written with one dictionary (a streamed import): the indices
+            # concatenated, no hashing of every chunk's dictionary.
+            idx = pa.concat_arrays([c.indices for c in col.chunks])
+            return pa.DictionaryArray.from_arrays(idx, first)
         col = col.unify_dictionaries()
     return col.combine_chunks() if col.num_chunks else pa.nulls(0, col.type)
 

@@ -108,6 +108,7 @@ class PendingOpen:
             ) from None
         finally:
             shutil.rmtree(spool, ignore_errors=True)
+        _trim_heap()  # the import's freed batches, before the analysis grows the heap
         return trace_io.open(out, shown_as=self.path)
 
 
