@@ -14,6 +14,7 @@ Goals: tbdtrace >= 10x faster, peak RSS <= 1/3 of HTA's.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -23,7 +24,10 @@ from measure import Run, measure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # The real fixtures are provided beside the checkout (shared/fixtures/), never committed.
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(
+    os.environ.get("TBDTRACE_FIXTURES")
+    or Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+)
 FIXTURE = FIXTURES / "kineto" / "hta" / "df_index_resolver.json.gz"
 OUT = ROOT / "out" / "bench"
 PY = str(ROOT / ".venv" / "bin" / "python")
