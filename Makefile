@@ -10,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_QUIET := --quiet --disable-pip-version-check --no-warn-script-location
 
-.PHONY: all venv venv-mxnet bench-venv native chromium test test-quick robustness fuzz demo lint format docs clean sanitize gpu-wheels
+.PHONY: all venv venv-mxnet bench-venv native chromium test test-quick robustness perf-gate fuzz demo lint format docs clean sanitize gpu-wheels
 
 all: native
 
@@ -112,10 +112,17 @@ test: native $(VENV_MX)/.stamp chromium
 	timeout -s INT 2400 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=25 -m "not robustness" tests
 
 # The slow robustness classes (tests marked robustness: every rewrite of a trace killed at
-# each file operation it makes, through a fault-injection library built with cc), which
-# .ci/run runs after make test: ~2 CPU minutes, ~5 on a loaded two-core machine.
+# each file operation it makes, through a fault-injection library built with cc; hostile
+# sizes, gigabytes of content under a 4 GiB address-space limit), which .ci/run runs after
+# make test: ~3 CPU minutes, ~6 on a loaded two-core machine.
 robustness: native
 	timeout -s INT 1800 $(PY) -m pytest -q -n auto --maxprocesses 2 --durations=10 -m robustness tests/robustness
+
+# The performance gate (bench/perf_gate.py): report FILE on the largest Kineto fixture and
+# on a generated 1M-kernel file against a floor measured in the same run, as ratios with
+# their budgets; .ci/run runs it. The import budget is tests/perf/test_import_budget.py.
+perf-gate: native
+	$(PY) bench/perf_gate.py --runs 5 --kernels 1000000 --synthetic-runs 3
 
 # The quick tier: tests not marked `heavy` (no training run, capture, workload, process
 # cluster, browser or C++ build); at most 2 minutes on two quiet cores. TBDTRACE_TEST_QUICK=1

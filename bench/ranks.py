@@ -52,14 +52,21 @@ STEPS, COLLECTIVES = 10, 8
 LIMIT_BYTES = 6 << 30
 
 
-def _set(ranks: int, kernels: int, fixture: Path, sets: Path) -> Path:
-    out = sets / f"ranks-{ranks}x{kernels}"
+def stragglers(ranks: int, delay_ms: float) -> tuple[tuple[int, int, int], ...]:
+    """The injected stragglers (rank, step, delay ns): rank 1 in step 3 and a rank in the
+    middle of the job in step 6, each sleeping ``delay_ms`` before its step."""
+    d = int(delay_ms * 1e6)
+    return ((1, 3, d), (ranks // 2 + 1, 6, d)) if ranks > 3 else ((1, 3, d),)
+
+
+def _set(ranks: int, kernels: int, fixture: Path, sets: Path, delay_ms: float) -> Path:
+    out = sets / f"ranks-{ranks}x{kernels}-s{delay_ms:g}"
     spec = gen_ranks.JobSpec(
         ranks=ranks,
         steps=STEPS,
         kernels_per_step=kernels // STEPS - COLLECTIVES,
         collectives_per_step=COLLECTIVES,
-        stragglers=((1, 3, 5_000_000),),
+        stragglers=stragglers(ranks, delay_ms),
         slow_link=(ranks - 1, 1_000_000),
     )
     if not (out / "manifest").is_file():
@@ -172,6 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--sets", type=Path, default=ROOT / "out" / "bench", help="where the sets are cached"
     )
+    ap.add_argument(
+        "--straggler-ms",
+        type=float,
+        default=200.0,
+        help="delay of each injected straggler (default 200 ms: ~15%% of a step, well above "
+        "run-to-run noise and the straggler rule's threshold)",
+    )
     a = ap.parse_args(argv)
     if not a.fixture.is_file():
         print(
@@ -182,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     opts = {"one": [], "pool": ["--jobs", str(a.procs)], "dask": ["--workers", str(a.procs)]}
     rows = []
+    per_rank: dict[tuple[int, str], float] = {}
     for n in a.ranks or [64, 256]:
-        d = _set(n, a.kernels, a.fixture, a.sets)
+        d = _set(n, a.kernels, a.fixture, a.sets, a.straggler_ms)
         sections = {}
         for how in a.how.split(","):
             cmd = [sys.executable, "-m", "tbdtrace", "report", str(d), "--format", "json"]
@@ -198,16 +213,32 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((n, how, r, "stopped at the RSS limit", "", ""))
                 continue
             sec = sections[how] = r.doc["ranks"]
-            st = next(s for s in sec["steps"] if s["step"] == 3)
+            found = []
+            for rank, step, _ in stragglers(n, a.straggler_ms):
+                st = next(s for s in sec["steps"] if s["step"] == step)
+                ok = st["slowest_rank"] == rank and st["straggler"]
+                flag = "flagged" if st["straggler"] else "NOT flagged"
+                found.append(
+                    f"step {step}: rank {st['slowest_rank']} (injected {rank}), lead "
+                    f"{st['lead_ns'] / 1e6:.1f} ms, {flag}" + ("" if ok else " MISSED")
+                )
             slow = [x["rank"] for x in sec["collectives"]["per_rank"] if x["slow_link"]]
-            found = f"rank {st['slowest_rank']}, lead {st['lead_ns'] / 1e6:.2f} ms"
-            rows.append((n, how, r, str(len(sec["per_rank"])), found, str(slow)))
+            per_rank[(n, how)] = (r.driver_cpu_s + r.workers_cpu_s) / n
+            rows.append((n, how, r, str(len(sec["per_rank"])), "; ".join(found), str(slow)))
         same = len({json.dumps(s, sort_keys=True) for s in sections.values()}) == 1
         print(f"  {n} ranks: ranks sections identical across {list(sections)}: {same}")
+    counts = sorted({n for n, _ in per_rank})
+    for how in a.how.split(","):
+        have = [n for n in counts if (n, how) in per_rank]
+        for n in have[1:]:
+            print(
+                f"  {how}: CPU per rank at {n} ranks / at {have[0]} ranks: "
+                f"{per_rank[(n, how)] / per_rank[(have[0], how)]:.2f}x (goal <= 1.2x)"
+            )
     print(
         "| ranks | kernels | path | wall (s) | CPU s driver | CPU s workers | CPU ms per rank "
         "| driver peak RSS (MiB) | load avg (1 min, before-after) | ranks reported "
-        "| straggler step 3 | slow link |"
+        "| injected stragglers | slow link |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n, how, r, got, found_s, slow_s in rows:

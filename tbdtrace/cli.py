@@ -87,6 +87,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 continue  # command not part of this build
             raise
         mod.register(sub)
+    for cmd in sub.choices.values():
+        cmd.add_argument(
+            "--quiet",
+            "-q",
+            action="store_true",
+            help="no progress display (shown on a terminal for long work, on stderr)",
+        )
     return p
 
 
@@ -182,9 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from tbdtrace import cli_errors
+    from tbdtrace import cli_errors, progress
     from tbdtrace.safe_text import printable
 
+    progress.set_quiet(bool(getattr(args, "quiet", False)))
     # bench draws a progress bar on stderr (ANSI codes of its own); its names are ours
     escaped = contextlib.nullcontext() if args.command == "bench" else cli_errors.escaped_stderr()
     try:
@@ -233,6 +241,8 @@ def run() -> None:
     pos = _positionals(argv)
     _tune_process(pos[0] if pos else None, pos[1:])
     rc = main(argv)
+    if "tbdtrace.commands._open" in sys.modules:  # temporary traces of big profiler files
+        sys.modules["tbdtrace.commands._open"].remove_temporary()
     if pos and pos[0] in QUICK_EXIT_COMMANDS:
         try:
             sys.stdout.flush()

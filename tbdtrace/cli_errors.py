@@ -17,6 +17,7 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from tbdtrace.outdir import describe_os_error
@@ -85,6 +86,12 @@ class _Escaping:
     def write(self, text: str) -> int:
         return int(self._stream.write(printable(text, keep_newlines=True)))
 
+    @property
+    def unescaped(self) -> Any:
+        """The stream underneath, for a display that writes its own control codes
+        (tbdtrace.progress, whose labels are escaped where they are made)."""
+        return self._stream
+
 
 @contextlib.contextmanager
 def escaped_stderr() -> Iterator[None]:
@@ -123,6 +130,28 @@ def _inputs(argv: list[str]) -> str:
     return ", ".join(paths) if paths else "the input"
 
 
+def out_of_memory(argv: list[str]) -> str:
+    """The one line for a command that ran out of memory: which inputs, their size, the
+    process's limit, and what to do (docs/RELIABILITY.md, "Sizes")."""
+    import resource
+
+    paths = [a for a in argv[1:] if not a.startswith("-") and os.path.exists(a)]
+    size = 0
+    for a in paths:
+        p = Path(a)
+        files = [f for f in p.rglob("*") if f.is_file()] if p.is_dir() else [p]
+        size += sum(f.stat().st_size for f in files)
+    what = f"{', '.join(paths)} ({size / 2**20:,.0f} MiB)" if paths else "the input"
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    limit = f", limit {soft / 2**30:.1f} GiB of address space" if soft > 0 else ""
+    command = argv[0] if argv else "the command"
+    return (
+        f"{what}: out of memory in `tbdtrace {command}`{limit}; give the process more memory, "
+        "cover less of the trace (--steps A:B or --window), or import it first "
+        "(tbdtrace import, which needs little memory) and analyse per rank (--jobs N)"
+    )
+
+
 def handle(e: BaseException, argv: list[str]) -> int:
     """Print what ``e`` means for the user; returns the exit code."""
     if isinstance(e, BrokenPipeError) or (isinstance(e, OSError) and e.errno == errno.EPIPE):
@@ -137,6 +166,9 @@ def handle(e: BaseException, argv: list[str]) -> int:
             _say(f"{_inputs(argv)}: {describe_os_error(e)}")
             return 1
         _say(describe_os_error(e))
+        return 1
+    if isinstance(e, MemoryError):  # C++ bad_alloc, numpy's and Arrow's out-of-memory
+        _say(out_of_memory(argv))
         return 1
     if _user_data_error(e):
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -38,36 +38,85 @@ BOOL = pa.bool_()
 ROWS_KEY = b"tbdtrace.rows"  # version 2: schema metadata of each IPC file, its row count
 
 
-WRITE_ID_KEY = b"tbdtrace.write_id"
-WRITE_BUFFER_BYTES = 1 << 20  # key-value metadata: the write the file belongs to
+WRITE_ID_KEY = b"tbdtrace.write_id"  # key-value metadata: the write the file belongs to
+WRITE_BUFFER_BYTES = 1 << 20
+# Rows per row group of a table written in batches (write_batches): what is held while
+# a group is gathered. Reading combines a column's groups into one array.
+STREAM_GROUP_ROWS = 1 << 20
 
 
-def write(file: Path, decl: schema.Table, tbl: pa.Table, write_id: str | None = None) -> None:
+def _options(decl: schema.Table, compression: str | None) -> dict[str, Any]:
+    """The Parquet writer's options for ``decl`` (encodings, dictionaries, compression)."""
+    delta = [c.name for c in decl.columns if c.parquet_encoding == "DELTA_BINARY_PACKED"]
+    kw: dict[str, Any] = {
+        "compression": compression or "none",
+        "use_dictionary": [
+            c.name for c in decl.columns if c.name not in delta and c.type != pa.bool_()
+        ],
+        "column_encoding": dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
+    }
+    if compression == "zstd":
+        kw["compression_level"] = ZSTD_LEVEL
+    return kw
+
+
+def _with_id(want: pa.Schema, write_id: str | None) -> pa.Schema:
+    if write_id is None:
+        return want
+    return want.with_metadata({WRITE_ID_KEY: write_id.encode()})
+
+
+def write(
+    file: Path,
+    decl: schema.Table,
+    tbl: pa.Table,
+    write_id: str | None = None,
+    compression: Any = COMPRESSION,
+) -> None:
     """Write ``tbl`` (conforming to ``decl``, rows already in storage order) to ``file``;
     ``write_id`` (the trace write it belongs to, which the trace's marker also records)
-    goes into the file's key-value metadata."""
+    goes into the file's key-value metadata; ``compression``: the pages' codec (zstd;
+    None for a temporary trace read once)."""
     import pyarrow.parquet as pq  # ~11 ms: not for commands that never touch a file
 
     if write_id is not None:
         tbl = tbl.replace_schema_metadata({WRITE_ID_KEY: write_id.encode()})
-    delta = [c.name for c in decl.columns if c.parquet_encoding == "DELTA_BINARY_PACKED"]
-    kw: dict[str, object] = {}
-    if COMPRESSION == "zstd":
-        kw["compression_level"] = ZSTD_LEVEL
     # Through a 1 MiB buffer: Parquet's writer makes a write per page header and page
     # (hundreds of system calls for a small trace), the buffer one per MiB.
     with pa.output_stream(str(file), buffer_size=WRITE_BUFFER_BYTES) as sink:
-        pq.write_table(
-            tbl,
-            sink,
-            row_group_size=ROW_GROUP_ROWS,
-            compression=COMPRESSION or "none",
-            use_dictionary=[
-                c.name for c in decl.columns if c.name not in delta and c.type != pa.bool_()
-            ],
-            column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
-            **kw,  # type: ignore[arg-type]
-        )
+        pq.write_table(tbl, sink, row_group_size=ROW_GROUP_ROWS, **_options(decl, compression))
+
+
+def write_batches(
+    file: Path,
+    decl: schema.Table,
+    batches: Any,
+    write_id: str | None = None,
+    compression: Any = COMPRESSION,
+) -> int:
+    """Write record batches (conforming to ``decl``, in storage order) to ``file`` as row
+    groups of :data:`STREAM_GROUP_ROWS` rows, holding one group at a time; returns the
+    rows written. ``write_id`` and ``compression`` as for :func:`write`."""
+    import pyarrow.parquet as pq
+
+    want = decl.arrow_schema()
+    rows = 0
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    with (
+        pa.output_stream(str(file), buffer_size=WRITE_BUFFER_BYTES) as sink,
+        pq.ParquetWriter(sink, _with_id(want, write_id), **_options(decl, compression)) as w,
+    ):
+        for b in batches:
+            pending.append(b)
+            held += b.num_rows
+            if held >= STREAM_GROUP_ROWS:
+                w.write_table(pa.Table.from_batches(pending, want), row_group_size=held)
+                rows, pending, held = rows + held, [], 0
+        if pending or rows == 0:
+            w.write_table(pa.Table.from_batches(pending, want), row_group_size=max(held, 1))
+            rows += held
+    return rows
 
 
 def num_rows(file: Path) -> int:
@@ -119,15 +168,22 @@ def read(
         # arenas, whose freed memory is returned and faulted in again; on the main
         # arena the CLI's heap settings keep it (a 10M-kernel report: half the page
         # faults, ~1 s less system time; docs/DECISIONS.md 15).
-        tbl = pf.read(columns=present, use_threads=False) if present else None
+        # Several row groups (a table written in batches): one column at a time, each
+        # combined into one array before the next is decoded, so the chunks and their
+        # combination coexist for one column only, not for every column asked.
+        groups = pf.metadata.num_row_groups
+        batches = [present] if groups < 2 else [[c] for c in present]
+        read = {}
+        for names_ in batches:
+            tbl = pf.read(columns=names_, use_threads=False)
+            read.update({c: combine(tbl.column(c)) for c in names_})
+            del tbl
     except (pa.ArrowInvalid, OSError, ValueError) as e:
         raise _unreadable(file, e) from e
     out = {}
     for c in cols:
         col = decl.column(c)
-        arr = (
-            combine(tbl.column(c)) if tbl is not None and c in present else null_array(n, col.type)
-        )
+        arr = read[c] if c in read else null_array(n, col.type)
         _check_type(file, col, arr)
         out[c] = arr
     return out
@@ -207,6 +263,12 @@ def combine(col: pa.ChunkedArray) -> pa.Array:
     if col.num_chunks == 1:
         return col.chunk(0)
     if pa.types.is_dictionary(col.type):
+        first = col.chunk(0).dictionary
+        if all(c.dictionary.equals(first) for c in col.chunks[1:]):
+            # Row groups written with one dictionary (a streamed import): the indices
+            # concatenated, no hashing of every chunk's dictionary.
+            idx = pa.concat_arrays([c.indices for c in col.chunks])
+            return pa.DictionaryArray.from_arrays(idx, first)
         col = col.unify_dictionaries()
     return col.combine_chunks() if col.num_chunks else pa.nulls(0, col.type)
 

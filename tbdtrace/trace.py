@@ -134,7 +134,7 @@ class Trace(ColumnStore):
         problems: list[str] | None = None,
     ):
         super().__init__()
-        self.path = path
+        self.path = path  # what the trace is, as messages and reports name it
         self.meta = meta
         # table -> its checked file (tbdtrace.trace_check); None: looked up by name
         self._files = files
@@ -240,11 +240,17 @@ def _conform(tbl: pa.Table, want: pa.Schema, where: Path) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=want)
 
 
-def open(path: str | os.PathLike[str], strict: bool = False) -> Trace:  # noqa: A001 - the API name
+def open(  # noqa: A001 - the documented API name
+    path: str | os.PathLike[str],
+    strict: bool = False,
+    shown_as: str | os.PathLike[str] | None = None,
+) -> Trace:
     """Open and check the trace directory at ``path``: meta.json through its typed loader
     (:mod:`tbdtrace.meta`), every table file against the trace's marker
     (:mod:`tbdtrace.trace_check`). A table file that fails is left out (it reads as
-    absent) and named in ``Trace.problems``; with ``strict`` it is a TraceError."""
+    absent) and named in ``Trace.problems``; with ``strict`` it is a TraceError.
+    ``shown_as``: the path the trace is named by instead (the profiler file a temporary
+    trace was imported from)."""
     from tbdtrace import meta as meta_io
     from tbdtrace import outdir, trace_check
     from tbdtrace.safe_text import printable
@@ -271,7 +277,10 @@ def open(path: str | os.PathLike[str], strict: bool = False) -> Trace:  # noqa: 
             f"{printable(str(meta_file))}: schema version {version!r}, this tbdtrace reads "
             f"{schema.SCHEMA_VERSION}; re-import or re-capture the trace"
         )
-    return Trace(p, meta, checked.files, checked.footers, [*checked.problems, *checked.warnings])
+    shown = Path(shown_as) if shown_as is not None else p
+    return Trace(
+        shown, meta, checked.files, checked.footers, [*checked.problems, *checked.warnings]
+    )
 
 
 def to_table(name: str, columns: Mapping[str, Any], num_rows: int | None = None) -> pa.Table:
@@ -321,17 +330,30 @@ def _as_array(data: Any, col: schema.Column) -> pa.Array | pa.ChunkedArray:
     return pa.array(data, type=col.type)
 
 
+class Streamed:
+    """A table given to :func:`write` as record batches, in storage order (what a
+    streaming import merges): ``batches()`` yields them, each of ``schema``; written row
+    group by row group, never whole in memory."""
+
+    def __init__(self, schema_: pa.Schema, batches: Any):
+        self.schema = schema_
+        self.batches = batches
+
+
 def write(
     path: str | os.PathLike[str],
-    tables: Mapping[str, pa.Table | Mapping[str, Any]],
+    tables: Mapping[str, pa.Table | Mapping[str, Any] | Streamed],
     meta: Mapping[str, Any],
     files: Mapping[str, bytes] | None = None,
+    compression: Any = tablefile.COMPRESSION,
 ) -> Path:
     """Write a trace directory and return its path.
 
-    ``tables`` maps table names to Arrow tables (conforming to the schema) or to column
-    mappings for :func:`to_table`. ``meta`` gets ``schema_version`` filled in. ``files``
-    adds other files to the trace (name -> content, e.g. ``capture.log``).
+    ``tables`` maps table names to Arrow tables (conforming to the schema), to column
+    mappings for :func:`to_table`, or to :class:`Streamed` batches. ``meta`` gets
+    ``schema_version`` filled in. ``files`` adds other files to the trace (name ->
+    content, e.g. ``capture.log``). ``compression``: the table files' page codec (None
+    for a temporary trace that is read once).
 
     Everything is written to a staging directory first, so a failed write (a full disk)
     leaves an earlier trace at ``path`` as it was. An absent ``path`` then appears whole
@@ -345,7 +367,9 @@ def write(
     """
     from tbdtrace import trace_write
 
-    return trace_write.write(path, tables, meta, files, codec=sys.modules[__name__])
+    return trace_write.write(
+        path, tables, meta, files, codec=sys.modules[__name__], compression=compression
+    )
 
 
 def _ordered(s: np.ndarray, e: np.ndarray) -> bool:

@@ -43,12 +43,13 @@ from tbdtrace.safe_text import printable
 
 def write(
     path: str | os.PathLike[str],
-    tables: Mapping[str, pa.Table | Mapping[str, Any]],
+    tables: Mapping[str, Any],
     meta: Mapping[str, Any],
     files: Mapping[str, bytes] | None = None,
     old_files: list[str] | None = None,
     *,
     codec: Any,
+    compression: Any = tablefile.COMPRESSION,
 ) -> Path:
     """See :func:`tbdtrace.trace.write`. ``codec``: the module ``tbdtrace.trace``, whose
     table conversions the files are written with (passed in, so storage's writer does not
@@ -70,7 +71,7 @@ def write(
         tmp = Path(tempfile.mkdtemp(prefix=outdir.STAGING_PREFIX, dir=out))
     try:
         try:
-            names, manifest = _write_files(tmp, tables, meta, files or {}, codec)
+            names, manifest = _write_files(tmp, tables, meta, files or {}, codec, compression)
         except OSError as e:
             kept = "; the trace there is unchanged" if st == "trace" else ""
             raise TraceError(
@@ -92,10 +93,11 @@ def write(
 
 def _write_files(
     tmp: Path,
-    tables: Mapping[str, pa.Table | Mapping[str, Any]],
+    tables: Mapping[str, Any],
     meta: Mapping[str, Any],
     files: Mapping[str, bytes],
     trace_io: Any,
+    compression: Any = tablefile.COMPRESSION,
 ) -> tuple[list[str], dict[str, Any]]:
     """The trace's files in ``tmp`` (the complete marker last); returns their names (the
     marker included) and the marker's table manifest."""
@@ -105,14 +107,21 @@ def _write_files(
     names: list[str] = []
     manifest: dict[str, Any] = {}
     for name, data in tables.items():
-        tbl = data if isinstance(data, pa.Table) else trace_io.to_table(name, data)
         decl = schema.table(name)
         want = decl.arrow_schema()
+        file = f"{name}{trace_io.TABLE_SUFFIX}"
+        if isinstance(data, trace_io.Streamed):  # batches in storage order, one group held
+            if data.schema != want:
+                raise ValueError(f"{name}: streamed batches do not have the table's schema")
+            rows = tablefile.write_batches(tmp / file, decl, data.batches(), write_id, compression)
+            manifest[name] = entry(file, want, rows, (tmp / file).stat().st_size, write_id)
+            names.append(file)
+            continue
+        tbl = data if isinstance(data, pa.Table) else trace_io.to_table(name, data)
         if tbl.schema != want:
             tbl = trace_io._conform(tbl, want, tmp / name)
-        file = f"{name}{trace_io.TABLE_SUFFIX}"
         tbl = trace_io.stored(decl, tbl)
-        tablefile.write(tmp / file, decl, tbl, write_id)
+        tablefile.write(tmp / file, decl, tbl, write_id, compression)
         manifest[name] = entry(file, want, tbl.num_rows, (tmp / file).stat().st_size, write_id)
         names.append(file)
     for name, content in files.items():

@@ -168,16 +168,86 @@ std::vector<std::vector<TakenColumn>> Parser::take_tables() {
   return out;
 }
 
+namespace {
+
+// One string column of a batch: its codes renumbered in place into the column's own
+// dictionary, returned as (int64 offsets, data). `map` (one slot per interned string, all
+// -1) is left as it was found.
+std::pair<Owned, Owned> local_dictionary(TakenColumn& col, size_t rows, const StringDict& dict,
+                                         std::vector<int32_t>& map) {
+  auto* codes = static_cast<int32_t*>(col.data.ptr);
+  const uint8_t* valid = col.nulls ? static_cast<const uint8_t*>(col.valid.ptr) : nullptr;
+  std::vector<int32_t> used;
+  size_t bytes = 0;
+  for (size_t i = 0; i < rows; ++i) {
+    if (valid && !(valid[i >> 3] >> (i & 7) & 1)) {
+      codes[i] = 0;
+      continue;
+    }
+    int32_t id = codes[i];
+    int32_t m = map[static_cast<size_t>(id)];
+    if (m < 0) {
+      m = map[static_cast<size_t>(id)] = static_cast<int32_t>(used.size());
+      used.push_back(id);
+      bytes += dict.at(static_cast<size_t>(id)).size();
+    }
+    codes[i] = m;
+  }
+  Owned offs{std::malloc((used.size() + 1) * sizeof(int64_t)), (used.size() + 1) * sizeof(int64_t)};
+  Owned data{std::malloc(bytes ? bytes : 1), bytes};
+  if (!offs.ptr || !data.ptr) {
+    std::free(offs.ptr);
+    std::free(data.ptr);
+    throw std::bad_alloc();
+  }
+  auto* o = static_cast<int64_t*>(offs.ptr);
+  auto* d = static_cast<char*>(data.ptr);
+  o[0] = 0;
+  for (size_t k = 0; k < used.size(); ++k) {
+    std::string_view v = dict.at(static_cast<size_t>(used[k]));
+    if (!v.empty()) std::memcpy(d + o[k], v.data(), v.size());
+    o[k + 1] = o[k] + static_cast<int64_t>(v.size());
+    map[static_cast<size_t>(used[k])] = -1;
+  }
+  return {offs, data};
+}
+
+}  // namespace
+
+Parser::Batch Parser::take_batch() {
+  Batch b;
+  std::vector<int32_t> map(dict_.size(), -1);
+  for (auto& t : tables_) {
+    size_t rows = t.rows();
+    b.tables.push_back(t.take());
+    auto& dicts = b.dicts.emplace_back();
+    for (auto& col : b.tables.back()) {
+      if (col.type == ColType::STR)
+        dicts.push_back(local_dictionary(col, rows, dict_, map));
+      else
+        dicts.emplace_back();
+    }
+  }
+  return b;
+}
+
 // Input arrives in pieces. A unit (one event, one top-level member, a separator) that a
 // piece cuts is re-parsed from its start once more input is there. The unparsed tail is
 // kept in buf_; only the bytes needed to finish its unit are copied there, after which
 // parsing goes on in the caller's piece directly.
+void Parser::check_unit_size() const {
+  if (buf_.size() > max_unit_)
+    throw KinetoError("a JSON value of more than " + std::to_string(max_unit_) + " bytes at byte " +
+                      std::to_string(buf_offset_));
+}
+
 void Parser::feed(const char* data, size_t n) {
   size_t off = 0;
   if (!buf_.empty()) {
     if (buf_.size() + n < retry_at_) {  // a big unit: wait for enough input to finish it
       buf_.append(data, n);
       fed_ += n;
+      check_unit_size();
       return;
     }
     size_t tail = buf_.size();
@@ -195,6 +265,7 @@ void Parser::feed(const char* data, size_t n) {
       buf_.erase(0, used);
       buf_offset_ += used;
       tail -= used;
+      check_unit_size();
       if (k == n) {
         fed_ += n;
         return;
@@ -205,6 +276,7 @@ void Parser::feed(const char* data, size_t n) {
   buf_.assign(data + off + used, n - off - used);
   buf_offset_ = fed_ + off + used;
   fed_ += n;
+  check_unit_size();
 }
 
 void Parser::finish() {
@@ -222,6 +294,9 @@ size_t Parser::parse(const char* p, size_t n, uint64_t at, size_t stop) {
   const char* unit = p;
   try {
     for (;;) {
+      // Whitespace between units is consumed here, never held for the next piece (a
+      // gigabyte of spaces costs no memory).
+      c.p = Cur::skip_ws(c.p, c.end);
       unit = c.p;
       if (static_cast<size_t>(unit - p) >= stop) break;
       if (state_ == kDone) {
@@ -266,8 +341,12 @@ void Parser::step(Cur& c) {
       if (state_ == kObjNext) {
         if (ch != ',') c.fail("expected ',' or '}'");
         ++c.p;
-        c.ws();
+        state_ = kObjComma;
+        return;
       }
+      member(c);
+      return;
+    case kObjComma:
       member(c);
       return;
     case kArrFirst:
@@ -280,8 +359,13 @@ void Parser::step(Cur& c) {
       if (state_ == kArrNext) {
         if (ch != ',') c.fail("expected ',' or ']'");
         ++c.p;
-        c.ws();
+        state_ = kArrComma;
+        return;
       }
+      item(c);
+      state_ = kArrNext;
+      return;
+    case kArrComma:
       item(c);
       state_ = kArrNext;
       return;

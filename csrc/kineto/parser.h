@@ -64,6 +64,12 @@ class Parser {
   void set_hook(Hook h) { hook_ = std::move(h); }
   void feed(const char* data, size_t n);
   void finish();
+  // The largest unit (one event, one top-level member) the parser holds while waiting for
+  // its end. A longer one (a multi-gigabyte string, a file of spaces inside an event)
+  // throws KinetoError "a JSON value of more than N bytes at byte M" instead of growing
+  // the buffer until memory runs out; whitespace between units is never held.
+  static constexpr size_t kMaxUnitBytes = size_t{256} << 20;
+  void set_max_unit_bytes(size_t n) { max_unit_ = n; }  // the fuzz harness: a small limit
 
   // Top-level members other than traceEvents, as `"key":value,"key":value` source text.
   const std::string& header() const { return header_; }
@@ -88,6 +94,16 @@ class Parser {
   const std::array<int64_t, kNumSkipReasons>& skipped() const { return skipped_file_; }
   std::vector<std::vector<TakenColumn>> take_tables();
   std::pair<Owned, Owned> take_strings() { return dict_.take(); }
+  // The rows parsed since the last take, handed over as a batch; the string dictionary
+  // stays (strings are interned once per parse, whatever the batches). Each string
+  // column's codes are renumbered into the batch's own dictionary of that column (first
+  // appearance among its valid rows), whose strings come with it: per table, per column,
+  // (int64 offsets, data), empty for columns that are not strings.
+  struct Batch {
+    std::vector<std::vector<TakenColumn>> tables;
+    std::vector<std::vector<std::pair<Owned, Owned>>> dicts;
+  };
+  Batch take_batch();
   size_t num_strings() const { return dict_.size(); }
   size_t string_bytes() const { return dict_.data_bytes(); }
 
@@ -188,7 +204,18 @@ class Parser {
   StringDict dict_;
 
   // Per file.
-  enum State { kStart, kObjFirst, kObjNext, kArrFirst, kArrNext, kDone } state_ = kStart;
+  // k*Comma: just after a separator, which is a unit of its own so that whitespace after it
+  // is never held for the next piece.
+  enum State {
+    kStart,
+    kObjFirst,
+    kObjNext,
+    kObjComma,
+    kArrFirst,
+    kArrNext,
+    kArrComma,
+    kDone
+  } state_ = kStart;
   bool top_list_ = false;
   bool seen_events_ = false;
   bool final_ = false;
@@ -204,6 +231,8 @@ class Parser {
   uint64_t buf_offset_ = 0;  // file offset of buf_[0]
   uint64_t fed_ = 0;         // file bytes fed so far
   size_t retry_at_ = 0;      // re-parse a cut unit once this many bytes are pending
+  size_t max_unit_ = kMaxUnitBytes;
+  void check_unit_size() const;
 
   Event ev_;
   std::string key_buf_, ph_buf_, name_buf_, cat_buf_, sync_buf_, coll_buf_, dtype_buf_, pg_buf_,

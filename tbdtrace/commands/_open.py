@@ -2,30 +2,75 @@
 
 from __future__ import annotations
 
+import atexit
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tbdtrace.errors import TraceError
 
 if TYPE_CHECKING:
     from tbdtrace.trace import Trace
 
 
+# A profiler file this large is imported through a temporary trace directory, in bounded
+# memory (tbdtrace/importers/kineto/stream.py); a smaller one in memory, which is faster.
+# Sizes of the file as stored: gzip shrinks Kineto JSON ~8-10x, so both mean ~2 GiB of
+# JSON, which the in-memory import holds as ~1.1 GiB of tables (docs/DECISIONS.md perf.2).
+STREAM_GZIP_BYTES = 256 << 20
+STREAM_PLAIN_BYTES = 2 << 30
+# A smaller file too when its events are more than this (rows of the parser's staging
+# tables, ~90 bytes each): a highly compressible file can hold tens of millions of
+# events. It is parsed in batches of this size; one that ends within the first batch is
+# analysed in memory, else the import goes on through the temporary directory.
+IN_MEMORY_ROWS = 6 << 20
+TEMP_PREFIX = "tbdtrace-report-"
+_temporary: list[Path] = []  # folders of temporary traces, removed at exit
+
+
 class PendingOpen:
     """A trace being opened: :meth:`trace` gives it."""
 
-    def __init__(self, arg: str, strict: bool = False):
+    def __init__(self, arg: str, strict: bool = False, stream: bool | None = None):
         self.path = Path(arg)
         self.strict = strict
         self.pending: Any = None
+        self.error: TraceError | None = None
+        self.stream = False
+        self.reading: Any = None  # the progress line of the file's parse
         if self.path.is_file():
             from tbdtrace import importers
 
-            self.pending = importers.begin_import([self.path])
+            self.stream = is_big(self.path) if stream is None else stream
+            try:
+                # Batches of the streaming import's size from the start for a big file;
+                # else a first batch of IN_MEMORY_ROWS, which holds a small file whole.
+                self.pending = importers.begin_import(
+                    [self.path],
+                    streamed=self.stream,
+                    batch_rows=0 if self.stream else IN_MEMORY_ROWS,
+                )
+            except TraceError as e:  # raised by trace(), after the command's usage checks
+                self.error = e
+            else:
+                self.reading = show_reading(self.pending, [self.path])
 
     def trace(self) -> Trace:
         from tbdtrace import trace as trace_io
 
+        if self.error is not None:
+            raise self.error
+        if self.pending is not None and self.stream:
+            return self._through_directory()
         if self.pending is not None:
-            tables, meta = self.pending.result()
+            try:
+                got = self.pending.in_memory_or_none()
+            except BaseException:
+                self.reading.close()
+                raise
+            if got is None:  # more events than IN_MEMORY_ROWS: bounded memory
+                return self._through_directory()
+            self.reading.close()
+            tables, meta = got
             self.pending = None
             _note_skipped(self.path, meta)
             tr = trace_io.from_tables(tables, meta, self.path)
@@ -34,6 +79,114 @@ class PendingOpen:
         tr = trace_io.open(self.path, strict=self.strict)
         _note_problems(tr)
         return tr
+
+    def _through_directory(self) -> Trace:
+        """The file imported into a temporary trace directory (uncompressed table files,
+        read once), opened as a trace named after the file; removed at exit."""
+        import shutil
+        import tempfile
+
+        from tbdtrace import trace as trace_io
+
+        folder = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+        _temporary.append(folder)
+        spool = folder / "spool"
+        spool.mkdir()
+        try:
+            try:
+                tables, meta, rows = self.pending.streamed(spool)
+            finally:
+                self.reading.close()
+            self.pending = None
+            _note_skipped(self.path, meta)
+            with show_writing(tables, rows, "importing into a temporary trace") as shown:
+                out = trace_io.write(folder / "trace", shown, meta, compression=None)
+        except OSError as e:
+            from tbdtrace import outdir
+
+            raise TraceError(
+                f"{self.path}: cannot import it through a temporary folder in "
+                f"{folder.parent} ({outdir.describe_os_error(e)}); free space there or "
+                "set TMPDIR to a folder with room, or import it with `tbdtrace import`"
+            ) from None
+        finally:
+            shutil.rmtree(spool, ignore_errors=True)
+        _trim_heap()  # the import's freed batches, before the analysis grows the heap
+        return trace_io.open(out, shown_as=self.path)
+
+
+def show_reading(pending: Any, files: list[Path]) -> Any:
+    """A progress line for the parse of ``files`` (bytes read of their size; shown on a
+    terminal for a big input, tbdtrace.progress)."""
+    from tbdtrace import progress
+
+    total = sum(p.stat().st_size for p in files)
+    names = files[0].name if len(files) == 1 else f"{len(files)} files"
+    task = progress.task(f"reading {names}", total, "bytes", progress.is_big(total))
+    job = getattr(pending, "job", None)
+    if task.shown and job is not None:
+        job.progress = lambda n: task.update(n)
+    return task
+
+
+def show_writing(tables: dict[str, Any], rows: dict[str, int], label: str) -> Any:
+    """``tables`` for :func:`tbdtrace.trace.write` with their streamed batches counted on a
+    progress line (rows written of ``rows``), and the line (a context manager)."""
+    from tbdtrace import progress
+    from tbdtrace import trace as trace_io
+
+    # The streamed tables' rows (the few rows of the others, e.g. devices, are written
+    # at once).
+    total = sum(rows.get(n, 0) for n, t in tables.items() if isinstance(t, trace_io.Streamed))
+    task = progress.task(label, total, "rows", progress.is_big(rows=total))
+    if not task.shown:
+        return _Shown(tables, task)
+
+    def counted(batches: Any) -> Any:
+        for b in batches:
+            yield b
+            task.update(advance=b.num_rows)
+
+    out = {
+        n: trace_io.Streamed(t.schema, lambda t=t: counted(t.batches()))
+        if isinstance(t, trace_io.Streamed)
+        else t
+        for n, t in tables.items()
+    }
+    return _Shown(out, task)
+
+
+class _Shown:
+    """``with show_writing(...) as tables``: the tables, the line closed at the end."""
+
+    def __init__(self, tables: dict[str, Any], task: Any):
+        self.tables, self.task = tables, task
+
+    def __enter__(self) -> dict[str, Any]:
+        return self.tables
+
+    def __exit__(self, *exc: object) -> None:
+        self.task.close()
+
+
+def is_big(path: Path) -> bool:
+    """Is ``path`` a profiler file to import in bounded memory (see STREAM_GZIP_BYTES)?"""
+    try:
+        with path.open("rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        size = path.stat().st_size
+    except OSError:
+        return False
+    return size >= (STREAM_GZIP_BYTES if gz else STREAM_PLAIN_BYTES)
+
+
+def remove_temporary() -> None:
+    """Remove the temporary trace directories this process made (the CLI calls it before
+    it exits; also registered with atexit)."""
+    import shutil
+
+    while _temporary:
+        shutil.rmtree(_temporary.pop(), ignore_errors=True)
 
 
 def _note_skipped(path: Path, meta: dict[str, Any]) -> None:
@@ -65,16 +218,20 @@ def _trim_heap() -> None:
         libc.malloc_trim(0)
 
 
-def begin_open(arg: str, strict: bool = False) -> PendingOpen:
+def begin_open(arg: str, strict: bool = False, stream: bool | None = None) -> PendingOpen:
     """Start opening ``arg``: a trace directory, or a profiler file imported in memory
-    (nothing written), whose parse starts on a background thread; the caller can load
-    what it needs meanwhile, then call ``.trace()``. A trace directory's table files are
-    checked (tbdtrace/trace_check.py): each one left out is named on stderr, or with
+    (nothing written; a big one through a temporary trace directory, ``stream``
+    overriding the size rule), whose parse starts on a background thread; the caller can
+    load what it needs meanwhile, then call ``.trace()``. A trace directory's table files
+    are checked (tbdtrace/trace_check.py): each one left out is named on stderr, or with
     ``strict`` refused."""
-    return PendingOpen(arg, strict)
+    return PendingOpen(arg, strict, stream)
 
 
 def open_or_import(arg: str, strict: bool = False) -> Trace:
     """A trace directory opened, or a profiler file imported in memory (nothing written),
     so ``report trace.json.gz`` works as ``import`` then ``report`` in one process."""
     return begin_open(arg, strict).trace()
+
+
+atexit.register(remove_temporary)

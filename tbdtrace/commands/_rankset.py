@@ -9,13 +9,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from tbdtrace.errors import TraceError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from tbdtrace.trace import Trace
 
 # Files a folder of per-rank traces is read for (Kineto writes *.pt.trace.json[.gz]).
@@ -126,7 +126,7 @@ def open_ranks(rs: RankSet) -> tuple[Trace, list[str]]:
             problems.append(f"{e} (rank file left out; the other ranks are reported)")
             files.remove(bad)
             continue
-        again = _repeated_ranks(meta)
+        again = repeated_ranks(meta)
         if again:  # the policy of the rank-by-rank path (scaleout.rankwork.problems_of)
             problems += [line for _, line in again]
             files = [f for f in files if str(f) not in {src for src, _ in again}]
@@ -139,27 +139,9 @@ def open_ranks(rs: RankSet) -> tuple[Trace, list[str]]:
     )
 
 
-def import_once_per_rank(
-    files: list[str], fmt: str | None = None
-) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """``importers.import_files`` with each rank kept once: a file whose rank an earlier
-    file holds is left out (one line each, returned) and the rest imported again."""
-    from tbdtrace import importers
-
-    lines: list[str] = []
-    while True:
-        tables, meta = importers.import_files(files, fmt)
-        again = _repeated_ranks(meta)
-        if not again:
-            return tables, meta, lines
-        lines += [line for _, line in again]
-        drop = {src for src, _ in again}
-        files = [f for f in files if str(f) not in drop]
-
-
-def _repeated_ranks(meta: dict[str, object]) -> list[tuple[str, str]]:
-    """(file, line) for each file whose rank an earlier file already holds: it is left
-    out, as the rank-by-rank path does, so no rank is counted twice."""
+def repeated_ranks(meta: dict[str, object]) -> list[tuple[str, str]]:
+    """(file, line) for each file whose rank an earlier file already holds: the import
+    leaves it out, as the rank-by-rank path does, so no rank is counted twice."""
     extra = meta.get("extra")
     files = extra.get("files", []) if isinstance(extra, dict) else []
     seen: dict[int, str] = {}
@@ -229,6 +211,8 @@ def _compact(tbl: pa.Table) -> pa.Table:
     """``tbl`` with each dictionary column's dictionary cut to the values its rows use:
     passes read a dictionary as the names present (another rank's kernel names would
     count as this rank's, with no rows)."""
+    import pyarrow as pa
+
     for i, f in enumerate(tbl.schema):
         if pa.types.is_dictionary(f.type):
             col = tbl.column(i).cast(f.type.value_type).dictionary_encode()

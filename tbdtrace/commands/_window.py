@@ -10,14 +10,17 @@ from typing import Any
 KINDS = ("measured", "steps", "warmup", "init", "after", "all")
 
 
-def add_options(p: argparse.ArgumentParser) -> None:
+def add_options(p: argparse.ArgumentParser, default: str = "measured") -> None:
+    """``--window`` (``default``: measured, or all for commands that show the trace as
+    recorded) and ``--steps``."""
     p.add_argument(
         "--window",
         choices=KINDS,
-        default="measured",
-        help="time covered, per rank from its own steps: measured (default: the steps "
-        "minus warm-up; the whole trace without steps), steps (every step), warmup, init "
-        "(before the first step), after (after the last measured step), all (whole trace)",
+        default=default,
+        help="time covered, per rank from its own steps: measured (the steps minus "
+        "warm-up; the whole trace without steps), steps (every step), warmup, init "
+        "(before the first step), after (after the last measured step), all (whole "
+        f"trace); default {default}",
     )
     p.add_argument(
         "--steps",

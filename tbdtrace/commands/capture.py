@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from tbdtrace import output_policy
+from tbdtrace import outdir, output_policy
 from tbdtrace.collector import BACKENDS, choose_backend
 from tbdtrace.commands import _args
 from tbdtrace.errors import TraceError
@@ -247,7 +250,7 @@ def _run(args: argparse.Namespace) -> int:
     from tbdtrace.collector.run import run_capture
 
     # The output is checked (and locked) before the workload runs, not after.
-    with output_policy.trace_target(args.out, args.force) as out:
+    with output_policy.trace_target(args.out, args.force) as out, StepWatch(out.path):
         config = _config(args, plan, out.path)
         if plan is not None and plan.on_demand is not None:
             _say_on_demand(plan, config.trigger_file)
@@ -368,3 +371,78 @@ def _incomplete_status(meta: dict[str, Any], rc: int) -> int:
         return rc
     print(f"tbdtrace capture: warning: {why}", file=sys.stderr)
     return rc or INCOMPLETE_EXIT
+
+
+class StepWatch:
+    """The capture's progress line (on a terminal, tbdtrace.progress): the step the
+    program is in and the seconds its last steps took, read from the harness steps file
+    (``steps.jsonl``, workloads/harness.py) in the capture's spool under ``out`` every
+    half second, on a thread of its own."""
+
+    POLL_S = 0.5
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.task: Any = None
+
+    def __enter__(self) -> StepWatch:
+        from tbdtrace import progress
+
+        self.task = progress.task("capture: starting the program", None, "steps")
+        if self.task.shown:
+            self.thread = threading.Thread(target=self._watch, name="tbdtrace-steps", daemon=True)
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+        self.task.close()
+
+    def _watch(self) -> None:
+        t0 = time.monotonic()
+        seen: list[dict[str, Any]] = []
+        offset, path = 0, None
+        while not self.stop.wait(self.POLL_S):
+            if path is None:
+                found = sorted(self.out.glob(f"{outdir.SPOOL_PREFIX}*/steps.jsonl"))
+                path = found[0] if found else None
+            if path is not None:
+                offset = self._read(path, offset, seen)
+            self.task.update(len(seen), label=self._label(seen, time.monotonic() - t0))
+
+    @staticmethod
+    def _read(path: Path, offset: int, seen: list[dict[str, Any]]) -> int:
+        """New complete records of the steps file; the offset after them."""
+        try:
+            with path.open("rb") as f:
+                f.seek(offset)
+                data = f.read()
+        except OSError:
+            return offset
+        end = data.rfind(b"\n") + 1
+        for line in data[:end].splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                seen.append(rec)
+        return offset + end
+
+    @staticmethod
+    def _label(seen: list[dict[str, Any]], elapsed: float) -> str:
+        if not seen:
+            return f"capture: program running, no step yet ({elapsed:.0f} s)"
+        last = seen[-1]
+        durs = [
+            (r["end_ns"] - r["start_ns"]) / 1e9
+            for r in seen[-5:]
+            if isinstance(r.get("end_ns"), int) and isinstance(r.get("start_ns"), int)
+        ]
+        per = f", {sum(durs) / len(durs):.2f} s/step" if durs else ""
+        kind = "warm-up step" if last.get("warmup") else "step"
+        return f"capture: {kind} {last.get('step')} done{per}"

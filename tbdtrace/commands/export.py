@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import IO
 
-from tbdtrace.commands import _args
+from tbdtrace.commands import _args, _window
 
 EXTENSIONS = {"perfetto": ".perfetto-trace", "chrome": ".json"}
 
@@ -30,26 +30,37 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "file",
     )
     _args.add_force(p, "FILE if it exists (never a trace's files or the input)")
+    # The whole trace unless asked: a timeline shows what was recorded. With a window, the
+    # slices, flows and counters inside it (docs/DECISIONS.md perf.5).
+    _window.add_options(p, default="all")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from tbdtrace import output_policy
-    from tbdtrace.commands._open import open_or_import
+    from tbdtrace.commands._open import begin_open
     from tbdtrace.export import write
     from tbdtrace.safe_text import printable
 
     output_policy.file_target(args.output, args.force, [args.trace])  # before any work
-    tr = open_or_import(args.trace)
+    pending = begin_open(args.trace)
+    spec = _window.spec(args, "export")
+    if spec is None:
+        return 2
+    from tbdtrace.analysis.engine import context, window
+
+    tr = pending.trace()
+    win = window.resolve(context.of(tr), spec)
     target = output_policy.file_target(args.output, args.force, [args.trace])
     n = 0
 
     def put(f: IO[bytes]) -> None:
         nonlocal n
-        n = write(tr, args.format, f)
+        n = write(tr, args.format, f, None if win.is_all else win)
 
     output_policy.write_file(target, put)
     size = target.path.stat().st_size if not target.stream else 0
     name = printable(str(Path(args.output)))
-    print(f"wrote {name} ({n:,} events, {size / 2**20:.1f} MiB, {args.format})")
+    covers = "" if win.is_all else f", {win.label()}"
+    print(f"wrote {name} ({n:,} events{covers}, {size / 2**20:.1f} MiB, {args.format})")
     return 0

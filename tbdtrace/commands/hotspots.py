@@ -30,11 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _run(args: argparse.Namespace) -> int:
+    # A profiler file parses while the passes load (the window's options load them); its
+    # errors are raised by .trace().
+    _args.check_output(args, [args.trace], one_table=True)
+    pending = begin_open(args.trace)
     spec = _window.spec(args, "hotspots")
     if spec is None:
         return 2
-    _args.check_output(args, [args.trace], one_table=True)
-    pending = begin_open(args.trace)  # a profiler file parses while the passes load
     from tbdtrace.report import hotspots_view
     from tbdtrace.report.documents import HotspotsDoc
     from tbdtrace.report.emit import emit

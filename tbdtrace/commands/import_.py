@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
-from tbdtrace import importers, output_policy, trace
-from tbdtrace.commands import _args, _perrank
+from tbdtrace import importers, outdir, output_policy, trace
+from tbdtrace.commands import _args, _open, _perrank
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -63,49 +66,61 @@ def _run(args: argparse.Namespace) -> int:
         return _run_rank_by_rank(args)
 
     with output_policy.trace_target(args.out, args.force, args.files) as claimed:
-        from tbdtrace.commands._rankset import import_once_per_rank
+        from tbdtrace.commands._rankset import repeated_ranks
 
-        tables, meta, again = import_once_per_rank(args.files, args.format)
-        for line in again:
-            print(f"tbdtrace import: warning: {line}", file=sys.stderr)
-        if again and args.strict:
-            print("tbdtrace import: --strict: a rank comes twice; nothing written", file=sys.stderr)
-            return 1
-        skipped = validate.summary(meta.get("skipped_events") or {})
-        if skipped and args.strict:
-            print(
-                f"tbdtrace: {', '.join(args.files)}: {skipped}; nothing written (--strict); "
-                "drop --strict to import the rest",
-                file=sys.stderr,
-            )
-            return 1
-        out = trace.write(claimed.path, tables, meta)
-    counts = ", ".join(f"{n} {t}" for t, n in _counts(tables).items())
+        # The parse starts at once, in batches: a Kineto file of any size goes through a
+        # spool in the output folder and its tables are written row group by row group
+        # (tbdtrace/importers/kineto/stream.py); memory holds a bounded window of rows.
+        files = list(args.files)
+        spool = None
+        try:
+            while True:
+                pending = importers.begin_import(files, args.format, streamed=True)
+                reading = _open.show_reading(pending, [Path(f) for f in files])
+                spool = Path(tempfile.mkdtemp(prefix=outdir.SPOOL_PREFIX, dir=claimed.path))
+                try:
+                    tables, meta, rows = pending.streamed(spool)
+                finally:
+                    reading.close()
+                # A file whose rank an earlier file holds is left out, and the rest
+                # imported again: no rank counted twice.
+                again = repeated_ranks(meta)
+                if not again:
+                    break
+                for _, line in again:
+                    print(f"tbdtrace import: warning: {line}", file=sys.stderr)
+                if args.strict:
+                    print(
+                        "tbdtrace import: --strict: a rank comes twice; nothing written",
+                        file=sys.stderr,
+                    )
+                    return 1
+                drop = {src for src, _ in again}
+                files = [f for f in files if str(f) not in drop]
+                shutil.rmtree(spool, ignore_errors=True)
+            skipped = validate.summary(meta.get("skipped_events") or {})
+            if skipped and args.strict:
+                print(
+                    f"tbdtrace: {', '.join(args.files)}: {skipped}; nothing written "
+                    "(--strict); drop --strict to import the rest",
+                    file=sys.stderr,
+                )
+                return 1
+            with _open.show_writing(tables, rows, "writing the trace") as shown:
+                out = trace.write(claimed.path, shown, meta)
+        finally:
+            if spool is not None:
+                shutil.rmtree(spool, ignore_errors=True)
+    counts = ", ".join(f"{n} {t}" for t, n in rows.items())
     print(f"wrote {out} ({counts or 'no events'})", file=sys.stderr)
     if skipped:
         print(f"tbdtrace: {skipped}; see skipped_events in {out}/meta.json", file=sys.stderr)
     return 0
 
 
-def _counts(tables: dict) -> dict[str, int]:  # type: ignore[type-arg]
-    out = {}
-    for name, cols in tables.items():
-        n = (
-            cols.num_rows
-            if hasattr(cols, "num_rows")
-            else max((len(v) for v in cols.values()), default=0)
-        )
-        if n:
-            out[name] = n
-    return out
-
-
 def _run_rank_by_rank(args: argparse.Namespace) -> int:
     """One trace directory per rank under --out (``rank-00000``, ...), each imported in
     its own task; ``tbdtrace report`` and ``sql`` read the folder as a rank set."""
-    import shutil
-    from pathlib import Path
-
     from tbdtrace.commands import _rankset
 
     rs = _rankset.expand(args.files)

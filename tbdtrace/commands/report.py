@@ -69,9 +69,6 @@ def _run(args: argparse.Namespace) -> int:
     if usage:
         print(usage, file=sys.stderr)
         return 2
-    win = _window.spec(args, "report")
-    if win is None:
-        return 2
     _args.check_output(args, args.trace)
     usage = _perrank.check(args, "report")
     if usage:
@@ -79,17 +76,22 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     from tbdtrace.commands import _rankset
 
-    if _rankset.is_rank_set(args.trace):
-        return _run_ranks(args, win)
-    if _perrank.requested(args):
+    ranks = _rankset.is_rank_set(args.trace)
+    if not ranks and _perrank.requested(args):
         print(
             "tbdtrace report: --jobs, --workers and --scheduler take per-rank files (a folder, "
             "a glob or several files); one trace is reported in this process",
             file=sys.stderr,
         )
         return 2
-    # a profiler file parses while the modules load
-    pending = begin_open(args.trace[0], args.strict)
+    # A profiler file starts parsing now, on its own thread, while numpy, pyarrow and the
+    # passes load (the window's options load them); its errors are raised by .trace().
+    pending = None if ranks else begin_open(args.trace[0], args.strict)
+    win = _window.spec(args, "report")
+    if win is None:
+        return 2
+    if pending is None:
+        return _run_ranks(args, win)
     from tbdtrace.report import contents  # noqa: F401 - every section and pass, loaded now
 
     tr = pending.trace()
@@ -153,11 +155,28 @@ def _options(args: argparse.Namespace, win: Any) -> Any:
 
 
 def _emit(tr: Trace, args: argparse.Namespace, win: Any) -> int:
+    from tbdtrace import progress
     from tbdtrace.report import build
+    from tbdtrace.report.contents import SECTIONS
     from tbdtrace.report.documents import ReportDoc
 
     opts = _options(args, win)
-    return _write(ReportDoc(build(tr, opts), opts), args)
+    big = progress.on_terminal() and progress.is_big(rows=_event_rows(tr))
+    with progress.task("analysing", len(SECTIONS), "sections", big) as shown:
+        done = [0]
+
+        def on_section(key: str) -> None:
+            shown.update(done[0], label=f"analysing: {key}")
+            done[0] += 1
+
+        doc = build(tr, opts, on_section if shown.shown else None)
+    return _write(ReportDoc(doc, opts), args)
+
+
+def _event_rows(tr: Trace) -> int:
+    from tbdtrace import schema
+
+    return sum(tr.num_rows(t.name) for t in schema.TABLES if t.name != "devices")
 
 
 def _write(doc: Any, args: argparse.Namespace) -> int:

@@ -7,24 +7,26 @@ it with the format's writer (``perfetto.py``, ``chrome.py``).
 from __future__ import annotations
 
 import os
-from typing import IO
+from typing import IO, Any
 
 from tbdtrace.trace import Trace
 
 FORMATS = ("perfetto", "chrome")
 
 
-def export(trace: Trace, fmt: str, path: str | os.PathLike[str]) -> int:
-    """Write ``trace`` as ``fmt`` (one of FORMATS) to ``path``; returns events written."""
+def export(trace: Trace, fmt: str, path: str | os.PathLike[str], window: Any = None) -> int:
+    """Write ``trace`` as ``fmt`` (one of FORMATS) to ``path``; returns events written.
+    ``window`` (a :class:`tbdtrace.analysis.engine.window.Window`): only what is inside it
+    (:func:`tbdtrace.export.timeline.build`)."""
     with open(path, "wb") as f:
-        return write(trace, fmt, f)
+        return write(trace, fmt, f, window)
 
 
-def write(trace: Trace, fmt: str, f: IO[bytes]) -> int:
+def write(trace: Trace, fmt: str, f: IO[bytes], window: Any = None) -> int:
     """Write ``trace`` as ``fmt`` (one of FORMATS) to the binary stream ``f``; returns
-    events written."""
+    events written. ``window``: as for :func:`export`."""
     from tbdtrace.export import chrome, perfetto, timeline
 
-    tl = timeline.build(trace)
+    tl = timeline.build(trace, window)
     writer = perfetto if fmt == "perfetto" else chrome
     return writer.write(tl, f)

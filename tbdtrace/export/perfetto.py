@@ -19,12 +19,17 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
 from tbdtrace.export.timeline import Slices, Timeline
+
+try:
+    from tbdtrace import _native
+except ImportError:  # pragma: no cover - the extension is built by `make native`
+    _native = None  # type: ignore[assignment]
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -206,11 +211,20 @@ def _header(tl: Timeline, arg_names: list[str]) -> bytes:
             if t.counter:
                 desc += _field(D_COUNTER, b"")
         out.append(_packet(_field(P_TRACK_DESCRIPTOR, desc)))
+    # Each string goes to the interned table of each role it plays (event name, category,
+    # annotation value), once: iid = string id + 1 in every table.
+    sl = tl.slices
+    assert sl is not None
+    values = [a.values[a.valid] for a in sl.args if a.string]
+    roles: tuple[tuple[int, Any], ...] = (
+        (I_NAMES, np.unique(sl.name)),
+        (I_CATEGORIES, np.unique(sl.cat)),
+        (I_ANNOTATION_STRINGS, np.unique(np.concatenate(values)) if values else []),
+    )
     interned = []
-    for i, s in enumerate(tl.strings):
-        entry = _field(1, i + 1) + _field(2, s)
-        for f in (I_NAMES, I_CATEGORIES, I_ANNOTATION_STRINGS):
-            interned.append(_field(f, entry))
+    for f, ids in roles:
+        for i in np.asarray(ids, np.int64).tolist():
+            interned.append(_field(f, _field(1, i + 1) + _field(2, tl.strings[i])))
     for i, s in enumerate(arg_names):
         interned.append(_field(I_ANNOTATION_NAMES, _field(1, i + 1) + _field(2, s)))
     out.append(
@@ -295,8 +309,19 @@ def _chunk(tl: Timeline, kind: I64, si: I64, ci: I64, arg_iids: list[int]) -> by
         pos = np.flatnonzero(kind == k)
         if pos.size:
             subsets.append((pos, make(pos)))
-    # One padded matrix for the chunk, each kind's rows at their entries' positions:
-    # masking out the padding lays the packets out in entry order in one pass.
+    # Each entry's packet: its kind's fields, row by row, in entry order. The bytes are
+    # moved by a compiled gather (tbdtrace._native.ragged_concat; every byte was encoded
+    # above); without the extension, one padded matrix and its mask do it in numpy.
+    if _native is not None and hasattr(_native, "ragged_concat"):
+        which = np.empty(len(kind), np.int8)
+        row = np.empty(len(kind), np.int64)
+        for k, (pos, _) in enumerate(subsets):
+            which[pos] = k
+            row[pos] = np.arange(len(pos), dtype=np.int64)
+        fields = [
+            [(p.m, np.ascontiguousarray(p.ln, np.int64)) for p in pieces] for _, pieces in subsets
+        ]
+        return _native.ragged_concat(fields, which, row)
     mats = [(pos, *layout(pieces)) for pos, pieces in subsets]
     w = max(m.shape[1] for _, m, _ in mats)
     out = np.zeros((len(kind), w), np.uint8)

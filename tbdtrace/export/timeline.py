@@ -21,6 +21,7 @@ or are disjoint.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -191,9 +192,16 @@ COLUMNS = {
 }
 
 
-def build(ctx: Source) -> Timeline:
-    """The timeline of a trace or an analysis context (see the module doc)."""
+def build(ctx: Source, window: Any = None) -> Timeline:
+    """The timeline of a trace or an analysis context (see the module doc); with
+    ``window`` (a :class:`tbdtrace.analysis.engine.window.Window`), of what is inside it:
+    the window's rows (device work placed by its launch, host ranges that overlap it),
+    flows between them, and counter values inside it (memory levels from the whole trace,
+    so each starts at its level when the window opens)."""
     ctx = of(ctx)
+    base = ctx
+    if window is not None:
+        ctx = ctx.windowed(window)
     tl = Timeline()
     for table, cols in COLUMNS.items():
         if ctx.num_rows(table):
@@ -210,7 +218,7 @@ def build(ctx: Source) -> Timeline:
         parts.append(_steps_part(ctx, tl))
     tl.slices = _concat(parts)
     _split_overlaps(tl)
-    _counters(ctx, tl)
+    _counters(ctx, tl, base, window)
     return tl
 
 
@@ -506,10 +514,15 @@ def _split_overlaps(tl: Timeline) -> None:
     sl.track[moved] = new[inv]
 
 
-def _counters(ctx: AnalysisContext, tl: Timeline) -> None:
+def _counters(ctx: AnalysisContext, tl: Timeline, base: AnalysisContext, window: Any) -> None:
+    """Memory and host-sample counters: host samples of ``ctx`` (a window keeps those that
+    cover it), memory levels computed on the whole trace ``base`` and kept inside the
+    window, each series starting with its level where the window opens."""
     tracks, ts, vals = [], [], []
-    if ctx.num_rows("memory"):
-        for tr, t, v in _memory_counters(ctx, tl):
+    if base.num_rows("memory"):
+        for tr, t, v, r in _memory_counters(base, tl):
+            if window is not None:
+                t, v = _inside(window, r, t, v)
             tracks.append(np.full(len(t), tr, np.int64))
             ts.append(t)
             vals.append(v)
@@ -551,10 +564,28 @@ def _sample_name(metric: str, index: int) -> str:
     return f"{metric} {'core' if metric.startswith('cpu') else 'device'} {index}"
 
 
-def _memory_counters(ctx: AnalysisContext, tl: Timeline) -> list[tuple[int, I64, F64]]:
+def _inside(window: Any, rank: int, t: I64, v: F64) -> tuple[I64, F64]:
+    """A counter series of ``rank`` cut to its window: the points inside, led by the
+    level when the window opens (the last value before it, stamped at the start)."""
+    keys, lo, hi = window.bounds()
+    i = int(np.searchsorted(keys, rank))
+    if i < len(keys) and keys[i] == rank:
+        a, b = int(lo[i]), int(hi[i])
+    else:
+        a, b = window.default
+    inside = (t >= a) & (t < b)
+    before = np.flatnonzero(t < a)
+    if before.size and a < b:
+        j = int(before[-1])
+        return np.r_[np.int64(a), t[inside]], np.r_[v[j], v[inside]]
+    return t[inside], v[inside]
+
+
+def _memory_counters(ctx: AnalysisContext, tl: Timeline) -> list[tuple[int, I64, F64, int]]:
     """Per device: live allocated bytes per category and live reserved bytes over time,
     from the memory pass's timeline (blocks paired; a free whose alloc predates the
-    capture is left out, so no series goes negative; docs/MEMORY.md)."""
+    capture is left out, so no series goes negative; docs/MEMORY.md), with the rank
+    key (-1: none) of each series."""
     from tbdtrace.analysis.passes import memory
 
     mt = memory.timeline(ctx)
@@ -592,7 +623,7 @@ def _memory_counters(ctx: AnalysisContext, tl: Timeline) -> list[tuple[int, I64,
             ("mem", proc, name),
             Track(proc, name, DEVICE_PID_BASE + len(tl.tracks), False, True),
         )
-        out.append((tr, t[sel], np.cumsum(delta[sel]).astype(np.float64)))
+        out.append((tr, t[sel], np.cumsum(delta[sel]).astype(np.float64), r))
     return out
 
 

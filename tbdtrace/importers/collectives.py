@@ -134,7 +134,7 @@ def from_kernels(
         )
         if c in kern
     }
-    out["op"] = pc.dictionary_encode(str_array(op[keep].tolist()))
+    out["op"] = _encoded(op[keep])
     for src, dst in (
         ("coll_name", "collective_name"),
         ("coll_pg_name", "process_group"),
@@ -166,6 +166,18 @@ def from_kernels(
 _NONE = np.iinfo(np.int64).min
 
 
+def _encoded(values: np.ndarray) -> pa.Array:
+    """Strings (an object array, no nulls) as a dictionary array in first-appearance
+    order, as ``dictionary_encode`` numbers them, without a string per row."""
+    uniq, first, inv = np.unique(values, return_index=True, return_inverse=True)
+    rank = np.empty(len(uniq), np.int32)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq), dtype=np.int32)
+    labels = [str(uniq[i]) for i in np.argsort(first, kind="stable")]
+    return pa.DictionaryArray.from_arrays(
+        int_array(rank[inv.reshape(-1)], pa.int32()), str_array(labels)
+    )
+
+
 def _dtype_sizes(dtype: pa.Array | None, n: int) -> np.ndarray:
     if dtype is None:
         return np.full(n, -1, np.int64)
@@ -181,10 +193,7 @@ def _host_spans(
     hs, he = np.full(m, _NONE, np.int64), np.zeros(m, np.int64)
     if ops is None or "external_id" not in ops or "external_id" not in coll:
         return hs, he
-    idx, names = _distinct(ops["name"])
-    is_comm = np.array([bool(_HOST_OP_RE.match(str(x))) for x in names] + [False], bool)[idx]
-    is_comm &= ops["external_id"].is_valid().to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(is_comm)
+    rows = host_op_rows(ops)
     if not len(rows):
         return hs, he
     take = int_array(rows, pa.int64())
@@ -205,6 +214,15 @@ def _host_spans(
         if hit is not None:
             hs[i], he[i] = hit
     return hs, he
+
+
+def host_op_rows(ops: dict[str, pa.Array]) -> np.ndarray:
+    """Rows of the ops table (its columns) that issue collectives: record_param_comms,
+    nccl:*, c10d::*, gloo:*, with an external id."""
+    idx, names = _distinct(ops["name"])
+    is_comm = np.array([bool(_HOST_OP_RE.match(str(x))) for x in names] + [False], bool)[idx]
+    is_comm &= ops["external_id"].is_valid().to_numpy(zero_copy_only=False)
+    return np.flatnonzero(is_comm)
 
 
 def _rank_keys(rank: pa.Array | None, take: pa.Array | None, n: int) -> np.ndarray:

@@ -72,9 +72,42 @@ def _tables(db: sqlite3.Connection) -> set[str]:
     return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
-def _rows(db: sqlite3.Connection, table: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+FETCH_ROWS = 10_000  # rows fetched from SQLite at a time
+BATCH_ROWS = 1 << 18  # rows of one table converted and spooled at a time (streamed)
+
+
+def _rows(db: sqlite3.Connection, table: str) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+    """Column names and the rows of ``table`` by start, fetched a few thousand at a time."""
     cur = db.execute(f'SELECT * FROM "{table}" ORDER BY start')  # fixed names
-    return [d[0] for d in cur.description], cur.fetchall()
+
+    def rows() -> Iterator[tuple[Any, ...]]:
+        while chunk := cur.fetchmany(FETCH_ROWS):
+            yield from chunk
+
+    return [d[0] for d in cur.description], rows()
+
+
+class _Spooling(TableBuilder):
+    """A table's rows converted every :data:`BATCH_ROWS` rows, as :func:`trace.write`
+    converts a whole table, and spooled as runs (:mod:`tbdtrace.importers.spool`)."""
+
+    def __init__(self, table: str, sink: Any, file: int):
+        super().__init__(table)
+        self.sink, self.file = sink, file
+
+    def append(self, **values: Any) -> None:
+        super().append(**values)
+        if self._n >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._n:
+            from tbdtrace import trace
+
+            name = self.table.name
+            self.sink.add(name, trace.to_table(name, self.columns()), self.file)
+            self._cols = {n: [] for n in self.names}
+            self._n = 0
 
 
 class _Reader:
@@ -264,27 +297,31 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
-def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Read nsys SQLite exports; several files become one trace, rank = file position.
+EVENT_TABLES = ("kernels", "memcpy", "memset", "runtime", "markers")
 
-    Returns (tables, meta) for :func:`tbdtrace.trace.write`. Times are copied unchanged
-    (ns on the nsys session clock).
-    """
-    files = [Path(p) for p in paths]
-    t = {
-        n: TableBuilder(n) for n in ("kernels", "memcpy", "memset", "runtime", "markers", "devices")
-    }
+
+def _read(
+    files: list[Path], builder: Any
+) -> tuple[dict[str, TableBuilder], list[dict[str, Any]], Counter[str]]:
+    """Every file's rows into ``builder(table, file index)``'s TableBuilders."""
+    t: dict[str, TableBuilder] = {"devices": TableBuilder("devices")}
     devices: list[dict[str, Any]] = []
     skipped: Counter[str] = Counter()
     for i, p in enumerate(files):
         db = _open(p)
         try:
+            for n in EVENT_TABLES:
+                if n not in t or isinstance(t[n], _Spooling):
+                    t[n] = builder(n, i)
             rd = _Reader(db, i if len(files) > 1 else None)
             rd.kernels(t["kernels"])
             rd.memcpy(t["memcpy"])
             rd.memset(t["memset"])
             rd.runtime(t["runtime"])
             rd.nvtx(t["markers"])
+            for n in EVENT_TABLES:
+                if isinstance(t[n], _Spooling):
+                    t[n].flush()  # type: ignore[attr-defined]
             devices += rd.devices(t["devices"])
             skipped += rd.skipped
         except (sqlite3.DatabaseError, KeyError) as e:
@@ -294,21 +331,57 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
             ) from e
         finally:
             db.close()
-    tables = {n: b.columns() for n, b in t.items() if len(b)}
-    starts = [
-        min(b.column_values("start_ns")) for b in t.values() if len(b) and "start_ns" in b.names
-    ]
-    meta = {
+    return t, devices, skipped
+
+
+def _meta(
+    files: list[Path], start: int | None, devices: list[Any], skipped: Counter[str]
+) -> dict[str, Any]:
+    return {
         "source": "nsys",
         "source_files": [str(p) for p in files],
         "ranks": list(range(len(files))) if len(files) > 1 else [],
-        "start_time_ns": min(starts) if starts else None,
+        "start_time_ns": start,
         "clock": "nsys session clock",
         "clock_offset_ns": 0,
         "devices": devices,
         "skipped_events": validate.merged(skipped),
     }
-    return tables, meta
+
+
+def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read nsys SQLite exports; several files become one trace, rank = file position.
+
+    Returns (tables, meta) for :func:`tbdtrace.trace.write`. Times are copied unchanged
+    (ns on the nsys session clock).
+    """
+    files = [Path(p) for p in paths]
+    made: dict[str, TableBuilder] = {}
+
+    def builder(n: str, i: int) -> TableBuilder:
+        return made.setdefault(n, TableBuilder(n))
+
+    t, devices, skipped = _read(files, builder)
+    tables = {n: b.columns() for n, b in t.items() if len(b)}
+    starts = [
+        min(b.column_values("start_ns")) for b in t.values() if len(b) and "start_ns" in b.names
+    ]
+    return tables, _meta(files, min(starts) if starts else None, devices, skipped)
+
+
+def spool_files(paths: Sequence[str | Path], folder: Path) -> tuple[Any, dict[str, Any], Any]:
+    """The streaming import (:meth:`tbdtrace.importers.PendingImport.streamed`): the rows
+    of each table converted :data:`BATCH_ROWS` at a time into a spool in ``folder``.
+    Returns ``(spool, meta, devices columns or None)``; merging the spool gives the tables
+    :func:`import_files` gives."""
+    from tbdtrace.importers.spool import Spool
+
+    files = [Path(p) for p in paths]
+    spool = Spool(folder)
+    t, devices, skipped = _read(files, lambda n, i: _Spooling(n, spool, i))
+    spool.close()
+    dev = t["devices"].columns() if len(t["devices"]) else None
+    return spool, _meta(files, spool.first_start(), devices, skipped), dev
 
 
 sniff = _sniff.nsys  # the format test (tbdtrace.importers.sniff)

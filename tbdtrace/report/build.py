@@ -16,8 +16,11 @@ from tbdtrace.trace import Trace
 POOLED = ("kernels", "categories", "hotspots")
 
 
-def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
-    """The report document: meta and window first, then each section in report order."""
+def build(
+    trace: Trace, opts: ReportOptions | None = None, on_section: Any = None
+) -> dict[str, Any]:
+    """The report document: meta and window first, then each section in report order;
+    ``on_section(key)`` is called as each section starts (a progress display)."""
     from tbdtrace.analysis.engine import context, window
     from tbdtrace.report.contents import SECTIONS
 
@@ -44,6 +47,8 @@ def build(trace: Trace, opts: ReportOptions | None = None) -> dict[str, Any]:
         "pooled_ranks": [k for k in POOLED if any(s.key == k for s in SECTIONS)],
     }
     for s in SECTIONS:
+        if on_section is not None:
+            on_section(s.key)
         doc[s.key] = s.compute(whole if s.whole_trace else view, opts)
     return doc
 

@@ -136,15 +136,24 @@ def _write_parts(tr: Any, out: Path) -> list[int]:
 
 
 def map_ranks(
-    ex: Any, sources: list[str], work_dir: Path, keep_trace: bool = False, window: Any = None
+    ex: Any,
+    sources: list[str],
+    work_dir: Path,
+    keep_trace: bool = False,
+    window: Any = None,
+    on_done: Any = None,
 ) -> list[RankPart]:
     """Run :func:`analyse_rank` on every source through the executor ``ex`` (any
-    ``concurrent.futures.Executor``); results in input order. Raises TraceError when the
-    driver cannot see what the workers wrote."""
+    ``concurrent.futures.Executor``); results in input order; ``on_done()`` is called as
+    each task ends (from the executor's thread: a progress display). Raises TraceError
+    when the driver cannot see what the workers wrote."""
     futures = [
         ex.submit(analyse_rank, i, s, str(work_dir), keep_trace, window)
         for i, s in enumerate(sources)
     ]
+    if on_done is not None:
+        for f in futures:
+            f.add_done_callback(lambda _f: on_done())
     parts = [f.result() for f in futures]
     for p in parts:
         if p.folder is not None and not Path(p.folder).is_dir():

@@ -301,3 +301,85 @@ def test_groups_are_first_seen_distinct_rows():
     rows = list(zip(*(c.tolist() for c in cols), strict=True))
     first = list(dict.fromkeys(rows))
     assert uniq == first and [uniq[i] for i in inv] == rows
+
+
+def test_perfetto_strings_interned_once_per_role(perfetto):
+    """Each interned table holds exactly the strings used in its role: event names,
+    categories, annotation string values (a string used in two roles is in two tables)."""
+    tables = [p.interned_data for p in perfetto.packet if p.HasField("interned_data")]
+    assert len(tables) == 1
+    idata = tables[0]
+    names = [e.iid for e in idata.event_names]
+    cats = [e.iid for e in idata.event_categories]
+    values = [e.iid for e in idata.debug_annotation_string_values]
+    assert len(names) == len(set(names)) and len(cats) == len(set(cats))
+    used_names, used_cats, used_values = set(), set(), set()
+    for p in perfetto.packet:
+        te = p.track_event
+        if te.type in (pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_INSTANT):
+            used_names.add(te.name_iid)
+            used_cats.update(te.category_iids)
+            used_values.update(
+                a.string_value_iid for a in te.debug_annotations if a.HasField("string_value_iid")
+            )
+    assert set(names) == used_names and set(cats) == used_cats and set(values) == used_values
+    total = len(names) + len(cats) + len(values)
+    distinct = len({*names, *cats, *values})
+    assert total < 3 * distinct  # every string was in all three tables before
+
+
+def _raw_steps(path):
+    doc = rawkineto.load(path)
+    out = {}
+    for e in doc["traceEvents"]:
+        n = str(e.get("name", ""))
+        gpu = e.get("cat") == "gpu_user_annotation"
+        if e.get("ph") == "X" and n.startswith("ProfilerStep#") and not gpu:
+            s = rawkineto.ns(e["ts"])
+            out[int(n.split("#")[1])] = (s, s + rawkineto.ns(e.get("dur", 0)))
+    return out
+
+
+def test_export_steps_window_keeps_what_is_inside(fx, tmp_path):
+    """--steps A:B: the kernels launched inside steps A..B (a kernel by its launching
+    runtime call's start; read from the raw JSON), flows only between exported slices,
+    counters only inside the window."""
+    src, trace_dir, _ = fx
+    steps = _raw_steps(src)
+    a, b = sorted(steps)[1], sorted(steps)[2]
+    lo, hi = steps[a][0], steps[b][1]
+    raw = rawkineto.device_events(src)
+    launch = {}
+    for s, _, _, e in raw["runtime"]:
+        corr = (e.get("args") or {}).get("correlation")
+        if corr is not None:
+            launch[corr] = s
+    want = sum(
+        1
+        for s, _, _, e in raw["kernels"]
+        if lo <= launch.get((e.get("args") or {}).get("correlation"), s) < hi
+    )
+    out = tmp_path / "w.json"
+    cmd = [sys.executable, "-m", "tbdtrace", "export", str(trace_dir), "--format", "chrome"]
+    steps_arg = ["--steps", f"{a}:{b}"]
+    r = subprocess.run([*cmd, "-o", str(out), *steps_arg], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert f"steps {a}-{b}" in r.stdout
+    ev = json.loads(out.read_text())["traceEvents"]
+    kernels = [e for e in ev if e["ph"] == "X" and _kind(e["cat"]) == "kernels"]
+    assert len(kernels) == want and 0 < want < len(raw["kernels"])
+    starts = {e["id"] for e in ev if e["ph"] == "s"}
+    ends = {e["id"] for e in ev if e["ph"] == "f"}
+    assert ends and ends == starts  # no flow leaves the window
+    # times are relative to the export's first event: counters lie within the slices' span
+    xs = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e["ph"] == "X"]
+    first, last = min(s for s, _ in xs), max(e for _, e in xs)
+    counters = [e["ts"] for e in ev if e["ph"] == "C"]
+    assert counters and all(first - 1 <= t <= last + 1 for t in counters)
+    full = tmp_path / "all.json"
+    r = subprocess.run([*cmd, "-o", str(full)], capture_output=True, text=True)
+    assert r.returncode == 0
+    every = json.loads(full.read_text())["traceEvents"]
+    assert len([e for e in every if e["ph"] == "X" and _kind(e["cat"]) == "kernels"]) == len(
+        raw["kernels"]
+    )

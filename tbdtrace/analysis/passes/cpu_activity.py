@@ -36,17 +36,21 @@ def run(ctx: Source, config: Any = None) -> pa.Table:
     # Nulls become a value no real id takes, so they group together.
     fill = {c: int_column(ops, c, _NULL) for c in ("rank", "pid", "tid")}
     start, end = int_column(ops, "start_ns"), int_column(ops, "end_ns")
-    stacked = np.stack([fill["rank"], fill["pid"], fill["tid"]], axis=1)
-    groups, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    # Threads in (rank, pid, tid) order, each one run of rows of one stable sort (a
+    # boolean mask per thread and np.unique(axis=0) cost ~50 ms on 200k ops).
+    order = np.lexsort((fill["tid"], fill["pid"], fill["rank"]))
+    key = np.stack([fill["rank"][order], fill["pid"][order], fill["tid"][order]])
+    cuts = np.flatnonzero((key[:, 1:] != key[:, :-1]).any(axis=0)) + 1
+    bounds = np.concatenate([[0], cuts, [order.size]])
+    start, end = start[order], end[order]
     rows: dict[str, list[Any]] = {n: [] for n in _SCHEMA.names}
-    for g, (rank, pid, tid) in enumerate(groups):
-        sel = inverse.reshape(-1) == g
-        s, e = start[sel], end[sel]
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        s, e = start[lo:hi], end[lo:hi]
         span = intervals.span(s, e)
         busy = intervals.union_length(s, e)
-        for name, v in (("rank", rank), ("pid", pid), ("tid", tid)):
+        for name, v in zip(("rank", "pid", "tid"), key[:, lo].tolist(), strict=True):
             rows[name].append(None if v == _NULL else int(v))
-        rows["op_count"].append(int(sel.sum()))
+        rows["op_count"].append(hi - lo)
         rows["span_ns"].append(span)
         rows["busy_ns"].append(busy)
         rows["busy_ratio"].append(busy / span if span else None)

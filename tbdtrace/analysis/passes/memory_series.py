@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tbdtrace.analysis.engine import outputs
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
@@ -51,7 +52,8 @@ def run(ctx: Source, config: MemorySeriesConfig | None = None) -> pa.Table:
     cfg = config or MemorySeriesConfig()
     tl = memory.timeline(ctx)
     parts = [_from_events(tl, cfg.max_points)]
-    if "reserved" not in set(tl.column("level").to_pylist()):
+    # pc.unique: the levels present (to_pylist of a dictionary column costs ~10 us a row).
+    if "reserved" not in pc.unique(tl.column("level")).to_pylist():
         parts.append(_from_totals(ctx, cfg.max_points))
     out = pa.concat_tables([p for p in parts if p.num_rows] or [SCHEMA.empty_table()])
     return out

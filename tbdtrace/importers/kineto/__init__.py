@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from tbdtrace.importers import sniff as _sniff
-from tbdtrace.importers.kineto.feed import ParseJob, available, start
+from tbdtrace.importers.kineto.feed import BATCH_ROWS, ParseJob, available, start
 
-__all__ = ["ParseJob", "available", "import_files", "sniff", "start"]
+__all__ = ["BATCH_ROWS", "ParseJob", "available", "import_files", "sniff", "start"]
 
 
 def import_files(

@@ -18,6 +18,8 @@ in Unicode digits, a name that is a list) it asks of :func:`python_value`.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import queue
 import threading
@@ -113,7 +115,13 @@ class FileParse:
 
 @dataclass
 class ParseJob:
-    """A parse of ``files`` running on a background thread; :meth:`wait` joins it."""
+    """A parse of ``files`` running on a background thread; :meth:`wait` joins it.
+
+    In batch mode (``batch_rows`` > 0) the rows leave the parser as they are parsed: every
+    ``batch_rows`` staging rows, and at the end of each file, ``Parser.take_batch`` hands
+    them over to :attr:`batches` (a queue of ``(file index, batch)`` items, then
+    ``None``), which holds at most :data:`BATCHES_AHEAD` of them: the parse waits for its
+    consumer, so memory holds a bounded window of rows however long the file is."""
 
     files: list[Path]
     parser: Any = None
@@ -121,6 +129,12 @@ class ParseJob:
     parsed: list[FileParse] = field(default_factory=list)
     error: BaseException | None = None
     thread: threading.Thread | None = None
+    batch_rows: int = 0
+    batches: queue.Queue[Any] | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    # Called from the parse thread with the bytes of the files read so far (as stored:
+    # compressed for gzip), for a progress display (tbdtrace.progress).
+    progress: Callable[[int], None] | None = None
 
     def wait(self) -> ParseJob:
         """Joins the thread; raises :class:`ParseFailure` (or what the parse raised)."""
@@ -131,16 +145,55 @@ class ParseJob:
             raise self.error
         return self
 
+    def next_batch(self) -> tuple[int, dict[str, Any]] | None:
+        """Batch mode: the next ``(file index, batch)``, None after the last; raises what
+        the parse raised (:meth:`wait`) once its batches are consumed."""
+        assert self.batches is not None
+        item = self.batches.get()
+        if item is None:
+            self.wait()
+        return cast("tuple[int, dict[str, Any]] | None", item)
+
+    def cancel(self) -> None:
+        """Stops a parse whose batches are no longer wanted (the thread ends at its next
+        hand-over) and joins it; its error, if any, is dropped."""
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+    def _put(self, item: Any) -> None:
+        assert self.batches is not None
+        while not self.stop.is_set():
+            try:
+                self.batches.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+        raise _Cancelled
+
+
+BATCHES_AHEAD = 1  # batches parsed ahead of their consumer (besides the one it holds)
+BATCH_ROWS = 1 << 20  # staging rows per batch of the streaming import (~60-100 MB)
+
+
+class _Cancelled(Exception):
+    """The consumer of a batch-mode job stopped taking batches (ParseJob.cancel)."""
+
 
 class GzipError(Exception):
     """The gzip stream of a file is cut short, corrupt, or followed by other bytes."""
 
 
 def start(
-    files: list[Path], background: bool = True, fixes: dict[int, FileFix] | None = None
+    files: list[Path],
+    background: bool = True,
+    fixes: dict[int, FileFix] | None = None,
+    batch_rows: int = 0,
 ) -> ParseJob:
     """Begin parsing ``files`` into one parser (on a thread when ``background``);
-    ``fixes``: by file index, how to parse a file again (:class:`FileFix`)."""
+    ``fixes``: by file index, how to parse a file again (:class:`FileFix`);
+    ``batch_rows`` > 0: batch mode (:class:`ParseJob`), which needs ``background``."""
     if not available():
         raise TraceError(
             "tbdtrace._native is missing or older than this checkout's Kineto parser: "
@@ -148,6 +201,10 @@ def start(
         )
     job = ParseJob(list(files), _native.KinetoParser(ROUTES), dict(fixes or {}))
     job.parser.set_hook(python_value)
+    if batch_rows > 0:
+        assert background, "batch mode hands batches to another thread"
+        job.batch_rows = batch_rows
+        job.batches = queue.Queue(BATCHES_AHEAD)
     if background:
         job.thread = threading.Thread(
             target=_run, args=(job,), name="tbdtrace-kineto-parse", daemon=True
@@ -160,6 +217,7 @@ def start(
 
 def _run(job: ParseJob) -> None:
     parser = job.parser
+    read_before = 0  # bytes of the files before this one, for the progress display
     try:
         for i, path in enumerate(job.files):
             parser.begin_file()
@@ -168,18 +226,35 @@ def _run(job: ParseJob) -> None:
                 parser.set_base(fix.base)
             parser.set_skip_lists(fix.skip_lists)
             before = parser.rows()
+            taken = [0] * len(before)  # rows handed over in batches, per staging table
+
+            def cut(final: bool = False, i: int = i, taken: list[int] = taken) -> None:
+                rows = parser.rows()
+                if job.batches is None or not (final or sum(rows) >= job.batch_rows):
+                    return
+                if sum(rows):
+                    for k, n in enumerate(rows):
+                        taken[k] += n
+                    job._put((i, parser.take_batch()))
+
+            # job.progress may be set after the thread starts (the caller shows progress
+            # once it knows the job): looked up at each piece.
+            shown = functools.partial(_read_so_far, job, read_before)
             try:
-                feed_file(parser, path, fix.source)
+                feed_file(parser, path, fix.source, cut, shown)
+                cut(final=True)
             except OSError as e:
                 raise ParseFailure(path, i, "read", e) from e
             except (GzipError, EOFError, DECOMPRESS_ERROR) as e:
                 raise ParseFailure(path, i, "gzip", e) from e
             except ValueError as e:  # the parser's KinetoError is a ValueError
                 raise ParseFailure(path, i, "parse", e) from e
+            read_before += _size(path)
+            rows = [t + b - a for t, a, b in zip(taken, before, parser.rows(), strict=True)]
             job.parsed.append(
                 FileParse(
                     path,
-                    [b - a for a, b in zip(before, parser.rows(), strict=True)],
+                    rows,
                     parser.events,
                     parser.top_level_list,
                     b"" if parser.top_level_list else parser.header(),
@@ -187,33 +262,73 @@ def _run(job: ParseJob) -> None:
                     fix.base or 0,
                 )
             )
+    except _Cancelled:
+        pass
     except BaseException as e:  # handed to wait()
         job.error = e
+    finally:
+        if job.batches is not None and not job.stop.is_set():
+            with contextlib.suppress(_Cancelled):
+                job._put(None)
 
 
-def feed_file(parser: Any, path: Path, source: bytes | None = None) -> None:
+def feed_file(
+    parser: Any,
+    path: Path,
+    source: bytes | None = None,
+    after: Callable[[], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> None:
     """Feeds the file's (decompressed) bytes, or ``source`` instead, to the parser and
-    finishes it."""
+    finishes it; ``after`` is called after each piece (batch mode takes its rows there),
+    ``progress`` with the file's bytes read so far (as stored)."""
+    read = [0]  # the file's bytes read (compressed for gzip), set by the reading thread
     if source is not None:
         view = memoryview(source)
-        for at in range(0, len(source), PIECE_BYTES):
-            parser.feed(view[at : at + PIECE_BYTES])
-        parser.finish()
-        return
-    for piece in _prefetch(lambda: _pieces(path)):
+        pieces: Iterator[Any] = (
+            view[at : at + PIECE_BYTES] for at in range(0, len(source), PIECE_BYTES)
+        )
+        scale = _size(path) / max(len(source), 1)  # the repaired text stands for the file
+    else:
+        pieces = _prefetch(lambda: _pieces(path, read))
+    fed = 0
+    for piece in pieces:
         parser.feed(piece)
+        fed += len(piece)
+        if after is not None:
+            after()
+        if progress is not None:
+            progress(read[0] if source is None else int(fed * scale))
     parser.finish()
 
 
-def _pieces(path: Path) -> Iterator[bytes]:
+def _read_so_far(job: ParseJob, before: int, n: int) -> None:
+    if job.progress is not None:
+        job.progress(before + n)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _pieces(path: Path, read: list[int] | None = None) -> Iterator[bytes]:
+    """The file's content in pieces; ``read[0]``: the file's bytes read so far."""
     with path.open("rb") as f:
         if f.read(2) != b"\x1f\x8b":
             f.seek(0)
             while piece := f.read(PIECE_BYTES):
+                if read is not None:
+                    read[0] = f.tell()
                 yield piece
             return
         f.seek(0)
-        yield from _gunzip(f)
+        for piece in _gunzip(f):
+            if read is not None:
+                read[0] = f.tell()
+            yield piece
 
 
 def _gunzip(f: Any) -> Iterator[bytes]:

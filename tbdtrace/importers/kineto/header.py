@@ -95,17 +95,23 @@ class FileHeaders:
 
 
 def file_meta(
-    imp: FileHeaders, files: list[Path], tables: dict[str, dict[str, pa.Array]]
+    imp: FileHeaders,
+    files: list[Path],
+    tables: dict[str, dict[str, pa.Array]] | None,
+    start_time_ns: int | None = None,
 ) -> dict[str, Any]:
-    """meta.json content of an import."""
-    starts = [pc.min(cols["start_ns"]).as_py() for cols in tables.values() if "start_ns" in cols]
+    """meta.json content of an import; ``start_time_ns``: the earliest start, when the
+    caller knows it without ``tables`` (the streaming import)."""
+    if tables is not None:
+        starts = [pc.min(c["start_ns"]).as_py() for c in tables.values() if "start_ns" in c]
+        start_time_ns = min(starts) if starts else None
     ranks = sorted({m["rank"] for m in imp.meta_files if m["rank"] is not None})
     return {
         "source": "kineto",
         "framework": "pytorch",
         "source_files": [str(p) for p in files],
         "ranks": ranks,
-        "start_time_ns": min(starts) if starts else None,
+        "start_time_ns": start_time_ns,
         "clock": "CLOCK_REALTIME",
         "clock_offset_ns": imp.meta_files[0]["baseTimeNanoseconds"] if imp.meta_files else 0,
         "devices": [d for m in imp.meta_files for d in m["deviceProperties"]],

@@ -19,7 +19,6 @@ keeping decimals as their text and reading invalid UTF-8 as U+FFFD (the MXNet im
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import zlib
@@ -33,6 +32,8 @@ from tbdtrace.importers.kineto.feed import FileFix, ParseFailure
 # Content (decompressed) above this size is neither repaired nor searched for the line
 # and column of an error (the message gives the byte offset instead).
 REPAIR_MAX_BYTES = 256 << 20
+# read_json (formats read whole: MXNet dumps) refuses content above this size.
+READ_JSON_MAX_BYTES = 1 << 30
 # Parses of one import, repairs included, before giving up.
 MAX_PARSES = 64
 
@@ -64,11 +65,23 @@ def read_json(path: Path) -> Any:
         raise TraceError(f"{path}: cannot read ({e.strerror}); check the path") from e
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = gzip.decompress(raw)
+            content = inflate(raw, READ_JSON_MAX_BYTES)
         except (OSError, EOFError, zlib.error) as e:
             raise TraceError(
                 f"{path}: gzip data is truncated or corrupt ({e}); re-export the trace"
             ) from e
+        if content is None:
+            raise TraceError(
+                f"{path}: {len(raw):,} bytes of gzip holding more than "
+                f"{READ_JSON_MAX_BYTES >> 20} MiB of content; this format is read whole and "
+                "so large a file is not one its profiler writes: check the file (and --format)"
+            )
+        raw = content
+    elif len(raw) > READ_JSON_MAX_BYTES:
+        raise TraceError(
+            f"{path}: {len(raw):,} bytes; this format is read whole and so large a file is "
+            "not one its profiler writes: check the file (and --format)"
+        )
     # Invalid UTF-8 (seen in real traces in kernel and op names) becomes U+FFFD.
     text = raw.decode("utf-8", errors="replace")
     try:
@@ -109,6 +122,14 @@ def resolve(failure: ParseFailure, fixes: dict[int, FileFix]) -> dict[int, FileF
         raise TraceError(
             f"{path}: no traceEvents list; this is not a PyTorch profiler (Kineto) trace"
         ) from error
+    big = re.fullmatch(r"a JSON value of more than (\d+) bytes at byte (\d+)", msg)
+    if big:  # the parser stopped holding it: nothing to repair, nothing inflated
+        raise TraceError(
+            f"{path}: one JSON value (an event or a top-level key) is longer than "
+            f"{int(big[1]) >> 20} MiB, at byte {int(big[2]):,} of the content; profilers "
+            "write no names or arguments that long: the file is damaged or not a trace, "
+            "re-export it from the profiler"
+        ) from error
     event = re.fullmatch(r"(.*) in event (\d+)", msg, re.S)
     if event:
         raise TraceError(
@@ -129,16 +150,33 @@ def _replace(fix: FileFix, **changes: Any) -> FileFix:
 
 
 def _content(path: Path) -> bytes | None:
-    """The file's (decompressed) content, or None above REPAIR_MAX_BYTES."""
+    """The file's (decompressed) content, or None above REPAIR_MAX_BYTES: inflated at
+    most that far (a small gzip may hold gigabytes; an error path never inflates it)."""
     try:
         if path.stat().st_size > REPAIR_MAX_BYTES:
             return None
         raw = path.read_bytes()
         if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
+            return inflate(raw, REPAIR_MAX_BYTES)
     except (OSError, EOFError, zlib.error):
         return None
     return raw if len(raw) <= REPAIR_MAX_BYTES else None
+
+
+def inflate(raw: bytes, limit: int) -> bytes | None:
+    """gzip members of ``raw`` decompressed (as gzip.decompress), or None past ``limit``
+    bytes of content: never more than ``limit`` bytes are inflated."""
+    out = bytearray()
+    pending = raw
+    while pending:
+        d = zlib.decompressobj(31)
+        out += d.decompress(pending, limit + 1 - len(out))
+        if len(out) > limit or d.unconsumed_tail:
+            return None
+        if not d.eof:
+            raise EOFError("the data ends inside a gzip member")
+        pending = d.unused_data
+    return bytes(out)
 
 
 def json_error(path: Path, msg: str, content: bytes | None) -> str:

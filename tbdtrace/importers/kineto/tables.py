@@ -53,8 +53,9 @@ class BaseOverflow(OverflowError):
 
 
 class Staging:
-    """The parser's output: columns per staging table, the string dictionary, and which
-    rows came from which file (rows are in file order)."""
+    """The parser's output: columns per staging table, each string column with its own
+    dictionary (``Parser.take_batch``), and which rows came from which file (rows are
+    in file order)."""
 
     def __init__(
         self,
@@ -65,6 +66,7 @@ class Staging:
         self.cols: dict[str, dict[str, tuple[np.ndarray, np.ndarray | None, int]]] = parsed[
             "tables"
         ]
+        self.dicts: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = parsed["dicts"]
         self.types = {t: dict(cols) for t, cols in _native.kineto_layout()}
         self.files = [info for info, _ in segments]
         # Per file, what is left to add to its times (the parser may have added its base).
@@ -74,16 +76,6 @@ class Staging:
         ]
         names = [t for t, _ in _native.kineto_layout()]
         self.counts = {t: [c[i] for _, c in segments] for i, t in enumerate(names)}
-        offsets, data = parsed["strings"]
-        n = len(offsets) - 1
-        if len(data) < (1 << 31):
-            self.strings = pa.Array.from_buffers(
-                pa.string(), n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
-            )
-        else:  # pragma: no cover - over 2 GiB of distinct strings
-            self.strings = pa.Array.from_buffers(
-                pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-            )
 
     def rows(self, table: str) -> int:
         return len(self.cols[table]["start_ns" if table != "memory" else "ts_ns"][0])
@@ -123,18 +115,34 @@ class Staging:
         ids = self.per_file(table, [1 if f.rocm else 0 for f in self.files]).astype(np.int32)
         return mapped(ids, None, ["cuda", "rocm"])
 
+    def _strings(self, table: str, name: str) -> pa.Array:
+        """The column's own dictionary (its strings in order of first appearance)."""
+        offsets, data = self.dicts[table][name]
+        n = len(offsets) - 1
+        if len(data) < (1 << 31):
+            return pa.Array.from_buffers(
+                pa.string(), n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
+            )
+        return pa.Array.from_buffers(  # pragma: no cover - over 2 GiB of distinct strings
+            pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        ).cast(pa.string())
+
     def strs(self, table: str, name: str) -> pa.Array:
+        """A string column as a dictionary array (first-appearance order, as the parser
+        numbered it)."""
         values, valid, nulls = self.cols[table][name]
-        return dictionary(values, valid, nulls, self.strings)
+        bits = pa.py_buffer(valid) if nulls else None
+        idx = pa.Array.from_buffers(pa.int32(), len(values), [bits, pa.py_buffer(values)], nulls)
+        return pa.DictionaryArray.from_arrays(idx, self._strings(table, name))
 
     def distinct(self, table: str, name: str) -> tuple[np.ndarray, list[str]]:
         """(per-row index into the column's distinct strings, those strings); null rows
         get index -1."""
         values, valid, nulls = self.cols[table][name]
-        codes, used = _native.kineto_recode(values, valid, len(self.strings))
+        codes = values.copy()
         if nulls:
             codes[~_unpack(valid, len(values))] = -1
-        return codes, self.strings.take(int_array(used, pa.int32())).to_pylist()
+        return codes, self._strings(table, name).to_pylist()
 
 
 def _unpack(bits: np.ndarray | None, n: int) -> np.ndarray:
@@ -177,8 +185,10 @@ def constant(n: int, value: str) -> pa.Array:
     )
 
 
-def assemble(s: Staging) -> dict[str, dict[str, pa.Array]]:
-    """Every non-empty table as a mapping of Arrow columns (all-null columns left out)."""
+def assemble(s: Staging, host_spans: bool = True) -> dict[str, dict[str, pa.Array]]:
+    """Every non-empty table as a mapping of Arrow columns (all-null columns left out).
+    ``host_spans``: find each collective's host op among these rows (the streaming import
+    finds them across batches, :mod:`.stream`)."""
     built: dict[str, dict[str, pa.Array]] = {}
     for table, build in (
         ("kernels", _kernels),
@@ -194,7 +204,8 @@ def assemble(s: Staging) -> dict[str, dict[str, pa.Array]]:
     if s.rows("markers"):
         built.update(_markers(s))
     if "kernels" in built:
-        coll = collectives.from_kernels(built["kernels"], _coll_args(s), built.get("ops"))
+        ops = built.get("ops") if host_spans else None
+        coll = collectives.from_kernels(built["kernels"], _coll_args(s), ops)
         if coll is not None:
             built["collectives"] = coll
     out = {}
@@ -441,11 +452,14 @@ def _headers(
 
 
 def _tables(
-    files: list[Path], job: ParseJob
+    files: list[Path], job: ParseJob, batch: dict[str, Any] | None = None
 ) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]]:
+    """The tables of a finished parse; ``batch``: its rows, when already taken (a
+    batch-mode parse whose rows all came in one batch)."""
     imp, infos = _headers(files, job)
     segments = [(info, fp.rows) for info, fp in zip(infos, job.parsed, strict=True)]
-    staging = Staging(job.parser.take(), segments, [fp.base_added for fp in job.parsed])
+    rows = batch if batch is not None else job.parser.take_batch()
+    staging = Staging(rows, segments, [fp.base_added for fp in job.parsed])
     tables = assemble(staging)
     devices = imp.t["devices"]
     if len(devices):
@@ -463,3 +477,30 @@ def _header(path: Path, raw: bytes) -> dict[str, Any]:
         ) from e
     assert isinstance(doc, dict)
     return doc
+
+
+def in_memory_or_none(
+    files: list[Path], job: ParseJob, taken: list[Any]
+) -> tuple[dict[str, dict[str, pa.Array]], dict[str, Any]] | None:
+    """A batch-mode parse of one Kineto file as tables in memory when all its rows come
+    in its first batch (the file is small enough: see ``IN_MEMORY_ROWS`` of
+    tbdtrace/commands/_open.py); else None, the batches taken so far appended to
+    ``taken`` for the streaming import to go on with (:mod:`.stream`). A file the parser
+    stops on, or whose base overflows, is imported again in memory as
+    :func:`import_files` does."""
+    try:
+        first = job.next_batch()
+        second = job.next_batch() if first is not None else None
+    except ParseFailure:
+        job.cancel()
+        return import_files(files)
+    if second is not None:
+        taken += [first, second]
+        return None
+    if len(files) != 1:  # several files: a batch per file
+        job.cancel()
+        return import_files(files)
+    try:
+        return _tables(files, job, first[1] if first is not None else None)
+    except BaseOverflow:
+        return import_files(files)

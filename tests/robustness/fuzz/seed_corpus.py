@@ -2,8 +2,9 @@
 
 Seeds: the first events of every Kineto fixture trace (decompressed, cut to at most
 SEED_BYTES at an event boundary and closed, so each seed is a valid small trace), plus the
-hostile-input cases of tests/robustness/cases_input.py that are Kineto JSON. Each seed is
-prefixed with the byte that sets the piece size (csrc fuzz target): 0 (whole) and 7.
+hostile-input cases of tests/robustness/cases_input.py that are Kineto JSON, plus the hostile
+sizes of cases_sizes.py at fuzzing size. Each seed is prefixed with the byte that sets the
+piece size (csrc fuzz target): 0 (whole), 7, and 9 (odd: with a small unit limit).
 
 Usage: python tests/robustness/fuzz/seed_corpus.py CORPUS_DIR ROUTES_FILE
 """
@@ -39,6 +40,12 @@ def _case_seeds() -> list[bytes]:
     return [c.content for c in CASES if c.fmt in (None, "kineto") and c.content[:1] in b"{["]
 
 
+def _size_seeds() -> list[bytes]:
+    from tests.robustness.cases_sizes import small_seeds
+
+    return small_seeds()
+
+
 def main(corpus: str, routes_file: str) -> int:
     from tbdtrace.importers.kineto.vocab import ROUTES
 
@@ -46,8 +53,9 @@ def main(corpus: str, routes_file: str) -> int:
     out = Path(corpus)
     out.mkdir(parents=True, exist_ok=True)
     n = 0
-    for seed in _fixture_seeds() + _case_seeds():
-        for step in (0, 7):
+    for seed in _fixture_seeds() + _case_seeds() + _size_seeds():
+        # 0: whole; 7: 7-byte pieces; 9: 9-byte pieces with the 8 KiB unit limit (odd)
+        for step in (0, 7, 9):
             data = bytes([step]) + seed
             (out / hashlib.sha1(data).hexdigest()).write_bytes(data)
             n += 1
