@@ -45,7 +45,6 @@ FIELDS: dict[str, str] = {
     "extra.cpu.logical_cpus": "int",
     "extra.torch": "object",
     "extra.torch.allow_tf32": "object",
-    "extra.torch_cuda_history": "list<object>",
     "extra.host_sampler": "object",
     "extra.host_sampler.nvml": "str",
     "extra.files": "list<object>",

@@ -32,7 +32,9 @@ RANKS = {0: HTA / "sampled_rank-0.json.gz", 1: HTA / "sampled_rank-1.json.gz"}
 def _raw_measured(path: Path) -> dict[str, int]:
     """Kernels of one Kineto file placed in its ProfilerStep window (all steps measured:
     Kineto flags no warm-up): placement = the launching runtime call's start (same
-    correlation id), else the kernel's own start."""
+    correlation id), else the kernel's own start; a kernel without a runtime call whose
+    correlation id is below every runtime call's was launched before the trace began
+    (pre-trace work, in no step: docs/METRICS.md)."""
     doc = rawkineto.load(path)
     st = [
         e
@@ -49,10 +51,21 @@ def _raw_measured(path: Path) -> dict[str, int]:
         for s, _, _, x in ev["runtime"]
         if "correlation" in (x.get("args") or {})
     }
+    calls = [
+        x["args"]["correlation"]
+        for _, _, _, x in ev["runtime"]
+        if "correlation" in (x.get("args") or {})
+    ]
+    first_call = min(calls, default=None)
+
+    def pre_trace(x: dict) -> bool:
+        c = (x.get("args") or {}).get("correlation")
+        return first_call is not None and c not in launch and c is not None and c < first_call
+
     inside = [
         (s, e)
         for s, e, _, x in ev["kernels"]
-        if lo <= launch.get((x.get("args") or {}).get("correlation"), s) < hi
+        if not pre_trace(x) and lo <= launch.get((x.get("args") or {}).get("correlation"), s) < hi
     ]
     return {
         "kernel_count": len(inside),
