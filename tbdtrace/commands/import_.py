@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import shutil
 import sys
 import tempfile
@@ -10,6 +11,8 @@ from pathlib import Path
 
 from tbdtrace import importers, outdir, output_policy, trace
 from tbdtrace.commands import _args, _open, _perrank
+from tbdtrace.errors import TraceError
+from tbdtrace.safe_text import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -80,6 +83,14 @@ def _run(args: argparse.Namespace) -> int:
                 spool = Path(tempfile.mkdtemp(prefix=outdir.SPOOL_PREFIX, dir=claimed.path))
                 try:
                     tables, meta, rows = pending.streamed(spool)
+                except OSError as e:
+                    if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                        raise
+                    # the spool is in the output folder: its disk is the trace's
+                    raise TraceError(
+                        f"{printable(str(claimed.path))}: cannot write the trace "
+                        f"({outdir.describe_os_error(e)})"
+                    ) from None
                 finally:
                     reading.close()
                 # A file whose rank an earlier file holds is left out, and the rest

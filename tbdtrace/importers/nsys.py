@@ -105,7 +105,9 @@ class _Spooling(TableBuilder):
             from tbdtrace import trace
 
             name = self.table.name
-            self.sink.add(name, trace.to_table(name, self.columns()), self.file)
+            # arrow_columns: a cell beyond its column's type (a device id past int32) is
+            # null, as SQLite's other unusable cells are
+            self.sink.add(name, trace.to_table(name, self.arrow_columns(), self._n), self.file)
             self._cols = {n: [] for n in self.names}
             self._n = 0
 
@@ -361,8 +363,10 @@ def import_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str,
     def builder(n: str, i: int) -> TableBuilder:
         return made.setdefault(n, TableBuilder(n))
 
+    from tbdtrace import trace
+
     t, devices, skipped = _read(files, builder)
-    tables = {n: b.columns() for n, b in t.items() if len(b)}
+    tables = {n: trace.to_table(n, b.arrow_columns(), len(b)) for n, b in t.items() if len(b)}
     starts = [
         min(b.column_values("start_ns")) for b in t.values() if len(b) and "start_ns" in b.names
     ]
