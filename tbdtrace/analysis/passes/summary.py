@@ -25,7 +25,7 @@ from tbdtrace.analysis.engine.grouping import decode_device_key
 SUMMARY: Entry[pa.Table] = Entry("summary.table", "the summary pass's table")
 
 
-def run(ctx: Source, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: None = None) -> pa.Table:
     """Per-device table.
 
     Columns: rank, device_type, device_id, kernel_count, kernel_time_ns, memcpy_count,
