@@ -134,14 +134,3 @@ def by_rank(ctx: Source) -> list[dict[str, Any]]:
         row.update(span_ns=span, gpu_busy_ns=busy, gpu_utilization=busy / span if span else None)
         out.append(row)
     return out
-
-
-def spread(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any] | None:
-    """{key: {min, median, max}} over ``rows`` (one per rank); None for fewer than two."""
-    if len(rows) < 2:
-        return None
-    out: dict[str, Any] = {}
-    for k in keys:
-        v = [r[k] for r in rows if r.get(k) is not None]
-        out[k] = {"min": min(v), "median": float(np.median(v)), "max": max(v)} if v else None
-    return out
