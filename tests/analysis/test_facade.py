@@ -108,6 +108,15 @@ def test_a_bad_window_is_a_clear_error(bad: str) -> None:
         tbdtrace.analyze(fixture(SMALL), window=bad)
 
 
+@pytest.mark.parametrize("bad", ["x", "5:3", "1:b"])
+def test_a_bad_step_range_is_a_clear_error(bad: str) -> None:
+    tr = tbdtrace.analyze(fixture(SMALL), window="all")
+    with pytest.raises(ValueError, match="steps"):
+        tbdtrace.analyze(tr.whole, steps=bad)
+    with pytest.raises(ValueError, match="steps"):
+        tr.report(steps=bad)
+
+
 CONTROL = "kineto/hta/control.json.gz"  # six ProfilerStep ranges, 1009-1014
 H200 = ROOT / "tests" / "data" / "gpu" / "h200_resnet50_cupti"  # 3 warm-up steps, then 20
 
