@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tbdtrace.analysis.engine import outputs
 from tbdtrace.analysis.engine.context import Source
@@ -25,6 +26,7 @@ from tbdtrace.arrow_ints import int_column
 KERNEL_SCHEMA = outputs.DIFF_KERNELS.arrow_schema()
 CATEGORY_SCHEMA = outputs.DIFF_CATEGORIES.arrow_schema()
 OP_SCHEMA = outputs.DIFF_OPS.arrow_schema()
+_ALL_OPS = hotspots.HotspotsConfig(top=None, by="op")  # every op row, largest first
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -34,7 +36,8 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def step_count(tr: Source) -> int:
     """Measured steps of ``tr``: distinct (rank, step) pairs among its non-warm-up steps (a
     step recorded by two sources, the harness and the profiler, counts once)."""
-    m = steps.measured(steps.run(tr))
+    st = steps.run(tr)
+    m = st.filter(pc.invert(st.column("warmup")))
     if not m.num_rows:
         return 0
     rank, step = int_column(m, "rank"), int_column(m, "step")
@@ -116,8 +119,8 @@ def by_op(a: Source, b: Source) -> pa.Table:
     """Per launching op (hotspots.by_op of each trace, aligned by op name), largest
     |change per step| first."""
     na, nb = step_count(a), step_count(b)
-    oa = {r["op"]: r for r in hotspots.by_op(a).to_pylist()}
-    ob = {r["op"]: r for r in hotspots.by_op(b).to_pylist()}
+    oa = {r["op"]: r for r in hotspots.run(a, _ALL_OPS).to_pylist()}
+    ob = {r["op"]: r for r in hotspots.run(b, _ALL_OPS).to_pylist()}
     rows = []
     for op in set(oa) | set(ob):
         ra, rb = oa.get(op, {}), ob.get(op, {})

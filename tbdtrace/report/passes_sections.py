@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tbdtrace.analysis.engine import across_ranks
 from tbdtrace.analysis.engine.context import AnalysisContext
 from tbdtrace.analysis.passes import (
     categories,
@@ -13,7 +14,6 @@ from tbdtrace.analysis.passes import (
     idle,
     memcpy,
     steps,
-    summary,
     utilization,
 )
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
@@ -89,7 +89,7 @@ def steps_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]
         # Over every rank's steps only for a single rank: never summed across ranks.
         "summary": steps.summarize(tbl) if len(ranks) <= 1 else None,
         "ranks": ranks,
-        "across_ranks": summary.spread(ranks, keys),
+        "across_ranks": across_ranks.spread(ranks, keys),
         "steps": table_records(rows),
     }
 
@@ -162,7 +162,8 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
 
 
 def hotspots_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
-    kt, ot = hotspots.kernels_and_ops(trace, opts.top_json)
+    kt = hotspots.run(trace, hotspots.HotspotsConfig(top=opts.top_json, by="kernel"))
+    ot = hotspots.run(trace, hotspots.HotspotsConfig(top=opts.top_json, by="op"))
     return {"kernels": table_records(kt), "ops": table_records(ot)}
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from tbdtrace.analysis.engine import across_ranks
 from tbdtrace.analysis.engine.context import AnalysisContext
 from tbdtrace.analysis.passes import ranks
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns, fmt_pct
@@ -131,7 +132,7 @@ def _render_collectives(con: Console, c: dict[str, Any] | None) -> None:
 
 def ranks_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any] | None:
     """Null for a trace with fewer than two ranks."""
-    if len(ranks.rank_list(trace)) < 2:
+    if len(across_ranks.rank_list(trace)) < 2:
         return None  # before per_rank's unions: a second of a 10M-kernel report, for nothing
     rows = ranks.per_rank(trace)
     if len(rows) < 2:
@@ -147,7 +148,7 @@ def from_parts(
     (tbdtrace/scaleout/rankwork.py)."""
     cfg = ranks.RanksConfig()
     notes = []
-    if ranks.disjoint(rows):
+    if across_ranks.disjoint(rows):
         notes.append(
             "the ranks' device time spans do not overlap: the files are not one job, or "
             "their clocks differ; cross-rank skews and matches are not meaningful"
@@ -159,7 +160,7 @@ def from_parts(
             "slow_link_threshold": cfg.slow_link_threshold,
         },
         "per_rank": rows,
-        "across_ranks": ranks.spread(rows, _KEYS),
+        "across_ranks": across_ranks.spread_with_range(rows, _KEYS),
         "steps": ranks.stragglers(step_rows, cfg),
         "collectives": ranks.collectives(matched, cfg),
     }

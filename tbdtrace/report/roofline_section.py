@@ -24,7 +24,7 @@ def roofline_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, A
         ops = ops.slice(0, opts.top_json)
     return {
         "included": True,
-        "families": table_records(roofline.by_family(trace)),
+        "families": table_records(roofline.run(trace, roofline.RooflineConfig(by="family"))),
         "ops": table_records(ops),
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tbdtrace.analysis.engine import across_ranks
 from tbdtrace.analysis.engine.context import AnalysisContext
 from tbdtrace.analysis.passes import kernels, summary
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
@@ -82,7 +83,7 @@ def summary_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, An
     return {
         **{k: one.get(k) for k in _SUMMARY_KEYS},
         "ranks": ranks,
-        "across_ranks": summary.spread(ranks, _SUMMARY_KEYS),
+        "across_ranks": across_ranks.spread(ranks, _SUMMARY_KEYS),
     }
 
 

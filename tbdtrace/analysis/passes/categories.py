@@ -27,7 +27,6 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -282,7 +281,7 @@ def _lut(labels: list[str | None]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np
     )
 
 
-def run(ctx: Source, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: None = None) -> pa.Table:
     """Device time by category, one row per category with any time, largest first.
 
     Kernels are classified as the module docstring says; rows of the memcpy and memset

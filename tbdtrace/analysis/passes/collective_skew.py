@@ -31,7 +31,7 @@ from tbdtrace.arrow_ints import int_column
 SCHEMA = outputs.COLLECTIVE_SKEW.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
-def run(ctx: Source, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: None = None) -> pa.Table:
     """One row per collective instance seen on at least two ranks, by first start.
 
     Columns: name (kernel name); step (null when the trace has no steps); occurrence

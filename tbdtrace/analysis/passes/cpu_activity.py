@@ -23,7 +23,7 @@ _NULL = -(2**62)  # stands for a null rank/pid/tid while grouping
 _SCHEMA = outputs.CPU_ACTIVITY.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
-def run(ctx: Source, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: None = None) -> pa.Table:
     """Per-thread table, busiest first.
 
     Columns: rank, pid, tid, op_count, span_ns, busy_ns (ns), busy_ratio (0..1; null

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,7 +16,7 @@ SCHEMA = outputs.KERNELS.arrow_schema()  # declared in analysis/engine/outputs.p
 STATS: Entry[pa.Table] = Entry("kernels.stats", "the kernels pass's table")
 
 
-def run(ctx: Source, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: None = None) -> pa.Table:
     """One row per kernel name, sorted by total_ns descending (ties by name).
 
     Columns: name; count; total_ns, mean_ns, median_ns, min_ns, max_ns, std_ns (ns; std is

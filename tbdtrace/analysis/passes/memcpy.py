@@ -22,7 +22,7 @@ from tbdtrace.arrow_ints import int_column
 SCHEMA = outputs.MEMCPY.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
-def run(ctx: Source, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: None = None) -> pa.Table:
     """One row per (device, copy_kind), ordered by device then bytes descending.
 
     Columns: rank, device_type, device_id, copy_kind ("unknown" when the source does not

@@ -27,7 +27,7 @@ SCHEMA = outputs.PHASES.arrow_schema()  # declared in analysis/engine/outputs.py
 _ACTIVITY = ("kernels", "memcpy", "memset", "runtime", "ops", "markers")
 
 
-def run(ctx: Source, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: None = None) -> pa.Table:
     """One row per (rank, phase), ranks ascending (null first), phases in time order.
 
     Columns: rank; phase (init, warmup, measured, after; ``all`` for a rank without

@@ -23,6 +23,7 @@ memory-bound.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,9 +41,22 @@ FAMILY_SCHEMA = outputs.ROOFLINE_FAMILY.arrow_schema()
 _COLS = ["name", "input_shapes", "input_dtypes", "concrete_inputs"]
 
 
-def run(ctx: Source, config: Any = None) -> pa.Table:
+@dataclass(frozen=True)
+class RooflineConfig:
+    by: str = "op"  # op: per op shape; family: per op family (by_family's columns)
+
+
+BY = ("op", "family")
+
+
+def run(ctx: Source, config: RooflineConfig | None = None) -> pa.Table:
     """One row per (rank, op, shapes, dtypes), longest device time first (columns:
-    docs/METRICS.md ``roofline``)."""
+    docs/METRICS.md ``roofline``); ``config.by="family"``: :func:`by_family`."""
+    cfg = config or RooflineConfig()
+    if cfg.by not in BY:
+        raise ValueError(f"by must be one of {BY}, not {cfg.by!r}")
+    if cfg.by == "family":
+        return by_family(ctx)
     rows = _rows(of(ctx))
     rows.sort(key=lambda r: (-r["kernel_ns"], r["op"], r["input_shapes"] or ""))
     return pa.Table.from_pylist(rows, schema=SCHEMA)

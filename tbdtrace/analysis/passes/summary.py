@@ -25,7 +25,7 @@ from tbdtrace.analysis.engine.grouping import decode_device_key
 SUMMARY: Entry[pa.Table] = Entry("summary.table", "the summary pass's table")
 
 
-def run(ctx: Source, config: Any = None) -> pa.Table:
+def run(ctx: Source, config: None = None) -> pa.Table:
     """Per-device table.
 
     Columns: rank, device_type, device_id, kernel_count, kernel_time_ns, memcpy_count,
@@ -133,15 +133,4 @@ def by_rank(ctx: Source) -> list[dict[str, Any]]:
             row[c] = int(sum(mine.column(c).to_pylist()))
         row.update(span_ns=span, gpu_busy_ns=busy, gpu_utilization=busy / span if span else None)
         out.append(row)
-    return out
-
-
-def spread(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any] | None:
-    """{key: {min, median, max}} over ``rows`` (one per rank); None for fewer than two."""
-    if len(rows) < 2:
-        return None
-    out: dict[str, Any] = {}
-    for k in keys:
-        v = [r[k] for r in rows if r.get(k) is not None]
-        out[k] = {"min": min(v), "median": float(np.median(v)), "max": max(v)} if v else None
     return out

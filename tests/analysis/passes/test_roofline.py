@@ -120,7 +120,8 @@ def test_h200_conv_rows_against_formulas() -> None:
 
 def test_families_sum_the_rows() -> None:
     tr = tbdtrace.analyze(H200, window="measured")
-    rows, fams = tr.roofline().to_pylist(), tr.roofline(by="family").to_pylist()
+    rows = tr.roofline().to_pylist()
+    fams = tr.roofline(roofline.RooflineConfig(by="family")).to_pylist()
     assert pa.Table.from_pylist(fams).num_rows == len(fams)
     for f in fams:
         mine = [r for r in rows if (r["family"], r["precision"]) == (f["family"], f["precision"])]
