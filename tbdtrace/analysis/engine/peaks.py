@@ -4,13 +4,19 @@ The one home of peak figures (GPU tables, the CPU model, the DRAM bandwidth); th
 fp32, kernel_flops and memcpy passes read them here.
 
 Peak FLOP/s per precision of a GPU (:func:`gpu_peak`), in order:
-1. computed: SMs x dense FLOPs per clock per SM of that precision (``data/tensor_rates.csv``,
-   from the architecture whitepapers) x the clock, when the trace records the SM count,
-   compute capability and clock (a CUPTI capture: also right for a MIG slice or a
-   clock-capped part);
-2. looked up: the vendor datasheet's dense peak (``data/gpu_peaks.csv``, first row whose
+1. looked up: the vendor datasheet's dense peak (``data/gpu_peaks.csv``, first row whose
    pattern is found in the device name and whose compute capability, where both are known,
-   agrees);
+   agrees), whatever the trace's source: a capture and an import of one chip get one
+   peak. NVIDIA's dense figures are at the boost clock the datasheet uses (1830 MHz for
+   H100/H200 tensor math), not the maximum clock a CUPTI capture records (1980 MHz), so
+   computing from the capture's clock would read 8% above the datasheet. Where the trace
+   records fewer SMs than the row's full chip (a MIG slice, one GCD of an MI250), the
+   figure is scaled by SMs / the chip's SMs, and the source says so. A known chip whose
+   row gives no figure for the precision has no peak (the reason names the datasheet);
+2. computed, only for chips the table lacks: SMs x dense FLOPs per clock per SM of that
+   precision (``data/tensor_rates.csv``, from the architecture whitepapers) x the clock,
+   when the trace records the SM count, compute capability and clock (a CUPTI capture);
+   the source says the chip is not in the table and the clock is the trace's;
 3. else None with the reason.
 The precision's peak is the dense (not sparse) figure of the fastest unit that runs matrix
 math in it: Tensor/Matrix cores where the datasheet gives them (fp64 Tensor Core on A100
@@ -18,8 +24,10 @@ and later), CUDA cores for NVIDIA fp32. CPUs (:func:`cpu_peak`): fp32 from
 :func:`cpu_fp32_peak` and fp64 at half of it (a SIMD register holds half as many doubles);
 other precisions unknown.
 
-The FP32 peak of the TBD-style FP32 figure (:func:`gpu_fp32_peak`) and the DRAM bandwidth
-(:func:`dram_bandwidth`) come from the trace, else from documented tables:
+The FP32 peak of the TBD-style FP32 figure (:func:`gpu_fp32_peak`) is the datasheet's
+FP32 figure for a chip in ``gpu_peaks.csv`` (the flops section's fp32 peak); for other
+chips it and the DRAM bandwidth (:func:`dram_bandwidth`) come from the trace, else from
+documented tables:
 ``fp32_lanes.csv`` (FP32 results per clock per SM by compute capability: CUDA C++
 Programming Guide, "Arithmetic Instructions", throughput of 32-bit floating-point
 add/multiply/multiply-add) and ``gpu_specs.csv`` (boost clock and DRAM bandwidth by device
@@ -85,22 +93,36 @@ def _cc(dev: dict[str, Any]) -> str | None:
 def gpu_peak(dev: dict[str, Any], precision: str) -> tuple[float | None, str]:
     """(peak FLOP/s of ``precision`` on GPU ``dev`` (a devices row), source or reason)."""
     cc = _cc(dev)
+    name = str(dev.get("name") or "")
+    row = datasheet(name, cc) if name else None
+    if row is not None:
+        value = row.get(precision) or ""
+        if not value:
+            return None, f"{row['source']} gives no dense {precision} peak"
+        return _scaled(float(value) * 1e12, f"{value} TFLOP/s, {row['source']}", row, dev)
     sms, clock_khz = dev.get("sm_count"), dev.get("core_clock_khz")
     rate = rates().get((cc, precision)) if cc else None
     if rate and sms and clock_khz:
         per_sm, src = rate
         return float(sms) * per_sm * float(clock_khz) * 1e3, (
-            f"{sms} SMs x {per_sm} {precision} FLOPs/clock/SM (cc {cc}, {src}) x "
+            f"computed ({name or 'the device'!r} is not in gpu_peaks.csv): {sms} SMs x "
+            f"{per_sm} {precision} FLOPs/clock/SM (cc {cc}, {src}) x "
             f"{float(clock_khz) / 1e3:g} MHz (clock and SMs from the trace)"
         )
-    name = str(dev.get("name") or "")
-    row = datasheet(name, cc) if name else None
-    if row is None:
-        return None, f"device {name or '?'!r} (cc {cc or '?'}) is not in gpu_peaks.csv"
-    value = row.get(precision) or ""
-    if not value:
-        return None, f"{row['source']} gives no dense {precision} peak"
-    return float(value) * 1e12, f"{value} TFLOP/s, {row['source']}"
+    return None, f"device {name or '?'!r} (cc {cc or '?'}) is not in gpu_peaks.csv"
+
+
+def _scaled(
+    peak: float, src: str, row: dict[str, str], dev: dict[str, Any]
+) -> tuple[float, str]:
+    """A datasheet peak scaled to the SMs the trace records, when fewer than the chip's."""
+    full, sms = row.get("sm_count") or "", dev.get("sm_count")
+    if not full or not sms or int(sms) >= int(full):
+        return peak, src
+    return peak * int(sms) / int(full), (
+        f"{src}, x {int(sms)}/{int(full)} SMs (the trace's device has {int(sms)} of the "
+        f"chip's {int(full)} SMs: a MIG slice or one die)"
+    )
 
 
 def cpu_peak(meta: dict[str, Any], precision: str) -> tuple[float | None, str]:
@@ -166,7 +188,12 @@ def lookup(name: str) -> Spec | None:
 
 
 def gpu_fp32_peak(dev: dict[str, Any]) -> tuple[float | None, str]:
-    """(peak FP32 FLOP/s, source or reason) = SMs x lanes/SM x 2 (FMA) x clock."""
+    """(peak FP32 FLOP/s, source or reason): the datasheet's FP32 figure for a chip in
+    ``gpu_peaks.csv`` (:func:`gpu_peak`'s, so the fp32 section and the flops section's
+    fp32 row rate against one peak), else SMs x lanes/SM x 2 (FMA) x clock."""
+    name = str(dev.get("name") or "")
+    if name and datasheet(name, _cc(dev)) is not None:
+        return gpu_peak(dev, "fp32")
     sms, major, minor = (
         dev.get("sm_count"),
         dev.get("compute_capability_major"),
