@@ -154,7 +154,8 @@ def test_a_rank_tagged_gpu_described_without_a_rank_is_that_gpu(tmp_path: Path) 
 
 
 def test_two_described_devices_are_not_guessed_and_a_gpu_is_never_cpu(tmp_path: Path) -> None:
-    devs = [(None, 0, _device("NVIDIA H100 80GB HBM3")), (None, 1, _device("NVIDIA H100 80GB HBM3"))]
+    h100 = _device("NVIDIA H100 80GB HBM3")
+    devs = [(None, 0, h100), (None, 1, h100)]
     tr = make(tmp_path, _tables([(None, 9)], devs))
     row = flops.run(measured(tr)).to_pylist()[0]
     assert row["devices"] == "cuda:9"
