@@ -44,7 +44,7 @@ def _tables(
         "pid": [i + 1 for i in range(n) for _ in range(2)],
         "tid": [1] * 2 * n,
         "input_shapes": list(shapes) * n,
-        "input_dtypes": [f"[{bf16},{bf16},{bf16}]", f"[{bf16},{bf16},{bf16},\"Scalar\"]"] * n,
+        "input_dtypes": [f"[{bf16},{bf16},{bf16}]", f'[{bf16},{bf16},{bf16},"Scalar"]'] * n,
         "rank": [r for r in ranks for _ in range(2)],
     }
     tables = {
