@@ -7,6 +7,8 @@ are the datasheet figures, written here.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -121,6 +123,12 @@ def test_kernels_on_an_undescribed_id_take_the_one_described_device(tmp_path: Pa
     doc = json.loads(tbd("report", path, "--format", "json").stdout)
     assert "cpu:" not in json.dumps(doc["flops"]) + json.dumps(doc["fp32"])
     assert doc["flops"]["rows"][0]["peak_flops_per_s"] == pytest.approx(H100_BF16)
+    rows = tbd("report", path, "--format", "csv", "--section", "flops.rows").stdout
+    assert "NVIDIA H100 80GB HBM3" in rows and "cpu:" not in rows
+    assert float(next(csv.DictReader(io.StringIO(rows)))["peak_flops_per_s"]) == H100_BF16
+    tbd("report", path, "--format", "html", "-o", str(tmp_path / "r.html"))
+    html = (tmp_path / "r.html").read_text()
+    assert "NVIDIA H100 80GB HBM3" in html and "cpu:9" not in html
 
 
 def test_each_rank_matches_its_own_described_device(tmp_path: Path) -> None:
