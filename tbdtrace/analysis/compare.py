@@ -176,7 +176,7 @@ def headline(tr: Source, memory_peak_bytes: int | None = None) -> dict[str, Any]
         "measured_rank_steps": n,
         "step_median_ns": st.get("step_median_ns"),
         "throughput_per_s": st.get("throughput_per_s"),
-        "throughput_median_per_s": st.get("throughput_median_per_s"),
+        "step_rate_median_per_s": st.get("step_rate_median_per_s"),
         "data_wait_median_ns": st.get("data_wait_median_ns"),
         "kernel_count": sm.get("kernel_count", 0),
         "kernel_time_ns": sm.get("kernel_time_ns", 0),

@@ -305,10 +305,8 @@ def _cards(doc: Doc) -> str:
             fmt_ns(st.get("step_median_ns")) if st.get("step_median_ns") is not None else None,
         ),
         (
-            "throughput (median)",
-            f"{st['throughput_median_per_s']:,.1f} samples/s"
-            if st.get("throughput_median_per_s")
-            else None,
+            "throughput (samples / time)",
+            f"{st['throughput_per_s']:,.1f} samples/s" if st.get("throughput_per_s") else None,
         ),
         (
             f"peak memory ({mem.get('level')})",

@@ -63,9 +63,20 @@ def _steps_line(con: Console, s: dict[str, Any], opts: ReportOptions) -> None:
         f"Steps {who}({opts.covers or 'whole trace'}): {s['step_count']} "
         f"({s['warmup_count']} warm-up), measured "
         f"{fmt_ns(s['measured_ns'])}, median step {fmt_ns(s['step_median_ns'])}; "
-        f"throughput median {_rate(s['throughput_median_per_s'], 'samples/s')}, mean "
-        f"{_rate(s['throughput_mean_per_s'], 'samples/s')}, total/time "
-        f"{_rate(s['throughput_per_s'], 'samples/s')}{_data_wait(s)}"
+        f"{_throughput(s)}{_data_wait(s)}"
+    )
+    if s.get("uneven_steps_warning"):
+        con.print(f"  warning: {s['uneven_steps_warning']}")
+
+
+def _throughput(s: dict[str, Any]) -> str:
+    """The throughput (samples / time), the per-step rates labelled beside it."""
+    if s.get("throughput_per_s") is None:
+        return "throughput - (the steps record no samples)"
+    return (
+        f"throughput {_rate(s['throughput_per_s'], 'samples/s')} (samples / measured "
+        f"time; per-step rates: median {_rate(s['step_rate_median_per_s'], 'samples/s')}, "
+        f"mean {_rate(s['step_rate_mean_per_s'], 'samples/s')})"
     )
 
 
@@ -84,7 +95,7 @@ def steps_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]
     tbl = steps.run(trace)
     rows = tbl if opts.top_json is None else tbl.slice(0, opts.top_json)
     ranks = steps.by_rank(tbl)
-    keys = ("step_median_ns", "step_mean_ns", "measured_ns", "throughput_median_per_s")
+    keys = ("step_median_ns", "step_mean_ns", "measured_ns", "throughput_per_s")
     return {
         # Over every rank's steps only for a single rank: never summed across ranks.
         "summary": steps.summarize(tbl) if len(ranks) <= 1 else None,

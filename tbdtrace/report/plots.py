@@ -62,7 +62,8 @@ def dev_label(r: dict[str, Any]) -> str:
 
 def step_times(steps: Rows) -> Figure:
     """Duration of each step (ms) by step number, one line per rank, warm-up steps
-    hollow and grey; throughput (samples/s) on a second axis when steps carry samples."""
+    hollow and grey; each step's rate (samples / its duration, samples/s) on a second axis
+    when steps carry samples (the run's throughput is samples / total time, in the text)."""
     fig, (ax,) = _fig()
     by_rank: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for s in steps:
@@ -99,15 +100,15 @@ def step_times(steps: Rows) -> Figure:
     if tput:
         ax2 = ax.twinx()
         (line,) = ax2.plot(
-            *zip(*tput, strict=True), "s--", ms=3, color="#59a14f", label="throughput"
+            *zip(*tput, strict=True), "s--", ms=3, color="#59a14f", label="per-step rate"
         )
         _data(line, "throughput")
-        ax2.set_ylabel("throughput (samples/s)")
+        ax2.set_ylabel("per-step rate (samples / step time, samples/s)")
         ax2.set_ylim(bottom=0)
     n_warm = sum(1 for s in steps if s.get("warmup"))
     ax.set_title(
         f"Step time per step ({len(steps)} steps, {n_warm} warm-up)"
-        + ("; throughput from the steps' samples" if tput else "; no sample counts")
+        + ("; per-step rates from the steps' samples" if tput else "; no sample counts")
     )
     ax.legend(loc="lower right", fontsize=8)
     return fig

@@ -53,9 +53,8 @@ COLUMNS: tuple[RowColumn, ...] = (
     RowColumn(
         "throughput_samples_per_s",
         "samples/s",
-        "median over measured steps of samples / step duration (TBD's throughput), from "
-        "the unprofiled run when the job had one; with several ranks the sum of the ranks' "
-        "medians",
+        "total samples / total duration of the measured steps, from the unprofiled run "
+        "when the job had one; with several ranks the sum of the ranks' figures",
     ),
     RowColumn("throughput_min_samples_per_s", "samples/s", "slowest measured step's rate"),
     RowColumn("throughput_max_samples_per_s", "samples/s", "fastest measured step's rate"),
@@ -74,7 +73,7 @@ COLUMNS: tuple[RowColumn, ...] = (
     RowColumn(
         "profiled_throughput_samples_per_s",
         "samples/s",
-        "median throughput of the profiled run (null: the job had no profiled run)",
+        "throughput of the profiled run (null: the job had no profiled run)",
     ),
     RowColumn(
         "profiler_slowdown",
@@ -189,18 +188,22 @@ def measured_steps(tr: Trace) -> Steps:
 
 
 def throughput(steps: Steps) -> tuple[float | None, int | None]:
-    """(median samples/s, median step ns) over measured steps; None when unknown."""
+    """(samples/s, median step ns) over measured steps; None when unknown.
+
+    Per rank, total samples / total duration of its measured steps with samples (what
+    the run did, not an average of per-step rates, which fast steps bias upward);
+    summed over ranks (each rank trains on its own batches)."""
     if not steps.start_ns.size:
         return None, None
-    medians, durs = [], []
-    for r in np.unique(steps.ranks):  # each rank trains on its own batches
+    totals, durs = [], []
+    for r in np.unique(steps.ranks):
         mine = steps.ranks == r
         dur = steps.end_ns[mine] - steps.start_ns[mine]
-        rate = steps.samples[mine] / (dur / 1e9)
-        rate = rate[np.isfinite(rate)]
-        medians.append(float(np.median(rate)) if rate.size else None)
+        has = np.isfinite(steps.samples[mine])
+        t = int(dur[has].sum())
+        totals.append(float(steps.samples[mine][has].sum()) * 1e9 / t if t else None)
         durs.append(float(np.median(dur)))
-    total = None if any(x is None for x in medians) else float(sum(medians))  # type: ignore[arg-type]
+    total = None if any(x is None for x in totals) else float(sum(totals))  # type: ignore[arg-type]
     return total, int(np.median(durs))
 
 

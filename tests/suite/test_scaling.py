@@ -128,14 +128,13 @@ def test_harness_takes_precision_and_compile() -> None:
 
 
 def _measured_rate(tr: tbdtrace.Trace) -> float:
-    """Throughput computed here from the trace's harness steps: per rank, the median of
-    samples / duration over non-warm-up steps; summed over ranks."""
+    """Throughput computed here from the trace's harness steps: per rank, total samples /
+    total duration of the non-warm-up steps; summed over ranks."""
     st = tr.table("steps").to_pandas()
     st = st[(st.source.astype(str) == "harness") & ~st.warmup.astype(bool)]
-    per_rank = st.assign(rate=st.samples / ((st.end_ns - st.start_ns) / 1e9)).groupby(
-        st["rank"].fillna(-1)
-    )["rate"]
-    return float(per_rank.median().sum())
+    st = st.assign(sec=(st.end_ns - st.start_ns) / 1e9)
+    per_rank = st.groupby(st["rank"].fillna(-1))[["samples", "sec"]].sum()
+    return float((per_rank.samples / per_rank.sec).sum())
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,7 @@ from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
 from tbdtrace.analysis.engine.op_flops import op_counts, tf32_allowed
-from tbdtrace.analysis.engine.peaks import device_props
+from tbdtrace.analysis.engine.peaks import DeviceProps, device_props
 from tbdtrace.analysis.passes import categories
 from tbdtrace.analysis.passes import steps as steps_pass
 from tbdtrace.arrow_ints import int_column
@@ -169,7 +169,7 @@ def _rank_rows(
     cfg: FlopsConfig,
     r: int,
     rkeys: list[int],
-    props: dict[int, dict[str, Any]],
+    props: DeviceProps,
 ) -> list[dict[str, Any]]:
     w = measured_window(ctx, r, rkeys, cfg.steps)
     busy = compute_busy_ns(ctx, rkeys)
@@ -411,17 +411,12 @@ def _op_precisions(ctx: AnalysisContext) -> I64:
     return out
 
 
-def _device_names(props: dict[int, dict[str, Any]], keys: list[int]) -> str:
-    names = []
-    for key in keys:
-        _, dtype, dev = decode_device_key(key)
-        d = props.get(key)
-        names.append(f"cpu:{dev}" if dtype == "cpu" or d is None else str(d.get("name")))
-    return ", ".join(dict.fromkeys(names))
+def _device_names(props: DeviceProps, keys: list[int]) -> str:
+    return ", ".join(dict.fromkeys(peaks.label(props, key) for key in keys))
 
 
 def device_peak(
-    ctx: Source, props: dict[int, dict[str, Any]], keys: list[int], precision: str
+    ctx: Source, props: DeviceProps, keys: list[int], precision: str
 ) -> tuple[float | None, str]:
     ctx = of(ctx)
     if precision == "unknown":

@@ -12,14 +12,18 @@ lanes x FMA units x 2 x clock from the capture's CPU description in meta.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs, shared_arrays
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
-from tbdtrace.analysis.engine.peaks import cpu_fp32_peak, device_props, gpu_fp32_peak
+from tbdtrace.analysis.engine.peaks import (
+    DeviceProps,
+    cpu_fp32_peak,
+    device_props,
+    gpu_fp32_peak,
+    label,
+)
 from tbdtrace.analysis.passes import flops as flops_mod
 from tbdtrace.analysis.passes import steps as steps_pass
 
@@ -66,21 +70,19 @@ def run(ctx: Source, config: steps_pass.StepsConfig | None = None) -> pa.Table:
 
 
 def _peak(
-    ctx: AnalysisContext, props: dict[int, dict[str, Any]], keys: list[int]
+    ctx: AnalysisContext, props: DeviceProps, keys: list[int]
 ) -> tuple[float | None, str, str]:
     total, srcs, names = 0.0, [], []
     for key in keys:
         _, dtype, dev = decode_device_key(key)
         d = props.get(key)
+        names.append(label(props, key))
         if dtype == "cpu":
             p, src = cpu_fp32_peak(ctx.meta)
-            names.append(f"cpu:{dev}")
         elif d is None:
             p, src = None, f"device {dtype}:{dev} not described in the trace"
-            names.append(f"{dtype}:{dev}")
         else:
             p, src = gpu_fp32_peak(d)
-            names.append(str(d.get("name")))
         if p is None:
             return None, src, ", ".join(names)
         total += p

@@ -19,7 +19,7 @@ from tbdtrace.analysis.engine import flop_formulas as ff
 from tbdtrace.analysis.engine import outputs, shared_arrays
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.op_flops import op_counts
-from tbdtrace.analysis.engine.peaks import device_props
+from tbdtrace.analysis.engine.peaks import DeviceProps, device_props
 from tbdtrace.analysis.passes import flops
 
 SCHEMA = outputs.KERNEL_FLOPS.arrow_schema()  # declared in analysis/engine/outputs.py
@@ -41,7 +41,7 @@ def run(ctx: Source, config: flops.FlopsConfig | None = None) -> pa.Table:
 
 
 def _rank(
-    ctx: AnalysisContext, cfg: flops.FlopsConfig, r: int, rkeys: list[int], props: dict[int, Any]
+    ctx: AnalysisContext, cfg: flops.FlopsConfig, r: int, rkeys: list[int], props: DeviceProps
 ) -> list[dict[str, Any]]:
     w = flops.measured_window(ctx, r, rkeys, cfg.steps)
     k = flops.kernels_in(ctx, rkeys, w)

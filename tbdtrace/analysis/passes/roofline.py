@@ -215,12 +215,12 @@ def _roofs(ctx: AnalysisContext) -> Any:
     first: dict[Any, tuple[str, dict[str, Any]]] = {}
     for k in shared_arrays.device_keys_of(ctx, ("kernels",)):
         rank, dtype, _ = decode_device_key(k)
-        first.setdefault(rank, (str(dtype), props.get(k, {})))
+        first.setdefault(rank, (str(dtype), props.get(k) or {}))
 
     def roofs(rank: Any, precision: str | None) -> tuple[float | None, float | None, str]:
         dtype, dev = first.get(rank, ("", {}))
         prec = precision or "fp32"
-        if dtype == "cuda":
+        if dtype in peaks.GPU_TYPES:
             pf, fsrc = peaks.gpu_peak(dev, prec)
             pb, bsrc = peaks.dram_bandwidth(dev)
         else:

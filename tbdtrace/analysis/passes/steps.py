@@ -104,13 +104,22 @@ def windows(ctx: Source, config: StepsConfig | None = None) -> pa.Table:
     return measured(run(ctx, config)).select(["rank", "step", "start_ns", "end_ns"])
 
 
+# Above this ratio of the slowest measured step's duration to the fastest's, the summary
+# warns that the steps are uneven (per-step rate averages then mislead most).
+UNEVEN_STEPS_RATIO = 2.0
+
+
 def summarize(steps: pa.Table) -> dict[str, Any]:
     """Figures over the measured steps of a :func:`run` table.
 
-    ``throughput_median_per_s`` / ``throughput_mean_per_s``: median and mean of the
-    per-step throughputs (TBD's figure is the mean of per-iteration rates);
-    ``throughput_per_s``: total samples / total duration of the measured steps with
-    samples. Null where no measured step has samples.
+    ``throughput_per_s``, the throughput: total samples / total duration of the measured
+    steps with samples (what the run did). ``step_rate_median_per_s`` /
+    ``step_rate_mean_per_s``: median and mean of the per-step rates (samples / step
+    duration); the mean is TBD's figure, biased toward fast steps (a few short steps
+    raise it however long the others took), so it is never called the throughput.
+    Null where no measured step has samples. ``slowest_to_fastest_step``: the longest
+    measured step's duration / the shortest's; ``uneven_steps_warning`` says so when it
+    is above :data:`UNEVEN_STEPS_RATIO` (else null).
     """
     m = measured(steps)
     dur = np.asarray(m.column("duration_ns").to_numpy(), dtype=np.int64)
@@ -123,6 +132,7 @@ def summarize(steps: pa.Table) -> dict[str, Any]:
     wait = m.column("data_wait_ns")
     waits = np.asarray(wait.drop_null().to_numpy(), dtype=np.int64)
     known = waits.size == m.num_rows and waits.size > 0
+    ratio = _slowest_to_fastest(dur)
     return {
         "step_count": steps.num_rows,
         "warmup_count": steps.num_rows - m.num_rows,
@@ -130,16 +140,38 @@ def summarize(steps: pa.Table) -> dict[str, Any]:
         "measured_ns": int(dur.sum()),
         "step_median_ns": float(np.median(dur)) if dur.size else None,
         "step_mean_ns": float(dur.mean()) if dur.size else None,
+        "step_min_ns": int(dur.min()) if dur.size else None,
+        "step_max_ns": int(dur.max()) if dur.size else None,
+        "slowest_to_fastest_step": ratio,
+        "uneven_steps_warning": _uneven(dur, ratio),
         "samples": int(samples[has].sum()) if has.any() else None,
-        "throughput_median_per_s": float(np.median(tpv)) if tpv.size else None,
-        "throughput_mean_per_s": float(tpv.mean()) if tpv.size else None,
         "throughput_per_s": (
             int(samples[has].sum()) * 1e9 / with_s_ns if has.any() and with_s_ns else None
         ),
+        "step_rate_median_per_s": float(np.median(tpv)) if tpv.size else None,
+        "step_rate_mean_per_s": float(tpv.mean()) if tpv.size else None,
         "data_wait_ns": int(waits.sum()) if known else None,
         "data_wait_median_ns": float(np.median(waits)) if known else None,
         "data_wait_share": int(waits.sum()) / int(dur.sum()) if known and dur.sum() else None,
     }
+
+
+def _slowest_to_fastest(dur: np.ndarray) -> float | None:
+    """The longest duration / the shortest (null for under two steps or a zero-length one)."""
+    if dur.size < 2 or int(dur.min()) <= 0:
+        return None
+    return int(dur.max()) / int(dur.min())
+
+
+def _uneven(dur: np.ndarray, ratio: float | None) -> str | None:
+    if ratio is None or ratio <= UNEVEN_STEPS_RATIO:
+        return None
+    return (
+        f"uneven steps: the slowest measured step took {ratio:.1f}x the fastest "
+        f"({int(dur.max()) / 1e6:,.3f} ms vs {int(dur.min()) / 1e6:,.3f} ms); the "
+        "throughput is total samples / total time (the mean of per-step rates "
+        "overstates it)"
+    )
 
 
 def by_rank(steps: pa.Table) -> list[dict[str, Any]]:

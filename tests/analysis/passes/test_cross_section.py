@@ -89,6 +89,13 @@ def test_sections_agree(name: str, kind: str) -> None:
     for row in s["fp32"]:
         if row["rank"] not in unknown:
             assert row["flops"] == fp32_rows.get(row["rank"]), row["rank"]
+    # ... rated against the same peak (the datasheet's for a listed chip; before, the fp32
+    # section computed 15.67 TFLOP/s for a V100 where the flops row read the datasheet's
+    # 15.7, so the two sections' efficiencies of one row differed).
+    fp32_peaks = {r["rank"]: r["peak_flops_per_s"] for r in s["flops"] if r["precision"] == "fp32"}
+    for row in s["fp32"]:
+        if row["peak_flops_per_s"] is not None and fp32_peaks.get(row["rank"]) is not None:
+            assert row["peak_flops_per_s"] == fp32_peaks[row["rank"]], row["rank"]
 
     # The FLOP denominator holds every gemm and conv kernel the categories table counts.
     per_rank = {r["rank"]: r for r in s["flops"]}

@@ -297,9 +297,13 @@ def test_no_source_names_the_reason(tmp_path: Path) -> None:
         ("AMD Instinct MI300X", None, None, None, "bf16", 1307.4e12),
         ("AMD Instinct MI325X", None, None, None, "fp8", 2614.9e12),
         ("AMD Instinct MI250X", None, None, None, "fp64", 95.7e12),
-        # computed from the trace: SMs x per-SM rate x clock (a MIG slice: 42 SMs)
-        ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", (9, 0), 42, 1_755_000, "bf16", 42 * 4096 * 1.755e9),
-        ("NVIDIA A100-SXM4-40GB", (8, 0), 108, 1_410_000, "fp16", 108 * 2048 * 1.41e9),
+        # a known chip: the datasheet even when the trace records SMs and a clock
+        ("NVIDIA A100-SXM4-40GB", (8, 0), 108, 1_410_000, "fp16", 312e12),
+        ("NVIDIA H200", (9, 0), 132, 1_980_000, "bf16", 989.4e12),
+        # a MIG slice (42 of the H100's 132 SMs): the datasheet figure x 42/132
+        ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", (9, 0), 42, 1_755_000, "bf16", 989.4e12 * 42 / 132),
+        # a chip the table lacks: SMs x per-SM rate x the trace's clock
+        ("NVIDIA RTX 6000 Ada Generation", (8, 9), 142, 2_505_000, "bf16", 142 * 1024 * 2.505e9),
         ("NVIDIA GeForce GTX 1080", (6, 1), None, None, "fp32", None),
     ],
 )
@@ -310,6 +314,10 @@ def test_peaks(name: str, cc, sms, clock_khz, precision: str, want: float | None
     got, src = peaks.gpu_peak(dev, precision)
     assert (got == pytest.approx(want)) if want else got is None
     assert src
+    if want and sms and "Ada" in name:
+        assert src.startswith("computed") and "not in gpu_peaks.csv" in src
+    elif want and sms:
+        assert "datasheet" in src and ("MIG" not in name or "42/132 SMs" in src)
 
 
 def test_every_datasheet_row_names_its_source() -> None:

@@ -62,22 +62,34 @@ def _gpu_trace(tmp_path: Path, **devices: object):
     return make(tmp_path, {"kernels": k, "ops": ops, "devices": dev, "steps": steps})
 
 
-def test_gpu_efficiency_with_looked_up_clock(tmp_path: Path) -> None:
+def test_gpu_efficiency_against_the_datasheet_peak(tmp_path: Path) -> None:
     r = fp32.run(measured(_gpu_trace(tmp_path))).to_pylist()[0]
     f = 2 * 64 * 128 * 32
     assert r["flops"] == f and r["flops_source"].startswith("analytic")
-    peak = 80 * 64 * 2 * 1530e6  # V100: 80 SMs, 64 lanes (cc 7.0), boost 1530 MHz
+    peak = 15.7e12  # NVIDIA Tesla V100 datasheet, SXM2: 15.7 TFLOPS single precision
     assert r["peak_flops_per_s"] == pytest.approx(peak)
-    assert "looked up" in r["peak_source"]
+    assert "datasheet" in r["peak_source"]
     assert r["window_ns"] == 100 * US and r["busy_ns"] == 30 * US
     assert r["achieved_flops_per_s_wall"] == pytest.approx(f / 100e-6)
     assert r["efficiency_busy"] == pytest.approx(f / 30e-6 / peak)
+    # A capture of the same chip (SMs and its maximum clock recorded): the same peak.
+    cap = fp32.run(measured(_gpu_trace(tmp_path / "cap", core_clock_khz=[1_597_000])))
+    assert cap.to_pylist()[0]["peak_flops_per_s"] == pytest.approx(peak)
+
+
+def test_chip_not_in_the_datasheet_table_is_computed(tmp_path: Path) -> None:
+    p100 = {"name": ["Tesla P100-SXM2-16GB"], "sm_count": [56], "compute_capability_minor": [0]}
+    p100["compute_capability_major"] = [6]
+    r = fp32.run(_gpu_trace(tmp_path, **p100)).to_pylist()[0]
+    assert r["peak_flops_per_s"] == pytest.approx(56 * 64 * 2 * 1480e6)  # boost looked up
+    assert "looked up" in r["peak_source"]
 
 
 def test_clock_and_counters_from_the_trace_win(tmp_path: Path) -> None:
-    tr = _gpu_trace(tmp_path, core_clock_khz=[1_000_000])
+    p100 = {"name": ["Tesla P100-SXM2-16GB"], "sm_count": [56], "compute_capability_major": [6]}
+    tr = _gpu_trace(tmp_path, core_clock_khz=[1_000_000], **p100)
     r = fp32.run(tr).to_pylist()[0]
-    assert r["peak_flops_per_s"] == pytest.approx(80 * 64 * 2 * 1e9)
+    assert r["peak_flops_per_s"] == pytest.approx(56 * 64 * 2 * 1e9)
     assert "devices.core_clock_khz" in r["peak_source"]
     tr2 = make(
         tmp_path,

@@ -130,3 +130,28 @@ def test_a_gpu_capture_without_the_flop_recorder_says_it_has_no_flop_source(
     assert all(r["flops"] is None for r in doc["flops"]["rows"])
     assert "--torch-flops" in doc["flops"]["note"]
     assert _report(RESNET)["flops"]["note"] is None
+
+
+def test_a_capture_is_rated_against_the_datasheet_peak(tmp_path: Path) -> None:
+    # NVIDIA H200 datasheet, SXM column: TF32 989 TFLOPS with sparsity (494.7 dense), FP32
+    # 67 TFLOPS. The capture records the maximum clock (1980 MHz); 132 SMs x 2048 TF32
+    # FLOPs/clock x 1980 MHz would read 535.2 TFLOP/s, 8% above the datasheet.
+    dev = _raw(RESNET, "devices")
+    assert dev["name"] == ["NVIDIA H200"] and dev["core_clock_khz"] == [1_980_000]
+    want = {"tf32": 494.7e12, "fp32": 67e12}
+    doc = _report(RESNET)
+    rows = {r["precision"]: r for r in doc["flops"]["rows"]}
+    assert set(want) <= set(rows)
+    for prec, peak in want.items():
+        assert abs(rows[prec]["peak_flops_per_s"] - peak) < 1e6, prec
+        assert "datasheet" in rows[prec]["peak_source"]
+    assert abs(doc["fp32"][0]["peak_flops_per_s"] - want["fp32"]) < 1e6
+    # The same chip described as an import describes it (no clock): the same peaks.
+    import tbdtrace
+    from tbdtrace.analysis.engine import peaks
+
+    imported = {"name": "NVIDIA H200", "sm_count": 132, "compute_capability_major": 9}
+    imported["compute_capability_minor"] = 0
+    captured = tbdtrace.open(RESNET).table("devices").to_pylist()[0]
+    for prec in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"):
+        assert peaks.gpu_peak(imported, prec)[0] == peaks.gpu_peak(captured, prec)[0], prec
