@@ -262,6 +262,8 @@ def combine(col: pa.ChunkedArray) -> pa.Array:
     """One array from a chunked column (no copy when it has one chunk)."""
     if col.num_chunks == 1:
         return col.chunk(0)
+    if col.num_chunks == 0:  # a table of no rows
+        return pa.nulls(0, col.type)
     if pa.types.is_dictionary(col.type):
         first = col.chunk(0).dictionary
         if all(c.dictionary.equals(first) for c in col.chunks[1:]):
@@ -270,7 +272,7 @@ def combine(col: pa.ChunkedArray) -> pa.Array:
             idx = pa.concat_arrays([c.indices for c in col.chunks])
             return pa.DictionaryArray.from_arrays(idx, first)
         col = col.unify_dictionaries()
-    return col.combine_chunks() if col.num_chunks else pa.nulls(0, col.type)
+    return col.combine_chunks()
 
 
 def null_array(n: int, typ: pa.DataType) -> pa.Array:
