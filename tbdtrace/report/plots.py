@@ -171,7 +171,8 @@ def share_bars(
 
 
 def idle_breakdown(devices: Rows) -> Figure:
-    """Per device: busy time and idle time split into host-bound, short gaps, sync wait."""
+    """Per device: busy time and idle time split into host-bound, work queued, sync wait
+    (the idle table's names and columns)."""
     fig, (ax,) = _fig(height=max(1.8, 0.5 * len(devices) + 1.2))
     split = any(d.get("host_bound_data_ns") is not None for d in devices)
     parts = (
@@ -184,7 +185,7 @@ def idle_breakdown(devices: Rows) -> Figure:
             if split
             else (("host-bound", "host_bound_ns", "#e15759"),)
         ),
-        ("short gaps", "short_gap_ns", "#edc948"),
+        ("work queued", "queued_ns", "#edc948"),
         ("sync wait", "sync_wait_ns", "#b07aa1"),
     )
     labels = [dev_label(d) for d in devices]
