@@ -311,7 +311,7 @@ def _cards(doc: Doc) -> str:
             else None,
         ),
         (
-            f"peak memory ({mem.get('level')})",
+            f"peak memory ({mem.get('level')}, {mem.get('covers') or 'whole trace'})",
             fmt_bytes(mem["peak_bytes"]) if mem.get("peak_bytes") else None,
         ),
     ]

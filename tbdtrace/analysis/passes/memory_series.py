@@ -10,7 +10,13 @@ bucket's last event (so levels between spikes stay right).
 Where the allocator reported its own totals (``memory.total_reserved_bytes``, e.g. the
 caching allocator's reserved memory in torch.profiler traces) and the trace has no
 ``reserved`` events, those totals form a ``reserved`` series per device with source
-``allocator_total`` and null categories.
+``allocator_total`` and null categories; not for the CPU, whose allocator keeps no
+reserve.
+
+In a window (the report's measured steps, say) the series are the whole trace's replay
+cut to the window on each device's rank: the first point, stamped at the window's start,
+is what was live then (weights and optimizer state included), so the plot's levels are
+the memory section's.
 """
 
 from __future__ import annotations
@@ -20,10 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tbdtrace.analysis.engine import outputs
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes, row_codes
+from tbdtrace.analysis.engine.window import Window
 from tbdtrace.analysis.passes import memory
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.schema import MEMORY_CATEGORIES
@@ -49,10 +57,11 @@ def run(ctx: Source, config: MemorySeriesConfig | None = None) -> pa.Table:
     """
     ctx = of(ctx)
     cfg = config or MemorySeriesConfig()
-    tl = memory.timeline(ctx)
-    parts = [_from_events(tl, cfg.max_points)]
+    win = ctx.window
+    tl = memory.timeline(ctx.whole)
+    parts = [_from_events(tl, cfg.max_points, win)]
     if "reserved" not in set(tl.column("level").to_pylist()):
-        parts.append(_from_totals(ctx, cfg.max_points))
+        parts.append(_from_totals(ctx.whole, cfg.max_points, win))
     out = pa.concat_tables([p for p in parts if p.num_rows] or [SCHEMA.empty_table()])
     return out
 
@@ -73,7 +82,25 @@ def _keys(tbl: pa.Table, cols: tuple[str, ...]) -> tuple[I64, I64]:
 _GROUP = ("level", "device_type", "device_id", "rank")
 
 
-def _from_events(tl: pa.Table, max_points: int) -> pa.Table:
+def _cut(ts: I64, rank: object, window: Window | None) -> tuple[I64, int | None]:
+    """Of one device's time-ordered points: the positions inside the window on ``rank``,
+    and the position of the last point before it (the level at the window's start; None
+    when nothing came before), the window's start being returned by :func:`_start`."""
+    b = memory._bounds_of(window, rank)
+    if b is None:
+        return np.arange(ts.size, dtype=np.int64), None
+    a = int(np.searchsorted(ts, b[0], side="left"))
+    z = int(np.searchsorted(ts, b[1], side="right"))
+    return np.arange(a, z, dtype=np.int64), (a - 1 if a else None)
+
+
+def _start(rank: object, window: Window | None) -> int:
+    b = memory._bounds_of(window, rank)
+    assert b is not None
+    return b[0]
+
+
+def _from_events(tl: pa.Table, max_points: int, window: Window | None = None) -> pa.Table:
     if tl.num_rows == 0:
         return SCHEMA.empty_table()
     code, first = _keys(tl, _GROUP)
@@ -85,15 +112,31 @@ def _from_events(tl: pa.Table, max_points: int) -> pa.Table:
     delta = np.zeros((tl.num_rows, len(MEMORY_CATEGORIES)), np.int64)
     delta[np.arange(tl.num_rows), cat] = sign * int_column(tl, "bytes", 0)
     ts = int_column(tl, "ts_ns", 0)
+    ranks = tl.column("rank").to_pylist() if window is not None else None
     keep_rows: list[I64] = []
+    keep_ts: list[I64] = []
     live_parts: list[npt.NDArray[np.int64]] = []
     for g in np.argsort(first):  # groups in order of first appearance
         rows = np.flatnonzero(code == g)
         rows = rows[np.argsort(ts[rows], kind="stable")]
         live = np.cumsum(delta[rows], axis=0)
-        pick = thin(ts[rows], live.sum(axis=1), max_points)
+        t = ts[rows]
+        if ranks is not None:
+            rank = ranks[int(rows[0])]
+            inside, before = _cut(t, rank, window)
+            if before is not None:  # the level when the window began, at its start
+                inside = np.concatenate([[before], inside])
+            rows, live, t = rows[inside], live[inside], t[inside].copy()
+            if before is not None:
+                t[0] = _start(rank, window)
+            if not rows.size:
+                continue
+        pick = thin(t, live.sum(axis=1), max_points)
         keep_rows.append(rows[pick])
+        keep_ts.append(t[pick])
         live_parts.append(live[pick])
+    if not keep_rows:
+        return SCHEMA.empty_table()
     rows = np.concatenate(keep_rows)
     live = np.concatenate(live_parts)
     head = tl.take(pa.array(rows))
@@ -103,7 +146,7 @@ def _from_events(tl: pa.Table, max_points: int) -> pa.Table:
         "device_type": head.column("device_type").cast(pa.string()),
         "device_id": head.column("device_id"),
         "rank": head.column("rank"),
-        "ts_ns": pa.array(ts[rows], pa.int64()),
+        "ts_ns": pa.array(np.concatenate(keep_ts), pa.int64()),
     }
     for i, c in enumerate(CATEGORY_COLUMNS):
         cols[c] = pa.array(live[:, i], pa.int64())
@@ -111,10 +154,17 @@ def _from_events(tl: pa.Table, max_points: int) -> pa.Table:
     return pa.table(cols, schema=SCHEMA)
 
 
-def _from_totals(ctx: AnalysisContext, max_points: int) -> pa.Table:
+def _from_totals(ctx: AnalysisContext, max_points: int, window: Window | None = None) -> pa.Table:
     mem = ctx.table("memory", ["ts_ns", "device_type", "device_id", "rank", "total_reserved_bytes"])
     valid = ~np.asarray(
         mem.column("total_reserved_bytes").is_null().to_numpy(zero_copy_only=False), bool
+    )
+    # The CPU allocator keeps no reserve: its "reserved" totals are not a level.
+    valid &= np.asarray(
+        pc.fill_null(
+            pc.not_equal(mem.column("device_type").cast(pa.string()), "cpu"), True
+        ).to_numpy(zero_copy_only=False),
+        bool,
     )
     if not valid.any():
         return SCHEMA.empty_table()
@@ -123,10 +173,27 @@ def _from_totals(ctx: AnalysisContext, max_points: int) -> pa.Table:
     ts = int_column(mem, "ts_ns", 0)
     total = int_column(mem, "total_reserved_bytes", 0)
     keep: list[I64] = []
+    keep_ts: list[I64] = []
+    ranks = mem.column("rank").to_pylist() if window is not None else None
     for g in np.argsort(first):
         rows = np.flatnonzero(code == g)
         rows = rows[np.argsort(ts[rows], kind="stable")]
-        keep.append(rows[thin(ts[rows], total[rows], max_points)])
+        t = ts[rows]
+        if ranks is not None:
+            rank = ranks[int(rows[0])]
+            inside, before = _cut(t, rank, window)
+            if before is not None:
+                inside = np.concatenate([[before], inside])
+            rows, t = rows[inside], t[inside].copy()
+            if before is not None:
+                t[0] = _start(rank, window)
+            if not rows.size:
+                continue
+        pick = thin(t, total[rows], max_points)
+        keep.append(rows[pick])
+        keep_ts.append(t[pick])
+    if not keep:
+        return SCHEMA.empty_table()
     rows = np.concatenate(keep)
     head = mem.take(pa.array(rows))
     n = rows.size
@@ -137,7 +204,7 @@ def _from_totals(ctx: AnalysisContext, max_points: int) -> pa.Table:
         "device_type": head.column("device_type").cast(pa.string()),
         "device_id": pa.array(dev, pa.int32(), mask=dev < 0),
         "rank": head.column("rank"),
-        "ts_ns": pa.array(ts[rows], pa.int64()),
+        "ts_ns": pa.array(np.concatenate(keep_ts), pa.int64()),
     }
     for c in CATEGORY_COLUMNS:
         cols[c] = pa.nulls(n, pa.int64())
