@@ -215,3 +215,14 @@ def test_cpu_allocator_has_no_reserved_level(tmp_path: Path) -> None:
     out = _text(path)
     assert "192.00 KiB" not in out
     assert "reserved: - (the CPU allocator keeps no reserve)" in out
+
+
+def test_thinned_timeline_keeps_the_level_at_the_window_start(tmp_path: Path) -> None:
+    from tbdtrace.analysis.engine import context, window
+    from tbdtrace.analysis.passes import memory_series
+
+    whole = context.of(tbdtrace.open(_windowed(tmp_path)))
+    view = whole.windowed(window.resolve(whole))
+    # One bucket keeps its largest point (t=25) and its last (t=27); the start stays.
+    rows = memory_series.run(view, memory_series.MemorySeriesConfig(max_points=1)).to_pylist()
+    assert [(r["ts_ns"], r["total_bytes"]) for r in rows] == [(10, 100), (25, 130), (27, 100)]

@@ -132,6 +132,8 @@ def _from_events(tl: pa.Table, max_points: int, window: Window | None = None) ->
             if not rows.size:
                 continue
         pick = thin(t, live.sum(axis=1), max_points)
+        if ranks is not None and pick.size and pick[0] != 0:
+            pick = np.concatenate([[0], pick])  # the level at the window's start stays
         keep_rows.append(rows[pick])
         keep_ts.append(t[pick])
         live_parts.append(live[pick])
@@ -190,6 +192,8 @@ def _from_totals(ctx: AnalysisContext, max_points: int, window: Window | None = 
             if not rows.size:
                 continue
         pick = thin(t, total[rows], max_points)
+        if ranks is not None and pick.size and pick[0] != 0:
+            pick = np.concatenate([[0], pick])
         keep.append(rows[pick])
         keep_ts.append(t[pick])
     if not keep:
