@@ -31,6 +31,7 @@ MEMORY_CATEGORIES = (
     "activations",
     "workspace",
     "other",
+    "pre_existing",  # allocated before the trace began (allocator totals of imports)
 )
 
 

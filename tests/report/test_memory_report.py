@@ -226,3 +226,31 @@ def test_thinned_timeline_keeps_the_level_at_the_window_start(tmp_path: Path) ->
     # One bucket keeps its largest point (t=25) and its last (t=27); the start stays.
     rows = memory_series.run(view, memory_series.MemorySeriesConfig(max_points=1)).to_pylist()
     assert [(r["ts_ns"], r["total_bytes"]) for r in rows] == [(10, 100), (25, 130), (27, 100)]
+
+
+def test_timeline_of_an_import_draws_the_allocator_total(tmp_path: Path) -> None:
+    # A PyTorch-profiler import: cuda:0 held 1,000,000 B before the trace; the trace
+    # allocates 1,000 B (weights) at t=10 and frees it at t=20. The section's peak is the
+    # allocator's 1,001,000 B; the plot's rows must reach it, the 1,000,000 B drawn as
+    # pre_existing (a replay alone would peak at 1,000 B).
+    mem = {
+        "ts_ns": [10, 20],
+        "action": ["alloc", "free"],
+        "level": ["allocated"] * 2,
+        "bytes": [1000, 1000],
+        "address": [1, 1],
+        "device_type": ["cuda"] * 2,
+        "device_id": [0, 0],
+        "category": ["weights", "weights"],
+        "total_allocated_bytes": [1_001_000, 1_000_000],
+        "total_reserved_bytes": [2_097_152, 2_097_152],
+    }
+    path = tbdtrace.write(tmp_path / "k", {"memory": mem}, {"source": "kineto"})
+    doc = build(tbdtrace.open(path), ReportOptions())
+    rows = [r for r in doc["memory_timeline"] if r["level"] == "allocated"]
+    got = [
+        (r["ts_ns"], r["weights_bytes"], r["pre_existing_bytes"], r["total_bytes"]) for r in rows
+    ]
+    assert got == [(10, 1000, 1_000_000, 1_001_000), (20, 0, 1_000_000, 1_000_000)]
+    assert max(r["total_bytes"] for r in rows) == doc["memory"]["peak_bytes"] == 1_001_000
+    assert {r["source"] for r in rows} == {"allocator_total"}

@@ -334,7 +334,12 @@ MEMORY_SERIES = Output(
     "memory over time per device, thinned: one row per kept point",
     (
         Column("level", STR, "text", "allocated or reserved"),
-        Column("source", STR, "text", "events (paired alloc/free) or allocator_total"),
+        Column(
+            "source",
+            STR,
+            "text",
+            "events (paired alloc/free) or allocator_total (the allocator's own totals)",
+        ),
         Column("device_type", STR, "text", "where the memory is"),
         Column("device_id", I32, "id", "device index"),
         _RANK,
@@ -342,6 +347,13 @@ MEMORY_SERIES = Output(
         *(
             Column(c.name, c.type, c.unit, c.doc + " (null for allocator totals)")
             for c in _CATEGORY_BYTES
+        ),
+        Column(
+            "pre_existing_bytes",
+            I64,
+            "bytes",
+            "allocated before the trace began and still live (allocator totals of PyTorch-"
+            "profiler imports; null where the source is a replay or a reserved total)",
         ),
         Column("total_bytes", I64, "bytes", "live bytes of the level on the device"),
     ),

@@ -31,6 +31,8 @@ import pyarrow.compute as pc
 from tbdtrace.analysis.engine import outputs
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes, row_codes
+from tbdtrace.analysis.engine.memory_blocks import pair
+from tbdtrace.analysis.engine.memory_devices import Series, series
 from tbdtrace.analysis.engine.window import Window
 from tbdtrace.analysis.passes import memory
 from tbdtrace.arrow_ints import int_column
@@ -59,7 +61,15 @@ def run(ctx: Source, config: MemorySeriesConfig | None = None) -> pa.Table:
     cfg = config or MemorySeriesConfig()
     win = ctx.window
     tl = memory.timeline(ctx.whole)
-    parts = [_from_events(tl, cfg.max_points, win)]
+    totals, replaced = _from_allocator_totals(ctx.whole, cfg.max_points, win)
+    events = _from_events(tl, cfg.max_points, win)
+    if replaced and events.num_rows:
+        keep = [
+            (lv, dt, di, rk) not in replaced
+            for lv, dt, di, rk in zip(*(events.column(c).to_pylist() for c in _GROUP), strict=True)
+        ]
+        events = events.filter(pa.array(keep))
+    parts = [events, totals]
     if "reserved" not in set(tl.column("level").to_pylist()):
         parts.append(_from_totals(ctx.whole, cfg.max_points, win))
     out = pa.concat_tables([p for p in parts if p.num_rows] or [SCHEMA.empty_table()])
@@ -152,8 +162,74 @@ def _from_events(tl: pa.Table, max_points: int, window: Window | None = None) ->
     }
     for i, c in enumerate(CATEGORY_COLUMNS):
         cols[c] = pa.array(live[:, i], pa.int64())
+    cols["pre_existing_bytes"] = pa.nulls(rows.size, pa.int64())
     cols["total_bytes"] = pa.array(live.sum(axis=1), pa.int64())
     return pa.table(cols, schema=SCHEMA)
+
+
+def _from_allocator_totals(
+    ctx: AnalysisContext, max_points: int, window: Window | None
+) -> tuple[pa.Table, set[tuple[object, ...]]]:
+    """The allocated level of devices whose level is the allocator's own totals (the
+    memory section's ``allocator_totals`` source, PyTorch-profiler imports): the total,
+    the replay's categories and ``pre_existing`` (allocated before the trace began), as
+    the memory section reads them. Devices with several processes keep the replay. Also
+    the (level, device_type, device_id, rank) keys it covers."""
+    if not memory._use_totals(ctx, memory.MemoryConfig()) or not ctx.num_rows("memory"):
+        return SCHEMA.empty_table(), set()
+    mem = ctx.table("memory", memory._COLS + ["total_allocated_bytes", "total_reserved_bytes"])
+    blocks = pair(mem)
+    ev, _ = memory._events(mem, blocks)
+    found = [
+        s
+        for s in series(mem, blocks.group_keys, ev, True)
+        if s.key[0] == "allocated" and s.source == "allocator_totals" and s.ts.size
+    ]
+    by_dev: dict[tuple[object, ...], list[Series]] = {}
+    for s in found:
+        by_dev.setdefault(s.key[:4], []).append(s)
+    out: list[dict[str, list[object]]] = []
+    replaced: set[tuple[object, ...]] = set()
+    for key, group in by_dev.items():
+        if len(group) != 1:
+            continue
+        s = group[0]
+        t, total, parts = s.ts, s.total, s.parts
+        if window is not None:
+            b = memory._bounds_of(window, key[3])
+            if b is not None:
+                inside, before = _cut(t, key[3], window)
+                at_start = ((total[before], parts[before]) if before is not None else None) or (
+                    (s.total_before, s.parts_before) if b[0] < int(t[0]) else None
+                )
+                t, total, parts = t[inside], total[inside], parts[inside]
+                if at_start is not None:
+                    t = np.concatenate([[b[0]], t])
+                    total = np.concatenate([[at_start[0]], total])
+                    parts = np.vstack([at_start[1][None, :], parts])
+        if not t.size:
+            continue
+        pick = thin(t, total, max_points)
+        if window is not None and pick.size and pick[0] != 0:
+            pick = np.concatenate([[0], pick])
+        replaced.add(key)
+        n = pick.size
+        rows: dict[str, list[object]] = {
+            "level": [key[0]] * n,
+            "source": ["allocator_total"] * n,
+            "device_type": [key[1]] * n,
+            "device_id": [key[2]] * n,
+            "rank": [key[3]] * n,
+            "ts_ns": [int(x) for x in t[pick]],
+        }
+        for i, c in enumerate(CATEGORY_COLUMNS):
+            rows[c] = [int(x) for x in parts[pick, i]]
+        rows["pre_existing_bytes"] = [int(x) for x in parts[pick, -1]]
+        rows["total_bytes"] = [int(x) for x in total[pick]]
+        out.append(rows)
+    if not out:
+        return SCHEMA.empty_table(), set()
+    return pa.concat_tables([pa.table(r, schema=SCHEMA) for r in out]), replaced
 
 
 def _from_totals(ctx: AnalysisContext, max_points: int, window: Window | None = None) -> pa.Table:
@@ -212,6 +288,7 @@ def _from_totals(ctx: AnalysisContext, max_points: int, window: Window | None = 
     }
     for c in CATEGORY_COLUMNS:
         cols[c] = pa.nulls(n, pa.int64())
+    cols["pre_existing_bytes"] = pa.nulls(n, pa.int64())
     cols["total_bytes"] = pa.array(total[rows], pa.int64())
     return pa.table(cols, schema=SCHEMA)
 
