@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import tbdtrace
 from tbdtrace.analysis.engine.window import WindowSpec
 from tbdtrace.report import ReportOptions, build
@@ -254,3 +256,43 @@ def test_timeline_of_an_import_draws_the_allocator_total(tmp_path: Path) -> None
     assert got == [(10, 1000, 1_000_000, 1_001_000), (20, 0, 1_000_000, 1_000_000)]
     assert max(r["total_bytes"] for r in rows) == doc["memory"]["peak_bytes"] == 1_001_000
     assert {r["source"] for r in rows} == {"allocator_total"}
+
+
+MEMORY_TRACES = [
+    "kineto/hta/df_index_resolver.json.gz",
+    "kineto/kineto_tb_plugin/worker0.1623143089861.pt.trace.json.gz",
+    "kineto/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    "kineto/tracelens/gaunernst_bert-small-uncased__1016001.json.gz",
+    "tests/data/gpu/h200_demo_resnet50_small",
+    "tests/data/gpu/h200_resnet50_cupti",
+]
+
+
+@pytest.mark.parametrize("name", MEMORY_TRACES)
+@pytest.mark.parametrize("kind", ["measured", "all"])
+def test_plot_rows_reach_the_sections_peak(name: str, kind: str) -> None:
+    # The plot's rows (memory_timeline) and the memory section read one level: on the
+    # headline device, the plotted allocated peak is the headline peak, and in a window
+    # that began with memory live, the first plotted point is that level at its start.
+    from tbdtrace.analysis.engine import context, window
+    from tbdtrace.analysis.passes import memory, memory_series
+    from tbdtrace.commands._open import open_or_import
+    from tests.conftest import fixture
+
+    path = ROOT / name if name.startswith("tests/") else fixture(name)
+    whole = context.of(open_or_import(str(path)))
+    view = whole.windowed(window.resolve(whole, WindowSpec(kind)))
+    m = memory.summarize(whole, window=view.window)
+    d = m["device"]
+    rows = [
+        r
+        for r in memory_series.run(view).to_pylist()
+        if r["level"] == "allocated"
+        and (r["device_type"], r["device_id"], r["rank"])
+        == (d["device_type"], d["device_id"], d["rank"])
+    ]
+    assert max(r["total_bytes"] for r in rows) == m["peak_bytes"]
+    if m["window_start_bytes"]:
+        starts = {r.start_ns for r in view.window.ranks}
+        assert rows[0]["ts_ns"] in starts
+        assert rows[0]["total_bytes"] == m["window_start_bytes"]
