@@ -265,7 +265,12 @@ def memory_over_time(
                     where="post",
                     color="black",
                     lw=1,
-                    label="reserved" + (" (allocator total)" if src == "allocator_total" else ""),
+                    label="reserved"
+                    + (
+                        " (allocator total)"
+                        if src == "allocator_total"
+                        else " (driver allocations)"
+                    ),
                 )
                 _data(line, "mem-reserved")
         ax.set_ylim(bottom=0)

@@ -187,6 +187,12 @@ def test_headline_is_the_windows_peak_with_the_whole_trace_beside(tmp_path: Path
     out = _text(path)
     assert "Memory at peak (allocated, cuda:0, measured steps)" in out
     assert "Whole-trace peak: 1.07 KiB in after" in out
+    # The HTML cards say the same: the window's peak, the whole trace's beside it.
+    from tbdtrace.report import html
+
+    cards = html._cards(doc)
+    assert ">130 B<" in cards and "peak memory (allocated, measured steps)" in cards
+    assert ">1.07 KiB<" in cards and "whole-trace peak memory (in after)" in cards
     # The whole trace: the evaluation's peak is the headline.
     whole = build(tbdtrace.open(path), ReportOptions(window=WindowSpec("all")))["memory"]
     assert (whole["peak_bytes"], whole["covers"]) == (1100, "whole trace")
