@@ -1,5 +1,6 @@
 // The private module tbdtrace._native: the collector, the Kineto parser and the hardware
 // counters; nothing test-only (test and benchmark hooks: testing/bindings_testing.cpp).
+#include <cxxabi.h>
 #include <execinfo.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "common/column_export.h"
 #include "kineto/parser.h"
@@ -206,6 +208,25 @@ void bind_kineto(py::module_& m) {
   m.def("kineto_layout", [] { return pyexport::layout_list(kt::staging_defs()); });
 }
 
+// An Itanium C++ ABI mangled name (``_Z...``, what ROCm and Nsight Systems record for
+// many kernels) demangled by the C++ runtime's own demangler, abi::__cxa_demangle; any
+// other text (already demangled, a C name, a mangled name the runtime cannot read) comes
+// back unchanged. Kernel names are classified by their function name, which only the
+// demangled form separates from template arguments (analysis/engine/kernel_names.py).
+std::string demangle(const std::string& name) {
+  if (name.size() < 3 || name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  if (status != 0 || !out) return name;
+  return std::string(out.get());
+}
+
+void bind_names(py::module_& m) {
+  m.def("demangle", &demangle, py::arg("name"),
+        "abi::__cxa_demangle of an Itanium-mangled name; other text unchanged");
+}
+
 }  // namespace
 
 namespace {
@@ -329,6 +350,7 @@ PYBIND11_MODULE(_native, m) {
   maybe_install_backtrace();
   m.doc() = "tbdtrace native code: CUPTI collector and Kineto JSON parser (private)";
   bind_kineto(m);
+  bind_names(m);
 #ifndef TBDTRACE_WITH_COLLECTOR
   // The analysis-only build (CMake -DTBDTRACE_COLLECTOR=OFF, or no CUPTI found).
   m.attr("has_collector") = false;

@@ -290,6 +290,10 @@ def _cards(doc: Doc) -> str:
     s = _dict(doc.get("summary"))
     st = _dict(_dict(doc.get("steps")).get("summary"))
     mem = _dict(doc.get("memory"))
+    # The memory card is the window's peak; the whole trace's stands beside it, with the
+    # phase it fell in, when the window is not the whole trace.
+    whole = _dict(mem.get("whole_trace"))
+    in_phase = f" (in {whole['phase']})" if whole.get("phase") else ""
     cards = [
         ("kernels", f"{s['kernel_count']:,}" if s.get("kernel_count") is not None else None),
         (
@@ -309,8 +313,14 @@ def _cards(doc: Doc) -> str:
             f"{st['throughput_per_s']:,.1f} samples/s" if st.get("throughput_per_s") else None,
         ),
         (
-            f"peak memory ({mem.get('level')})",
+            f"peak memory ({mem.get('level')}, {mem.get('covers') or 'whole trace'})",
             fmt_bytes(mem["peak_bytes"]) if mem.get("peak_bytes") else None,
+        ),
+        (
+            f"whole-trace peak memory{in_phase}",
+            fmt_bytes(whole["peak_bytes"])
+            if whole.get("peak_bytes") and mem.get("covers") not in (None, "whole trace")
+            else None,
         ),
     ]
     return (

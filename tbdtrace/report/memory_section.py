@@ -23,42 +23,72 @@ def _device_label(d: dict[str, Any] | None) -> str:
     return ", ".join([dev, *extra])
 
 
+# What a reserved figure is, by its source (memory pass: ``reserved_source``).
+RESERVED_SOURCES = {
+    "driver_allocations": "driver allocations",
+    "allocator_total": "allocator total",
+}
+
+
 def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
     if not data["event_count"] or data["peak_bytes"] is None:
         return
     where = _device_label(data["device"])
-    t = Table(title=f"Memory at peak ({data['level']}, {where})")
-    for c in ("Category", "Bytes", "Share"):
-        t.add_column(c, justify="right" if c != "Category" else "left")
+    covers = data.get("covers") or "whole trace"
     peak = data["peak_bytes"]
-    shown = list(MEMORY_CATEGORIES)
-    if data["source"] == "allocator_totals":
-        shown.append("pre_existing")
-    for cat in shown:
-        b = data["breakdown_at_peak"][cat]
-        t.add_row(cat, fmt_bytes(b), f"{100 * b / peak:.1f}%" if peak else "-")
-    t.add_row("[bold]total[/bold]", fmt_bytes(peak), "100.0%" if peak else "-")
-    con.print(t)
+    start = _first_ts(data)
+    whole = data.get("whole_trace") or {}
+    if data.get("has_categories", True):
+        t = Table(title=f"Memory at peak ({data['level']}, {where}, {covers})")
+        for c in ("Category", "Bytes", "Share"):
+            t.add_column(c, justify="right" if c != "Category" else "left")
+        shown = list(MEMORY_CATEGORIES)
+        if data["source"] == "allocator_totals":
+            shown.append("pre_existing")
+        for cat in shown:
+            b = data["breakdown_at_peak"][cat]
+            t.add_row(cat, fmt_bytes(b), f"{100 * b / peak:.1f}%" if peak else "-")
+        t.add_row("[bold]total[/bold]", fmt_bytes(peak), "100.0%" if peak else "-")
+        con.print(t)
+    else:
+        pre = (data["breakdown_at_peak"] or {}).get("pre_existing")
+        before = (
+            f"; allocated before the trace began: {fmt_bytes(pre)}"
+            if data["source"] == "allocator_totals" and pre
+            else ""
+        )
+        con.print(
+            f"Memory peak ({data['level']}, {where}, {covers}): {fmt_bytes(peak)}; "
+            f"no categories in this trace{before} (PyTorch traces get categories from "
+            "tbdtrace.collector.memory or --backend torch)."
+        )
+    if whole and covers != "whole trace":
+        phase = f" in {whole['phase']}" if whole.get("phase") else ""
+        con.print(
+            f"Whole-trace peak: {fmt_bytes(whole['peak_bytes'])}{phase}"
+            f" (at {_at(whole.get('peak_ts_ns'), start)}); live when the window began: "
+            f"{fmt_bytes(data.get('window_start_bytes'))}."
+        )
     if data["source"] == "allocator_totals":
         con.print(
             "Level: the allocator's own totals (Total Allocated); categories from the "
             "allocations in the trace; pre_existing: allocated before the trace began."
         )
     _render_labels(con, data.get("labels"))
-    if peak and data["breakdown_at_peak"]["other"] == peak:
-        con.print(
-            "No allocation in this trace carries a category, so all count as other "
-            "(PyTorch traces get categories from tbdtrace.collector.memory or --backend torch)."
-        )
-    start = _first_ts(data)
     for lv, p in data["levels"].items():
-        at = (
-            "-"
-            if p["peak_ts_ns"] is None or start is None
-            else f"+{fmt_ns(p['peak_ts_ns'] - start)}"
+        src = RESERVED_SOURCES.get(p.get("reserved_source") or "")
+        named = f" ({src})" if src else ""
+        con.print(
+            f"peak {lv}{named}: {fmt_bytes(p['peak_bytes'])} at "
+            f"{_at(p['peak_ts_ns'], start)} on {where}, {covers}"
         )
-        con.print(f"peak {lv}: {fmt_bytes(p['peak_bytes'])} at {at} on {where}")
-    _render_devices(con, data["devices"])
+    if (
+        data["device"]
+        and data["device"].get("device_type") == "cpu"
+        and "reserved" not in (data["levels"])
+    ):
+        con.print("reserved: - (the CPU allocator keeps no reserve)")
+    _render_devices(con, data["devices"], covers)
     if data["unmatched_frees"]:
         con.print(
             f"{data['unmatched_frees']:,} frees of blocks allocated before capture were ignored"
@@ -101,23 +131,33 @@ def _render_labels(con: Console, labels: dict[str, Any] | None) -> None:
         con.print("Categories labelled by the hook tracker (--torch-memory exact).")
 
 
-def _render_devices(con: Console, devices: list[dict[str, Any]]) -> None:
+def _render_devices(con: Console, devices: list[dict[str, Any]], covers: str) -> None:
     """Peak per device and level (device and host memory never added together)."""
     if len(devices) < 2 and not any(d["allocator_reserved_peak_bytes"] for d in devices):
         return
-    t = Table(title="Memory peak per device")
-    for c in ("Device", "Level", "Peak", "Source", "Reserved peak"):
-        t.add_column(c, justify="left" if c in ("Device", "Level", "Source") else "right")
+    t = Table(title=f"Memory peak per device ({covers})")
+    cols = ("Device", "Level", "Peak", "Whole-trace peak", "Source", "Reserved peak", "Reserved")
+    for c in cols:
+        t.add_column(
+            c, justify="left" if c in ("Device", "Level", "Source", "Reserved") else "right"
+        )
     for d in devices:
         res = d["allocator_reserved_peak_bytes"]
+        src = RESERVED_SOURCES.get(d.get("reserved_source") or "", "-")
         t.add_row(
             _device_label(d),
             d["level"] or "-",
             fmt_bytes(d["peak_bytes"]),
-            "allocator" if d["source"] == "allocator_totals" else "replay",
+            fmt_bytes(d.get("whole_trace_peak_bytes")),
+            "allocator total" if d["source"] == "allocator_totals" else "replay of events",
             fmt_bytes(res) if res is not None else "-",
+            src,
         )
     con.print(t)
+
+
+def _at(ts: int | None, start: int | None) -> str:
+    return "-" if ts is None or start is None else f"+{fmt_ns(ts - start)}"
 
 
 def _first_ts(data: dict[str, Any]) -> int | None:
@@ -127,9 +167,11 @@ def _first_ts(data: dict[str, Any]) -> int | None:
 
 
 def memory_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
-    """The memory pass summary (see :func:`tbdtrace.analysis.passes.memory.summarize`)."""
-    return memory.summarize(trace)
+    """The memory pass summary (see :func:`tbdtrace.analysis.passes.memory.summarize`) of
+    the report's window: replayed over the whole trace (what was live when the window
+    began counts), the headline peak the window's, the whole-trace peak beside it."""
+    return memory.summarize(trace.whole, window=trace.window)
 
 
 # The sections this module declares; tbdtrace.report.contents lists them in report order.
-MEMORY = Section("memory", memory_section, _render, whole_trace=True)
+MEMORY = Section("memory", memory_section, _render)

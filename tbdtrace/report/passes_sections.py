@@ -192,8 +192,10 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
             "Work queued",
             "Longest queued",
             "Sync wait",
-            "Launch p50",
-            "Launch p99",
+            "Queue delay p50",
+            "Queue delay p99",
+            "Launch call p50",
+            "Launch call p99",
             "Kernels < launch",
         ),
     )
@@ -207,8 +209,10 @@ def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
             fmt_ns(r["queued_ns"]),
             fmt_ns(r["queued_gap_max_ns"]),
             fmt_ns(r["sync_wait_ns"]),
-            fmt_ns(r["launch_latency_p50_ns"]),
-            fmt_ns(r["launch_latency_p99_ns"]),
+            fmt_ns(r["queue_delay_p50_ns"]),
+            fmt_ns(r["queue_delay_p99_ns"]),
+            fmt_ns(r["launch_call_p50_ns"]),
+            fmt_ns(r["launch_call_p99_ns"]),
             f"{r['short_kernel_count']:,}",
         )
     con.print(t)

@@ -31,6 +31,7 @@ MEMORY_CATEGORIES = (
     "activations",
     "workspace",
     "other",
+    "pre_existing",  # allocated before the trace began (allocator totals of imports)
 )
 
 
@@ -172,7 +173,8 @@ def share_bars(
 
 
 def idle_breakdown(devices: Rows) -> Figure:
-    """Per device: busy time and idle time split into host-bound, short gaps, sync wait."""
+    """Per device: busy time and idle time split into host-bound, work queued, sync wait
+    (the idle table's names and columns)."""
     fig, (ax,) = _fig(height=max(1.8, 0.5 * len(devices) + 1.2))
     split = any(d.get("host_bound_data_ns") is not None for d in devices)
     parts = (
@@ -185,7 +187,7 @@ def idle_breakdown(devices: Rows) -> Figure:
             if split
             else (("host-bound", "host_bound_ns", "#e15759"),)
         ),
-        ("short gaps", "short_gap_ns", "#edc948"),
+        ("work queued", "queued_ns", "#edc948"),
         ("sync wait", "sync_wait_ns", "#b07aa1"),
     )
     labels = [dev_label(d) for d in devices]
@@ -264,7 +266,12 @@ def memory_over_time(
                     where="post",
                     color="black",
                     lw=1,
-                    label="reserved" + (" (allocator total)" if src == "allocator_total" else ""),
+                    label="reserved"
+                    + (
+                        " (allocator total)"
+                        if src == "allocator_total"
+                        else " (driver allocations)"
+                    ),
                 )
                 _data(line, "mem-reserved")
         ax.set_ylim(bottom=0)

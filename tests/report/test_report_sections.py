@@ -103,3 +103,53 @@ def test_cpu_backend_shaped_trace(tmp_path: Path) -> None:
     assert f["flops"] == 2 * 8 * 16 * 4
     assert f["peak_flops_per_s"] == pytest.approx(2 * 8 * 2 * 2 * 2e9)
     assert f["efficiency_wall"] == pytest.approx(f["flops"] / 50e-6 / f["peak_flops_per_s"])
+
+
+def test_idle_plot_and_text_name_and_draw_the_same_figures(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from tbdtrace.report import plots
+
+    # k1 [0,10), k2 [30,40), k3 [100,110) us; k2 launched at 20 (10 host-bound, 10 queued),
+    # k3 launched at 50 (10 host-bound, 50 queued of which [60,80) is a sync: 30 queued).
+    tr = make(
+        tmp_path,
+        {
+            "kernels": {
+                "start_ns": [0, 30 * US, 100 * US],
+                "end_ns": [10 * US, 40 * US, 110 * US],
+                "name": ["k1", "k2", "k3"],
+                "device_id": [0] * 3,
+                "device_type": ["cuda"] * 3,
+                "correlation_id": [1, 2, 3],
+            },
+            "runtime": {
+                "start_ns": [-5 * US, 20 * US, 50 * US],
+                "end_ns": [-1 * US, 22 * US, 52 * US],
+                "correlation_id": [1, 2, 3],
+                "name": ["cudaLaunchKernel"] * 3,
+                "pid": [1] * 3,
+                "tid": [1] * 3,
+            },
+            "sync": {"start_ns": [60 * US], "end_ns": [80 * US]},
+        },
+    )
+    doc = build(tr, ReportOptions(top=5, top_json=5, window=WindowSpec("all")))
+    (d,) = doc["idle"]["devices"]
+    assert (d["host_bound_ns"], d["queued_ns"], d["sync_wait_ns"]) == (20 * US, 40 * US, 20 * US)
+    fig = plots.idle_breakdown(doc["idle"]["devices"])
+    (ax,) = fig.axes
+    drawn = {}
+    for p in ax.patches:
+        gid = p.get_gid() or ""
+        if gid.startswith("tbd-data-idle-"):
+            drawn[gid.removeprefix("tbd-data-idle-").removesuffix("-0")] = p.get_width()
+    # The plot draws the table's columns, in ms.
+    for key in ("busy_ns", "host_bound_ns", "queued_ns", "sync_wait_ns"):
+        assert drawn[key] == pytest.approx(d[key] / 1e6), key
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "work queued" in legend and "sync wait" in legend
+    buf = io.StringIO()
+    render(doc, ReportOptions(top=5), Console(file=buf, width=250))
+    text = buf.getvalue()
+    assert "Work queued" in text and "Queue delay p50" in text and "Launch call p50" in text
+    assert "short gaps" not in legend and "Launch p50" not in text

@@ -12,11 +12,20 @@ Some libraries launch every kernel through one generic entry point whose first t
 template argument is the real kernel (CUTLASS ``cutlass::Kernel<Op>`` and
 ``cutlass::device_kernel<Op>``, CK-tile ``ck_tile::kentry<...>``): for those, that
 argument's name is the one to read.
+
+Names recorded mangled (Itanium C++ ABI, ``_ZN2ck16tensor_operation6device...``: ROCm's
+tracer and Nsight Systems record many kernels so) are demangled first, by the C++
+runtime's ``abi::__cxa_demangle`` (``tbdtrace._native.demangle``): the mangled text runs
+the function name and its template arguments together, so a Composable Kernel
+convolution whose descriptor type holds CK's ``Embed`` transform read as an embedding.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+from tbdtrace import _native
 
 # Generic entry points whose first type template argument is the kernel that runs.
 WRAPPERS = frozenset(
@@ -34,6 +43,22 @@ _RETURN = re.compile(
     r"^(?:(?:static|inline|extern|__global__|__device__|const|unsigned|signed|void|int|float"
     r"|double|bool|char|long|short|auto)\s+)+"
 )
+
+
+@lru_cache(maxsize=65536)
+def demangle(name: str) -> str:
+    """``name`` demangled when it is an Itanium-mangled name (``_Z...``); any other name,
+    and a mangled name the C++ runtime cannot read, unchanged."""
+    if not name.startswith("_Z"):
+        return name
+    fn = getattr(_native, "demangle", None)
+    if fn is None:
+        raise RuntimeError(
+            "tbdtrace._native is older than this checkout (no demangle): rebuild it with "
+            "`make native`"
+        )
+    out: str = fn(name)
+    return out
 
 
 def _outer(name: str) -> tuple[str, list[str]]:
@@ -75,7 +100,9 @@ def _outer(name: str) -> tuple[str, list[str]]:
 def function_name(name: str) -> str:
     """The qualified function name of a kernel name: template and parameter lists, lambda
     bodies, ``(anonymous namespace)`` and a leading return type removed. A name that is
-    already plain (``volta_sgemm_128x64_nn``, ``aten::addmm``) is returned unchanged."""
+    already plain (``volta_sgemm_128x64_nn``, ``aten::addmm``) is returned unchanged; a
+    mangled name is demangled first."""
+    name = demangle(name)
     if not any(c in name for c in "<({[ "):
         return name
     text, _ = _outer(name.replace("(anonymous namespace)::", ""))
@@ -85,7 +112,9 @@ def function_name(name: str) -> str:
 
 def candidates(name: str) -> tuple[str, ...]:
     """Names to classify, in order: for a generic entry point (:data:`WRAPPERS`), the
-    kernel it runs and then the entry point; otherwise the function name alone."""
+    kernel it runs and then the entry point; otherwise the function name alone. A mangled
+    name is demangled first."""
+    name = demangle(name)
     if "<" not in name:
         return (function_name(name),)
     clean = name.replace("(anonymous namespace)::", "")

@@ -1,27 +1,33 @@
-"""Device idle time and its causes; launch latency; kernels shorter than their launch.
+"""Device idle time and its causes; queue delay and launch call durations; kernels
+shorter than their launch.
 
 Per device, over its span (as in the summary pass), every gap [a, b) between merged busy
 intervals (kernels, memcpy, memset) is split (docs/METRICS.md, "Idle"):
 
 * ``sync_wait_ns``: the part during which the host sat in a synchronization wait (rows of
-  the ``sync`` table, and runtime calls named ``*Synchronize*``, of the same rank);
+  the ``sync`` table, runtime calls named ``*Synchronize*``, and blocking copy calls:
+  ``cudaMemcpy``, ``hipMemcpyWithStream`` and every other ``*Memcpy*`` call without
+  ``Async``, which return only when the copy is done; of the same rank);
 * ``host_bound_ns``: the rest of [a, L), where L is the start of the runtime call that
   launched the work ending the gap: nothing was queued, the device waited on the host;
 * ``queued_ns``: the rest of [L, b): the next work was already issued, the device idled
-  with work queued (launch latency, stream dependencies). When the next work has no
-  runtime call, a gap shorter than ``IdleConfig.queued_threshold_ns`` counts as queued and
+  with work queued (work ahead in the queue, stream dependencies). When the next work has
+  no runtime call, a gap shorter than ``IdleConfig.queued_threshold_ns`` counts as queued and
   a longer one as host-bound. ``queued_gap_max_ns``: the longest queued part of one gap.
 
 The three sum to ``idle_ns`` = span - busy. Zero-duration rows (kernels, copies or sets
 with end == start) occupy no time: they neither extend the span nor split a gap, and the
 span runs from the first busy start to the last busy end; they still count in
-``launch_count`` and the launch latency. Launch latency = kernel start - start of its
-runtime call; a kernel is "shorter than its launch" when its duration is below the
-duration of that runtime call.
+``launch_count`` and the queue delay. Queue delay = kernel start - start of its launch
+call (how long the launched kernel waited for the device: the depth of the queue ahead of
+it, not the cost of launching); the launch call's own duration (end - start of the
+runtime row) is given apart, ``launch_call_*_ns``. A kernel is "shorter than its launch"
+when its duration is below the duration of that runtime call.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +49,18 @@ class IdleConfig:
 
 
 _STATS = ("mean", "p50", "p90", "p99", "max")
+# Runtime and driver copy calls that block the host until the copy is done: every
+# cudaMemcpy*/hipMemcpy*/cuMemcpy* call that is not an *Async one (hipMemcpyWithStream,
+# despite its stream argument, blocks too).
+_BLOCKING_COPY = re.compile(r"^(?:cuda|hip|cu)Memcpy(?!\w*Async)\w*$")
+
+
+def is_sync_call(name: str) -> bool:
+    """Whether a runtime call named ``name`` holds the host until the device catches up:
+    an explicit synchronization (``*Synchronize*``) or a blocking copy."""
+    return "Synchronize" in name or _BLOCKING_COPY.match(name) is not None
+
+
 SCHEMA = outputs.IDLE.arrow_schema()  # declared in analysis/engine/outputs.py
 
 
@@ -50,9 +68,10 @@ def run(ctx: Source, config: IdleConfig | None = None) -> pa.Table:
     """One row per device. Columns: rank, device_type, device_id; span_ns, busy_ns,
     idle_ns, host_bound_ns, queued_ns, sync_wait_ns (ns); gap_count; queued_gap_max_ns
     (ns, the longest queued part of one gap; 0 without gaps); launch_count
-    (kernels with a matched runtime call); launch_latency_{mean,p50,p90,p99,max}_ns (ns,
-    null without launches); short_kernel_count, short_kernel_ns (kernels shorter than
-    their launch call, and their summed duration)."""
+    (kernels with a matched runtime call); queue_delay_{mean,p50,p90,p99,max}_ns (ns, launch
+    call start to kernel start; null without launches); launch_call_{mean,p50,p90,p99,
+    max}_ns (ns, the launch call's own duration; null as above); short_kernel_count,
+    short_kernel_ns (kernels shorter than their launch call, and their summed duration)."""
     ctx = of(ctx)
     cfg = config or IdleConfig()
     sync = _sync_intervals(ctx)
@@ -72,9 +91,7 @@ def run(ctx: Source, config: IdleConfig | None = None) -> pa.Table:
 
 def _sync_intervals(ctx: AnalysisContext) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     sy = ctx.table("sync", ["start_ns", "end_ns", "rank"])
-    rsel = np.flatnonzero(
-        shared_arrays.label_mask(ctx, "runtime", "name", lambda x: "Synchronize" in x)
-    )
+    rsel = np.flatnonzero(shared_arrays.label_mask(ctx, "runtime", "name", is_sync_call))
     # Only the sync calls' ranks are needed: from the file's statistics when every call
     # has the same one, else taken from the column, not kept.
     known = ctx.constant("runtime", "rank") if rsel.size else None
@@ -263,10 +280,12 @@ def _covered_total(ms: np.ndarray, me: np.ndarray, ws: np.ndarray, we: np.ndarra
 
 
 def _launch_stats(ctx: AnalysisContext, key: int) -> dict[str, Any]:
-    """Launch latency and kernels shorter than their launch call, on device ``key``."""
+    """Queue delay, launch call durations and kernels shorter than their launch call, on
+    device ``key``."""
     rows = shared_arrays.rows_of(ctx, "kernels", key)
     out: dict[str, Any] = {"launch_count": 0, "short_kernel_count": 0, "short_kernel_ns": 0}
-    out.update({f"launch_latency_{st}_ns": None for st in _STATS})
+    out.update({f"queue_delay_{st}_ns": None for st in _STATS})
+    out.update({f"launch_call_{st}_ns": None for st in _STATS})
     if rows is None:
         return out
     s, e = shared_arrays.spans(ctx, "kernels", key)
@@ -282,11 +301,16 @@ def _launch_stats(ctx: AnalysisContext, key: int) -> dict[str, Any]:
     pct = np.percentile(lat, [50, 90, 99], overwrite_input=True)
     del lat
     for st, v in zip(_STATS, (mean, *pct, top), strict=True):
-        out[f"launch_latency_{st}_ns"] = float(v)
+        out[f"queue_delay_{st}_ns"] = float(v)
     dur = shared_arrays.durations(ctx, "kernels")[rows]
     # A kernel is short when it runs for less time than its launch call: the call's
     # duration is its runtime row's (one gather, no end times gathered and subtracted).
     call = _call_durations(ctx, rows, launched, all_launched)
+    own = call if all_launched else call[launched]
+    cpct = np.percentile(own, [50, 90, 99])
+    for st, v in zip(_STATS, (own.mean(), *cpct, own.max()), strict=True):
+        out[f"launch_call_{st}_ns"] = float(v)
+    del own
     short_k = np.less(dur, call)
     del call
     if not all_launched:

@@ -28,6 +28,7 @@ from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes
 from tbdtrace.analysis.engine.memory_blocks import INT64_MAX, Blocks, group_codes, pair
 from tbdtrace.analysis.engine.memory_devices import BREAKDOWN, Events, Series, series
+from tbdtrace.analysis.engine.window import HI, LO, Window, phase_bounds
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.schema import MEMORY_CATEGORIES, MEMORY_LEVELS
 
@@ -184,6 +185,25 @@ def _series_peak(sr: Series) -> dict[str, Any]:
     }
 
 
+def _span_peak(sr: Series, s: int, e: int) -> dict[str, Any]:
+    """The device's level over [s, e]: at the start (what was live when the span began),
+    at the end, and its peak (the level at the start counts, stamped at ``s``) with the
+    breakdown then."""
+    lo = int(np.searchsorted(sr.ts, s, side="left"))
+    hi = int(np.searchsorted(sr.ts, e, side="right"))
+    first = int(sr.total[lo - 1]) if lo else sr.total_before
+    cand = np.concatenate([[first], sr.total[lo:hi]])
+    k = int(np.argmax(cand))
+    at = sr.parts[lo + k - 1] if k or lo else sr.parts_before
+    return {
+        "start_bytes": first,
+        "end_bytes": int(sr.total[hi - 1]) if hi else sr.total_before,
+        "peak_bytes": int(cand[k]),
+        "peak_ts_ns": int(s) if k == 0 else int(sr.ts[lo + k - 1]),
+        "breakdown_at_peak": {c: int(v) for c, v in zip(BREAKDOWN, at, strict=True)},
+    }
+
+
 def _steps(sr: Series | None, steps: pa.Table) -> list[dict[str, Any]]:
     """For each step window [start_ns, end_ns] on the headline device: its level at the
     start and end, and its peak (the level at the start counts) with the breakdown then.
@@ -199,21 +219,8 @@ def _steps(sr: Series | None, steps: pa.Table) -> list[dict[str, Any]]:
         if sr is None:
             row.update(start_bytes=None, end_bytes=None, peak_bytes=None, peak_ts_ns=None)
             row["breakdown_at_peak"] = None
-            out.append(row)
-            continue
-        lo = int(np.searchsorted(sr.ts, s, side="left"))
-        hi = int(np.searchsorted(sr.ts, e, side="right"))
-        first = int(sr.total[lo - 1]) if lo else sr.total_before
-        cand = np.concatenate([[first], sr.total[lo:hi]])
-        k = int(np.argmax(cand))
-        at = sr.parts[lo + k - 1] if k or lo else sr.parts_before
-        row.update(
-            start_bytes=first,
-            end_bytes=int(sr.total[hi - 1]) if hi else sr.total_before,
-            peak_bytes=int(cand[k]),
-            peak_ts_ns=int(s) if k == 0 else int(sr.ts[lo + k - 1]),
-            breakdown_at_peak={c: int(v) for c, v in zip(BREAKDOWN, at, strict=True)},
-        )
+        else:
+            row.update(_span_peak(sr, int(s), int(e)))
         out.append(row)
     return out
 
@@ -235,7 +242,40 @@ def _headline(series: list[Series], level: str) -> Series | None:
     return max(pool, key=lambda s: _series_peak(s)["peak_bytes"])
 
 
-def summarize(ctx: Source, config: MemoryConfig | None = None) -> dict[str, Any]:
+def _bounds_of(window: Window | None, rank: object) -> tuple[int, int] | None:
+    """The window's [lo, hi] on ``rank`` (None for the whole trace)."""
+    if window is None or window.is_all:
+        return None
+    keys, lo, hi = window.bounds()
+    rk = -1 if rank is None else int(rank)  # type: ignore[call-overload]
+    at = np.flatnonzero(keys == rk)
+    b = (int(lo[at[0]]), int(hi[at[0]])) if at.size else window.default
+    return None if b == (LO, HI) else b
+
+
+def _phase_at(ctx: AnalysisContext, rank: object, ts: int | None) -> str | None:
+    """The phase (init, warmup, measured, after) holding ``ts`` on ``rank``; None when the
+    rank has no steps."""
+    if ts is None:
+        return None
+    rk = -1 if rank is None else int(rank)  # type: ignore[call-overload]
+    for name, (lo, hi) in phase_bounds(ctx).get(rk, {}).items():
+        if lo <= ts < hi or (name == "after" and ts >= lo):
+            return name
+    return None
+
+
+def _has_categories(mem: pa.Table) -> bool:
+    """Whether any memory row carries a category (else every byte would read as other)."""
+    if not mem.num_rows:
+        return False
+    _, labels = dict_codes(mem, "category")
+    return any(lbl for lbl in labels)
+
+
+def summarize(
+    ctx: Source, config: MemoryConfig | None = None, window: Window | None = None
+) -> dict[str, Any]:
     """The report's ``memory`` document: per device, never summed across devices.
 
     Keys: level (the one the headline numbers are for); device (the headline device:
@@ -258,6 +298,18 @@ def summarize(ctx: Source, config: MemoryConfig | None = None) -> dict[str, Any]
     labelled, posthoc, exact or off, and ``cannot_tell_apart``, what post-hoc labels
     cannot separate; null when the trace does not say). Byte figures are null, not 0,
     when the trace has no memory events.
+
+    With a ``window`` (not the whole trace) the headline peak, its breakdown, levels and
+    each device row's peak_bytes are the window's, computed from the whole trace's
+    replay so the level at the window's start (weights, optimizer state) counts;
+    window_start_bytes is that level. Always: covers (the window's label, or "whole
+    trace"); whole_trace (peak_bytes, peak_ts_ns and phase of the headline device's
+    whole-trace peak: init, warmup, measured, after, or null without steps);
+    has_categories (False when no memory row carries a category: the breakdown is then
+    all other and says nothing); each level's and device row's ``reserved_source``
+    (``driver_allocations``: reserved events, CUPTI's view of the driver;
+    ``allocator_total``: the allocator's reported reserved total; null: none, and always
+    for the CPU, whose allocator keeps no reserve).
     """
     ctx = of(ctx)
     config = config or MemoryConfig()
@@ -272,17 +324,39 @@ def summarize(ctx: Source, config: MemoryConfig | None = None) -> dict[str, Any]
     head = _headline(all_series, level)
     doc: dict[str, Any] = {"level": level, "device": None, "source": None}
     doc.update(peak_bytes=None, peak_ts_ns=None, breakdown_at_peak=None, levels={})
+    doc["covers"] = "whole trace" if window is None or window.is_all else window.label()
+    doc.update(window_start_bytes=None, whole_trace=None)
+    doc["has_categories"] = _has_categories(mem)
     if head is not None:
+        span = _bounds_of(window, head.key[3])
+        whole = _series_peak(head)
         doc.update(device=dict(zip(_DEVICE_KEY[1:], head.key[1:], strict=True)))
-        doc.update(source=head.source, **_series_peak(head))
-        doc["levels"] = _levels(all_series, head)
-    doc["devices"] = _device_rows(all_series, _devices(_timeline(mem, blocks, events)))
+        doc.update(source=head.source, **whole)
+        doc["whole_trace"] = {
+            "peak_bytes": whole["peak_bytes"],
+            "peak_ts_ns": whole["peak_ts_ns"],
+            "phase": _phase_at(ctx.whole, head.key[3], whole["peak_ts_ns"]),
+        }
+        if span is not None:
+            w = _span_peak(head, *span)
+            doc.update(
+                peak_bytes=w["peak_bytes"],
+                peak_ts_ns=_clamp_start(head, w["peak_ts_ns"]),
+                breakdown_at_peak=w["breakdown_at_peak"],
+                window_start_bytes=w["start_bytes"],
+            )
+        doc["levels"] = _levels(all_series, head, span)
+    doc["devices"] = _device_rows(all_series, _devices(_timeline(mem, blocks, events)), window)
     doc["steps"] = _steps(head, ctx.table("steps", ["step", "start_ns", "end_ns"]))
     doc["event_count"] = mem.num_rows
     doc["first_ts_ns"] = int(pa.compute.min(mem.column("ts_ns")).as_py()) if mem.num_rows else None
     doc["unmatched_frees"] = blocks.unmatched_frees
     doc["allocator_peak_bytes"] = _reported_max(mem, head, "total_allocated_bytes")
-    doc["allocator_reserved_peak_bytes"] = _reported_max(mem, head, "total_reserved_bytes")
+    doc["allocator_reserved_peak_bytes"] = (
+        None
+        if head is not None and head.key[1] == "cpu"
+        else _reported_max(mem, head, "total_reserved_bytes")
+    )
     doc["replay_excess_bytes"] = head.replay_excess_bytes if head is not None else None
     extra = ctx.meta.get("extra") or {}
     doc["model_bytes"] = extra.get("memory_model") if isinstance(extra, dict) else None
@@ -303,39 +377,93 @@ def _labels(extra: Any) -> dict[str, Any] | None:
     }
 
 
-def _levels(all_series: list[Series], head: Series) -> dict[str, Any]:
-    """Peak per level on the headline's device (same type, id, rank and process)."""
+def _clamp_start(sr: Series, ts: int | None) -> int | None:
+    """A peak stamped at an unbounded window start is stamped at the device's first event."""
+    if ts is None or ts > LO:
+        return ts
+    return int(sr.ts[0]) if sr.ts.size else None
+
+
+def _level_peak(sr: Series, span: tuple[int, int] | None) -> dict[str, Any]:
+    if span is None:
+        return _series_peak(sr)
+    w = _span_peak(sr, *span)
+    return {
+        "peak_bytes": w["peak_bytes"],
+        "peak_ts_ns": _clamp_start(sr, w["peak_ts_ns"]),
+        "breakdown_at_peak": w["breakdown_at_peak"],
+    }
+
+
+def _reserved_peak(sr: Series, span: tuple[int, int] | None) -> tuple[int, int] | None:
+    """(bytes, ts) of the largest reserved total the allocator reported for ``sr``'s
+    device in ``span`` (the last report before the span counts, stamped at its start);
+    None without reports, and for the CPU (its allocator keeps no reserve)."""
+    if sr.key[1] == "cpu" or not sr.reserved.size:
+        return None
+    ts, val = sr.reserved_ts, sr.reserved
+    if span is not None:
+        lo, hi = span
+        a = int(np.searchsorted(ts, lo, side="left"))
+        b = int(np.searchsorted(ts, hi, side="right"))
+        before = [(int(val[a - 1]), lo)] if a else []
+        inside = [(int(v), int(t)) for v, t in zip(val[a:b], ts[a:b], strict=True)]
+        cand = before + inside
+        return max(cand, key=lambda c: c[0]) if cand else None
+    i = int(np.argmax(val))
+    return int(val[i]), int(ts[i])
+
+
+def _levels(
+    all_series: list[Series], head: Series, span: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """Peak per level on the headline's device (same type, id, rank and process), in
+    ``span`` (None: the whole trace), each with the source of a reserved figure."""
     out: dict[str, Any] = {}
     for lv in MEMORY_LEVELS:
         same = [s for s in all_series if s.key[0] == lv and s.key[1:] == head.key[1:]]
         if same:
-            out[lv] = _series_peak(same[0])
-    if "reserved" not in out and head.reserved.size:
-        i = int(np.argmax(head.reserved))
-        out["reserved"] = {
-            "peak_bytes": int(head.reserved[i]),
-            "peak_ts_ns": int(head.reserved_ts[i]),
-            "breakdown_at_peak": None,
-        }
+            out[lv] = _level_peak(same[0], span)
+            out[lv]["reserved_source"] = "driver_allocations" if lv == "reserved" else None
+    if "reserved" not in out:
+        got = _reserved_peak(head, span)
+        if got is not None:
+            out["reserved"] = {
+                "peak_bytes": got[0],
+                "peak_ts_ns": got[1],
+                "breakdown_at_peak": None,
+                "reserved_source": "allocator_total",
+            }
     return out
 
 
-def _device_rows(all_series: list[Series], replay: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (level, device): its peak, its source, the replay's own peak and the
-    reserved total's peak (null when not reported); in key order, nulls last."""
+def _device_rows(
+    all_series: list[Series], replay: list[dict[str, Any]], window: Window | None = None
+) -> list[dict[str, Any]]:
+    """One row per (level, device): its peak in the window and over the whole trace, its
+    source, the replay's own peak (whole trace) and the reserved total's peak in the
+    window (null when not reported, and for the CPU); in key order, nulls last."""
     rep = {tuple(d[k] for k in _DEVICE_KEY): d for d in replay}
     out = []
     for s in all_series:
-        p = _series_peak(s)
+        span = _bounds_of(window, s.key[3])
+        p = _level_peak(s, span)
         r = rep.get(s.key)
+        res = _reserved_peak(s, span)
         out.append(
             {
                 **dict(zip(_DEVICE_KEY, s.key, strict=True)),
                 "peak_bytes": p["peak_bytes"],
                 "peak_ts_ns": p["peak_ts_ns"],
+                "whole_trace_peak_bytes": _series_peak(s)["peak_bytes"],
                 "source": s.source,
                 "replay_peak_bytes": r["peak_bytes"] if r else 0,
-                "allocator_reserved_peak_bytes": int(s.reserved.max()) if s.reserved.size else None,
+                "allocator_reserved_peak_bytes": None if res is None else res[0],
+                "reserved_source": (
+                    "driver_allocations"
+                    if s.key[0] == "reserved"
+                    else ("allocator_total" if res is not None else None)
+                ),
             }
         )
     out.sort(key=lambda d: tuple((d[k] is None, d[k] or 0) for k in _DEVICE_KEY))

@@ -10,7 +10,13 @@ bucket's last event (so levels between spikes stay right).
 Where the allocator reported its own totals (``memory.total_reserved_bytes``, e.g. the
 caching allocator's reserved memory in torch.profiler traces) and the trace has no
 ``reserved`` events, those totals form a ``reserved`` series per device with source
-``allocator_total`` and null categories.
+``allocator_total`` and null categories; not for the CPU, whose allocator keeps no
+reserve.
+
+In a window (the report's measured steps, say) the series are the whole trace's replay
+cut to the window on each device's rank: the first point, stamped at the window's start,
+is what was live then (weights and optimizer state included), so the plot's levels are
+the memory section's.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ import pyarrow.compute as pc
 from tbdtrace.analysis.engine import outputs
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes, row_codes
+from tbdtrace.analysis.engine.memory_blocks import pair
+from tbdtrace.analysis.engine.memory_devices import Series, series
+from tbdtrace.analysis.engine.window import Window
 from tbdtrace.analysis.passes import memory
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.schema import MEMORY_CATEGORIES
@@ -50,11 +59,20 @@ def run(ctx: Source, config: MemorySeriesConfig | None = None) -> pa.Table:
     """
     ctx = of(ctx)
     cfg = config or MemorySeriesConfig()
-    tl = memory.timeline(ctx)
-    parts = [_from_events(tl, cfg.max_points)]
+    win = ctx.window
+    tl = memory.timeline(ctx.whole)
+    totals, replaced = _from_allocator_totals(ctx.whole, cfg.max_points, win)
+    events = _from_events(tl, cfg.max_points, win)
+    if replaced and events.num_rows:
+        keep = [
+            (lv, dt, di, rk) not in replaced
+            for lv, dt, di, rk in zip(*(events.column(c).to_pylist() for c in _GROUP), strict=True)
+        ]
+        events = events.filter(pa.array(keep))
+    parts = [events, totals]
     # pc.unique: the levels present (to_pylist of a dictionary column costs ~10 us a row).
     if "reserved" not in pc.unique(tl.column("level")).to_pylist():
-        parts.append(_from_totals(ctx, cfg.max_points))
+        parts.append(_from_totals(ctx.whole, cfg.max_points, win))
     out = pa.concat_tables([p for p in parts if p.num_rows] or [SCHEMA.empty_table()])
     return out
 
@@ -75,7 +93,25 @@ def _keys(tbl: pa.Table, cols: tuple[str, ...]) -> tuple[I64, I64]:
 _GROUP = ("level", "device_type", "device_id", "rank")
 
 
-def _from_events(tl: pa.Table, max_points: int) -> pa.Table:
+def _cut(ts: I64, rank: object, window: Window | None) -> tuple[I64, int | None]:
+    """Of one device's time-ordered points: the positions inside the window on ``rank``,
+    and the position of the last point before it (the level at the window's start; None
+    when nothing came before), the window's start being returned by :func:`_start`."""
+    b = memory._bounds_of(window, rank)
+    if b is None:
+        return np.arange(ts.size, dtype=np.int64), None
+    a = int(np.searchsorted(ts, b[0], side="left"))
+    z = int(np.searchsorted(ts, b[1], side="right"))
+    return np.arange(a, z, dtype=np.int64), (a - 1 if a else None)
+
+
+def _start(rank: object, window: Window | None) -> int:
+    b = memory._bounds_of(window, rank)
+    assert b is not None
+    return b[0]
+
+
+def _from_events(tl: pa.Table, max_points: int, window: Window | None = None) -> pa.Table:
     if tl.num_rows == 0:
         return SCHEMA.empty_table()
     code, first = _keys(tl, _GROUP)
@@ -87,15 +123,33 @@ def _from_events(tl: pa.Table, max_points: int) -> pa.Table:
     delta = np.zeros((tl.num_rows, len(MEMORY_CATEGORIES)), np.int64)
     delta[np.arange(tl.num_rows), cat] = sign * int_column(tl, "bytes", 0)
     ts = int_column(tl, "ts_ns", 0)
+    ranks = tl.column("rank").to_pylist() if window is not None else None
     keep_rows: list[I64] = []
+    keep_ts: list[I64] = []
     live_parts: list[npt.NDArray[np.int64]] = []
     for g in np.argsort(first):  # groups in order of first appearance
         rows = np.flatnonzero(code == g)
         rows = rows[np.argsort(ts[rows], kind="stable")]
         live = np.cumsum(delta[rows], axis=0)
-        pick = thin(ts[rows], live.sum(axis=1), max_points)
+        t = ts[rows]
+        if ranks is not None:
+            rank = ranks[int(rows[0])]
+            inside, before = _cut(t, rank, window)
+            if before is not None:  # the level when the window began, at its start
+                inside = np.concatenate([[before], inside])
+            rows, live, t = rows[inside], live[inside], t[inside].copy()
+            if before is not None:
+                t[0] = _start(rank, window)
+            if not rows.size:
+                continue
+        pick = thin(t, live.sum(axis=1), max_points)
+        if ranks is not None and pick.size and pick[0] != 0:
+            pick = np.concatenate([[0], pick])  # the level at the window's start stays
         keep_rows.append(rows[pick])
+        keep_ts.append(t[pick])
         live_parts.append(live[pick])
+    if not keep_rows:
+        return SCHEMA.empty_table()
     rows = np.concatenate(keep_rows)
     live = np.concatenate(live_parts)
     head = tl.take(pa.array(rows))
@@ -105,18 +159,91 @@ def _from_events(tl: pa.Table, max_points: int) -> pa.Table:
         "device_type": head.column("device_type").cast(pa.string()),
         "device_id": head.column("device_id"),
         "rank": head.column("rank"),
-        "ts_ns": pa.array(ts[rows], pa.int64()),
+        "ts_ns": pa.array(np.concatenate(keep_ts), pa.int64()),
     }
     for i, c in enumerate(CATEGORY_COLUMNS):
         cols[c] = pa.array(live[:, i], pa.int64())
+    cols["pre_existing_bytes"] = pa.nulls(rows.size, pa.int64())
     cols["total_bytes"] = pa.array(live.sum(axis=1), pa.int64())
     return pa.table(cols, schema=SCHEMA)
 
 
-def _from_totals(ctx: AnalysisContext, max_points: int) -> pa.Table:
+def _from_allocator_totals(
+    ctx: AnalysisContext, max_points: int, window: Window | None
+) -> tuple[pa.Table, set[tuple[object, ...]]]:
+    """The allocated level of devices whose level is the allocator's own totals (the
+    memory section's ``allocator_totals`` source, PyTorch-profiler imports): the total,
+    the replay's categories and ``pre_existing`` (allocated before the trace began), as
+    the memory section reads them. Devices with several processes keep the replay. Also
+    the (level, device_type, device_id, rank) keys it covers."""
+    if not memory._use_totals(ctx, memory.MemoryConfig()) or not ctx.num_rows("memory"):
+        return SCHEMA.empty_table(), set()
+    mem = ctx.table("memory", memory._COLS + ["total_allocated_bytes", "total_reserved_bytes"])
+    blocks = pair(mem)
+    ev, _ = memory._events(mem, blocks)
+    found = [
+        s
+        for s in series(mem, blocks.group_keys, ev, True)
+        if s.key[0] == "allocated" and s.source == "allocator_totals" and s.ts.size
+    ]
+    by_dev: dict[tuple[object, ...], list[Series]] = {}
+    for s in found:
+        by_dev.setdefault(s.key[:4], []).append(s)
+    out: list[dict[str, list[object]]] = []
+    replaced: set[tuple[object, ...]] = set()
+    for key, group in by_dev.items():
+        if len(group) != 1:
+            continue
+        s = group[0]
+        t, total, parts = s.ts, s.total, s.parts
+        if window is not None:
+            b = memory._bounds_of(window, key[3])
+            if b is not None:
+                inside, before = _cut(t, key[3], window)
+                at_start = ((total[before], parts[before]) if before is not None else None) or (
+                    (s.total_before, s.parts_before) if b[0] < int(t[0]) else None
+                )
+                t, total, parts = t[inside], total[inside], parts[inside]
+                if at_start is not None:
+                    t = np.concatenate([[b[0]], t])
+                    total = np.concatenate([[at_start[0]], total])
+                    parts = np.vstack([at_start[1][None, :], parts])
+        if not t.size:
+            continue
+        pick = thin(t, total, max_points)
+        if window is not None and pick.size and pick[0] != 0:
+            pick = np.concatenate([[0], pick])
+        replaced.add(key)
+        n = pick.size
+        rows: dict[str, list[object]] = {
+            "level": [key[0]] * n,
+            "source": ["allocator_total"] * n,
+            "device_type": [key[1]] * n,
+            "device_id": [key[2]] * n,
+            "rank": [key[3]] * n,
+            "ts_ns": [int(x) for x in t[pick]],
+        }
+        for i, c in enumerate(CATEGORY_COLUMNS):
+            rows[c] = [int(x) for x in parts[pick, i]]
+        rows["pre_existing_bytes"] = [int(x) for x in parts[pick, -1]]
+        rows["total_bytes"] = [int(x) for x in total[pick]]
+        out.append(rows)
+    if not out:
+        return SCHEMA.empty_table(), set()
+    return pa.concat_tables([pa.table(r, schema=SCHEMA) for r in out]), replaced
+
+
+def _from_totals(ctx: AnalysisContext, max_points: int, window: Window | None = None) -> pa.Table:
     mem = ctx.table("memory", ["ts_ns", "device_type", "device_id", "rank", "total_reserved_bytes"])
     valid = ~np.asarray(
         mem.column("total_reserved_bytes").is_null().to_numpy(zero_copy_only=False), bool
+    )
+    # The CPU allocator keeps no reserve: its "reserved" totals are not a level.
+    valid &= np.asarray(
+        pc.fill_null(
+            pc.not_equal(mem.column("device_type").cast(pa.string()), "cpu"), True
+        ).to_numpy(zero_copy_only=False),
+        bool,
     )
     if not valid.any():
         return SCHEMA.empty_table()
@@ -125,10 +252,29 @@ def _from_totals(ctx: AnalysisContext, max_points: int) -> pa.Table:
     ts = int_column(mem, "ts_ns", 0)
     total = int_column(mem, "total_reserved_bytes", 0)
     keep: list[I64] = []
+    keep_ts: list[I64] = []
+    ranks = mem.column("rank").to_pylist() if window is not None else None
     for g in np.argsort(first):
         rows = np.flatnonzero(code == g)
         rows = rows[np.argsort(ts[rows], kind="stable")]
-        keep.append(rows[thin(ts[rows], total[rows], max_points)])
+        t = ts[rows]
+        if ranks is not None:
+            rank = ranks[int(rows[0])]
+            inside, before = _cut(t, rank, window)
+            if before is not None:
+                inside = np.concatenate([[before], inside])
+            rows, t = rows[inside], t[inside].copy()
+            if before is not None:
+                t[0] = _start(rank, window)
+            if not rows.size:
+                continue
+        pick = thin(t, total[rows], max_points)
+        if ranks is not None and pick.size and pick[0] != 0:
+            pick = np.concatenate([[0], pick])
+        keep.append(rows[pick])
+        keep_ts.append(t[pick])
+    if not keep:
+        return SCHEMA.empty_table()
     rows = np.concatenate(keep)
     head = mem.take(pa.array(rows))
     n = rows.size
@@ -139,10 +285,11 @@ def _from_totals(ctx: AnalysisContext, max_points: int) -> pa.Table:
         "device_type": head.column("device_type").cast(pa.string()),
         "device_id": pa.array(dev, pa.int32(), mask=dev < 0),
         "rank": head.column("rank"),
-        "ts_ns": pa.array(ts[rows], pa.int64()),
+        "ts_ns": pa.array(np.concatenate(keep_ts), pa.int64()),
     }
     for c in CATEGORY_COLUMNS:
         cols[c] = pa.nulls(n, pa.int64())
+    cols["pre_existing_bytes"] = pa.nulls(n, pa.int64())
     cols["total_bytes"] = pa.array(total[rows], pa.int64())
     return pa.table(cols, schema=SCHEMA)
 

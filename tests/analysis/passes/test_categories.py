@@ -655,7 +655,7 @@ def test_fixture_other_share_and_sums(path: Path, tmp_path: Path) -> None:
     assert sum(r["by_op_ns"] + r["by_name_ns"] for r in rows.values()) <= kernel_ns
     other = rows["other"]["total_ns"] if "other" in rows else 0
     print(f"{path.name}: other = {100 * other / kernel_ns:.3f}% of {kernel_ns} ns kernel time")
-    assert other <= 0.02 * kernel_ns
+    assert other <= 0.01 * kernel_ns
     assert categories.other_share(tr) == pytest.approx(other / kernel_ns)
 
 
@@ -694,3 +694,153 @@ def test_rules_answer_as_re_search_on_every_fixture_name() -> None:
         full = re.compile(rule.pattern, re.IGNORECASE)
         for n in names:
             assert rule.matches(n) == (full.search(n) is not None), (rule.category, n)
+
+
+# Itanium-mangled kernel names as g++ 12 mangles these declarations (nm of an object file
+# instantiating them), each with the category its *function* name says, decided by hand:
+#   namespace ck::tensor_operation::device { template <class Gemm, class ADesc, class Op,
+#     bool> void kernel_grouped_conv_fwd_multiple_abd_xdl_cshuffle(const half_t*, ...); }
+#   instantiated with ck::GridwiseGemmMultipleABD_xdl_cshuffle<...> and a
+#   ck::TensorDescriptor<ck::Tuple<ck::Embed<ck::Sequence<3, 3>, ...>>> (CK's Embed
+#   transform, the word that made convolutions embeddings); the same for bwd_weight;
+#   rocprim::detail::lookback_scan_kernel<...> and init_lookback_scan_state_kernel<...>;
+#   moe::dev::routing::routingIndices{Histogram,Offsets}Kernel<KernelParams<bf16, 8>>;
+#   vllm::reshape_and_cache_flash_kernel<bf16, bf16, Fp8KVCacheDataType(0)>.
+MANGLED = [
+    (
+        "conv",
+        "_ZN2ck16tensor_operation6device49kernel_grouped_conv_fwd_multiple_abd_xdl_cshuffleINS_36"
+        "GridwiseGemmMultipleABD_xdl_cshuffleINS_6half_tES4_NS0_12element_wise11PassThroughEEENS_"
+        "16TensorDescriptorIJNS_5TupleIJNS_5EmbedINS_8SequenceIJLi3ELi3EEEENSB_IJLi1ELi1EEEELb0EEE"
+        "NS_11PassThroughIiEEEEEEEES6_Lb1EEEvPKS4_SK_PS4_",
+    ),
+    (
+        "conv",
+        "_ZN2ck16tensor_operation6device43kernel_grouped_conv_bwd_weight_xdl_cshuffleINS_36Gridwis"
+        "eGemmMultipleABD_xdl_cshuffleINS_6half_tES4_NS0_12element_wise11PassThroughEEENS_16Tensor"
+        "DescriptorIJNS_5TupleIJNS_5EmbedINS_8SequenceIJLi3ELi3EEEENSB_IJLi1ELi1EEEELb0EEEEEEEEELb"
+        "1EEEvPKS4_SI_PS4_",
+    ),
+    (
+        "reduction",
+        "_ZN7rocprim6detail20lookback_scan_kernelIiPKlPlNS_4plusIlEElNS0_19lookback_scan_stateIlEE"
+        "EEvT0_T1_mT2_T4_",
+    ),
+    (
+        "reduction",
+        "_ZN7rocprim6detail31init_lookback_scan_state_kernelINS0_19lookback_scan_stateIlEEEEvT_j.kd",
+    ),
+    (
+        "reduction",
+        "_ZN3moe3dev7routing29routingIndicesHistogramKernelINS1_12KernelParamsI13__nv_bfloat16Li8E"
+        "EEEEvT_",
+    ),
+    (
+        "reduction",
+        "_ZN3moe3dev7routing27routingIndicesOffsetsKernelINS1_12KernelParamsI13__nv_bfloat16Li8EEE"
+        "EEvT_",
+    ),
+    (
+        "elementwise",
+        "_ZN4vllm30reshape_and_cache_flash_kernelI13__nv_bfloat16S1_LNS_18Fp8KVCacheDataTypeE0EEEv"
+        "PKT_S5_PT0_S7_PKl",
+    ),
+]
+# The same families as other tools record them (plain or demangled), and the Triton
+# layout copies inductor names after the attention op whose output they rearrange.
+PLAIN = [
+    ("reduction", "routingIndicesHistogram"),
+    ("reduction", "routingIndicesOffsets"),
+    ("reduction", "void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*)"),
+    ("elementwise", "store_kvcache_kernel"),
+    ("elementwise", "reshape_and_cache_flash"),
+    ("elementwise", "void vllm::concat_and_cache_mla_kernel<float, float, 0>(float*)"),
+    ("reduction", "void rocprim::detail::single_scan_kernel<int>(int*)"),
+    ("elementwise", "triton_poi_fused__flash_attention_cat_transpose_0"),
+    ("elementwise", "triton_poi_fused__scaled_dot_product_flash_attention_clone_view_3"),
+    ("elementwise", "saxpy(double *, double *, double *, double, int)"),
+    ("elementwise", "void clover::par_ranged2d_kernel<PdV_kernel(bool)::{lambda(int, int)#1}>(x)"),
+    # Unchanged neighbours: attention over a paged KV cache, fused softmax reductions.
+    ("softmax_attention", "BatchPrefillWithPagedKVCacheKernel"),
+    ("softmax_attention", "triton_per_fused__softmax_0"),
+]
+
+
+def test_demangle_reads_the_cxx_runtime_names() -> None:
+    # Expected text: c++filt (binutils) of the same symbols.
+    assert _kernel_names.demangle(MANGLED[4][1]) == (
+        "void moe::dev::routing::routingIndicesHistogramKernel<moe::dev::routing::KernelParams"
+        "<__nv_bfloat16, 8> >(moe::dev::routing::KernelParams<__nv_bfloat16, 8>)"
+    )
+    assert _kernel_names.demangle("_Z5saxpyPdS_S_di") == (
+        "saxpy(double*, double*, double*, double, int)"
+    )
+    for text in ("volta_sgemm_128x64_nn", "_Znot_a_name", "", "aten::mm"):
+        assert _kernel_names.demangle(text) == text
+    assert _kernel_names.function_name(MANGLED[0][1]) == (
+        "ck::tensor_operation::device::kernel_grouped_conv_fwd_multiple_abd_xdl_cshuffle"
+    )
+
+
+@pytest.mark.parametrize("want,name", MANGLED + PLAIN)
+def test_function_name_decides_also_when_mangled(want: str, name: str) -> None:
+    assert categories.classify_name(name) == (want, True)
+
+
+def test_synthetic_trace_of_these_names(tmp_path: Path) -> None:
+    # One kernel per name, durations 10, 20, 30, ... us, plus one unknown kernel of 1 us
+    # in 1 + sum: the categories table holds each name's time in its hand-decided
+    # category, and other is the unknown kernel alone (under 1% of kernel time).
+    names = MANGLED + PLAIN
+    rows, t = [], 0
+    want: dict[str, int] = defaultdict(int)
+    for i, (cat, name) in enumerate(names):
+        d = 10 * (i + 1)
+        rows.append((t, t + d, name))
+        want[cat] += d * US
+        t += d
+    rows.append((t, t + 1, "something_unheard_of"))
+    want["other"] += US
+    tr = make(tmp_path, {"kernels": kernels(rows)})
+    got = {r["category"]: r["total_ns"] for r in categories.run(tr).to_pylist()}
+    assert got == dict(want)
+    total = 10 * US * len(names) * (len(names) + 1) // 2 + US
+    assert categories.other_share(tr) == pytest.approx(US / total)
+    assert US / total <= 0.01
+
+
+# The traces the Kineto test above does not read: the Nsight Systems fixtures (HPC codes:
+# CloverLeaf's parallel-for loops, saxpy) and the project's own CUPTI and MXNet captures.
+OTHER_TRACES = [
+    "nsys/perlmutter-cloverleaf-cuda.sqlite",
+    "nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite",
+    "tests/data/gpu/h200_demo_resnet50_small",
+    "tests/data/gpu/h200_resnet50_cupti",
+    "tests/data/mxnet/gluon_mlp_profile.json.gz",
+]
+
+
+@pytest.mark.parametrize("name", OTHER_TRACES)
+def test_other_share_on_every_other_trace(name: str) -> None:
+    from tbdtrace.commands._open import open_or_import
+    from tests.conftest import ROOT, fixture
+
+    path = ROOT / name if name.startswith("tests/") else fixture(name)
+    tr = open_or_import(str(path))
+    # Kernel time straight from the stored table, not from the categories pass.
+    cols = tr.read_columns("kernels", ["start_ns", "end_ns"])
+    kernel_ns = sum(e - s for s, e in zip(cols[0].to_pylist(), cols[1].to_pylist(), strict=True))
+    assert kernel_ns > 0
+    rows = {r["category"]: r for r in categories.run(tr).to_pylist()}
+    other = rows["other"]["total_ns"] if "other" in rows else 0
+    print(f"{name}: other = {100 * other / kernel_ns:.3f}% of {kernel_ns} ns kernel time")
+    if name.startswith("tests/data/mxnet"):
+        # MXNet records its engine's storage release (DeleteVariable) as an operator: no
+        # category fits it, it stays other, and it is the only name left there.
+        names, starts, ends = (
+            c.to_pylist() for c in tr.read_columns("kernels", ["name", "start_ns", "end_ns"])
+        )
+        left = {n for n in names if categories.classify(n) == "other"}
+        assert left == {"DeleteVariable"}
+        other -= sum(e - s for n, s, e in zip(names, starts, ends, strict=True) if n in left)
+    assert other <= 0.01 * kernel_ns

@@ -50,13 +50,19 @@ def test_gap_split(tmp_path: Path) -> None:
     assert r["gap_count"] == 3
 
 
-def test_launch_latency_and_short_kernels(tmp_path: Path) -> None:
+def test_queue_delay_launch_call_and_short_kernels(tmp_path: Path) -> None:
     r = idle.run(_trace(tmp_path)).to_pylist()[0]
+    # Queue delay: kernel start - launch call start; launch call: its own duration.
     lat = np.array([5, 10, 33, 40]) * US
+    call = np.array([4, 2, 7, 2]) * US
     assert r["launch_count"] == 4
-    assert r["launch_latency_mean_ns"] == pytest.approx(lat.mean())
-    assert r["launch_latency_p50_ns"] == pytest.approx(np.median(lat))
-    assert r["launch_latency_max_ns"] == 40 * US
+    assert r["queue_delay_mean_ns"] == pytest.approx(lat.mean())
+    assert r["queue_delay_p50_ns"] == pytest.approx(np.median(lat))
+    assert r["queue_delay_max_ns"] == 40 * US
+    assert r["launch_call_mean_ns"] == pytest.approx(call.mean())
+    assert r["launch_call_p50_ns"] == pytest.approx(np.median(call))
+    assert r["launch_call_p99_ns"] == pytest.approx(np.percentile(call, 99))
+    assert r["launch_call_max_ns"] == 7 * US
     # k3 runs 5 us, its launch call took 7 us
     assert r["short_kernel_count"] == 1 and r["short_kernel_ns"] == 5 * US
 
@@ -65,8 +71,55 @@ def test_without_runtime_the_threshold_decides(tmp_path: Path) -> None:
     tr = make(tmp_path, {"kernels": kernels([(0, 10, "a"), (15, 20, "b"), (100, 110, "c")])})
     r = idle.run(tr, idle.IdleConfig(queued_threshold_ns=10 * US)).to_pylist()[0]
     assert r["queued_ns"] == 5 * US and r["host_bound_ns"] == 80 * US
-    assert r["launch_count"] == 0 and r["launch_latency_p50_ns"] is None
+    assert r["launch_count"] == 0 and r["queue_delay_p50_ns"] is None
+    assert r["launch_call_p50_ns"] is None
 
 
 def test_empty_trace(tmp_path: Path) -> None:
     assert idle.run(make(tmp_path, {})).num_rows == 0
+
+
+@pytest.mark.parametrize(
+    "call,sync",
+    [
+        ("cudaMemcpy", True),
+        ("hipMemcpyWithStream", True),
+        ("hipMemcpy", True),
+        ("cuMemcpyDtoH_v2", True),
+        ("cudaMemcpy2D", True),
+        ("cudaMemcpyAsync", False),
+        ("hipMemcpyAsync", False),
+    ],
+)
+def test_blocking_copy_is_sync_wait(tmp_path: Path, call: str, sync: bool) -> None:
+    # k1 [0,100); the host then calls a copy at 50 that returns at 510; the copy itself
+    # runs [400,500) on the device. The gap [100,400) is the device catching up while the
+    # host sits in the call: a blocking copy makes it 300 us of sync wait, an async one
+    # 300 us of work queued (the copy was issued at 50, before the gap began).
+    tr = make(
+        tmp_path,
+        {
+            "kernels": kernels([(B, B + 100, "k1")], correlation_id=[1]),
+            "memcpy": {
+                "start_ns": [(B + 400) * US],
+                "end_ns": [(B + 500) * US],
+                "bytes": [1 << 20],
+                "device_id": [0],
+                "device_type": ["cuda"],
+                "correlation_id": [2],
+            },
+            "runtime": {
+                "start_ns": [(B - 10) * US, (B + 50) * US],
+                "end_ns": [(B - 5) * US, (B + 510) * US],
+                "correlation_id": [1, 2],
+                "name": ["cudaLaunchKernel", call],
+                "pid": [1, 1],
+                "tid": [1, 1],
+            },
+        },
+    )
+    r = idle.run(tr).to_pylist()[0]
+    assert r["idle_ns"] == 300 * US
+    assert r["sync_wait_ns"] == (300 * US if sync else 0)
+    assert r["queued_ns"] == (0 if sync else 300 * US)
+    assert r["host_bound_ns"] == 0
