@@ -147,7 +147,8 @@ class TraceAnalysis:
     def hotspots(self, top: int | None = 20, by: str = "kernel") -> pa.Table:
         """The top kernels by device time with the op, module and marker they ran for;
         ``by="op"``: per launching op (columns of ``hotspots.by_op`` in docs/METRICS.md);
-        ``by="category"``: the categories table. ``top=None``: every row."""
+        ``by="source"``: per user source line (``hotspots.by_source``; empty without
+        Python stacks); ``by="category"``: the categories table. ``top=None``: every row."""
         return _run(hotspots, self.ctx, hotspots.HotspotsConfig(top=top, by=by))
 
     @_columns(outputs.IDLE)

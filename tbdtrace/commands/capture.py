@@ -59,6 +59,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="torch backend: also record CUDA activities when a GPU is usable",
     )
     p.add_argument(
+        "--with-stack",
+        action="store_true",
+        help="torch backend: also record the Python stack (torch.profiler with_stack=True), "
+        "so each kernel gets the user source line that launched it (`hotspots --by "
+        "source`); adds host time per Python call and grows the trace",
+    )
+    p.add_argument(
         "--activities",
         metavar="KINDS",
         default="",
@@ -314,6 +321,7 @@ def _config(args: argparse.Namespace, plan: Any, out: Path) -> Any:
         torch=TorchConfig(
             cuda=args.cuda,
             profile_memory=args.torch_memory != "off",
+            with_stack=args.with_stack,
             torch_memory=args.torch_memory,
         ),
         cupti=cupti,

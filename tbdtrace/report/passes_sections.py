@@ -16,7 +16,7 @@ from tbdtrace.analysis.passes import (
     summary,
     utilization,
 )
-from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct, tail
 from tbdtrace.report.section_api import ReportOptions, Section, table_records, titled
 from tbdtrace.report.textui import Console, Table
 
@@ -159,11 +159,35 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
             clip(r["top_kernel"], 60),
         )
     con.print(t)
+    sources = data.get("sources") or []
+    if opts.top is not None:
+        sources = sources[: opts.top]
+    if not sources:
+        return
+    t = _table(
+        titled("Kernel time by user source line", opts, pooled=True),
+        ("Time %", "Total", "Kernels", "Source", "Function", "Top kernel"),
+        left=("Source", "Function", "Top kernel"),
+    )
+    for r in sources:
+        t.add_row(
+            f"{100 * r['share']:.1f}",
+            fmt_ns(r["total_ns"]),
+            f"{r['kernel_count']:,}",
+            tail(r["source"], 40),
+            clip(r["function"], 24),
+            clip(r["top_kernel"], 50),
+        )
+    con.print(t)
 
 
 def hotspots_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     kt, ot = hotspots.kernels_and_ops(trace, opts.top_json)
-    return {"kernels": table_records(kt), "ops": table_records(ot)}
+    out = {"kernels": table_records(kt), "ops": table_records(ot)}
+    if hotspots.has_stacks(trace):  # per user source line: traces with Python stacks
+        st = hotspots.by_source(trace)
+        out["sources"] = table_records(st if opts.top_json is None else st.slice(0, opts.top_json))
+    return out
 
 
 def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:

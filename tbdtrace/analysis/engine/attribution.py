@@ -175,6 +175,32 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     )
 
 
+def launch_points(ctx: AnalysisContext) -> tuple[I64, Groups, I64] | None:
+    """(kernel rows with a launch point, those rows grouped by launch thread (indices
+    into the first array), their launch times): rule 1 of the module docstring. None
+    when no kernel has one."""
+    m = shared_arrays.runtime_match(ctx, "kernels")
+    hit = m >= 0
+    launched = (
+        hit | (shared_arrays.ints(ctx, "kernels", "tid") >= 0)
+        if shared_arrays.has_values(ctx, "kernels", "tid")
+        else hit
+    )
+    tq = np.flatnonzero(launched)
+    if tq.size == 0:
+        return None
+    mc = np.where(hit, m, 0)[tq]
+    h = hit[tq]
+
+    def at_launch(col: str) -> I64:
+        r = shared_arrays.ints(ctx, "runtime", col)
+        own = shared_arrays.ints(ctx, "kernels", col)
+        return np.where(h, r[mc] if r.size else -1, own[tq])
+
+    q_t = at_launch("start_ns")
+    return tq, thread_groups(at_launch("pid"), at_launch("tid")), q_t
+
+
 def _on_launch_threads(
     ctx: AnalysisContext,
     tq: I64,
