@@ -376,4 +376,7 @@ def _rows(
     row["input_shapes"] = _compact(args.get("Input Dims"))
     row["input_dtypes"] = _compact(args.get("Input type"))
     row["concrete_inputs"] = _compact(args.get("Concrete Inputs"))
-    return [("ops", {**row, "flops": _integer(args.get("flops"))})]
+    call_from = args.get("CallFrom")  # python_function: the caller's "file:line"
+    row["flops"] = _integer(args.get("flops"))
+    row["call_from"] = call_from if isinstance(call_from, str) else None
+    return [("ops", row)]
