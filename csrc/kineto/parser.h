@@ -136,7 +136,7 @@ class Parser {
     kCollDtype,
     kPgName,
     kCallFrom,  // python_function: "file:line" of the call in its caller
-    kNoArg  // kNoArg < 64: Args::seen is a 64-bit mask
+    kNoArg      // kNoArg < 64: Args::seen is a 64-bit mask
   };
 
  private:
@@ -209,8 +209,7 @@ class Parser {
 
   Event ev_;
   std::string key_buf_, ph_buf_, name_buf_, cat_buf_, sync_buf_, coll_buf_, dtype_buf_, pg_buf_,
-      call_from_buf_,
-      tmp_buf_, dims_, types_, concrete_;
+      call_from_buf_, tmp_buf_, dims_, types_, concrete_;
   const IntVal absent_{};
 };
 
