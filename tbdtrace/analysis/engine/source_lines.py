@@ -18,8 +18,8 @@ launching runtime call's thread and start, or a CPU kernel's own):
    which the Python tracer does not record as a call, or a trace without ``call_from``)
    the source is U's own ``file:line`` as Kineto names it (``line_kind`` "frame": the
    function's first line for a call made while profiling).
-4. No user frame on the launch thread (backward kernels launched by the autograd engine's
-   thread, a trace without Python stacks): not attributed.
+4. No user frame on the launch thread (backward kernels on a GPU, launched by the autograd
+   engine's device thread; a trace without Python stacks): not attributed.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def _attribute(ctx: AnalysisContext) -> SourceLines:
     points = launch_points(ctx)
     if points is None:
         return SourceLines(none, [], True)
-    tq, queries, q_t = points
+    tq, queries, q_t, _ = points
     u = on_threads(ctx, "ops", keep_user, queries, q_t)
     c = on_threads(ctx, "ops", keep_call, queries, q_t) if keep_call.any() else np.full_like(u, -1)
     start = shared_arrays.ints(ctx, "ops", "start_ns")
