@@ -151,6 +151,12 @@ class TraceAnalysis:
         Python stacks); ``by="category"``: the categories table. ``top=None``: every row."""
         return _run(hotspots, self.ctx, hotspots.HotspotsConfig(top=top, by=by))
 
+    @_columns(outputs.HOTSPOTS_SOURCE)
+    def sources(self, top: int | None = 20) -> pa.Table:
+        """Kernel time per user source line (file:line, function) on traces with Python
+        stacks; empty without them. The same rows as ``hotspots(by="source")``."""
+        return _run(hotspots, self.ctx, hotspots.HotspotsConfig(top=top, by="source"))
+
     @_columns(outputs.IDLE)
     def idle(self, config: IdleConfig | None = None) -> pa.Table:
         """Device idle time split into host-bound, queued and synchronization waits, with

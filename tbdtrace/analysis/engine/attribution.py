@@ -149,9 +149,7 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
         if points is None:
             op_idx, mod_idx, mark_idx = by_ext, none, none
         else:
-            op_idx, mod_idx, mark_idx = _on_launch_threads(
-                ctx, points, by_ext, o_codes, o_labels
-            )
+            op_idx, mod_idx, mark_idx = _on_launch_threads(ctx, points, by_ext, o_codes, o_labels)
 
     def codes(idx: I64, c: I64) -> I64:
         if idx is none or not c.size:

@@ -163,6 +163,7 @@ def test_synthetic_trace_lines(tmp_path: Path) -> None:
     for r in src:
         assert r["share"] == pytest.approx(r["total_ns"] / total)
     assert [r["source"] for r in src] == sorted(EXPECTED, key=lambda s: -EXPECTED[s][2])
+    assert a.sources(top=None).to_pylist() == src
     kern = {r["name"]: (r["source"], r["source_share"]) for r in a.hotspots(top=None).to_pylist()}
     assert {k: v[0] for k, v in kern.items()} == KERNEL_SOURCE
     assert all(v[1] == 1.0 for k, v in kern.items() if v[0] is not None)
