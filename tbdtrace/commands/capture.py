@@ -238,6 +238,13 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.with_stack and backend in ("cupti", "tf", "mxnet"):
+        print(
+            f"tbdtrace capture: --with-stack needs the torch backend (this run: {backend}); "
+            "add --backend torch (its --cuda records the GPU too)",
+            file=sys.stderr,
+        )
+        return 2
     if args.counters and plan is not None:
         print(
             "tbdtrace capture: --counters replays kernels for the whole run; it cannot be "

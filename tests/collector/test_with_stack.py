@@ -133,3 +133,14 @@ def test_command_views_agree(captured: Path) -> None:
     page = html.read_text()
     assert "hotspots.sources" in page and "user source lines" in page
     assert f"wl.py:{_line(SCRIPT, 'MM')}" in page
+
+
+@pytest.mark.parametrize("backend", ["cupti", "tf"])
+def test_with_stack_needs_the_torch_backend(tmp_path: Path, backend: str) -> None:
+    cp = _cli(
+        "capture", "--backend", backend, "--with-stack", "-o", str(tmp_path / "t"), "--", "true"
+    )
+    assert cp.returncode == 2
+    (line,) = cp.stderr.strip().splitlines()
+    assert "--with-stack needs the torch backend" in line and f"this run: {backend}" in line
+    assert not (tmp_path / "t").exists()
