@@ -24,9 +24,12 @@ launching runtime call's thread and start, or a CPU kernel's own):
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
+import sysconfig
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -100,8 +103,9 @@ def is_user_file(path: str) -> bool:
     Library: ``<frozen ...>``, ``<string>`` and other pseudo-files (but ``<stdin>`` and
     IPython cells are the user's); absolute paths under site-packages, dist-packages or
     the Python installation's ``lib/pythonX.Y``; relative paths whose first component is
-    a standard-library module or one of :data:`LIBRARY_PACKAGES` (or an editable-install
-    finder). Everything else is user code."""
+    standard-library module's file (it exists in this interpreter's standard library) or
+    is one of :data:`LIBRARY_PACKAGES` (or an editable-install finder). Everything else
+    is user code."""
     p = path.replace("\\", "/")
     if p.startswith("<"):
         return p == "<stdin>" or p.startswith("<ipython-input-")
@@ -111,10 +115,20 @@ def is_user_file(path: str) -> bool:
     top = top[:-3] if top.endswith(".py") else top
     return not (
         top in LIBRARY_PACKAGES
-        or top in sys.stdlib_module_names
+        or (top in sys.stdlib_module_names and _in_stdlib(p))
         or top.startswith("__editable__")
         or top == "__main__"
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _in_stdlib(rel: str) -> bool:
+    """Is the relative path ``rel``, whose first component names a standard-library
+    module, that module's file? Yes when this interpreter's standard library has the
+    file (or the library's folder is not there to look in), so that a user's own
+    ``test/train.py`` or ``code/model.py`` stays user code."""
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    return not lib.is_dir() or (lib / rel).is_file()
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,16 @@ def test_user_and_library_files() -> None:
         "<stdin>",
         "<ipython-input-3-1a2b>",
         "C:/work/train.py",
+        "test/train.py",  # a user folder named like a standard-library package
+        "code/model.py",
     ]
     library = [
         "torch/nn/modules/module.py",
         "transformers/models/bert/modeling_bert.py",
         "threading.py",
         "multiprocessing/spawn.py",
+        "json/decoder.py",
+        "concurrent/futures/thread.py",
         "<frozen importlib._bootstrap>",
         "<string>",
         "/usr/lib/python3.11/threading.py",
