@@ -329,6 +329,13 @@ TABLES: tuple[Table, ...] = (
                 "'Concrete Inputs': stride, padding, ...), JSON list aligned with input_shapes",
             ),
             _c("flops", I64, "count", "operator FLOPs when the source counts them"),
+            _c(
+                "call_from",
+                STR,
+                "text",
+                'python_function rows: "file:line" in the caller where this function was '
+                "called (Kineto 'CallFrom'; null when the trace does not record it)",
+            ),
         ),
     ),
     Table(

@@ -210,6 +210,15 @@ def _time_ns(v: Any) -> int | str:
     return ns if -(1 << 63) <= ns < 1 << 63 else "time_out_of_range"
 
 
+def _utf8(s: str) -> bool:
+    """Can ``s`` be stored as UTF-8 (no unpaired surrogate from a JSON escape)?"""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _compact(v: Any) -> str | None:
     return None if v is None else json.dumps(v, separators=(",", ":"))
 
@@ -376,4 +385,7 @@ def _rows(
     row["input_shapes"] = _compact(args.get("Input Dims"))
     row["input_dtypes"] = _compact(args.get("Input type"))
     row["concrete_inputs"] = _compact(args.get("Concrete Inputs"))
-    return [("ops", {**row, "flops": _integer(args.get("flops"))})]
+    call_from = args.get("CallFrom")  # python_function: the caller's "file:line"
+    row["flops"] = _integer(args.get("flops"))
+    row["call_from"] = call_from if isinstance(call_from, str) and _utf8(call_from) else None
+    return [("ops", row)]

@@ -103,7 +103,8 @@ const KeyTable kArgKeys = {{"External id", P::kExtUpper},
                            {"Seq", P::kCollSeq},
                            {"Collective name", P::kCollName},
                            {"dtype", P::kCollDtype},
-                           {"Process Group Name", P::kPgName}};
+                           {"Process Group Name", P::kPgName},
+                           {"CallFrom", P::kCallFrom}};
 
 // The hook's answer for an integer string (Parser::kHookInt) as an IntVal.
 IntVal hooked_int(const std::string& r) {
@@ -511,6 +512,8 @@ void Parser::args(Cur& c) {
     } else if (k == kCollName || k == kCollDtype || k == kPgName) {
       Str& out = k == kCollName ? a.coll : k == kCollDtype ? a.dtype : a.pg;
       str_field(c, k == kCollName ? coll_buf_ : k == kCollDtype ? dtype_buf_ : pg_buf_, out);
+    } else if (k == kCallFrom) {
+      str_field(c, call_from_buf_, a.call_from);
     } else if (k == kDims || k == kTypes || k == kConcrete) {
       std::string& out = k == kDims ? dims_ : k == kTypes ? types_ : concrete_;
       bool& text = k == kDims ? a.dims_text : k == kTypes ? a.types_text : a.concrete_text;
@@ -532,7 +535,7 @@ void Parser::args(Cur& c) {
     } else {
       skip_value(c);
     }
-    if (k != kNoArg) a.seen |= 1u << k;
+    if (k != kNoArg) a.seen |= uint64_t{1} << k;
     c.ws();
     if (*c.p == ',') {
       ++c.p;

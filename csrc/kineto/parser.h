@@ -151,15 +151,17 @@ class Parser {
     kCollName,
     kCollDtype,
     kPgName,
-    kNoArg  // kNoArg < 32: Args::seen is a 32-bit mask
+    kCallFrom,  // python_function: "file:line" of the call in its caller
+    kNoArg      // kNoArg < 64: Args::seen is a 64-bit mask
   };
 
  private:
   struct Args {
-    uint32_t seen = 0;
+    uint64_t seen = 0;
     IntVal v[kNumIntArgs];
     Triple grid, block;
     Str sync, coll, dtype, pg;  // cuda_sync_kind; Collective name, dtype, Process Group Name
+    Str call_from;              // CallFrom (python_function)
     bool dims_text = false, types_text = false, concrete_text = false;  // else null/absent
     bool has(int k) const { return seen >> k & 1u; }
   };
@@ -236,7 +238,7 @@ class Parser {
 
   Event ev_;
   std::string key_buf_, ph_buf_, name_buf_, cat_buf_, sync_buf_, coll_buf_, dtype_buf_, pg_buf_,
-      tmp_buf_, dims_, types_, concrete_;
+      call_from_buf_, tmp_buf_, dims_, types_, concrete_;
   const IntVal absent_{};
 };
 

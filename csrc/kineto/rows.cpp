@@ -220,6 +220,9 @@ void Parser::dispatch() {
       t.set_str(k::concrete_inputs, r,
                 concrete ? dict_.intern(concrete_.data(), concrete_.size()) : 0, concrete);
       i64(r, k::flops, arg(kFlops));
+      // python_function: where its caller called it (CallFrom, written by recent torch).
+      bool from = e.a.has(kCallFrom) && e.a.call_from.kind == Str::kString;
+      t.set_str(k::call_from, r, from ? str_code(e.a.call_from) : 0, from);
       return;
     }
     case MARKERS: {

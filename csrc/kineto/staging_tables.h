@@ -30,7 +30,8 @@ namespace tbdtrace::kineto {
   X(context_id, I64) X(correlation_id, I64) X(pid, I32) X(tid, I64) X(sync_kind, STR)
 #define KT_OPS(X) X(start_ns, I64) X(end_ns, I64) X(pid, I32) X(tid, I64) \
   X(external_id, I64) X(name, STR) X(category, STR) X(sequence_number, I64) \
-  X(input_shapes, STR) X(input_dtypes, STR) X(concrete_inputs, STR) X(flops, I64)
+  X(input_shapes, STR) X(input_dtypes, STR) X(concrete_inputs, STR) X(flops, I64) \
+  X(call_from, STR)
 // Annotation ranges, and op-category ranges named ProfilerStep#...: the markers table.
 #define KT_MARKERS(X) X(start_ns, I64) X(end_ns, I64) X(pid, I32) X(tid, I64) \
   X(external_id, I64) X(name, STR) X(category, STR) X(device_id, I32)

@@ -179,8 +179,16 @@ class TraceAnalysis:
         """The top kernels by device time with the op, module and marker they ran for
         (``tbdtrace.analysis.passes.hotspots.HotspotsConfig``: ``top`` rows, 20 by default,
         ``None`` for every row; ``by="op"``: per launching op, columns of
-        ``hotspots.by_op`` in docs/METRICS.md; ``by="category"``: the categories table)."""
+        ``hotspots.by_op`` in docs/METRICS.md; ``by="source"``: per user source line,
+        ``hotspots.by_source``, empty without Python stacks; ``by="category"``: the
+        categories table)."""
         return hotspots.run(self.ctx, config)
+
+    @_columns(outputs.HOTSPOTS_SOURCE)
+    def sources(self, top: int | None = 20) -> pa.Table:
+        """Kernel time per user source line (file:line, function) on traces with Python
+        stacks; empty without them. The same rows as ``hotspots(by="source")``."""
+        return hotspots.run(self.ctx, HotspotsConfig(top=top, by="source"))
 
     @_columns(outputs.IDLE)
     def idle(self, config: IdleConfig | None = None) -> pa.Table:

@@ -62,6 +62,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="torch backend: also record CUDA activities when a GPU is usable",
     )
     p.add_argument(
+        "--with-stack",
+        action="store_true",
+        help="torch backend: also record the Python stack (torch.profiler with_stack=True), "
+        "so each kernel gets the user source line that launched it (`hotspots --by "
+        "source`); adds host time per Python call and grows the trace",
+    )
+    p.add_argument(
         "--activities",
         metavar="KINDS",
         default="",
@@ -234,6 +241,13 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.with_stack and backend in ("cupti", "tf", "mxnet"):
+        print(
+            f"tbdtrace capture: --with-stack needs the torch backend (this run: {backend}); "
+            "add --backend torch (its --cuda records the GPU too)",
+            file=sys.stderr,
+        )
+        return 2
     if args.counters and plan is not None:
         print(
             "tbdtrace capture: --counters replays kernels for the whole run; it cannot be "
@@ -317,6 +331,7 @@ def _config(args: argparse.Namespace, plan: Any, out: Path) -> Any:
         torch=TorchConfig(
             cuda=args.cuda,
             profile_memory=args.torch_memory != "off",
+            with_stack=args.with_stack,
             torch_memory=args.torch_memory,
         ),
         cupti=cupti,

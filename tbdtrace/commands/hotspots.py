@@ -7,7 +7,12 @@ import argparse
 from tbdtrace.commands import _args, _window
 from tbdtrace.commands._open import begin_open
 
-BY = ("kernel", "op", "category")  # tbdtrace.analysis.passes.hotspots.BY, without loading the pass
+BY = (
+    "kernel",
+    "op",
+    "category",
+    "source",
+)  # tbdtrace.analysis.passes.hotspots.BY, without loading the pass
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -23,7 +28,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--top", type=_args.positive_int, default=20, metavar="N", help="rows to show (default 20)"
     )
-    p.add_argument("--by", choices=BY, default="kernel")
+    p.add_argument(
+        "--by",
+        choices=BY,
+        default="kernel",
+        help="kernel (default), op (the launching op), category, or source (the user's "
+        "Python line that launched the kernels: needs a trace with Python stacks, "
+        "`capture --with-stack` or torch.profiler(with_stack=True))",
+    )
     _args.add_output(p, folder_csv=False, section=False)
     _window.add_options(p)
     p.set_defaults(func=_run)
@@ -41,5 +53,5 @@ def _run(args: argparse.Namespace) -> int:
     from tbdtrace.report.documents import HotspotsDoc
     from tbdtrace.report.emit import emit
 
-    doc = hotspots_view.document(pending.trace(), spec, args.top, args.by)
+    doc = hotspots_view.document(pending.trace(), spec, args.top, args.by, args.trace)
     return emit(HotspotsDoc(doc, args.by, args.trace), args.format, _args.dest(args, [args.trace]))

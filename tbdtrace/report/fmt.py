@@ -54,3 +54,11 @@ def clip(s: str | None, n: int, blank: str = "-") -> str:
         out.append(ch)
         used += w
     return "".join(out) + "…"
+
+
+def tail(s: str | None, n: int) -> str:
+    """A source line ``file:line`` cut to its last ``n`` characters (the file's name and
+    line number are at the end), "…" first when cut; None -> "-"."""
+    if not s:
+        return "-"
+    return s if len(s) <= n else "…" + s[len(s) - n + 1 :]

@@ -12,18 +12,27 @@ from typing import Any
 
 from tbdtrace.analysis.engine import context, window
 from tbdtrace.analysis.passes import hotspots
-from tbdtrace.report.fmt import clip, fmt_ns
+from tbdtrace.errors import TraceError
+from tbdtrace.report.fmt import clip, fmt_ns, tail
 from tbdtrace.report.section_api import table_records
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
 
 
-def document(trace: Trace, spec: Any, top: int, by: str) -> dict[str, Any]:
+def document(trace: Trace, spec: Any, top: int, by: str, name: str | None = None) -> dict[str, Any]:
     """``{"window": ..., "rows": [...]}``: the top ``top`` rows by ``by`` (kernel, op,
-    category) over the window ``spec`` (a ``WindowSpec``)."""
+    category, source) over the window ``spec`` (a ``WindowSpec``). by=source on a trace
+    without Python stacks: TraceError naming the trace (``name``, else its path)."""
     ctx = context.of(trace)
     win = window.resolve(ctx, spec)
-    rows = table_records(hotspots.run(ctx.windowed(win), hotspots.HotspotsConfig(top, by)))
+    wctx = ctx.windowed(win)
+    if by == "source" and wctx.num_rows("kernels") and not hotspots.has_stacks(wctx):
+        raise TraceError(
+            f"{name or trace.path}: no Python stacks in this trace, so no source lines; capture "
+            "with `tbdtrace capture --backend torch --with-stack` or "
+            "torch.profiler.profile(with_stack=True)"
+        )
+    rows = table_records(hotspots.run(wctx, hotspots.HotspotsConfig(top, by)))
     return {"window": win.to_json(), "rows": rows}
 
 
@@ -34,13 +43,14 @@ def render_text(doc: dict[str, Any], by: str, source: str, console: Console | No
     if not rows:
         con.print(f"{source}: no kernels in this trace.")
         return
-    name_col = {"kernel": "name", "op": "op", "category": "category"}[by]
+    name_col = {"kernel": "name", "op": "op", "category": "category", "source": "source"}[by]
     pooled = f", {len(win['ranks'])} ranks pooled" if len(win["ranks"]) > 1 else ""
     title = f"Hotspots by {by} (top {len(rows)}, {win['label']}{pooled})"
     t = Table(title=title)
     extra = {
-        "kernel": ("Instances", "Category", "Grid x block", "Op", "Marker"),
+        "kernel": ("Instances", "Category", "Grid x block", "Op", "Marker", "Source"),
         "op": ("Kernels", "Distinct", "Top kernel"),
+        "source": ("Kernels", "Distinct", "Function", "Line is", "Top kernel"),
         "category": ("Count",),
     }[by]
     for c in ("Time %", "Total", *extra, name_col.capitalize()):
@@ -55,7 +65,9 @@ def render_text(doc: dict[str, Any], by: str, source: str, console: Console | No
             f"{100 * r['share']:.1f}",
             fmt_ns(r["total_ns"]),
             *_extra(by, r),
-            clip(r[name_col], 48 if by == "kernel" else 70),
+            (tail if by == "source" else clip)(
+                r[name_col], 48 if by in ("kernel", "source") else 70
+            ),
         )
     con.print(t)
 
@@ -69,6 +81,15 @@ def _extra(by: str, r: dict[str, Any]) -> list[str]:
             launch,
             clip(r["op"], 24),
             clip(r["marker"], 24),
+            tail(r["source"], 32),
+        ]
+    if by == "source":
+        return [
+            f"{r['kernel_count']:,}",
+            str(r["distinct_kernels"]),
+            clip(r["function"], 24),
+            r["line_kind"] or "-",
+            clip(r["top_kernel"], 50),
         ]
     if by == "op":
         return [f"{r['kernel_count']:,}", str(r["distinct_kernels"]), clip(r["top_kernel"], 50)]

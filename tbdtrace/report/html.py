@@ -110,6 +110,12 @@ def _ops(doc: Doc) -> Any:
     return _bars(rows, "op", f"Top {len(rows)} launching ops (share of kernel time)", "ops")
 
 
+def _sources(doc: Doc) -> Any:
+    rows = _records(_section_dict(doc, "hotspots").get("sources"), "hotspots.sources")[:15]
+    title = f"Top {len(rows)} user source lines (share of kernel time)"
+    return _bars(rows, "source", title, "src")
+
+
 def _idle(doc: Doc) -> Any:
     from tbdtrace.report import plots
 
@@ -227,6 +233,7 @@ PLOTS: tuple[tuple[str, Callable[[Doc], Any]], ...] = (
     ("memory", _memory),
     ("kernels", _kernels),
     ("ops", _ops),
+    ("sources", _sources),
     ("ranks", _ranks),
     ("skew", _skew),
     ("idle", _idle),

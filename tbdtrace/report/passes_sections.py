@@ -16,7 +16,7 @@ from tbdtrace.analysis.passes import (
     steps,
     utilization,
 )
-from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
+from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct, tail
 from tbdtrace.report.section_api import ReportOptions, Section, table_records, titled
 from tbdtrace.report.textui import Console, Table
 
@@ -170,12 +170,37 @@ def _render_hotspots(con: Console, data: dict[str, Any], opts: ReportOptions) ->
             clip(r["top_kernel"], 60),
         )
     con.print(t)
+    sources = data.get("sources") or []
+    if opts.top is not None:
+        sources = sources[: opts.top]
+    if not sources:
+        return
+    t = _table(
+        titled("Kernel time by user source line", opts, pooled=True),
+        ("Time %", "Total", "Kernels", "Source", "Function", "Top kernel"),
+        left=("Source", "Function", "Top kernel"),
+    )
+    for r in sources:
+        t.add_row(
+            f"{100 * r['share']:.1f}",
+            fmt_ns(r["total_ns"]),
+            f"{r['kernel_count']:,}",
+            tail(r["source"], 40),
+            clip(r["function"], 24),
+            clip(r["top_kernel"], 50),
+        )
+    con.print(t)
 
 
 def hotspots_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     kt = hotspots.run(trace, hotspots.HotspotsConfig(top=opts.top_json, by="kernel"))
     ot = hotspots.run(trace, hotspots.HotspotsConfig(top=opts.top_json, by="op"))
-    return {"kernels": table_records(kt), "ops": table_records(ot)}
+    out = {"kernels": table_records(kt), "ops": table_records(ot)}
+    # per user source line: traces with Python stacks only
+    st = hotspots.run(trace, hotspots.HotspotsConfig(top=opts.top_json, by="source"))
+    if st.num_rows:
+        out["sources"] = table_records(st)
+    return out
 
 
 def _render_idle(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:

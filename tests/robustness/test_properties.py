@@ -196,6 +196,7 @@ FIELD_VALUES = {
                 "Input Dims",
                 "correlation",
                 "cuda_sync_kind",
+                "CallFrom",
             ]
         ),
         JSON_VALUE,

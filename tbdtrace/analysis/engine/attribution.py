@@ -145,20 +145,11 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
         # capture without ops: 10M kernels, ~0.1 GB of tids and runtime matches).
         op_idx, mod_idx, mark_idx = by_ext, none, none
     else:
-        m = shared_arrays.runtime_match(ctx, "kernels")
-        hit = m >= 0
-        launched = (
-            hit | (shared_arrays.ints(ctx, "kernels", "tid") >= 0)
-            if shared_arrays.has_values(ctx, "kernels", "tid")
-            else hit
-        )
-        tq = np.flatnonzero(launched)
-        if tq.size == 0:
+        points = launch_points(ctx)
+        if points is None:
             op_idx, mod_idx, mark_idx = by_ext, none, none
         else:
-            op_idx, mod_idx, mark_idx = _on_launch_threads(
-                ctx, tq, m, hit, by_ext, o_codes, o_labels
-            )
+            op_idx, mod_idx, mark_idx = _on_launch_threads(ctx, points, by_ext, o_codes, o_labels)
 
     def codes(idx: I64, c: I64) -> I64:
         if idx is none or not c.size:
@@ -175,30 +166,46 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     )
 
 
+Points = tuple[I64, Groups, I64, np.ndarray]
+
+
+def launch_points(ctx: AnalysisContext) -> Points | None:
+    """(kernel rows with a launch point, those rows grouped by launch thread (indices
+    into the first array), their launch times, whether each matched a runtime call):
+    rule 1 of the module docstring. None when no kernel has one."""
+    m = shared_arrays.runtime_match(ctx, "kernels")
+    hit = m >= 0
+    launched = (
+        hit | (shared_arrays.ints(ctx, "kernels", "tid") >= 0)
+        if shared_arrays.has_values(ctx, "kernels", "tid")
+        else hit
+    )
+    tq = np.flatnonzero(launched)
+    if tq.size == 0:
+        return None
+    mc = np.where(hit, m, 0)[tq]
+    h = hit[tq]
+
+    def at_launch(col: str) -> I64:
+        r = shared_arrays.ints(ctx, "runtime", col)
+        own = shared_arrays.ints(ctx, "kernels", col)
+        return np.where(h, r[mc] if r.size else -1, own[tq])
+
+    q_t = at_launch("start_ns")
+    return tq, thread_groups(at_launch("pid"), at_launch("tid")), q_t, h
+
+
 def _on_launch_threads(
     ctx: AnalysisContext,
-    tq: I64,
-    m: I64,
-    hit: np.ndarray,
+    points: Points,
     by_ext: I64,
     o_codes: I64,
     o_labels: list[str | None],
 ) -> tuple[I64, I64, I64]:
-    """(op, module, marker) row per kernel, searched on the launch thread of kernels
-    ``tq`` (rules 1-4 of the module docstring)."""
-    n = hit.size
-    mc = np.where(hit, m, 0)[tq]
-    h = hit[tq]
-
-    def at_launch(col: str, own: I64) -> I64:
-        r = shared_arrays.ints(ctx, "runtime", col)
-        return np.where(h, r[mc] if r.size else -1, own[tq])
-
-    q_pid = at_launch("pid", shared_arrays.ints(ctx, "kernels", "pid"))
-    q_tid = at_launch("tid", shared_arrays.ints(ctx, "kernels", "tid"))
-    q_t = at_launch("start_ns", shared_arrays.ints(ctx, "kernels", "start_ns"))
-    queries = thread_groups(q_pid, q_tid)
-    del q_pid, q_tid
+    """(op, module, marker) row per kernel, searched on the launch thread of the kernels
+    of ``points`` (:func:`launch_points`; rules 1-4 of the module docstring)."""
+    n = ctx.num_rows("kernels")
+    tq, queries, q_t, h = points
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
     is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module

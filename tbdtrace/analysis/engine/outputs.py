@@ -166,7 +166,8 @@ CATEGORIES = Output(
 HOTSPOTS_KERNEL = Output(
     "hotspots",
     'the kernels table with what each kernel ran for (`HotspotsConfig(by="kernel")`, the '
-    'default; `by="op"` gives `hotspots.by_op`, `by="category"` the categories table)',
+    'default; `by="op"` gives `hotspots.by_op`, `by="source"` `hotspots.by_source`, '
+    '`by="category"` the categories table)',
     (
         *KERNELS.columns,
         Column("category", STR, "text", "the kernel's category (categories pass)"),
@@ -177,6 +178,14 @@ HOTSPOTS_KERNEL = Output(
         Column("op_share", F64, "ratio", "that op's share of the kernel's time"),
         Column("module", STR, "text", "the module holding most of its time"),
         Column("marker", STR, "text", "the marker (NVTX/user range) holding most of its time"),
+        Column(
+            "source",
+            STR,
+            "text",
+            'the user source line ("file:line") holding most of its time; null without '
+            'Python stacks (docs/METRICS.md, "Source lines")',
+        ),
+        Column("source_share", F64, "ratio", "that line's share of the kernel's time"),
     ),
 )
 
@@ -191,6 +200,36 @@ HOTSPOTS_OP = Output(
         Column("mean_ns", F64, "ns", "total_ns / kernel_count"),
         Column("share", F64, "ratio", "total_ns / all kernel time"),
         Column("top_kernel", STR, "text", "the kernel with most of the op's time"),
+    ),
+)
+
+HOTSPOTS_SOURCE = Output(
+    "hotspots.by_source",
+    "device time per user source line that launched it, largest first "
+    '(`HotspotsConfig(by="source")`; empty when the trace has no Python stacks)',
+    (
+        Column(
+            "source",
+            STR,
+            "text",
+            '"file:line" as the profiler names the file ("<unattributed>": kernels with no '
+            "user frame on their launch thread, e.g. backward kernels)",
+        ),
+        Column("function", STR, "text", "the user function the line is in"),
+        Column(
+            "line_kind",
+            STR,
+            "text",
+            '"call": the line that made the call leading to the kernel; "frame": the '
+            "line the profiler names the function with (its first line), where no call "
+            "from it was recorded (operator syntax such as `a @ b`)",
+        ),
+        Column("kernel_count", I64, "count", "kernels launched under it"),
+        Column("distinct_kernels", I64, "count", "distinct kernel names among them"),
+        Column("total_ns", I64, "ns", "their summed durations"),
+        Column("mean_ns", F64, "ns", "total_ns / kernel_count"),
+        Column("share", F64, "ratio", "total_ns / all kernel time"),
+        Column("top_kernel", STR, "text", "the kernel with most of the line's time"),
     ),
 )
 
@@ -611,6 +650,7 @@ PASSES: tuple[Output, ...] = (
 OUTPUTS: tuple[Output, ...] = (
     *PASSES,
     HOTSPOTS_OP,
+    HOTSPOTS_SOURCE,
     ROOFLINE_FAMILY,
     DIFF_KERNELS,
     DIFF_CATEGORIES,

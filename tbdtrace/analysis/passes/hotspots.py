@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.analysis.engine import outputs, shared_arrays
+from tbdtrace.analysis.engine import outputs, shared_arrays, source_lines
 from tbdtrace.analysis.engine.attribution import attribute
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
@@ -21,13 +21,13 @@ from tbdtrace.analysis.engine.grouping import group_sum, row_codes
 from tbdtrace.analysis.passes import categories, kernels
 from tbdtrace.arrow_ints import int_values
 
-BY = ("kernel", "op", "category")
+BY = ("kernel", "op", "category", "source")
 
 
 @dataclass(frozen=True)
 class HotspotsConfig:
     top: int | None = 20  # rows kept, largest total first; None = all
-    by: str = "kernel"  # kernel, op or category
+    by: str = "kernel"  # kernel, op, category or source
 
 
 def run(ctx: Source, config: HotspotsConfig | None = None) -> pa.Table:
@@ -36,9 +36,12 @@ def run(ctx: Source, config: HotspotsConfig | None = None) -> pa.Table:
     by=kernel: the kernels pass columns (name, count, total_ns, mean/median/min/max/std_ns,
     share) plus category; launch (most common "grid=(x,y,z) block=(x,y,z)", null when the
     source has none); op, op_share (the op with most of this kernel's time and that share,
-    ratio 0..1; null when none is attributed); module; marker.
+    ratio 0..1; null when none is attributed); module; marker; source, source_share (the
+    user source line with most of its time, null without Python stacks).
     by=op: op ("<unattributed>" for kernels no op claims), kernel_count, distinct_kernels,
     total_ns, mean_ns, share, top_kernel. by=category: the categories pass.
+    by=source: per user source line (``hotspots.by_source``; empty when the trace has no
+    Python stacks, see :func:`has_stacks`).
     """
     ctx = of(ctx)
     cfg = config or HotspotsConfig()
@@ -47,7 +50,7 @@ def run(ctx: Source, config: HotspotsConfig | None = None) -> pa.Table:
     if cfg.by == "category":
         tbl = categories.run(ctx)
     else:
-        tbl = by_kernel(ctx) if cfg.by == "kernel" else by_op(ctx)
+        tbl = {"kernel": by_kernel, "op": by_op, "source": by_source}[cfg.by](ctx)
     return tbl if cfg.top is None else tbl.slice(0, cfg.top)
 
 
@@ -78,6 +81,7 @@ def _by_kernel(ctx: AnalysisContext) -> pa.Table:
     names = [x if x is not None else "<unknown>" for x in labels]
     total = np.bincount(name, weights=dur, minlength=len(labels))
     launch, launch_label = _launch_codes(ctx)
+    src = source_lines.attribute(ctx)
     # The launch configuration is the most common one by instances (each row weighs 1:
     # no weight); op, module and marker are the ones holding most of the kernel's time.
     count = np.bincount(name, minlength=len(labels))
@@ -86,6 +90,7 @@ def _by_kernel(ctx: AnalysisContext) -> pa.Table:
         ("op", att.op, att.op_labels.__getitem__, dur, total),
         ("module", att.module, att.module_labels.__getitem__, dur, total),
         ("marker", att.marker, att.marker_labels.__getitem__, dur, total),
+        ("source", src.code, lambda c: src.sources[c][0], dur, total),
         ("launch", launch, launch_label, None, count),
     ):
         best = _dominant(name, codes, weight, tot)
@@ -104,7 +109,14 @@ def _by_kernel(ctx: AnalysisContext) -> pa.Table:
         out = out.append_column(col, pa.array([g[0] for g in got], pa.string()))
         if col == "op":
             out = out.append_column("op_share", pa.array([g[1] for g in got], pa.float64()))
-    return out
+    got = [extra["source"].get(n, (None, None)) for n in row_names]
+    out = out.append_column("source", pa.array([g[0] for g in got], pa.string()))
+    return out.append_column("source_share", pa.array([g[1] for g in got], pa.float64()))
+
+
+def has_stacks(ctx: Source) -> bool:
+    """Does the trace (window) hold Python stacks (``python_function`` rows)?"""
+    return source_lines.attribute(of(ctx)).has_stacks
 
 
 def _launch_codes(ctx: AnalysisContext) -> tuple[np.ndarray, Any]:
@@ -238,12 +250,45 @@ def by_op(ctx: Source) -> pa.Table:
     if ctx.num_rows("kernels") == 0:
         return schema.empty_table()
     att = attribute(ctx)
+    cols = _per_launcher(ctx, att.op)
+    ops_u = cols.pop("code")
+    return pa.table(
+        {"op": [att.op_labels[o] if o >= 0 else "<unattributed>" for o in ops_u], **cols},
+        schema=schema,
+    )
+
+
+def by_source(ctx: Source) -> pa.Table:
+    """Kernel time per user source line (the ``hotspots.by_source`` output); empty when
+    the trace has no Python stacks."""
+    ctx = of(ctx)
+    schema = outputs.HOTSPOTS_SOURCE.arrow_schema()
+    src = source_lines.attribute(ctx)
+    if ctx.num_rows("kernels") == 0 or not src.has_stacks:
+        return schema.empty_table()
+    cols = _per_launcher(ctx, src.code)
+    codes = cols.pop("code").tolist()
+    none = ("<unattributed>", None, None)
+    rows = [src.sources[c] if c >= 0 else none for c in codes]
+    return pa.table(
+        {
+            "source": [r[0] for r in rows],
+            "function": [r[1] for r in rows],
+            "line_kind": [r[2] for r in rows],
+            **cols,
+        },
+        schema=schema,
+    )
+
+
+def _per_launcher(ctx: AnalysisContext, launcher: np.ndarray) -> dict[str, Any]:
+    """Kernel time per launcher code (an op, a source line; -1: unattributed), largest
+    first: code, kernel_count, distinct_kernels, total_ns, mean_ns, share, top_kernel."""
     name, labels = shared_arrays.codes(ctx, "kernels", "name")
     dur = shared_arrays.durations(ctx, "kernels")
-    # One hash aggregation over (op, name); everything else is over its few rows.
-    # One hash grouping over (op, name) (op -1: unattributed); the rest is over its rows.
-    op, nm, d, cnt = group_sum(att.op, name, dur)
-    order = np.lexsort((nm, -d, op))  # per op: largest time first, ties by name code
+    # One hash grouping over (launcher, name) (-1: unattributed); the rest is over its rows.
+    op, nm, d, cnt = group_sum(launcher, name, dur)
+    order = np.lexsort((nm, -d, op))  # per launcher: largest time first, ties by name code
     op, nm, d, cnt = op[order], nm[order], d[order], cnt[order]
     first = np.flatnonzero(np.concatenate([[True], op[1:] != op[:-1]]))
     counts = np.add.reduceat(cnt, first)
@@ -252,15 +297,12 @@ def by_op(ctx: Source) -> pa.Table:
     ops_u = op[first]
     rank = np.lexsort((ops_u, -totals))
     grand = float(dur.sum())
-    return pa.table(
-        {
-            "op": [att.op_labels[o] if o >= 0 else "<unattributed>" for o in ops_u[rank]],
-            "kernel_count": counts[rank].astype(np.int64),
-            "distinct_kernels": distinct[rank].astype(np.int64),
-            "total_ns": totals[rank].astype(np.int64),
-            "mean_ns": totals[rank] / counts[rank],
-            "share": totals[rank] / grand if grand else np.zeros(rank.size),
-            "top_kernel": [labels[i] or "<unknown>" for i in nm[first][rank]],
-        },
-        schema=schema,
-    )
+    return {
+        "code": ops_u[rank],
+        "kernel_count": counts[rank].astype(np.int64),
+        "distinct_kernels": distinct[rank].astype(np.int64),
+        "total_ns": totals[rank].astype(np.int64),
+        "mean_ns": totals[rank] / counts[rank],
+        "share": totals[rank] / grand if grand else np.zeros(rank.size),
+        "top_kernel": [labels[i] or "<unknown>" for i in nm[first][rank]],
+    }

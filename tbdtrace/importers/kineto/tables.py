@@ -361,7 +361,14 @@ def _ops(s: Staging) -> dict[str, pa.Array]:
     cols = {c: s.col(t, c) for c in ("pid", "tid", "external_id", "sequence_number", "flops")}
     strs = {
         c: s.strs(t, c)
-        for c in ("name", "category", "input_shapes", "input_dtypes", "concrete_inputs")
+        for c in (
+            "name",
+            "category",
+            "input_shapes",
+            "input_dtypes",
+            "concrete_inputs",
+            "call_from",
+        )
     }
     return {
         "start_ns": s.times(t, "start_ns"),
