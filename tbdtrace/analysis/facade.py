@@ -188,7 +188,7 @@ class TraceAnalysis:
     def sources(self, top: int | None = 20) -> pa.Table:
         """Kernel time per user source line (file:line, function) on traces with Python
         stacks; empty without them. The same rows as ``hotspots(by="source")``."""
-        return hotspots.run(self.ctx, HotspotsConfig(top=top, by="source"))
+        return hotspots.run(self.ctx, hotspots.HotspotsConfig(top=top, by="source"))
 
     @_columns(outputs.IDLE)
     def idle(self, config: IdleConfig | None = None) -> pa.Table:

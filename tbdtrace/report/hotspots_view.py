@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tbdtrace.analysis.engine import context, window
+from tbdtrace.analysis.engine import context, source_lines, window
 from tbdtrace.analysis.passes import hotspots
 from tbdtrace.errors import TraceError
 from tbdtrace.report.fmt import clip, fmt_ns, tail
@@ -26,7 +26,7 @@ def document(trace: Trace, spec: Any, top: int, by: str, name: str | None = None
     ctx = context.of(trace)
     win = window.resolve(ctx, spec)
     wctx = ctx.windowed(win)
-    if by == "source" and wctx.num_rows("kernels") and not hotspots.has_stacks(wctx):
+    if by == "source" and wctx.num_rows("kernels") and not source_lines.attribute(wctx).has_stacks:
         raise TraceError(
             f"{name or trace.path}: no Python stacks in this trace, so no source lines; capture "
             "with `tbdtrace capture --backend torch --with-stack` or "

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import tbdtrace
+from tbdtrace.analysis.passes.hotspots import HotspotsConfig
 
 pytestmark = pytest.mark.heavy  # runs a capture; make test-quick leaves it out
 
@@ -92,7 +93,7 @@ def test_kernels_land_on_their_lines(captured: Path) -> None:
     assert tr.meta["extra"]["torch"]["config"]["with_stack"] is True
     want = _expected(tr)
     a = tbdtrace.analyze(captured)
-    rows = _by_line(a.hotspots(top=None, by="source").to_pylist())
+    rows = _by_line(a.hotspots(HotspotsConfig(top=None, by="source")).to_pylist())
     for line, ns in want.items():
         r = rows[line]
         assert (r["kernel_count"], r["top_kernel"], r["total_ns"]) == (ITERS, "aten::mm", ns)
@@ -106,7 +107,7 @@ def test_kernels_land_on_their_lines(captured: Path) -> None:
         "frame",
     )
     # The kernel table's source for aten::mm: the line with most of its time.
-    (mm,) = [r for r in a.hotspots(top=None).to_pylist() if r["name"] == "aten::mm"]
+    (mm,) = [r for r in a.hotspots(HotspotsConfig(top=None)).to_pylist() if r["name"] == "aten::mm"]
     top = max(want, key=lambda ln: want[ln])
     assert mm["source"].endswith(f"wl.py:{top}")
     assert mm["source_share"] == pytest.approx(want[top] / sum(want.values()))

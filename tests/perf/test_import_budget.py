@@ -109,11 +109,13 @@ KINETO = {
     "tbdtrace.importers.validate",
 }
 REPORT = CORE | {
+    "tbdtrace.analysis.engine.across_ranks",
     "tbdtrace.analysis.engine.attribution",
     "tbdtrace.analysis.engine.byte_formulas",
     "tbdtrace.analysis.engine.data_wait",
     "tbdtrace.analysis.engine.flop_formulas",
     "tbdtrace.analysis.engine.kernel_names",
+    "tbdtrace.analysis.engine.source_lines",  # hotspots' source column
     "tbdtrace.analysis.engine.memory_blocks",
     "tbdtrace.analysis.engine.memory_devices",
     "tbdtrace.analysis.engine.op_flops",
@@ -158,6 +160,7 @@ REPORT = CORE | {
 HOTSPOTS = CORE | {
     "tbdtrace.analysis.engine.attribution",
     "tbdtrace.analysis.engine.kernel_names",
+    "tbdtrace.analysis.engine.source_lines",  # hotspots' source column
     "tbdtrace.analysis.engine.outputs",
     "tbdtrace.analysis.passes",
     "tbdtrace.analysis.passes.categories",
@@ -172,6 +175,7 @@ DIFF = CORE | {
     "tbdtrace.analysis.engine.attribution",
     "tbdtrace.analysis.engine.data_wait",
     "tbdtrace.analysis.engine.kernel_names",
+    "tbdtrace.analysis.engine.source_lines",  # hotspots' source column
     "tbdtrace.analysis.engine.memory_blocks",
     "tbdtrace.analysis.engine.memory_devices",
     "tbdtrace.analysis.engine.outputs",

@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from tbdtrace import _native
 
 # Generic entry points whose first type template argument is the kernel that runs.
 WRAPPERS = frozenset(
@@ -51,6 +50,8 @@ def demangle(name: str) -> str:
     and a mangled name the C++ runtime cannot read, unchanged."""
     if not name.startswith("_Z"):
         return name
+    from tbdtrace import _native  # only for a mangled name (report's import budget)
+
     fn = getattr(_native, "demangle", None)
     if fn is None:
         raise RuntimeError(

@@ -21,6 +21,7 @@ import pytest
 
 import tbdtrace
 from tbdtrace.analysis.engine.source_lines import is_user_file, parse_call, parse_frame
+from tbdtrace.analysis.passes.hotspots import HotspotsConfig
 from tests import rawkineto
 from tests.conftest import fixture
 
@@ -160,7 +161,7 @@ def test_synthetic_trace_lines(tmp_path: Path) -> None:
     assert by_name["<built-in method mm of type object at 0x1>"] == "model.py:7"
     assert by_name["<built-in function print>"] is None  # a number, not text
     assert by_name["train.py(1): <module>"] is None  # absent
-    src = a.hotspots(top=None, by="source").to_pylist()
+    src = a.hotspots(HotspotsConfig(top=None, by="source")).to_pylist()
     total = sum(v[2] for v in EXPECTED.values())
     got = {r["source"]: (r["function"], r["line_kind"], r["total_ns"]) for r in src}
     assert got == EXPECTED
@@ -168,7 +169,10 @@ def test_synthetic_trace_lines(tmp_path: Path) -> None:
         assert r["share"] == pytest.approx(r["total_ns"] / total)
     assert [r["source"] for r in src] == sorted(EXPECTED, key=lambda s: -EXPECTED[s][2])
     assert a.sources(top=None).to_pylist() == src
-    kern = {r["name"]: (r["source"], r["source_share"]) for r in a.hotspots(top=None).to_pylist()}
+    kern = {
+        r["name"]: (r["source"], r["source_share"])
+        for r in a.hotspots(HotspotsConfig(top=None)).to_pylist()
+    }
     assert {k: v[0] for k, v in kern.items()} == KERNEL_SOURCE
     assert all(v[1] == 1.0 for k, v in kern.items() if v[0] is not None)
 
@@ -254,12 +258,12 @@ def test_fixture_lines_match_a_raw_reading(rel: str) -> None:
     path = fixture(rel)
     per_source, per_kernel = _expected_from_raw(path)
     assert len(per_source) >= 1 and sum(per_source.values()) > 0
-    a = tbdtrace.analyze(path)
-    src = a.hotspots(top=None, by="source").to_pylist()
+    a = tbdtrace.analyze(path, window="all")  # every kernel, as the raw reading
+    src = a.hotspots(HotspotsConfig(top=None, by="source")).to_pylist()
     assert {r["source"]: r["total_ns"] for r in src} == per_source
     assert all(r["line_kind"] == "frame" for r in src if r["source"] != "<unattributed>")
     # The kernel table's source: each kernel's line with most of its time.
-    for r in a.hotspots(top=None).to_pylist():
+    for r in a.hotspots(HotspotsConfig(top=None)).to_pylist():
         want = per_kernel[r["name"]]
         best = max(want.values())
         if want.get("<unattributed>") == best:
