@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-
 # Generic entry points whose first type template argument is the kernel that runs.
 WRAPPERS = frozenset(
     {
