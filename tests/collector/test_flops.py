@@ -138,6 +138,7 @@ def test_merge_fills_kernel_flops_from_counter_ranges(
     assert not summary[2]["joined"] and summary[2]["reason"] == "0 counter ranges for 1 kernels"
 
 
+@pytest.mark.heavy
 def test_counters_flag_needs_the_cupti_backend(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "tbdtrace", "capture", "--backend", "torch", "--counters"]
     r = subprocess.run(

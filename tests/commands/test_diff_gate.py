@@ -68,6 +68,7 @@ def _diff(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str
     return rc, json.loads(cap.out), cap.err
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_per_step_figures_and_gate_on_two_real_captures(
     runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
@@ -111,6 +112,7 @@ def test_per_step_figures_and_gate_on_two_real_captures(
     assert "REGRESSION" in err and "step_time" in err
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_gate_passes_a_run_against_itself(
     runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
@@ -130,6 +132,7 @@ def test_gate_passes_a_run_against_itself(
     assert "| `memory.peak` |" in md and "| `throughput` |" in md
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_markdown_csv_and_html_say_the_same(
     runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path

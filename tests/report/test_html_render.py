@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tbdtrace.report import html
 from tests.report.conftest import browse
 
@@ -76,6 +78,7 @@ def test_names_are_text_not_markup() -> None:
     assert "k&lt;\\$x\\$&gt;" not in page
 
 
+@pytest.mark.heavy
 def test_tables_sort_in_the_browser(chromium: str, tmp_path: Path) -> None:
     """The page's sorter, clicked in Chromium: numbers by value (nulls first), text
     alphabetically, a second click reverses."""

@@ -25,6 +25,7 @@ RUNNING = 2 * (32 + 16) + 2 * 32  # BatchNorm running mean + var (no gradients)
 P = G_TRAINED + D_TRAINED
 
 
+@pytest.mark.heavy
 def test_mxnet_row_has_exact_model_memory(tmp_path: Path) -> None:
     from tbdtrace.collector import gpu_usable
 

@@ -43,6 +43,7 @@ open("own_cores.json", "w").write(json.dumps(own))
 """
 
 
+@pytest.mark.heavy
 def test_a_process_asleep_half_the_time_uses_half_a_core(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

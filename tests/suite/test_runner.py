@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from tbdtrace.suite import BenchConfig, Job, run_jobs
 
 
@@ -14,6 +16,7 @@ def _job(
     return Job(model, "pytorch", module, python, batch)
 
 
+@pytest.mark.heavy
 def test_a_failing_workload_gets_its_error_and_the_rest_run(tmp_path: Path) -> None:
     cfg = BenchConfig(out_dir=tmp_path, steps=2, warmup=0, device="cpu", capture="steps")
     jobs = [
@@ -33,6 +36,7 @@ def test_a_failing_workload_gets_its_error_and_the_rest_run(tmp_path: Path) -> N
     assert "No module named" in log
 
 
+@pytest.mark.heavy
 def test_a_run_past_the_timeout_is_stopped(tmp_path: Path) -> None:
     cfg = BenchConfig(
         out_dir=tmp_path, steps=1000, warmup=0, device="cpu", capture="steps", timeout_s=0.5

@@ -40,6 +40,7 @@ def _union_in(ranges: list[tuple[int, int]], lo: int, hi: int) -> int:
     return total + (0 if cur_e is None else cur_e - cur_s)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_each_step_waits_the_delay(slowed: Path) -> None:
     marks = pq.read_table(slowed / "markers.parquet").to_pylist()
@@ -64,6 +65,7 @@ def test_each_step_waits_the_delay(slowed: Path) -> None:
     assert summ["data_wait_median_ns"] == statistics.median(measured)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_host_bound_idle_is_split(slowed: Path, capsys: pytest.CaptureFixture[str]) -> None:
     idle = tbdtrace.analyze(slowed, window="measured").idle().to_pylist()
