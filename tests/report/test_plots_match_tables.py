@@ -11,6 +11,7 @@ alone: a bar per row of the table, each bar the row's number, nothing else drawn
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,9 @@ import pytest
 from matplotlib.collections import PathCollection, PolyCollection
 from matplotlib.patches import Rectangle
 
+import tbdtrace
 from tbdtrace.commands._open import open_or_import
+from tbdtrace.importers import kineto
 from tbdtrace.report import ReportOptions, build, html, notebook
 from tests.conftest import FIXTURES, fixture
 
@@ -29,8 +32,17 @@ NSYS = ["nsys/perlmutter-cloverleaf-cuda.sqlite", "nsys/saxpy-mpi-cuda_nsys_perl
 REL = 1e-9
 
 
-def _doc(name: str) -> dict[str, Any]:
-    return build(open_or_import(str(fixture(name))), ReportOptions())
+# Two ranks of one run, imported together: the rank and collective-skew plots.
+TWO_RANKS = "kineto/hta/sampled_rank-0.json.gz+kineto/hta/sampled_rank-1.json.gz"
+
+
+def _doc(name: str, tmp_path: Path) -> dict[str, Any]:
+    if "+" in name:
+        tables, meta = kineto.import_files([fixture(n) for n in name.split("+")])
+        trace = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
+    else:
+        trace = open_or_import(str(fixture(name)))
+    return build(trace, ReportOptions())
 
 
 def _tagged(fig: Any) -> dict[str, list[Any]]:
@@ -260,9 +272,9 @@ def _expected_keys(doc: dict[str, Any]) -> set[str]:
     return {k for k, v in keys.items() if v}
 
 
-@pytest.mark.parametrize("name", KINETO + NSYS)
-def test_every_plot_draws_its_tables_numbers(name: str) -> None:
-    doc = _doc(name)
+@pytest.mark.parametrize("name", [*KINETO, *NSYS, TWO_RANKS])
+def test_every_plot_draws_its_tables_numbers(name: str, tmp_path: Path) -> None:
+    doc = _doc(name, tmp_path)
     page, notes = html.figures(doc)
     assert notes == []
     nb = notebook.plots(doc)
@@ -270,6 +282,8 @@ def test_every_plot_draws_its_tables_numbers(name: str) -> None:
     assert set(nb) == _expected_keys(doc)
     for key, fig in [*page, *nb.items()]:
         CHECKS[key](fig, doc)
+    if name == TWO_RANKS:
+        assert {"ranks", "skew"} <= set(nb)
 
 
 def test_the_flops_plot_draws_the_precision_rows_only() -> None:
