@@ -190,6 +190,15 @@ def check_memory(fig: Any, doc: dict[str, Any]) -> None:
             peak = max(r["total_bytes"] for r in alloc)
             marks = [ln for ln in ax.lines if ln.get_gid() == "tbd-data-mem-peak"]
             assert len(marks) == 1 and _close(list(marks[0].get_ydata()), [peak / 2**20])
+            # the stacked categories reach the marked peak: they sum to the allocated total
+            tops = [
+                float(np.max(path.vertices[:, 1]))
+                for c in ax.collections
+                if str(c.get_gid() or "").startswith("tbd-data-mem-")
+                for path in c.get_paths()
+                if len(path.vertices)
+            ]
+            assert not tops or _close([max(tops)], [peak / 2**20])
         res = [ln for ln in ax.lines if ln.get_gid() == "tbd-data-mem-reserved"]
         want = [r["total_bytes"] / 2**20 for r in levels.get("reserved") or []]
         assert _close(list(res[0].get_ydata()) if res else [], want)
