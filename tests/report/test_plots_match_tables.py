@@ -1,11 +1,13 @@
 """Every plot of the HTML page and of the notebook draws the numbers of its table.
 
-For every fixture (Kineto files through the fixture helper, and the Nsight Systems
-exports), the report document is built once; then each figure of the page
-(``html.figures``, what ``html.render`` draws) and of the notebook (``notebook.plots``)
-is read back from its matplotlib artists (bar lengths, line points, scatter offsets,
-labels) and compared with the document's table values, computed here from the document
-alone: a bar per row of the table, each bar the row's number, nothing else drawn.
+For every fixture (Kineto files through the fixture helper, the Nsight Systems exports,
+and HTA's two sampled ranks imported as one trace for the rank and skew plots), the report
+document is built once, with the opt-in roofline section so that every plot is drawn;
+then each figure of the page (``html.figures``, what ``html.render`` draws) and of the
+notebook (``notebook.plots``) is read back from its matplotlib artists (bar lengths,
+line points, scatter offsets, labels) and compared with the document's table values,
+computed here from the document alone: a bar per row of the table, each bar the row's
+number, nothing else drawn.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def _doc(name: str, tmp_path: Path) -> dict[str, Any]:
         trace = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
     else:
         trace = open_or_import(str(fixture(name)))
-    return build(trace, ReportOptions())
+    return build(trace, ReportOptions(roofline=True))  # every plot, the opt-in one too
 
 
 def _tagged(fig: Any) -> dict[str, list[Any]]:
