@@ -294,18 +294,18 @@ def flops_efficiency(rows: Rows, covers: str = "") -> Figure:
     section's threshold); a row without a peak is named, with no bar. Rows' ``note``
     (where the FLOPs come from, what they leave out) under the axis."""
     n = len(rows)
-    fig, (ax,) = _fig(height=max(1.8, 0.55 * n + 1.2))
+    fig, (ax,) = _fig(height=max(1.8, 0.7 * n + 1.2))
     y = list(range(n))
     for key, name, off, col in (
-        ("efficiency_busy", "over busy time", -0.2, "#59a14f"),
-        ("efficiency_wall", "over the window", 0.2, "#8cd17d"),
+        ("efficiency_busy", "over busy time", -0.3, "#59a14f"),
+        ("efficiency_wall", "over the window", 0.02, "#8cd17d"),
     ):
         have = [
             (yi + off, 100 * r[key]) for yi, r in zip(y, rows, strict=True) if r[key] is not None
         ]
         if have:
             bars = ax.barh(
-                [a for a, _ in have], [b for _, b in have], height=0.38, color=col, label=name
+                [a for a, _ in have], [b for _, b in have], height=0.3, color=col, label=name
             )
             _data(bars, f"flops-{key}")
             for a, b in have:
@@ -320,9 +320,9 @@ def flops_efficiency(rows: Rows, covers: str = "") -> Figure:
             partial = "" if thr is None or cov >= thr else f", partial (< {100 * thr:.0f}%)"
             what = f" FLOPs counted for {100 * cov:.0f}% of its matrix kernels' time{partial}"
         if what:
-            ax.text(0, yi + 0.45, what, va="bottom", fontsize=7, color="#444")
+            ax.text(0, yi + 0.2, what, va="top", fontsize=7, color="#444")
     ax.set_yticks(y, [_clip(str(r["label"]), 40) for r in rows], fontsize=8)
-    ax.invert_yaxis()
+    ax.set_ylim(n - 0.4, -0.6)  # first row on top, room for the last row's coverage line
     notes = list(dict.fromkeys(str(r["note"]) for r in rows if r.get("note")))
     ax.set_xlabel(
         "\n".join(["achieved FLOP/s as % of peak", *(_wrap(n, 90) for n in notes)]), fontsize=8
