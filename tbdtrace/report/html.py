@@ -90,11 +90,24 @@ def _bars(rows: list[dict[str, Any]], label: str, title: str, tag: str, cat: boo
     )
 
 
+def covers(doc: Doc, key: str) -> str:
+    """What section ``key`` covers, as the document's window says (``window.sections``);
+    "" when the document does not say."""
+    secs = _dict(_dict(doc.get("window")).get("sections"))
+    v = secs.get(key)
+    return str(v) if v else ""
+
+
+def _in(doc: Doc, key: str) -> str:
+    c = covers(doc, key)
+    return f"; {c}" if c else ""
+
+
 def _categories(doc: Doc) -> Any:
     return _bars(
         _records(doc.get("categories"), "categories"),
         "category",
-        "Device time by category (kernels, copies, sets; whole trace)",
+        f"Device time by category (kernels, copies, sets{_in(doc, 'categories')})",
         "cat",
         True,
     )
@@ -102,12 +115,19 @@ def _categories(doc: Doc) -> Any:
 
 def _kernels(doc: Doc) -> Any:
     rows = _records(doc.get("kernels"), "kernels")[:15]
-    return _bars(rows, "name", f"Top {len(rows)} kernels (share of kernel time)", "kern")
+    return _bars(
+        rows, "name", f"Top {len(rows)} kernels (share of kernel time{_in(doc, 'kernels')})", "kern"
+    )
 
 
 def _ops(doc: Doc) -> Any:
     rows = _records(_section_dict(doc, "hotspots").get("ops"), "hotspots.ops")[:15]
-    return _bars(rows, "op", f"Top {len(rows)} launching ops (share of kernel time)", "ops")
+    return _bars(
+        rows,
+        "op",
+        f"Top {len(rows)} launching ops (share of kernel time{_in(doc, 'hotspots')})",
+        "ops",
+    )
 
 
 def _sources(doc: Doc) -> Any:
@@ -120,7 +140,7 @@ def _idle(doc: Doc) -> Any:
     from tbdtrace.report import plots
 
     rows = _records(_section_dict(doc, "idle").get("devices"), "idle.devices")
-    return plots.idle_breakdown(rows) if rows else None
+    return plots.idle_breakdown(rows, covers(doc, "idle") or "whole trace") if rows else None
 
 
 def _memory(doc: Doc) -> Any:
@@ -140,59 +160,63 @@ def _roofline(doc: Doc) -> Any:
 
 
 def flops_rows(doc: Doc) -> list[dict[str, Any]]:
-    """Bars of the FLOP efficiency plot: from a ``flops`` section (rows with a
-    ``precision`` (or ``dtype``) and an ``efficiency*`` figure, ``*coverage*`` and
-    ``*source*`` when present, on the row or on the section), else the ``fp32`` section's
-    efficiency over busy time. Rows without a number are left out."""
+    """Bars of the FLOP efficiency plot, one per (rank, precision) row of the flops
+    section's per-precision table (``flops.rows``; never its per-kernel ``flops.kernels``):
+    the row's ``efficiency_busy`` and ``efficiency_wall`` as they are, its own ``coverage``
+    (never the section's ``coverage_threshold``), its ``flops_source``. A row without a
+    precision (no FLOP source) is left out; a row with a precision but no efficiency (no
+    peak) is kept with None, and the plot says so. A document of another shape: a list of
+    rows, or rows naming their precision ``dtype``. Without a flops section, the ``fp32``
+    section's efficiencies stand in."""
     src = doc.get("flops")
-    items: list[Any] = src if isinstance(src, list) else []
-    shared: dict[str, Any] = {}
-    if isinstance(src, dict):
-        items = [x for v in src.values() if isinstance(v, list) for x in v]
-        shared = {k: v for k, v in src.items() if not isinstance(v, list | dict)}
+    items: list[Any] = []
+    threshold = None
+    if isinstance(src, list):
+        items = src
+    elif isinstance(src, dict):
+        items = _records(src.get("rows"), "flops.rows")
+        t = src.get("coverage_threshold")
+        threshold = t if isinstance(t, int | float) else None
     out = []
-    for row in items:
-        if not isinstance(row, dict):
+    for r in items:
+        if not isinstance(r, dict):
             continue
-        r = {**shared, **row}
         prec = r.get("precision", r.get("dtype"))
-        eff = [k for k in r if k.startswith("efficiency") and isinstance(r[k], int | float)]
-        if prec is None or not eff:
+        if prec is None:
             continue
-        cov = [k for k in r if "coverage" in k and isinstance(r[k], int | float)]
-        who = "" if r.get("rank") is None else f"rank {r['rank']} "
-        src_keys = [k for k in r if "source" in k and isinstance(r[k], str)]
-        out.append(
-            {
-                "label": f"{who}{prec}",
-                "efficiency": r[eff[0]],
-                "coverage": r[cov[0]] if cov else None,
-                "basis": eff[0],
-                "note": r[src_keys[0]] if src_keys else None,
-            }
-        )
-    if out or src is not None:
-        return out
-    for r in _records(doc.get("fp32"), "fp32"):
-        if isinstance(r.get("efficiency_busy"), int | float):
-            who = "" if r.get("rank") is None else f"rank {r['rank']} "
-            out.append(
-                {
-                    "label": f"{who}fp32",
-                    "efficiency": r["efficiency_busy"],
-                    "coverage": None,
-                    "basis": "efficiency_busy",
-                    "note": r.get("flops_source"),
-                }
-            )
-    return out
+        out.append(_flops_bar(r, str(prec), threshold))
+    if src is not None:
+        return out if any(_has_eff(r) for r in out) else []
+    out = [_flops_bar(r, "fp32", None) for r in _records(doc.get("fp32"), "fp32")]
+    return out if any(_has_eff(r) for r in out) else []
+
+
+def _num_or_none(v: Any) -> float | None:
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _has_eff(r: dict[str, Any]) -> bool:
+    return r["efficiency_busy"] is not None or r["efficiency_wall"] is not None
+
+
+def _flops_bar(r: dict[str, Any], prec: str, threshold: float | None) -> dict[str, Any]:
+    who = "" if r.get("rank") is None else f"rank {r['rank']} "
+    note = r.get("flops_source")
+    return {
+        "label": f"{who}{prec}",
+        "efficiency_busy": _num_or_none(r.get("efficiency_busy")),
+        "efficiency_wall": _num_or_none(r.get("efficiency_wall")),
+        "coverage": _num_or_none(r.get("coverage")),
+        "coverage_threshold": threshold,
+        "note": note if isinstance(note, str) else None,
+    }
 
 
 def _flops(doc: Doc) -> Any:
     from tbdtrace.report import plots
 
     rows = flops_rows(doc)
-    return plots.flops_efficiency(rows) if rows else None
+    return plots.flops_efficiency(rows, covers(doc, "flops")) if rows else None
 
 
 def _ranks(doc: Doc) -> Any:

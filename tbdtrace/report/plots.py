@@ -172,7 +172,7 @@ def share_bars(
     return fig
 
 
-def idle_breakdown(devices: Rows) -> Figure:
+def idle_breakdown(devices: Rows, covers: str = "whole trace") -> Figure:
     """Per device: busy time and idle time split into host-bound, work queued, sync wait
     (the idle table's names and columns)."""
     fig, (ax,) = _fig(height=max(1.8, 0.5 * len(devices) + 1.2))
@@ -200,7 +200,7 @@ def idle_breakdown(devices: Rows) -> Figure:
         _data(bars, f"idle-{key}")
         left = [a + v for a, v in zip(left, vals, strict=True)]
     ax.set_xlabel("time over each device's span (ms)")
-    ax.set_title("Busy and idle time by cause (whole trace)")
+    ax.set_title(f"Busy and idle time by cause ({covers})")
     ax.legend(fontsize=8, ncols=4, loc="lower right")
     return fig
 
@@ -248,7 +248,8 @@ def memory_over_time(
                     _data(p, f"mem-{c}")
             peak = max(alloc, key=lambda r: r["total_bytes"])
             px = (peak["ts_ns"] - t0) / 1e6
-            ax.plot([px], [peak["total_bytes"] / 2**20], "v", color="black", ms=7)
+            (mark,) = ax.plot([px], [peak["total_bytes"] / 2**20], "v", color="black", ms=7)
+            _data(mark, "mem-peak")
             ax.annotate(
                 f"peak {fmt_bytes(peak['total_bytes'])}",
                 (px, peak["total_bytes"] / 2**20),
@@ -286,29 +287,50 @@ def memory_over_time(
     return fig
 
 
-def flops_efficiency(rows: Rows) -> Figure:
-    """Efficiency (% of peak) per precision, each bar labelled with its FLOP coverage;
-    rows' ``note`` (where the FLOPs come from, what they leave out) under the axis."""
-    fig, (ax,) = _fig(height=max(1.8, 0.4 * len(rows) + 1.2))
-    labels = [str(r["label"]) for r in rows]
-    vals = [100 * r["efficiency"] for r in rows]
-    bars = ax.barh(labels, vals, color="#59a14f")
-    _data(bars, "flops")
-    for i, r in enumerate(rows):
-        cov = r.get("coverage")
-        note = f" {vals[i]:.3g}%" + (
-            "" if cov is None else f" (FLOPs counted for {100 * cov:.0f}% of its time)"
-        )
-        ax.text(vals[i], i, note, va="center", fontsize=7)
+def flops_efficiency(rows: Rows, covers: str = "") -> Figure:
+    """Efficiency (% of peak) per (rank, precision) row of the flops table: two bars per
+    row, over busy time and over the window (the table's ``efficiency_busy`` and
+    ``efficiency_wall``), each row labelled with its own FLOP coverage ("partial" below the
+    section's threshold); a row without a peak is named, with no bar. Rows' ``note``
+    (where the FLOPs come from, what they leave out) under the axis."""
+    n = len(rows)
+    fig, (ax,) = _fig(height=max(1.8, 0.7 * n + 1.2))
+    y = list(range(n))
+    for key, name, off, col in (
+        ("efficiency_busy", "over busy time", -0.3, "#59a14f"),
+        ("efficiency_wall", "over the window", 0.02, "#8cd17d"),
+    ):
+        have = [
+            (yi + off, 100 * r[key]) for yi, r in zip(y, rows, strict=True) if r[key] is not None
+        ]
+        if have:
+            bars = ax.barh(
+                [a for a, _ in have], [b for _, b in have], height=0.3, color=col, label=name
+            )
+            _data(bars, f"flops-{key}")
+            for a, b in have:
+                ax.text(b, a, f" {b:.3g}%", va="center", fontsize=7)
+    for yi, r in zip(y, rows, strict=True):
+        cov, thr = r.get("coverage"), r.get("coverage_threshold")
+        if r["efficiency_busy"] is None and r["efficiency_wall"] is None:
+            what = " no peak for this precision: no efficiency"
+        elif cov is None:
+            what = ""
+        else:
+            partial = "" if thr is None or cov >= thr else f", partial (< {100 * thr:.0f}%)"
+            what = f" FLOPs counted for {100 * cov:.0f}% of its matrix kernels' time{partial}"
+        if what:
+            ax.text(0, yi + 0.2, what, va="top", fontsize=7, color="#444")
+    ax.set_yticks(y, [_clip(str(r["label"]), 40) for r in rows], fontsize=8)
+    ax.set_ylim(n - 0.4, -0.6)  # first row on top, room for the last row's coverage line
     notes = list(dict.fromkeys(str(r["note"]) for r in rows if r.get("note")))
     ax.set_xlabel(
         "\n".join(["achieved FLOP/s as % of peak", *(_wrap(n, 90) for n in notes)]), fontsize=8
     )
-    ax.set_title(
-        "FLOP efficiency per precision"
-        + (f" ({rows[0]['basis']})" if rows and rows[0].get("basis") else "")
-    )
+    ax.set_title(f"FLOP efficiency per precision{f' ({covers})' if covers else ''}")
     ax.margins(x=0.35)
+    if any(r["efficiency_busy"] is not None or r["efficiency_wall"] is not None for r in rows):
+        ax.legend(fontsize=7, loc="lower right")
     return fig
 
 

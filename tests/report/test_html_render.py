@@ -26,44 +26,45 @@ def test_any_section_renders_and_known_plots_tolerate_other_shapes() -> None:
     assert [k for k, _ in figs] == ["flops"]
     assert [n.split(":")[0] for n in notes] == ["steps", "ranks"]
     assert "steps.steps is not a list of records" in notes[0]
+    nothing = {"efficiency_busy": None, "efficiency_wall": None, "coverage_threshold": None}
     assert html.flops_rows(doc) == [
-        {
-            "label": "bf16",
-            "efficiency": 0.4,
-            "coverage": 0.9,
-            "basis": "efficiency_busy",
-            "note": None,
-        }
+        {**nothing, "label": "bf16", "efficiency_busy": 0.4, "coverage": 0.9, "note": None},
+        # no number: no bar, the plot names it ("no peak")
+        {**nothing, "label": "fp32", "coverage": None, "note": None},
     ]
     page = html.render(doc)
     assert 'id="s-new_section"' in page and "new_section.rows" in page
     assert "a&lt;b" in page and "25.0%" in page and "5 ns" in page
     assert 'data-plot="flops"' in page and "not drawn" in page
-    # Coverage and source on the section apply to its rows; dtype names the precision.
+    # The section's rows only (never its per-kernel rows), each with its own coverage
+    # (never the section's threshold); dtype names the precision.
     sec = {
         "flops": {
-            "coverage": 0.5,
-            "flops_source": "counted",
-            "rows": [{"dtype": "fp16", "efficiency_wall": 0.2}],
+            "coverage_threshold": 0.8,
+            "kernels": [{"precision": "fp16", "efficiency": 0.9}],
+            "rows": [
+                {"dtype": "fp16", "efficiency_wall": 0.2, "coverage": 0.5, "flops_source": "c"}
+            ],
         }
     }
     assert html.flops_rows(sec) == [
         {
+            **nothing,
             "label": "fp16",
-            "efficiency": 0.2,
+            "efficiency_wall": 0.2,
             "coverage": 0.5,
-            "basis": "efficiency_wall",
-            "note": "counted",
+            "coverage_threshold": 0.8,
+            "note": "c",
         }
     ]
     # Without a flops section, FP32 efficiency stands in.
     fp32 = {"fp32": [{"rank": None, "efficiency_busy": 0.125, "flops_source": "matmuls only"}]}
     assert html.flops_rows(fp32) == [
         {
+            **nothing,
             "label": "fp32",
-            "efficiency": 0.125,
+            "efficiency_busy": 0.125,
             "coverage": None,
-            "basis": "efficiency_busy",
             "note": "matmuls only",
         }
     ]
