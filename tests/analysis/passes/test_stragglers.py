@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from tbdtrace.analysis.engine.window import WindowSpec
-from tbdtrace.report import ReportOptions, build
-from tbdtrace.report import csvout, tabular
+from tbdtrace.report import ReportOptions, build, csvout, tabular
 from tbdtrace.report.text import render
 from tbdtrace.report.textui import Console
 from tests.analysis.tiny import make
