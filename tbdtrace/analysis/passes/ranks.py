@@ -333,7 +333,7 @@ def judge_stragglers(
     step_med = float(np.median(np.concatenate([d for _, _, d, _, _ in per_step])))
     floor = config.straggler_floor_share * step_med
     threshold = max(config.straggler_noise_multiple * noise, floor)
-    out = []
+    out: list[dict[str, Any]] = []
     for n, ranks, dur, work, med in per_step:
         i = int(np.argmax(work))
         lead = float(work[i] - med)
@@ -354,7 +354,7 @@ def judge_stragglers(
                 "straggler": bool(lead > threshold),
             }
         )
-    rule = {
+    rule: dict[str, Any] = {
         "noise_ns": noise,
         "noise_multiple": config.straggler_noise_multiple,
         "floor_ns": floor,
