@@ -108,6 +108,8 @@ def _render_steps(con: Console, data: dict[str, Any], opts: ReportOptions) -> No
         f"({fmt_ns(rule['step_time_median_ns'])})); noise = 1.4826 x the median |lead over "
         f"the step's median rank| over {rule['leads']} rank-steps."
     )
+    if rule["caveat"]:
+        con.print(f"Note: {rule['caveat']}.")
 
 
 def _render_collectives(con: Console, c: dict[str, Any] | None) -> None:

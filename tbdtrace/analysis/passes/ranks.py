@@ -299,6 +299,8 @@ def step_rows(ctx: Source) -> pa.Table:
 
 # MAD x 1.4826 estimates a normal distribution's standard deviation.
 MAD_TO_SIGMA = 1.4826
+# Fewer rank-steps than this: the rule says its noise comes from few values.
+FEW_LEADS = 6
 
 
 def stragglers(rows: pa.Table, config: RanksConfig) -> list[dict[str, Any]]:
@@ -364,7 +366,14 @@ def judge_stragglers(
         "leads": len(leads),
         "steps": len(per_step),
         "flagged": sum(x["straggler"] for x in out),
+        "caveat": None,
     }
+    if len(leads) < FEW_LEADS:
+        rule["caveat"] = (
+            f"the noise comes from {len(leads)} rank-steps, the slowest among them: a slow "
+            "step stands out only when under half of them are slow (with 2 ranks, from 3 "
+            "steps on)"
+        )
     return out, rule
 
 

@@ -90,6 +90,7 @@ def _check(doc: dict, work: np.ndarray) -> dict:
     assert rule["threshold_ns"] == pytest.approx(want["threshold_ns"], abs=1)
     assert rule["leads"] == work.size and rule["steps"] == len(work)
     assert rule["flagged"] == len(want["flagged"])
+    assert (rule["caveat"] is not None) == (work.size < 6)  # few rank-steps say so
     return want
 
 
@@ -123,6 +124,16 @@ def test_quiet_run_the_floor_decides(tmp_path: Path) -> None:
     work[2, 1] += 1 * MS
     want = _check(_report(tmp_path, work), work)
     assert want["noise_ns"] == 0 and want["flagged"] == {0}
+
+
+def test_two_steps_of_two_ranks_cannot_single_one_out(tmp_path: Path) -> None:
+    # Leads +-a/2 and +-b/2: the noise is at least 1.4826 x a/4, so no lead exceeds 5 x it,
+    # and the rule says why.
+    work = np.array([[5 * MS, 5 * MS + 100_000], [5 * MS, 305 * MS]], np.int64)
+    doc = _report(tmp_path, work)
+    want = _check(doc, work)
+    assert want["flagged"] == set()
+    assert "3 steps" in doc["ranks"]["straggler_rule"]["caveat"]
 
 
 def test_csv_and_text_carry_the_lead_and_the_noise(tmp_path: Path) -> None:
