@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=200.0,
         help="delay of each injected straggler (default 200 ms: ~15%% of a step, well above "
-        "run-to-run noise and the straggler rule's threshold)",
+        "the straggler rule's threshold: the run's noise, or 2%% of the median step)",
     )
     a = ap.parse_args(argv)
     if not a.fixture.is_file():
@@ -222,6 +222,15 @@ def main(argv: list[str] | None = None) -> int:
                     f"step {step}: rank {st['slowest_rank']} (injected {rank}), lead "
                     f"{st['lead_ns'] / 1e6:.1f} ms, {flag}" + ("" if ok else " MISSED")
                 )
+            injected = {step for _, step, _ in stragglers(n, a.straggler_ms)}
+            extra = [
+                s["step"] for s in sec["steps"] if s["straggler"] and s["step"] not in injected
+            ]
+            rule = sec["straggler_rule"]
+            found.append(
+                f"other steps flagged: {extra or 'none'} (threshold "
+                f"{rule['threshold_ns'] / 1e6:.2f} ms, noise {rule['noise_ns'] / 1e6:.3f} ms)"
+            )
             slow = [x["rank"] for x in sec["collectives"]["per_rank"] if x["slow_link"]]
             per_rank[(n, how)] = (r.driver_cpu_s + r.workers_cpu_s) / n
             rows.append((n, how, r, str(len(sec["per_rank"])), "; ".join(found), str(slow)))

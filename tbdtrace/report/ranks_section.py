@@ -71,14 +71,24 @@ def _render_steps(con: Console, data: dict[str, Any], opts: ReportOptions) -> No
     if not steps:
         con.print("Stragglers: no step seen on two or more ranks.")
         return
-    thr = data["config"]["straggler_threshold"]
+    rule = data["straggler_rule"]
     t = Table(
-        title=f"Stragglers per step (work = step time outside collective kernels; straggler: "
-        f"lead over the median rank's work > {thr:.0%} of the median step time)",
+        title="Stragglers per step (work = step time outside collective kernels; lead = the "
+        "slowest rank's work - the median rank's)",
     )
-    for c in ("Step", "Ranks", "Step med", "Step skew", "Slowest", "Lead", "Straggler"):
+    for c in (
+        "Step",
+        "Ranks",
+        "Step med",
+        "Step skew",
+        "Slowest",
+        "Lead",
+        "Lead/noise",
+        "Straggler",
+    ):
         t.add_column(c, justify="right")
     for s in steps:
+        z = s["lead_over_noise"]
         t.add_row(
             str(s["step"]),
             str(s["ranks"]),
@@ -86,9 +96,20 @@ def _render_steps(con: Console, data: dict[str, Any], opts: ReportOptions) -> No
             fmt_ns(s["step_skew_ns"]),
             str(s["slowest_rank"]),
             fmt_ns(s["lead_ns"]),
+            "-" if z is None else f"{z:,.1f}",
             "yes" if s["straggler"] else "",
         )
     con.print(t)
+    con.print(
+        f"Stragglers: {rule['flagged']} of {rule['steps']} steps flagged. A step's slowest "
+        f"rank is a straggler when its lead exceeds {fmt_ns(rule['threshold_ns'])} = "
+        f"max({rule['noise_multiple']:g} x the run's noise {fmt_ns(rule['noise_ns'])}, "
+        f"{rule['floor_share']:.0%} of the median step time "
+        f"({fmt_ns(rule['step_time_median_ns'])})); noise = 1.4826 x the median |lead over "
+        f"the step's median rank| over {rule['leads']} rank-steps."
+    )
+    if rule["caveat"]:
+        con.print(f"Note: {rule['caveat']}.")
 
 
 def _render_collectives(con: Console, c: dict[str, Any] | None) -> None:
@@ -153,15 +174,18 @@ def from_parts(
             "the ranks' device time spans do not overlap: the files are not one job, or "
             "their clocks differ; cross-rank skews and matches are not meaningful"
         )
+    steps, rule = ranks.judge_stragglers(step_rows, cfg)
     return {
         "notes": notes,
         "config": {
-            "straggler_threshold": cfg.straggler_threshold,
+            "straggler_noise_multiple": cfg.straggler_noise_multiple,
+            "straggler_floor_share": cfg.straggler_floor_share,
             "slow_link_threshold": cfg.slow_link_threshold,
         },
         "per_rank": rows,
         "across_ranks": across_ranks.spread_with_range(rows, _KEYS),
-        "steps": ranks.stragglers(step_rows, cfg),
+        "steps": steps,
+        "straggler_rule": rule,
         "collectives": ranks.collectives(matched, cfg),
     }
 

@@ -1,7 +1,10 @@
 """``tbdtrace capture`` of a real 2-rank DDP training (gloo, CPU): ranks from the
 launcher's environment or torch.distributed, each rank's steps and gloo collectives, and
 an injected straggler found by the ranks pass. The training is tests/collector/ddp_tiny.py
-(a two-layer MLP, 6 steps); rank 1 sleeps DELAY_S inside step 3."""
+(a two-layer MLP, 6 steps of a few ms); rank 1 sleeps DELAY_S inside step 3. CAPTURES runs
+are captured (the first serves every test), and in each the injected step is the only
+straggler: the few-ms steps' rank-to-rank noise is not flagged (docs/DECISIONS.md
+straggler.2)."""
 
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engin
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("ddp_tiny.py")
 STEPS = 6
-DELAY_S = 0.5
+DELAY_S = 0.3
+CAPTURES = 2
 # DDP all-reduces the gradients of Linear(64, 64) + Linear(64, 8) in one float32 bucket.
 GRAD_BYTES = 4 * (64 * 64 + 64 + 64 * 8 + 8)
 
@@ -38,16 +42,24 @@ def _capture(out: Path, command: list[str], extra_env: dict[str, str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def torchrun(tmp_path_factory: pytest.TempPathFactory) -> tbdtrace.Trace:
-    out = tmp_path_factory.mktemp("ddp") / "run.tbd"
-    port = str(20000 + os.getpid() % 20000)
+def captures(tmp_path_factory: pytest.TempPathFactory) -> list[tbdtrace.Trace]:
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
-    _capture(
-        out,
-        [*launcher, "--master_port", port, str(SCRIPT)],
-        {"TINY_SLEEP": f"1:3:{DELAY_S}"},
-    )
-    return tbdtrace.open(out)
+    out = []
+    for i in range(CAPTURES):
+        path = tmp_path_factory.mktemp("ddp") / f"run{i}.tbd"
+        port = str(20000 + (os.getpid() + 7 * i) % 20000)
+        _capture(
+            path,
+            [*launcher, "--master_port", port, str(SCRIPT)],
+            {"TINY_SLEEP": f"1:3:{DELAY_S}"},
+        )
+        out.append(tbdtrace.open(path))
+    return out
+
+
+@pytest.fixture(scope="module")
+def torchrun(captures: list[tbdtrace.Trace]) -> tbdtrace.Trace:
+    return captures[0]
 
 
 def test_two_ranks_and_the_agent_is_none(torchrun: tbdtrace.Trace) -> None:
@@ -128,15 +140,24 @@ def test_gloo_all_reduces_per_rank_matched_by_order(torchrun: tbdtrace.Trace) ->
     assert sorted(a for a, _ in in_steps if a is not None) == list(range(STEPS))
 
 
-def test_injected_sleep_is_step_3_straggler(torchrun: tbdtrace.Trace) -> None:
-    by_step = {s["step"]: s for s in ranks_pass.steps(torchrun, ranks_pass.RanksConfig())}
+@pytest.mark.parametrize("i", range(CAPTURES))
+def test_injected_sleep_is_the_only_straggler(captures: list[tbdtrace.Trace], i: int) -> None:
+    steps = ranks_pass.steps(captures[i], ranks_pass.RanksConfig())
+    by_step = {s["step"]: s for s in steps}
+    assert sorted(by_step) == list(range(STEPS))
     s3 = by_step[3]
-    assert s3["straggler"] and s3["slowest_rank"] == 1
+    assert s3["slowest_rank"] == 1
     # Two ranks: the median is their mean, so the other rank's work is 2 x median - slowest.
     other = 2 * s3["work_median_ns"] - s3["slowest_work_ns"]
     delay_ns = s3["slowest_work_ns"] - other
     assert abs(delay_ns - DELAY_S * 1e9) <= 0.1 * DELAY_S * 1e9, delay_ns
-    assert all(not by_step[n]["straggler"] or by_step[n]["lead_ns"] < 0.1e9 for n in (2, 4, 5))
+    # Flagged: step 3 and nothing else, each judged against the run's noise.
+    assert [s["step"] for s in steps if s["straggler"]] == [3], [
+        (s["step"], s["lead_ns"], s["threshold_ns"]) for s in steps
+    ]
+    # The noise is the spread of the ranks' work in ordinary steps (leads of tens of us
+    # to a few ms on these few-ms steps), far below the injected lead (half the delay).
+    assert 0 < s3["noise_ns"] < 0.1 * s3["lead_ns"]
 
 
 def test_spawned_ranks_take_their_rank_from_torch_distributed(tmp_path: Path) -> None:

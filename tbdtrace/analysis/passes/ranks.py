@@ -38,8 +38,11 @@ BUSBW_FACTORS = {
 @dataclass(frozen=True)
 class RanksConfig:
     # A step's slowest rank is a straggler when its lead over the median rank exceeds
-    # this share of the median step time.
-    straggler_threshold: float = 0.05
+    # both this many times the run's noise (1.4826 x the median |lead| over every rank of
+    # every step: the leads' robust standard deviation about the median rank) ...
+    straggler_noise_multiple: float = 5.0
+    # ... and this share of the run's median step time (the floor, for a quiet run).
+    straggler_floor_share: float = 0.02
     # A rank is a slow-link suspect when its collectives' median excess time (own end
     # minus the last rank's arrival, over the median rank's) exceeds this share of the
     # median collective time.
@@ -260,7 +263,8 @@ def steps(ctx: Source, config: RanksConfig) -> list[dict[str, Any]]:
     """Per step number seen on 2+ ranks: the slowest rank by work time (step time minus
     the time its collective kernels ran during the step: a rank that arrives late makes
     the others wait inside the collective, which this leaves out), its lead over the
-    median rank, whether that lead makes it a straggler, and step_skew_ns (max - min
+    median rank, the run's noise and threshold it was judged against
+    (:func:`judge_stragglers`), whether it is a straggler, and step_skew_ns (max - min
     step time)."""
     ctx = of(ctx)
     return stragglers(step_rows(ctx), config)
@@ -293,25 +297,51 @@ def step_rows(ctx: Source) -> pa.Table:
     return pa.table([num, r, s, e, np.array(in_comm, np.int64).reshape(-1)], schema=STEP_ROWS)
 
 
+# MAD x 1.4826 estimates a normal distribution's standard deviation.
+MAD_TO_SIGMA = 1.4826
+# Fewer rank-steps than this: the rule says its noise comes from few values.
+FEW_LEADS = 6
+
+
 def stragglers(rows: pa.Table, config: RanksConfig) -> list[dict[str, Any]]:
     """:func:`steps` from :func:`step_rows` of any number of ranks."""
+    return judge_stragglers(rows, config)[0]
+
+
+def judge_stragglers(
+    rows: pa.Table, config: RanksConfig
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Per step seen on 2+ ranks (:func:`steps`' rows), and the rule they were judged by:
+    a rank's lead in a step is its work time minus the step's median rank's; the run's
+    noise is ``MAD_TO_SIGMA`` x the median |lead| over every rank of every such step; the
+    step's slowest rank is a straggler when its lead exceeds ``threshold_ns`` =
+    max(``straggler_noise_multiple`` x noise, ``straggler_floor_share`` x the median step
+    time over those rows). The rule is None without such steps."""
     if not rows.num_rows:
-        return []
+        return [], None
     num, r, s, e, c = (_np(rows, x) for x in STEP_ROWS.names)
-    out = []
+    per_step = []
     for n in np.unique(num).tolist():
         m = num == n
         if len(np.unique(r[m])) < 2:
             continue
-        ranks, ss, ee = r[m].tolist(), s[m], e[m]
-        dur = ee - ss
+        dur = e[m] - s[m]
         work = dur - c[m]
+        per_step.append((int(n), r[m].tolist(), dur, work, float(np.median(work))))
+    if not per_step:
+        return [], None
+    leads = np.concatenate([w - med for *_, w, med in per_step])
+    noise = MAD_TO_SIGMA * float(np.median(np.abs(leads)))
+    step_med = float(np.median(np.concatenate([d for _, _, d, _, _ in per_step])))
+    floor = config.straggler_floor_share * step_med
+    threshold = max(config.straggler_noise_multiple * noise, floor)
+    out: list[dict[str, Any]] = []
+    for n, ranks, dur, work, med in per_step:
         i = int(np.argmax(work))
-        med = float(np.median(work))
         lead = float(work[i] - med)
         out.append(
             {
-                "step": int(n),
+                "step": n,
                 "ranks": len(ranks),
                 "step_time_median_ns": float(np.median(dur)),
                 "step_skew_ns": int(dur.max() - dur.min()),
@@ -319,10 +349,32 @@ def stragglers(rows: pa.Table, config: RanksConfig) -> list[dict[str, Any]]:
                 "slowest_rank": int(ranks[i]),
                 "slowest_work_ns": int(work[i]),
                 "lead_ns": lead,
-                "straggler": bool(lead > config.straggler_threshold * float(np.median(dur))),
+                "noise_ns": noise,
+                "threshold_ns": threshold,
+                "lead_over_noise": lead / noise if noise > 0 else None,
+                "ranks_over_threshold": int(((work - med) > threshold).sum()),
+                "straggler": bool(lead > threshold),
             }
         )
-    return out
+    rule: dict[str, Any] = {
+        "noise_ns": noise,
+        "noise_multiple": config.straggler_noise_multiple,
+        "floor_ns": floor,
+        "floor_share": config.straggler_floor_share,
+        "step_time_median_ns": step_med,
+        "threshold_ns": threshold,
+        "leads": len(leads),
+        "steps": len(per_step),
+        "flagged": sum(x["straggler"] for x in out),
+        "caveat": None,
+    }
+    if len(leads) < FEW_LEADS:
+        rule["caveat"] = (
+            f"the noise comes from {len(leads)} rank-steps, the slowest among them: a slow "
+            "step stands out only when under half of them are slow (with 2 ranks, from 3 "
+            "steps on)"
+        )
+    return out, rule
 
 
 def _comm_intervals(ctx: AnalysisContext) -> dict[int, tuple[np.ndarray, np.ndarray]]:
