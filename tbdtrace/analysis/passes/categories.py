@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from tbdtrace.analysis.engine import categories as vocab
 from tbdtrace.analysis.engine import outputs, shared_arrays
 from tbdtrace.analysis.engine.categories import (
     BY_NAME,
@@ -42,6 +43,13 @@ from tbdtrace.analysis.engine.context import Source, of
 from tbdtrace.analysis.passes import kernels
 
 SCHEMA = outputs.CATEGORIES.arrow_schema()  # declared in analysis/engine/outputs.py
+
+# Kept for code written before the classification moved to the engine
+# (engine/categories.py).
+classify = vocab.classify
+kernel_categories = vocab.kernel_categories
+name_categories = vocab.name_categories
+other_share = vocab.other_share
 
 
 def run(ctx: Source, config: None = None) -> pa.Table:

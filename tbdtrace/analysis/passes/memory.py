@@ -20,8 +20,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from tbdtrace.analysis.engine import memory_replay
 from tbdtrace.analysis.engine.context import Source, of
 from tbdtrace.analysis.engine.memory_replay import MemoryConfig, timeline
+
+# Kept for code written before the summary moved to the engine (engine/memory_replay.py).
+summarize = memory_replay.summarize
 
 
 def run(ctx: Source, config: MemoryConfig | None = None) -> pa.Table:
