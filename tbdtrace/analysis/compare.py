@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tbdtrace.analysis.engine import outputs
+from tbdtrace.analysis.engine import categories as vocab
+from tbdtrace.analysis.engine import outputs, summaries
 from tbdtrace.analysis.engine.context import Source
 from tbdtrace.analysis.passes import categories, hotspots, kernels, steps, summary, utilization
 from tbdtrace.arrow_ints import int_column
@@ -75,7 +76,7 @@ def run(a: Source, b: Source, config: Any = None) -> pa.Table:
     na, nb = step_count(a), step_count(b)
     ia = {r["name"]: r for r in kernels.run(a).to_pylist()}
     ib = {r["name"]: r for r in kernels.run(b).to_pylist()}
-    cats = {**categories.name_categories(a), **categories.name_categories(b)}
+    cats = {**vocab.name_categories(a), **vocab.name_categories(b)}
     rows = []
     for n in set(ia) | set(ib):
         ra, rb = ia.get(n, {}), ib.get(n, {})
@@ -100,7 +101,7 @@ def by_category(a: Source, b: Source) -> pa.Table:
     ca = {r["category"]: r for r in categories.run(a).to_pylist()}
     cb = {r["category"]: r for r in categories.run(b).to_pylist()}
     rows = []
-    for c in categories.CATEGORIES:
+    for c in vocab.CATEGORIES:
         if c not in ca and c not in cb:
             continue
         ra, rb = ca.get(c, {}), cb.get(c, {})
@@ -155,8 +156,8 @@ def headline(tr: Source, memory_peak_bytes: int | None = None) -> dict[str, Any]
     median over ranks (``ranks`` says how many); kernel figures also per measured step
     (divided by ``measured_rank_steps``, :func:`step_count`: with several ranks, each rank's
     step counts)."""
-    st_ranks = steps.by_rank(steps.run(tr))
-    sm_ranks = summary.by_rank(tr)
+    st_ranks = summaries.steps_by_rank(steps.run(tr))
+    sm_ranks = summaries.device_summary_by_rank(tr, summary.run(tr))
     st, sm = _per_rank(st_ranks), _per_rank(sm_ranks)
     util = utilization.run(tr)
     # A mask, not an expression: filtering by expression loads Arrow's dataset and

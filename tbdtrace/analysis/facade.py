@@ -298,15 +298,16 @@ class TraceAnalysis:
 
         from tbdtrace.analysis import compare as diff
         from tbdtrace.analysis import gate as diff_gate
-        from tbdtrace.analysis.passes import categories, memory
+        from tbdtrace.analysis.engine import categories as vocab
+        from tbdtrace.analysis.engine import memory_replay
 
         texts = [fail_above] if isinstance(fail_above, str) else list(fail_above)
-        limits = diff_gate.parse(texts, categories.CATEGORIES)
+        limits = diff_gate.parse(texts, vocab.CATEGORIES)
         whole_b = other.whole if isinstance(other, TraceAnalysis) else other
         b = self._other(other)
         peaks = (
-            memory.summarize(self.whole)["peak_bytes"],
-            memory.summarize(whole_b)["peak_bytes"],
+            memory_replay.summarize(self.whole)["peak_bytes"],
+            memory_replay.summarize(whole_b)["peak_bytes"],
         )
         doc = diff.compare(self.ctx, b, top=0, memory_peaks=peaks, thresholds=limits)
         schema = outputs.DIFF_GATE.arrow_schema()

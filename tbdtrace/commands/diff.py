@@ -134,7 +134,7 @@ def _thresholds(args: argparse.Namespace) -> list[Any] | str | None:
     if not args.fail_above:
         return None
     from tbdtrace.analysis import gate as diff_gate
-    from tbdtrace.analysis.passes import categories
+    from tbdtrace.analysis.engine import categories
 
     try:
         return diff_gate.parse(args.fail_above, categories.CATEGORIES)

@@ -29,9 +29,9 @@ import pyarrow as pa
 
 from tbdtrace.analysis.engine import shared_arrays
 from tbdtrace.analysis.engine.attribution import attribute
+from tbdtrace.analysis.engine.categories import CATEGORIES, kernel_categories
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dense_codes
-from tbdtrace.analysis.passes.categories import CATEGORIES, kernel_categories
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -588,7 +588,7 @@ def _memory_counters(ctx: AnalysisContext, tl: Timeline) -> list[tuple[int, I64,
     key (-1: none) of each series."""
     from tbdtrace.analysis.passes import memory
 
-    mt = memory.timeline(ctx)
+    mt = memory.run(ctx)
     if not mt.num_rows:
         return []
     t = mt["ts_ns"].to_numpy()

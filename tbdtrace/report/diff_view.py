@@ -11,8 +11,7 @@ import sys
 from typing import Any
 
 from tbdtrace.analysis import compare as diff
-from tbdtrace.analysis.engine import context, window
-from tbdtrace.analysis.passes import memory
+from tbdtrace.analysis.engine import context, memory_replay, window
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns
 from tbdtrace.report.textui import Console, Table
 from tbdtrace.trace import Trace
@@ -25,7 +24,7 @@ def document(
     windows under ``"window"`` and, with ``thresholds``, the gate under ``"gate"``."""
     ca, cb = context.of(a), context.of(b)
     wa, wb = window.resolve(ca, spec), window.resolve(cb, spec)
-    peaks = (memory.summarize(ca)["peak_bytes"], memory.summarize(cb)["peak_bytes"])
+    peaks = (memory_replay.summarize(ca)["peak_bytes"], memory_replay.summarize(cb)["peak_bytes"])
     doc = diff.compare(
         ca.windowed(wa), cb.windowed(wb), top=top, memory_peaks=peaks, thresholds=thresholds
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tbdtrace.analysis.engine import memory_replay
 from tbdtrace.analysis.engine.context import AnalysisContext
-from tbdtrace.analysis.passes import memory
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns
 from tbdtrace.report.section_api import ReportOptions, Section
 from tbdtrace.report.textui import Console, Table
@@ -167,10 +167,10 @@ def _first_ts(data: dict[str, Any]) -> int | None:
 
 
 def memory_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
-    """The memory pass summary (see :func:`tbdtrace.analysis.passes.memory.summarize`) of
+    """The memory pass summary (see :func:`tbdtrace.analysis.engine.memory_replay.summarize`) of
     the report's window: replayed over the whole trace (what was live when the window
     began counts), the headline peak the window's, the whole-trace peak beside it."""
-    return memory.summarize(trace.whole, window=trace.window)
+    return memory_replay.summarize(trace.whole, window=trace.window)
 
 
 # The sections this module declares; tbdtrace.report.contents lists them in report order.

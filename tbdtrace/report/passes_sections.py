@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.analysis.engine import across_ranks
+from tbdtrace.analysis.engine import across_ranks, summaries
 from tbdtrace.analysis.engine.context import AnalysisContext
 from tbdtrace.analysis.passes import (
     categories,
@@ -94,11 +94,11 @@ def _data_wait(s: dict[str, Any]) -> str:
 def steps_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     tbl = steps.run(trace)
     rows = tbl if opts.top_json is None else tbl.slice(0, opts.top_json)
-    ranks = steps.by_rank(tbl)
+    ranks = summaries.steps_by_rank(tbl)
     keys = ("step_median_ns", "step_mean_ns", "measured_ns", "throughput_per_s")
     return {
         # Over every rank's steps only for a single rank: never summed across ranks.
-        "summary": steps.summarize(tbl) if len(ranks) <= 1 else None,
+        "summary": summaries.step_summary(tbl) if len(ranks) <= 1 else None,
         "ranks": ranks,
         "across_ranks": across_ranks.spread(ranks, keys),
         "steps": table_records(rows),
@@ -129,7 +129,10 @@ def _render_util(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
 
 
 def utilization_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
-    return {"devices": table_records(utilization.run(trace)), "cpu": utilization.cpu(trace)}
+    return {
+        "devices": table_records(utilization.run(trace)),
+        "cpu": summaries.cpu_utilization(trace, steps.run(trace)),
+    }
 
 
 def _render_categories(con: Console, data: list[dict[str, Any]], opts: ReportOptions) -> None:
@@ -247,14 +250,14 @@ def idle_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     tbl = idle.run(trace)
     rank = [-1 if r is None else r for r in tbl.column("rank").to_pylist()]
     ranks = [
-        {"rank": None if r < 0 else r, **idle.summarize(tbl.filter([x == r for x in rank]))}
+        {"rank": None if r < 0 else r, **summaries.idle_totals(tbl.filter([x == r for x in rank]))}
         for r in sorted(set(rank))
     ]
     # Totals over a rank's devices; never summed across ranks ("total": the one rank's).
     return {
         "devices": table_records(tbl),
         "ranks": ranks,
-        "total": idle.summarize(tbl) if len(ranks) <= 1 else None,
+        "total": summaries.idle_totals(tbl) if len(ranks) <= 1 else None,
     }
 
 

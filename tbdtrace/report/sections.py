@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.analysis.engine import across_ranks
+from tbdtrace.analysis.engine import across_ranks, summaries
 from tbdtrace.analysis.engine.context import AnalysisContext
 from tbdtrace.analysis.passes import kernels, summary
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
@@ -76,7 +76,7 @@ _SUMMARY_KEYS = tuple(k for _, k in _SUMMARY_ROWS) + ("memcpy_bytes",)
 def summary_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
     """Per rank (never summed across ranks); the figures at the top level are the single
     rank's, null when the trace has several ranks (see ``ranks`` and ``across_ranks``)."""
-    ranks = summary.by_rank(trace)
+    ranks = summaries.device_summary_by_rank(trace, summary.run(trace))
     one = ranks[0] if len(ranks) == 1 else {}
     if not ranks:  # no device activity: nothing counted
         one = {k: 0 for k in _SUMMARY_KEYS if k != "gpu_utilization"}

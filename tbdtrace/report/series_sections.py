@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from tbdtrace.analysis.engine import step_events, summaries
 from tbdtrace.analysis.engine.context import AnalysisContext
-from tbdtrace.analysis.passes import collective_skew, memory_series, step_timeline
+from tbdtrace.analysis.passes import collective_skew, memory_series, step_timeline, steps
 from tbdtrace.report.fmt import clip, fmt_ns
 from tbdtrace.report.section_api import ReportOptions, Section, table_records
 from tbdtrace.report.textui import Console, Table
@@ -28,8 +29,9 @@ def step_timeline_section(trace: AnalysisContext, opts: ReportOptions) -> dict[s
     start_ns, end_ns per rank), event_count (events overlapping the windows), shown
     (events listed), events (rows of :func:`tbdtrace.analysis.passes.step_timeline.run`)."""
     cfg = step_timeline.StepTimelineConfig()
-    tbl, total = step_timeline.events(trace, cfg)
-    win = step_timeline.windows(trace, cfg)
+    st = steps.run(trace, cfg.steps)
+    tbl, total = step_events.events(trace, st, cfg.max_events)
+    win = step_events.windows(st)
     return {
         "step": int(win.column("step")[0].as_py()) if win.num_rows else None,
         "windows": table_records(win.select(["rank", "start_ns", "end_ns"])),
@@ -68,7 +70,8 @@ def _render_skew(con: Console, data: dict[str, Any], opts: ReportOptions) -> Non
 
 
 def collective_skew_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any]:
-    """summary (per collective name, :func:`tbdtrace.analysis.passes.collective_skew.summarize`),
+    """summary (per collective name,
+    :func:`tbdtrace.analysis.engine.summaries.collective_skew_summary`),
     instance_count, instances (rows of its ``run``, the largest skews when more than
     SKEW_INSTANCES, in time order). Empty with fewer than two ranks."""
     tbl = collective_skew.run(trace)
@@ -79,7 +82,7 @@ def collective_skew_section(trace: AnalysisContext, opts: ReportOptions) -> dict
         )
         shown = tbl.take(pa.array(keep))
     return {
-        "summary": collective_skew.summarize(tbl),
+        "summary": summaries.collective_skew_summary(tbl),
         "instance_count": tbl.num_rows,
         "instances": table_records(shown),
     }

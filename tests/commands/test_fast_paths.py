@@ -20,8 +20,8 @@ import pytest
 
 import tbdtrace
 from tbdtrace import _pandas_gate, importers
+from tbdtrace.analysis.engine import memory_replay as memory
 from tbdtrace.analysis.engine.grouping import dense_codes, group_sum
-from tbdtrace.analysis.passes import memory
 from tbdtrace.trace import from_tables
 from tests.conftest import KINETO
 

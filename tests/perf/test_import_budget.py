@@ -119,6 +119,10 @@ REPORT = CORE | {
     "tbdtrace.analysis.engine.memory_blocks",
     "tbdtrace.analysis.engine.memory_devices",
     "tbdtrace.analysis.engine.op_flops",
+    "tbdtrace.analysis.engine.categories",
+    "tbdtrace.analysis.engine.memory_replay",
+    "tbdtrace.analysis.engine.step_events",
+    "tbdtrace.analysis.engine.summaries",
     "tbdtrace.analysis.engine.outputs",
     "tbdtrace.analysis.engine.peaks",
     "tbdtrace.analysis.passes",
@@ -161,6 +165,7 @@ HOTSPOTS = CORE | {
     "tbdtrace.analysis.engine.attribution",
     "tbdtrace.analysis.engine.kernel_names",
     "tbdtrace.analysis.engine.source_lines",  # hotspots' source column
+    "tbdtrace.analysis.engine.categories",
     "tbdtrace.analysis.engine.outputs",
     "tbdtrace.analysis.passes",
     "tbdtrace.analysis.passes.categories",
@@ -178,6 +183,9 @@ DIFF = CORE | {
     "tbdtrace.analysis.engine.source_lines",  # hotspots' source column
     "tbdtrace.analysis.engine.memory_blocks",
     "tbdtrace.analysis.engine.memory_devices",
+    "tbdtrace.analysis.engine.categories",
+    "tbdtrace.analysis.engine.memory_replay",
+    "tbdtrace.analysis.engine.summaries",
     "tbdtrace.analysis.engine.outputs",
     "tbdtrace.analysis.gate",
     "tbdtrace.analysis.passes",

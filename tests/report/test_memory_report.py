@@ -281,7 +281,8 @@ def test_plot_rows_reach_the_sections_peak(name: str, kind: str) -> None:
     # headline device, the plotted allocated peak is the headline peak, and in a window
     # that began with memory live, the first plotted point is that level at its start.
     from tbdtrace.analysis.engine import context, window
-    from tbdtrace.analysis.passes import memory, memory_series
+    from tbdtrace.analysis.engine import memory_replay as memory
+    from tbdtrace.analysis.passes import memory_series
     from tbdtrace.commands._open import open_or_import
     from tests.conftest import fixture
 

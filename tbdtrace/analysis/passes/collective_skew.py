@@ -16,15 +16,12 @@ means.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.analysis.engine import outputs, shared_arrays
+from tbdtrace.analysis.engine import categories, outputs, shared_arrays, summaries
 from tbdtrace.analysis.engine.context import Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
-from tbdtrace.analysis.passes import categories
 from tbdtrace.analysis.passes import steps as steps_pass
 from tbdtrace.arrow_ints import int_column
 
@@ -145,30 +142,5 @@ def _step_of(st: pa.Table, rank: int, s: np.ndarray) -> np.ndarray:
     return out
 
 
-def summarize(tbl: pa.Table) -> list[dict[str, Any]]:
-    """Per collective name: instances, skew_median_ns, skew_p99_ns, skew_max_ns (ns), and
-    the rank most often last (ties: the lowest) with how often (``last_rank_share``)."""
-    if tbl.num_rows == 0:
-        return []
-    out = []
-    names = tbl.column("name").to_pylist()
-    skew = int_column(tbl, "skew_ns")
-    last = int_column(tbl, "last_rank")
-    for name in dict.fromkeys(names):
-        m = np.array([n == name for n in names])
-        s, lr = skew[m], last[m]
-        ranks, counts = np.unique(lr, return_counts=True)
-        top = int(np.argmax(counts))
-        out.append(
-            {
-                "name": name,
-                "instances": int(m.sum()),
-                "skew_median_ns": float(np.median(s)),
-                "skew_p99_ns": float(np.percentile(s, 99)),
-                "skew_max_ns": int(s.max()),
-                "most_often_last_rank": int(ranks[top]),
-                "last_rank_share": float(counts[top] / m.sum()),
-            }
-        )
-    out.sort(key=lambda r: -r["instances"])
-    return out
+# The per-name reduction lives in the engine (engine/summaries.py).
+summarize = summaries.collective_skew_summary

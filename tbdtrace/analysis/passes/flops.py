@@ -36,15 +36,14 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from tbdtrace.analysis.engine import categories, outputs, peaks, shared_arrays
 from tbdtrace.analysis.engine import flop_formulas as ff
-from tbdtrace.analysis.engine import outputs, peaks, shared_arrays
 from tbdtrace.analysis.engine.attribution import on_threads, thread_groups
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
 from tbdtrace.analysis.engine.op_flops import op_counts, tf32_allowed
 from tbdtrace.analysis.engine.peaks import DeviceProps, device_props
-from tbdtrace.analysis.passes import categories
 from tbdtrace.analysis.passes import steps as steps_pass
 from tbdtrace.arrow_ints import int_column
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 from tbdtrace.analysis.engine import outputs, shared_arrays, source_lines
 from tbdtrace.analysis.engine.attribution import attribute
 from tbdtrace.analysis.engine.cache import Entry
+from tbdtrace.analysis.engine.categories import name_categories
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import group_sum, row_codes
 from tbdtrace.analysis.passes import categories, kernels
@@ -96,7 +97,7 @@ def _by_kernel(ctx: AnalysisContext) -> pa.Table:
         best = _dominant(name, codes, weight, tot)
         extra[col] = {names[n]: (labs(c), sh) for n, (c, sh) in best.items()}
     row_names = base.column("name").to_pylist()
-    cat = categories.name_categories(ctx)
+    cat = name_categories(ctx)
     out = base.append_column(
         "category", pa.array([cat.get(n, "other") for n in row_names], pa.string())
     )

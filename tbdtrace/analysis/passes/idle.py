@@ -33,9 +33,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from tbdtrace.analysis.engine import data_wait, intervals, outputs, shared_arrays
+from tbdtrace.analysis.engine import data_wait, intervals, outputs, shared_arrays, summaries
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
 from tbdtrace.analysis.engine.intervals import covered_in_merged
@@ -332,18 +331,5 @@ def _call_durations(
     return np.where(launched, rd[np.where(launched, m, 0)], 0)
 
 
-def summarize(tbl: pa.Table) -> dict[str, Any]:
-    """Totals over devices of the ns columns and the gap/short-kernel counts."""
-    cols = (
-        "span_ns",
-        "busy_ns",
-        "idle_ns",
-        "host_bound_ns",
-        "queued_ns",
-        "sync_wait_ns",
-        "gap_count",
-        "launch_count",
-        "short_kernel_count",
-        "short_kernel_ns",
-    )
-    return {c: int(pc.sum(tbl.column(c)).as_py() or 0) for c in cols}
+# The totals over devices live in the engine (engine/summaries.py).
+summarize = summaries.idle_totals

@@ -1,6 +1,6 @@
 """Memory over time per device, by category: the report's memory plot, thinned.
 
-From :func:`tbdtrace.analysis.passes.memory.timeline` (blocks paired, frees without an alloc
+From :func:`tbdtrace.analysis.engine.memory_replay.timeline` (blocks paired, frees without an alloc
 dropped), live bytes per category are summed per (level, device_type, device_id, rank)
 over its processes, just after each event. A series with more events than
 ``max_points`` is thinned: its time span is cut into ``max_points`` equal buckets and
@@ -28,13 +28,13 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tbdtrace.analysis.engine import memory_replay as memory
 from tbdtrace.analysis.engine import outputs
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes, row_codes
 from tbdtrace.analysis.engine.memory_blocks import pair
 from tbdtrace.analysis.engine.memory_devices import Series, series
 from tbdtrace.analysis.engine.window import Window
-from tbdtrace.analysis.passes import memory
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.schema import MEMORY_CATEGORIES
 

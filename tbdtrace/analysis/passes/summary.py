@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tbdtrace.analysis.engine import intervals, outputs, shared_arrays
+from tbdtrace.analysis.engine import outputs, shared_arrays, summaries
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
@@ -100,37 +100,7 @@ def summarize(devices: pa.Table) -> dict[str, Any]:
 
 
 def by_rank(ctx: Source) -> list[dict[str, Any]]:
-    """The summary of each rank (ranks ascending, null first), never summed across ranks.
-
-    Per rank: rank, device_count; kernel_count, kernel_time_ns, memcpy_count,
-    memcpy_bytes, memset_count (sums over the rank's devices); span_ns = last end - first
-    start over its devices; gpu_busy_ns = length of the union of its devices' busy
-    intervals (time some device of the rank was busy); gpu_utilization = busy / span.
-    """
+    """The summary of each rank: ``engine.summaries.device_summary_by_rank`` of this
+    pass's table."""
     ctx = of(ctx)
-    devices = run(ctx)
-    keys: dict[int, list[int]] = {}
-    for key in shared_arrays.device_keys_of(ctx):
-        rank = decode_device_key(int(key))[0]
-        keys.setdefault(-1 if rank is None else rank, []).append(int(key))
-    drank = [-1 if r is None else r for r in devices.column("rank").to_pylist()]
-    out = []
-    for r in sorted(keys):
-        mine = devices.filter(pa.array([x == r for x in drank]))
-        spans = [s for s in (shared_arrays.device_span(ctx, k) for k in keys[r]) if s is not None]
-        span = max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0
-        ms = [shared_arrays.merged(ctx, k, "all") for k in keys[r]]
-        # One device: its merged intervals are the rank's union already.
-        busy = _length(
-            ms[0]
-            if len(ms) == 1
-            else intervals.merge(
-                np.concatenate([m[0] for m in ms]), np.concatenate([m[1] for m in ms])
-            )
-        )
-        row: dict[str, Any] = {"rank": None if r < 0 else r, "device_count": len(keys[r])}
-        for c in ("kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes", "memset_count"):
-            row[c] = int(sum(mine.column(c).to_pylist()))
-        row.update(span_ns=span, gpu_busy_ns=busy, gpu_utilization=busy / span if span else None)
-        out.append(row)
-    return out
+    return summaries.device_summary_by_rank(ctx, run(ctx))

@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from tbdtrace.analysis.engine import intervals, outputs, shared_arrays
+from tbdtrace.analysis.engine import intervals, outputs, shared_arrays, summaries
 from tbdtrace.analysis.engine.context import Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
 from tbdtrace.analysis.engine.intervals import covered_in_merged
@@ -95,52 +94,6 @@ def _append(rows: dict[str, list[Any]], rank: Any, dtype: Any, dev: Any, r: tupl
 def cpu(
     ctx: Source, config: steps_pass.StepsConfig | None = None, metric: str = "cpu_util"
 ) -> dict[str, Any]:
-    """CPU utilization from ``host_samples`` (metric cpu_util, index -1 = all cores; with
-    ``metric="proc_cpu_cores"``, the captured process tree's CPU use in cores).
-
-    Sample i holds the mean utilization over [ts[i-1], ts[i]]. ``mean``: the
-    overlap-weighted mean of the samples over the measured steps (over the sampled time
-    when the trace has no steps); ``per_step``: [{step, rank, samples (covering the
-    step), mean}]; ratio 0..1. None when no sample covers the window.
-    """
+    """``engine.summaries.cpu_utilization`` over this trace's steps."""
     ctx = of(ctx)
-    hs = ctx.table("host_samples", ["ts_ns", "metric", "index", "value"])
-    if hs.num_rows:
-        hs = hs.filter(
-            pc.and_(
-                pc.equal(hs.column("metric").cast(pa.string()), metric),
-                pc.equal(hs.column("index"), -1),
-            )
-        )
-    order = np.argsort(int_column(hs, "ts_ns"), kind="stable")
-    ts = int_column(hs, "ts_ns")[order]
-    val = np.asarray(hs.column("value").to_numpy(), dtype=np.float64)[order]
-    # A cpu_util sample is the mean utilization since the previous sample, so sample i
-    # covers [ts[i-1], ts[i]]. A window's utilization is the overlap-weighted mean of
-    # the samples covering it: exact for windows shorter than the sampling period too.
-    lo, hi, v = ts[:-1], ts[1:], val[1:]
-    win = steps_pass.windows(ctx, config)
-    ws, we = int_column(win, "start_ns"), int_column(win, "end_ns")
-    if not ws.size and ts.size:
-        ws, we = ts[:1], ts[-1:]
-    per_step = []
-    tot_w = tot_wv = 0.0
-    for i, (s, e) in enumerate(zip(ws.tolist(), we.tolist(), strict=True)):
-        w = np.clip(np.minimum(hi, e) - np.maximum(lo, s), 0, None).astype(np.float64)
-        tot_w += float(w.sum())
-        tot_wv += float((w * v).sum())
-        if i < win.num_rows:
-            per_step.append(
-                {
-                    "rank": win.column("rank")[i].as_py(),
-                    "step": int(win.column("step")[i].as_py()),
-                    "samples": int((w > 0).sum()),
-                    "mean": float((w * v).sum() / w.sum()) if w.sum() else None,
-                }
-            )
-    covering = int(sum(p["samples"] for p in per_step)) if per_step else int(ts.size)
-    return {
-        "samples": covering,
-        "mean": tot_wv / tot_w if tot_w else None,
-        "per_step": per_step if ts.size else [],
-    }
+    return summaries.cpu_utilization(ctx, steps_pass.run(ctx, config), metric)

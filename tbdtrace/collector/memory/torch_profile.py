@@ -9,7 +9,7 @@ allocation labelled by category::
         for batch in loader:
             train_step(batch)
             p.step()          # ends a step (a row of the steps table)
-    tbdtrace.analysis.passes.memory.summarize(tbdtrace.open("run.tbd"))
+    tbdtrace.analysis.engine.memory_replay.summarize(tbdtrace.open("run.tbd"))
 
 Nothing in the training code changes. The capture backend ``--backend torch`` does the
 same through the same labellers; this API is for scripts that want memory only.

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 import tbdtrace
+from tbdtrace.analysis.engine import categories
 from tbdtrace.analysis.engine import kernel_names as _kernel_names
-from tbdtrace.analysis.passes import categories
+from tbdtrace.analysis.passes import categories as categories_pass
 from tbdtrace.importers import kineto
 from tests import rawkineto
 from tests.analysis.tiny import US, kernels, make
@@ -524,7 +525,7 @@ def _launched(tmp_path: Path):
 
 def test_launching_op_decides_where_the_name_does_not(tmp_path: Path) -> None:
     tr = _launched(tmp_path)
-    rows = {r["category"]: r for r in categories.run(tr).to_pylist()}
+    rows = {r["category"]: r for r in categories_pass.run(tr).to_pylist()}
     got = {c: (r["count"], r["total_ns"], r["by_op_ns"], r["by_name_ns"]) for c, r in rows.items()}
     assert got == {
         "gemm": (2, 50 * US, 20 * US, 30 * US),
@@ -604,7 +605,7 @@ def test_golden_sums_include_copies_and_sets(tmp_path: Path) -> None:
             },
         },
     )
-    rows = categories.run(tr).to_pylist()
+    rows = categories_pass.run(tr).to_pylist()
     assert [(r["category"], r["count"], r["total_ns"], r["by_name_ns"]) for r in rows] == [
         ("gemm", 2, 40_000, 40_000),
         ("memcpy", 1, 20_000, 0),
@@ -642,7 +643,7 @@ def test_fixture_other_share_and_sums(path: Path, tmp_path: Path) -> None:
     kernel_ns = sum(e - s for s, e, _, _ in raw["kernels"])
     assert kernel_ns > 0
     copies_ns = sum(e - s for g in ("memcpy", "memset") for s, e, _, _ in raw[g])
-    rows = {r["category"]: r for r in categories.run(tr).to_pylist()}
+    rows = {r["category"]: r for r in categories_pass.run(tr).to_pylist()}
     assert sum(r["total_ns"] for r in rows.values()) == kernel_ns + copies_ns
     # Every kernel whose own name decides is counted by name, in that name's category.
     decided: dict[str, int] = defaultdict(int)
@@ -802,7 +803,7 @@ def test_synthetic_trace_of_these_names(tmp_path: Path) -> None:
     rows.append((t, t + 1, "something_unheard_of"))
     want["other"] += US
     tr = make(tmp_path, {"kernels": kernels(rows)})
-    got = {r["category"]: r["total_ns"] for r in categories.run(tr).to_pylist()}
+    got = {r["category"]: r["total_ns"] for r in categories_pass.run(tr).to_pylist()}
     assert got == dict(want)
     total = 10 * US * len(names) * (len(names) + 1) // 2 + US
     assert categories.other_share(tr) == pytest.approx(US / total)
@@ -831,7 +832,7 @@ def test_other_share_on_every_other_trace(name: str) -> None:
     cols = tr.read_columns("kernels", ["start_ns", "end_ns"])
     kernel_ns = sum(e - s for s, e in zip(cols[0].to_pylist(), cols[1].to_pylist(), strict=True))
     assert kernel_ns > 0
-    rows = {r["category"]: r for r in categories.run(tr).to_pylist()}
+    rows = {r["category"]: r for r in categories_pass.run(tr).to_pylist()}
     other = rows["other"]["total_ns"] if "other" in rows else 0
     print(f"{name}: other = {100 * other / kernel_ns:.3f}% of {kernel_ns} ns kernel time")
     if name.startswith("tests/data/mxnet"):

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import tbdtrace
+from tbdtrace.analysis.engine import memory_replay
 from tbdtrace.analysis.passes import memory
 from tbdtrace.report import build
 from tests import rawkineto
@@ -73,7 +74,7 @@ def test_golden_timeline(tmp_path: Path) -> None:
 
 
 def test_golden_summary(tmp_path: Path) -> None:
-    doc = memory.summarize(_trace(tmp_path, GOLDEN))
+    doc = memory_replay.summarize(_trace(tmp_path, GOLDEN))
     assert doc["level"] == "allocated"
     assert (doc["peak_bytes"], doc["peak_ts_ns"]) == (150, 20)
     assert doc["breakdown_at_peak"] == {
@@ -96,7 +97,7 @@ def test_frees_without_allocs_never_negative(tmp_path: Path) -> None:
     tr = _trace(tmp_path, rows)
     tl = memory.timeline(tr)
     assert _rows(tl, "ts_ns", "gradients_bytes", "total_bytes") == [(10, 8, 8), (11, 0, 0)]
-    doc = memory.summarize(tr)
+    doc = memory_replay.summarize(tr)
     assert doc["unmatched_frees"] == 6
     assert doc["peak_bytes"] == 8
 
@@ -125,7 +126,7 @@ def test_null_addresses_pair_by_size(tmp_path: Path) -> None:
     ]  # no live block of 32 bytes
     tr = _trace(tmp_path, rows)
     assert _rows(memory.timeline(tr), "ts_ns", "total_bytes") == [(10, 64), (20, 128), (30, 64)]
-    assert memory.summarize(tr)["unmatched_frees"] == 1
+    assert memory_replay.summarize(tr)["unmatched_frees"] == 1
 
 
 def test_levels_and_devices_kept_apart(tmp_path: Path) -> None:
@@ -137,7 +138,7 @@ def test_levels_and_devices_kept_apart(tmp_path: Path) -> None:
         (20, "free", "reserved", 2000, 1, None, 1),
         (21, "free", "allocated", 200, 1, None, 1),
     ]
-    doc = memory.summarize(_trace(tmp_path, rows))
+    doc = memory_replay.summarize(_trace(tmp_path, rows))
     assert doc["level"] == "allocated"
     # The headline is one device (the largest peak: device 0), never a sum of devices.
     assert (doc["peak_bytes"], doc["peak_ts_ns"]) == (300, 10)
@@ -151,7 +152,7 @@ def test_levels_and_devices_kept_apart(tmp_path: Path) -> None:
         ("reserved", 0): 1000,
         ("reserved", 1): 2000,
     }
-    only_reserved = memory.summarize(_trace(tmp_path / "r", rows[:2] + rows[4:5]))
+    only_reserved = memory_replay.summarize(_trace(tmp_path / "r", rows[:2] + rows[4:5]))
     assert only_reserved["level"] == "reserved"
     assert only_reserved["peak_bytes"] == 2000
 
@@ -164,9 +165,9 @@ def test_per_step_windows(tmp_path: Path) -> None:
         (40, "alloc", "allocated", 20, 3, "activations"),
         (45, "free", "allocated", 20, 3, None),
     ]
-    steps = memory.summarize(_trace(tmp_path, rows, steps=[(0, 15, 35), (1, 35, 50), (2, 60, 70)]))[
-        "steps"
-    ]
+    steps = memory_replay.summarize(
+        _trace(tmp_path, rows, steps=[(0, 15, 35), (1, 35, 50), (2, 60, 70)])
+    )["steps"]
     assert [
         (s["step"], s["start_bytes"], s["peak_bytes"], s["peak_ts_ns"], s["end_bytes"])
         for s in steps
@@ -177,7 +178,7 @@ def test_per_step_windows(tmp_path: Path) -> None:
 
 def test_empty_trace(tmp_path: Path) -> None:
     tr = tbdtrace.open(tbdtrace.write(tmp_path / "t", {}, {"source": "test"}))
-    doc = memory.summarize(tr)
+    doc = memory_replay.summarize(tr)
     assert doc["peak_bytes"] is None and doc["peak_ts_ns"] is None
     assert doc["breakdown_at_peak"] is None and doc["device"] is None
     assert doc["allocator_peak_bytes"] is None
@@ -187,7 +188,7 @@ def test_empty_trace(tmp_path: Path) -> None:
 def test_no_memory_events_give_null_step_bytes(tmp_path: Path) -> None:
     steps = {"step": [0], "start_ns": [10], "end_ns": [20]}
     tr = tbdtrace.open(tbdtrace.write(tmp_path / "t", {"steps": steps}, {"source": "kineto"}))
-    (st,) = memory.summarize(tr)["steps"]
+    (st,) = memory_replay.summarize(tr)["steps"]
     assert (st["start_bytes"], st["peak_bytes"], st["end_bytes"]) == (None, None, None)
 
 
@@ -240,7 +241,7 @@ def test_real_kineto_peaks_match_replay(tmp_path: Path, path: Path) -> None:
 
     tables, meta = kineto.import_files([path])
     tr = tbdtrace.open(tbdtrace.write(tmp_path / "t", tables, meta))
-    doc = memory.summarize(tr)
+    doc = memory_replay.summarize(tr)
     want, unmatched = _replay(path)
     code = {"cpu": 0, "cuda": 1}
     got = {
@@ -295,7 +296,7 @@ def test_real_kineto_peak_per_device_is_the_allocators_total(tmp_path: Path, pat
 
     tables, meta = kineto.import_files([path])
     tr = tbdtrace.open(tbdtrace.write(tmp_path / "t", tables, meta))
-    doc = memory.summarize(tr)
+    doc = memory_replay.summarize(tr)
     raw = _raw_totals(path)
     code = {"cpu": 0, "cuda": 1}
     got = {
@@ -367,7 +368,7 @@ def _kineto_like(tmp_path: Path, source: str) -> tbdtrace.Trace:
 
 
 def test_allocator_totals_with_pre_existing(tmp_path: Path) -> None:
-    doc = memory.summarize(_kineto_like(tmp_path, "kineto"))
+    doc = memory_replay.summarize(_kineto_like(tmp_path, "kineto"))
     assert doc["source"] == "allocator_totals"
     assert doc["device"]["device_type"] == "cuda"
     assert (doc["peak_bytes"], doc["peak_ts_ns"]) == (1100, 10)
@@ -400,7 +401,7 @@ def test_replay_without_totals(tmp_path: Path) -> None:
         (_kineto_like(tmp_path, "torch"), None),
         (_kineto_like(tmp_path, "kineto"), memory.MemoryConfig(totals=False)),
     ):
-        doc = memory.summarize(tr, cfg)
+        doc = memory_replay.summarize(tr, cfg)
         assert doc["source"] == "replay"
         assert (doc["peak_bytes"], doc["peak_ts_ns"]) == (150, 30)
         assert doc["breakdown_at_peak"]["pre_existing"] == 0
