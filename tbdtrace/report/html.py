@@ -132,7 +132,7 @@ def _ops(doc: Doc) -> Any:
 
 def _sources(doc: Doc) -> Any:
     rows = _records(_section_dict(doc, "hotspots").get("sources"), "hotspots.sources")[:15]
-    title = f"Top {len(rows)} user source lines (share of kernel time)"
+    title = f"Top {len(rows)} user source lines (share of kernel time{_in(doc, 'hotspots')})"
     return _bars(rows, "source", title, "src")
 
 

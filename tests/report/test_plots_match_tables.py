@@ -134,6 +134,10 @@ def check_ops(fig: Any, doc: dict[str, Any]) -> None:
     _share_bars(fig, "ops", doc["hotspots"]["ops"][:15], "op")
 
 
+def check_sources(fig: Any, doc: dict[str, Any]) -> None:
+    _share_bars(fig, "src", doc["hotspots"]["sources"][:15], "source")
+
+
 def check_idle(fig: Any, doc: dict[str, Any]) -> None:
     rows = doc["idle"]["devices"]
     t = _tagged(fig)
@@ -246,6 +250,7 @@ CHECKS = {
     "categories": check_categories,
     "kernels": check_kernels,
     "ops": check_ops,
+    "sources": check_sources,
     "idle": check_idle,
     "flops": check_flops,
     "memory": check_memory,
@@ -266,6 +271,7 @@ def _expected_keys(doc: dict[str, Any]) -> set[str]:
         "categories": bool(doc["categories"]),
         "kernels": bool(doc["kernels"]),
         "ops": bool(doc["hotspots"]["ops"]),
+        "sources": bool(doc["hotspots"].get("sources")),
         "idle": bool(doc["idle"]["devices"]),
         "flops": any(
             r["efficiency_busy"] is not None or r["efficiency_wall"] is not None for r in rows
