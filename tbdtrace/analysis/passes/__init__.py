@@ -26,6 +26,6 @@ EXPORTED: dict[str, str] = {
     "ranks.match_collective_rows": "the same from the parts' collective rows",
     "ranks.COLLECTIVE_COLUMNS": "the collective columns a part keeps",
     "ranks.Matched": "the matched collectives' type",
-    "ranks.judge_stragglers": "straggler steps from the step rows, and the noise rule they were judged by",
+    "ranks.judge_stragglers": "straggler steps from the step rows, and the noise rule",
     "ranks.collectives": "collective skew and bandwidth from the matched collectives",
 }
