@@ -3,7 +3,7 @@
 #   make demo    capture/import a real trace and print its report (the main job)
 #   make test    build everything and run all tests
 #   make test-quick   the edit-test loop: every test that needs no training run, capture,
-#                process cluster or browser (pytest -m "not heavy"; DECISIONS engine-h.2)
+#                process cluster or browser (pytest -m "not heavy"; DECISIONS 185)
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv

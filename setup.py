@@ -4,7 +4,7 @@
 Set ``TBDTRACE_CMAKE_ARGS`` for extra CMake options, e.g. ``-DTBDTRACE_CUPTI_FROM_WHEEL=ON``.
 ``TBDTRACE_COLLECTOR=OFF`` builds the analysis only (the Kineto parser, no CUPTI collector, no
 CUDA header or library: a laptop, macOS); ``ON`` requires CUPTI; ``AUTO`` (default) builds the
-collector where CUPTI is found (DECISIONS engine-h.1).
+collector where CUPTI is found (DECISIONS 184).
 """
 
 from __future__ import annotations

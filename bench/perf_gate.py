@@ -47,7 +47,7 @@ PY = sys.executable
 # most 2x the floor, JSON at most 1.2x text. A CPU budget is looser than the wall goal it
 # guards by what the report's second thread overlaps (the parse runs beside the imports).
 # Sections that issues 33/34 add must fit under these with the defaults
-# (docs/DECISIONS.md perf.1).
+# (docs/DECISIONS.md 136).
 BUDGETS: dict[str, tuple[str, str, float]] = {
     # fixture (216k events, 54 MB of JSON): 2.4x measured at load ~15 (main before
     # issue 35: 2.9x); its wall time was 2.0x the floor's in the same runs
@@ -55,7 +55,7 @@ BUDGETS: dict[str, tuple[str, str, float]] = {
     "fixture: report --format json / report": ("fixture json", "fixture report", 1.2),
     # synthetic N-kernel file (7.2 events per kernel): 3.3x measured at load ~15
     # (main before issue 35: 4.6x); the report's passes over 1M kernels and 2.9M ops are
-    # most of it (docs/DECISIONS.md perf.9)
+    # most of it (docs/DECISIONS.md 136)
     "synthetic: report / floor": ("synthetic report", "synthetic floor", 3.6),
     "synthetic: report --format json / report": ("synthetic json", "synthetic report", 1.2),
 }
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "perf_gate: find what made the command slower (python -X importtime, cProfile) "
             "and fix it; a new section that costs this much is opt-in (docs/DECISIONS.md "
-            "perf.1)",
+            "136)",
             file=sys.stderr,
         )
         return 1

@@ -122,7 +122,7 @@ class Trace(ColumnStore):
     values the passes derive from the tables (device keys, merged intervals, ...): it is
     opaque here, owned by the analysis engine (its analysis context), the one code that
     reads it. Storage knows no analysis: the report, the notebook summary
-    and every analysis of a trace are on ``tbdtrace.analyze(trace)`` (DECISIONS engine.2).
+    and every analysis of a trace are on ``tbdtrace.analyze(trace)`` (DECISIONS 178).
     """
 
     def __init__(

@@ -126,7 +126,7 @@ def _pandas_stays_importable() -> Iterator[None]:
     _pandas_gate.open_()
 
 
-# ---- The quick tier (`make test-quick`, DECISIONS engine-h.2) ----
+# ---- The quick tier (`make test-quick`, DECISIONS 185) ----
 #
 # `make test-quick` runs `pytest -m "not heavy"` with TBDTRACE_TEST_QUICK=1. A test that runs a
 # training, a capture, a workload, a browser or a process cluster is marked `heavy` (per file:
@@ -157,7 +157,7 @@ def _heavy_argv(args: Any) -> bool:
 def _quick_refusal(what: str) -> None:
     pytest.fail(
         f"make test-quick: this test starts {what}, which the quick tier leaves out; mark the "
-        "test or its file `heavy` (pytestmark = pytest.mark.heavy; DECISIONS engine-h.2)",
+        "test or its file `heavy` (pytestmark = pytest.mark.heavy; DECISIONS 185)",
         pytrace=False,
     )
 

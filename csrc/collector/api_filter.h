@@ -1,5 +1,5 @@
 // The runtime/driver API calls the lite API set records (docs/COLLECTOR.md "Lite and full
-// API sets", docs/DECISIONS.md cupti.1): the calls the analysis reads, switched on per
+// API sets", docs/DECISIONS.md 173): the calls the analysis reads, switched on per
 // callback id with cuptiActivityEnableRuntimeApi / cuptiActivityEnableDriverApi while the
 // RUNTIME and DRIVER kinds stay off, so CUPTI never writes a record for the rest (a
 // cudaGetDevice, ~60% of PyTorch's API calls, then costs nothing but CUPTI's dispatch).

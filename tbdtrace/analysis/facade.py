@@ -401,7 +401,7 @@ def render_markdown() -> str:
         "",
         *(inspect.getdoc(sys.modules[__name__]) or "").split("\n"),
         "",
-        "A `Trace` is storage only (DECISIONS engine.2): its report, notebook summary and",
+        "A `Trace` is storage only (DECISIONS 178): its report, notebook summary and",
         "every analysis are here (`tbdtrace.analyze(trace).report()`, `_repr_html_`).",
         "",
         "## Methods of `TraceAnalysis`",

@@ -7,7 +7,7 @@ direction is worse. A threshold is a relative change in that direction: ``step_t
 fails when B's median step is more than 5 % longer than A's, ``throughput=5%`` when B's
 throughput is more than 5 % lower. A metric measured in neither trace, or in only one,
 fails the gate as ``missing`` (a gate that passes because its figure vanished is no gate:
-DECISIONS insight.2).
+DECISIONS 169).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The compiled collector module, loaded on first use with a message for people when it
 is missing. A module of its own, below every user of it (``cupti_backend``, ``flops``),
-so that loading it ties no two collector modules together (DECISIONS engine.3)."""
+so that loading it ties no two collector modules together (DECISIONS 179)."""
 
 from __future__ import annotations
 

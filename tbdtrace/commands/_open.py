@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 # A profiler file this large is imported through a temporary trace directory, in bounded
 # memory (tbdtrace/importers/kineto/stream.py); a smaller one in memory, which is faster.
 # Sizes of the file as stored: gzip shrinks Kineto JSON ~8-10x, so both mean ~2 GiB of
-# JSON, which the in-memory import holds as ~1.1 GiB of tables (docs/DECISIONS.md perf.2).
+# JSON, which the in-memory import holds as ~1.1 GiB of tables (docs/DECISIONS.md 137).
 STREAM_GZIP_BYTES = 256 << 20
 STREAM_PLAIN_BYTES = 2 << 30
 # A smaller file too when its events are more than this (rows of the parser's staging

@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     _args.add_force(p, "FILE if it exists (never a trace's files or the input)")
     # The whole trace unless asked: a timeline shows what was recorded. With a window, the
-    # slices, flows and counters inside it (docs/DECISIONS.md perf.5).
+    # slices, flows and counters inside it (docs/DECISIONS.md 140).
     _window.add_options(p, default="all")
     p.set_defaults(func=_run)
 

@@ -4,7 +4,7 @@ an injected straggler found by the ranks pass. The training is tests/collector/d
 (a two-layer MLP, 6 steps of a few ms); rank 1 sleeps DELAY_S inside step 3. CAPTURES runs
 are captured (the first serves every test), and in each the injected step is the only
 straggler: the few-ms steps' rank-to-rank noise is not flagged (docs/DECISIONS.md
-straggler.2)."""
+197)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import tbdtrace
 from tbdtrace.analysis.passes import ranks as ranks_pass
 from tbdtrace.collector import torch_dist
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("ddp_tiny.py")

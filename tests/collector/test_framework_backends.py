@@ -19,7 +19,7 @@ import pytest
 
 from tbdtrace import trace
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 REPO = Path(__file__).resolve().parents[2]
 MXNET_PY = REPO / ".venv-mxnet" / "bin" / "python"

@@ -28,7 +28,7 @@ import tbdtrace
 from tbdtrace.analysis.passes import ranks as ranks_pass
 from tests.inprocess import tbd
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("ddp_tiny.py")

@@ -20,7 +20,7 @@ from tbdtrace.collector.host_sampler import SamplerConfig
 from tbdtrace.collector.torch_backend import BOOKKEEPING_OPS, leaf_mask
 from tbdtrace.errors import TraceError
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 STEPS = 3
 

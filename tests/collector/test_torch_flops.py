@@ -17,7 +17,7 @@ from tbdtrace.analysis.passes import flops
 from tbdtrace.collector.child_protocol import BOOTSTRAP_DIR
 from tbdtrace.collector.torch_flops import SPOOL_ENV
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -25,7 +25,7 @@ from tbdtrace.analysis.engine.grouping import dense_codes, group_sum
 from tbdtrace.trace import from_tables
 from tests.conftest import KINETO
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = KINETO / "hta" / "nccl_data.json.gz"

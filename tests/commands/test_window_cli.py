@@ -23,7 +23,7 @@ from tests import rawkineto
 from tests.conftest import KINETO, KINETO_TRACES
 from tests.inprocess import tbd as _tbd
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 HTA = KINETO / "hta"
 RANKS = {0: HTA / "sampled_rank-0.json.gz", 1: HTA / "sampled_rank-1.json.gz"}

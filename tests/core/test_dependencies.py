@@ -1,5 +1,5 @@
 """Every package tbdtrace imports is declared in pyproject.toml, as a dependency or in an
-extra (DECISIONS engine-h.1): an import that is not declared fails after `pip install .`
+extra (DECISIONS 184): an import that is not declared fails after `pip install .`
 with an internal error (issue 32: `export --format chrome` without orjson)."""
 
 from __future__ import annotations

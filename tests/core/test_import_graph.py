@@ -13,7 +13,7 @@ seen: the command table (``cli``), the facade's method table and ``suite.metrics
 them, each downward.
 
 There are no known exceptions: the whole graph has no circle. The layers and what each
-may import are in docs/ARCHITECTURE.md (DECISIONS engine.1).
+may import are in docs/ARCHITECTURE.md (DECISIONS 177).
 
 ``.venv/bin/python tests/core/test_import_graph.py`` prints the circles and the layer
 violations, if any.

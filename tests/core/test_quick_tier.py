@@ -1,4 +1,4 @@
-"""The quick tier's guard (tests/conftest.py, DECISIONS engine-h.2) tells a training,
+"""The quick tier's guard (tests/conftest.py, DECISIONS 185) tells a training,
 capture, workload, browser or cluster process from a quick command-line run."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from tbdtrace.export.timeline import lanes
 from tests import rawkineto
 from tests.conftest import fixture
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 FIXTURE = "kineto/hta/df_index_resolver.json.gz"  # the largest: kernels, copies, sets
 

@@ -1,4 +1,4 @@
-"""The analysis-only install (issue 32 item 7, DECISIONS engine-h.1): `TBDTRACE_COLLECTOR=OFF
+"""The analysis-only install (issue 32 item 7, DECISIONS 184): `TBDTRACE_COLLECTOR=OFF
 pip install .` in a fresh environment builds the Kineto parser without the CUPTI collector and
 without any CUDA header or library, and `tbdtrace report` then reads a real trace exactly as
 the development build does; `capture --backend cupti` says in one line why it cannot run.

@@ -1,6 +1,6 @@
 """The lite API set (csrc/collector/api_filter.h): which runtime/driver callback ids the
 collector switches on and off through the CUPTI seam in each mode, against the rules of
-docs/DECISIONS.md cupti.1 applied here to the CUDA 13.0 headers (cupti_runtime_cbid.h,
+docs/DECISIONS.md 173 applied here to the CUDA 13.0 headers (cupti_runtime_cbid.h,
 cupti_driver_cbid.h), and the order CUPTI needs (no RUNTIME/DRIVER kind enabled in lite;
 the per-call switches after every kind, since a kind enabled later overrides them)."""
 

@@ -25,7 +25,7 @@ from tests import rawkineto
 from tests.conftest import KINETO_TRACES, ROOT, fixture
 from tests.report.conftest import browse
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 LARGEST = "kineto/hta/df_index_resolver.json.gz"
 SCREENSHOT = ROOT / "out" / "report-screenshot.png"

@@ -30,7 +30,7 @@ from tbdtrace import outdir
 from tests.inprocess import tbd
 from tests.robustness.cases_capture import CASES, SCENARIOS, Case, Scenario
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 ROOT = Path(__file__).resolve().parents[2]
 # One intra-op thread: the captured ResNet-50 and bench's workload run beside the other

@@ -11,7 +11,7 @@ import pytest
 
 from tests.inprocess import tbd
 
-pytestmark = pytest.mark.heavy  # a Dask cluster and process pools (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # a Dask cluster and process pools (DECISIONS 185)
 
 KERNELS_BY_RANK = "SELECT rank, count(*) AS n FROM kernels GROUP BY rank ORDER BY rank"
 

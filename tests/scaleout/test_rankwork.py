@@ -19,7 +19,7 @@ from tests.conftest import fixture
 from tests.inprocess import tbd
 from tests.scaleout.conftest import STRAGGLER
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))

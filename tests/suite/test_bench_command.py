@@ -15,7 +15,7 @@ import pytest
 from tests.inprocess import tbd
 from tests.suite.conftest import run_bench
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 TBD_MODELS = (
     "resnet50",

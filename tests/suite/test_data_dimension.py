@@ -15,7 +15,7 @@ from tests.inprocess import tbd
 from tests.suite.conftest import BenchRun
 from workloads import dimensions
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 def test_bench_data_modes_match_the_workloads() -> None:

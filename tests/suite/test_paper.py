@@ -17,7 +17,7 @@ from tbdtrace.suite.rows import empty_row
 from tests.inprocess import tbd
 from tests.suite.conftest import run_bench
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 MEMORY_CATEGORIES = (
     "weights",

@@ -15,7 +15,7 @@ from tbdtrace.suite.plan import workload_argv
 from tbdtrace.suite.runner import quality_from_log
 from tests.suite.conftest import BenchRun
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 def _job() -> Job:

@@ -18,7 +18,7 @@ from tbdtrace.suite.plan import BenchConfig, Job
 from tests.suite.conftest import run_bench
 from workloads import dimensions, harness
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 def _row(nproc: int, rate: float | None, precision: str = "fp32", status: str = "ok") -> dict:

@@ -16,7 +16,7 @@ from torch.nn import functional as F
 
 from tests.workloads.runner import REPO, mxnet_python
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 ACTIONS = 4
 PARAMS = (

@@ -22,7 +22,7 @@ from torchvision.ops.poolers import LevelMapper
 
 from tests.workloads.runner import REPO, mxnet_python
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 _MXNET = """
 import sys

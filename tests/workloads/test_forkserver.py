@@ -17,7 +17,7 @@ import pytest
 
 from tests.workloads.runner import REPO, RUN_ENV, ForkServer
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 MODULE = "tests.workloads.forkprobe"
 

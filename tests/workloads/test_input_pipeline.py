@@ -28,7 +28,7 @@ from tests.workloads.runner import REPO, TINY_SAMPLES, check_trained, mxnet_pyth
 from workloads import harness
 from workloads.pytorch import _common as pt
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 POOL = harness.POOL_BATCHES
 

@@ -13,7 +13,7 @@ import pytest
 
 from tbdtrace.suite import plan
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ import pytest
 from tests.workloads.runner import REPO, mxnet_python, run_workload
 from workloads import registry
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 def test_logits_have_one_frame_per_two_input_frames() -> None:

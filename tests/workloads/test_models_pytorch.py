@@ -11,7 +11,7 @@ import pytest
 
 from tests.workloads.runner import run_workload
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 # Parameter counts need the parameters' shapes only: models built on the meta device
 # allocate and initialise nothing (the paper sizes took seconds on the CPU).

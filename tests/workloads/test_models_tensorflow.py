@@ -11,7 +11,7 @@ import pytest
 
 from tests.workloads.runner import run_workload
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 def test_logits_have_one_frame_per_two_input_frames() -> None:

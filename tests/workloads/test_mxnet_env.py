@@ -10,7 +10,7 @@ import pytest
 
 from tests.workloads.runner import REPO, mxnet_python, run_workload
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 def _pins() -> dict[str, str]:

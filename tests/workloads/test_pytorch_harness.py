@@ -12,7 +12,7 @@ import pytest
 
 from tests.workloads.runner import check_trained, run_workload
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 MODULE = "workloads.pytorch.wgan"
 

@@ -17,7 +17,7 @@ import tensorflow as tf
 from workloads.tensorflow import detection as det
 from workloads.tensorflow import faster_rcnn
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 def _bilinear(f: np.ndarray, y: float, x: float) -> np.ndarray:

@@ -19,7 +19,7 @@ import pytest
 from tests.workloads.runner import REPO, TINY_SAMPLES, check_trained, run_workload
 from workloads import registry
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 # Each test is one training run of its own (a subprocess, no shared fixture): make test
 # spreads them over its workers (tests/conftest.py, SPREAD_FILES).

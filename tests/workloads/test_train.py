@@ -20,7 +20,7 @@ from tests.workloads.runner import REPO, TINY_SAMPLES, check_trained, run_worklo
 from tests.workloads.test_to_quality import PAIRS
 from workloads import registry
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 # The held-out quality measure each model reports after its last step (docs/WORKLOADS.md),
 # on every framework.

@@ -50,7 +50,7 @@ class AnalysisContext:
     def __init__(self, trace: Trace, window: Window | None = None):
         self.trace = trace
         # A whole-trace window other than ``all`` still leaves out the device work launched
-        # before the trace began, when there is any (DECISIONS truth.1).
+        # before the trace began, when there is any (DECISIONS 156).
         keeps_all = window is not None and window.is_all and window.keeps_pre_trace
         if keeps_all or (
             window is not None and window.is_all and not pre_trace_count(AnalysisContext(trace))

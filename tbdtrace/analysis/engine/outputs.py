@@ -7,7 +7,7 @@ declared schema, and the column tables of docs/METRICS.md are generated from the
 declarations (``make docs``; ``python -m tbdtrace.analysis.engine.outputs
 docs/METRICS.md``), a test checking that the committed file is what they generate. This
 module imports no pass: it sits in the engine, below the passes, as ``schema.py`` sits
-below the trace (DECISIONS engine.1).
+below the trace (DECISIONS 177).
 
 The contract every pass keeps (checked over :data:`PASSES` by
 tests/analysis/engine/test_outputs.py): ``tbdtrace.analysis.passes.<module>.run(ctx,

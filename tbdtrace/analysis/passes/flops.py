@@ -467,7 +467,7 @@ def fp32_flops(
         per, _, _ = _ops(ctx, rank, w, kin)
     # The FP32 figure covers the work that ran as FP32 only: work on FP32 inputs that ran
     # as TF32 is rated against the TF32 tensor peak in the flops section's tf32 row, never
-    # against the CUDA-core FP32 peak (one efficiency per precision; DECISIONS truth.4).
+    # against the CUDA-core FP32 peak (one efficiency per precision; DECISIONS 180).
     tf32 = sum(per.get("tf32", {}).values())
     elsewhere = f"; {tf32} FLOPs on FP32 inputs ran as TF32: in the flops section's tf32 row"
     if "fp32" in per:

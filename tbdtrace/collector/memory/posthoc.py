@@ -248,7 +248,7 @@ def label_blocks(
     cat = np.where(snap < OTHER, snap, struct)
     # A block a snapshot saw live without naming it is no gradient or state then: the
     # structure speaks for those only where no snapshot was taken in their life
-    # (docs/DECISIONS.md memory.2).
+    # (docs/DECISIONS.md 144).
     seen = np.zeros(len(blocks), dtype=bool)
     seen[sel] = _alive_at_any(blocks, sel, snaps.times())
     cat[seen & (snap == OTHER) & ((struct == GRADIENTS) | (struct == OPTIMIZER_STATE))] = OTHER

@@ -1,7 +1,7 @@
 """The Kineto import in bounded memory: batches of rows, sorted runs, a k-way merge.
 
 A file of any size is imported holding a bounded window of rows (docs/DECISIONS.md
-perf.2):
+137):
 
 1. The parser hands its rows over every ``BATCH_ROWS`` staging rows and at the end of
    each file (:class:`tbdtrace.importers.kineto.feed.ParseJob` in batch mode; strings stay

@@ -13,7 +13,7 @@ from tbdtrace.collector import CaptureConfig
 from tbdtrace.collector.torch_backend import TorchConfig
 from tests.collector.memory.models import MLP_PARAMS, MLP_TENSORS, mlp, mlp_batch, train
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 @pytest.mark.parametrize("mode", ["posthoc", "exact"])

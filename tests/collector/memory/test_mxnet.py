@@ -23,7 +23,7 @@ import tbdtrace
 from tbdtrace.analysis.passes import memory
 from tests.collector.memory import mx_script as s
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 ROOT = Path(__file__).resolve().parents[3]
 MXNET_PY = ROOT / ".venv-mxnet" / "bin" / "python"

@@ -21,7 +21,7 @@ import tbdtrace
 from tbdtrace.analysis.passes import memory
 from tests.collector.memory import tf_script as s
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 ROOT = Path(__file__).resolve().parents[3]
 P = (s.IN * s.HIDDEN + s.HIDDEN) + (s.HIDDEN * s.CLASSES + s.CLASSES)

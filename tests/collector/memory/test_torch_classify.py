@@ -31,7 +31,7 @@ from tests.collector.memory.models import (
     train,
 )
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 @pytest.fixture(autouse=True)

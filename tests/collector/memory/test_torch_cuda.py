@@ -20,7 +20,7 @@ from tbdtrace.collector.child_protocol import BOOTSTRAP_DIR
 from tbdtrace.collector.injection import join_torch_memory
 from tbdtrace.collector.memory.torch_cuda import MODE_ENV, SPOOL_ENV, history_rows
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 ROOT = Path(__file__).resolve().parents[3]
 MB2 = 2 << 20

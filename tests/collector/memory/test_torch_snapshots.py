@@ -14,7 +14,7 @@ from tbdtrace.collector.memory.posthoc import GRADIENTS, OPTIMIZER_STATE, WEIGHT
 from tbdtrace.collector.memory.torch_snapshots import SnapshotRecorder
 from tests.collector.memory.models import bn_cnn, cnn_batch, train
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 def _by_time(rec: SnapshotRecorder) -> dict[int, dict[int, set[int]]]:

@@ -15,7 +15,7 @@ import tbdtrace
 from tbdtrace.analysis.passes import memory
 from tbdtrace.collector.memory import TorchMemoryTracker, profile
 
-pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS engine-h.2)
+pytestmark = pytest.mark.heavy  # make test-quick leaves it out (DECISIONS 185)
 
 
 def _model() -> nn.Module:
