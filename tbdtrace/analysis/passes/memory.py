@@ -26,6 +26,7 @@ from tbdtrace.analysis.engine.memory_replay import MemoryConfig, timeline
 
 # Kept for code written before the summary moved to the engine (engine/memory_replay.py).
 summarize = memory_replay.summarize
+CATEGORY_COLUMNS = memory_replay.CATEGORY_COLUMNS
 
 
 def run(ctx: Source, config: MemoryConfig | None = None) -> pa.Table:
