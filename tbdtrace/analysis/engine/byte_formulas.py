@@ -157,19 +157,49 @@ def _numel(s: list[int]) -> int:
 
 
 def _broadcast(shapes: list[list[int]]) -> list[int]:
+    """The broadcast of ``shapes``; ValueError when they do not broadcast."""
     out: list[int] = []
     for s in shapes:
         a, b = out[::-1], s[::-1]
-        out = [
-            max(x, y)
-            for x, y in zip(a + [1] * (len(b) - len(a)), b + [1] * (len(a) - len(b)), strict=True)
-        ][::-1]
+        a, b = a + [1] * (len(b) - len(a)), b + [1] * (len(a) - len(b))
+        if any(x != y and 1 not in (x, y) for x, y in zip(a, b, strict=True)):
+            raise ValueError(f"shapes {shapes} do not broadcast")
+        out = [max(x, y) for x, y in zip(a, b, strict=True)][::-1]
     return out
+
+
+# Arguments of the functional (not in-place, not out=) form of each elementwise op: a
+# recorded tensor beyond them is the out= tensor (``neg.out(self, out)``), written and
+# not read. Ops not listed are taken as having no out= tensor.
+_FUNCTIONAL_ARGS = {
+    **dict.fromkeys(("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg"), 1),
+    **dict.fromkeys(("abs", "reciprocal", "erf", "sin", "cos", "silu", "zero"), 1),
+    **dict.fromkeys(("gelu", "leaky_relu", "clamp_min", "clamp_max", "pow", "fill"), 2),
+    **dict.fromkeys(("hardtanh", "clamp", "dropout", "native_dropout", "copy"), 3),
+    **dict.fromkeys(("mul", "div", "maximum", "minimum", "eq", "ne", "lt", "gt", "le"), 2),
+    **dict.fromkeys(("ge", "silu_backward", "sigmoid_backward", "tanh_backward"), 2),
+    **dict.fromkeys(("add", "sub", "where", "threshold_backward", "gelu_backward"), 3),
+    **dict.fromkeys(("lerp",), 3),
+    **dict.fromkeys(("addcmul", "addcdiv", "leaky_relu_backward"), 4),
+}
+_COMPARISON = frozenset(f"aten::{n}" for n in ("eq", "ne", "lt", "gt", "le", "ge"))
+# Ops whose first input is only written: copy_ and copy read the source, fill_ and fill
+# the value, zero_ and zero nothing.
+_OVERWRITE = frozenset(f"aten::{n}{x}" for n in ("copy", "fill", "zero") for x in ("", "_"))
+_FLOATING = frozenset(("double", "float", "c10::BFloat16", "c10::Half")) | frozenset(
+    k for k in DTYPE_BYTES if k.startswith("c10::Float8")
+)
+
+# Per tensor input: (argument index, shape, element size, floating). A 0-dim tensor has
+# shape [] and one element; arguments without a tensor dtype (Scalar, lists, absent
+# optionals) are not in it.
+Tensors = list[tuple[int, list[int], int, bool]]
 
 
 def op_bytes(name: str, shapes: str | None, dtypes: str | None, concrete: str | None) -> int | None:
     """Bytes the op moves under the model above, None when it is not counted or its
-    recorded inputs do not give the count (no shapes, an unknown dtype)."""
+    recorded inputs do not give the count (no shapes, a shaped input of a dtype the
+    table does not size, shapes that do not broadcast)."""
     fam = family(name)
     if fam is None or not shapes or not dtypes:
         return None
@@ -177,80 +207,200 @@ def op_bytes(name: str, shapes: str | None, dtypes: str | None, concrete: str | 
         raw = json.loads(shapes)
         types = json.loads(dtypes)
         s = [x if isinstance(x, list) and all(isinstance(v, int) for v in x) else None for x in raw]
-        sizes = [DTYPE_BYTES.get(t) if isinstance(t, str) else None for t in types]
-        tensors = [(sh, sz) for sh, sz in zip(s, sizes, strict=False) if sh and sz]
-        if not tensors:
+        tensors: Tensors = []
+        for i, sh in enumerate(s):
+            t = types[i] if i < len(types) else None
+            size = DTYPE_BYTES.get(t) if isinstance(t, str) else None
+            if size is None:
+                if sh:  # a tensor of a dtype the table does not size
+                    return None
+                continue
+            if sh is not None:
+                tensors.append((i, sh, size, t in _FLOATING))
+        if not any(sh for _, sh, _, _ in tensors):
             return None
-        elem = tensors[0][1]
-        reads = sum(_numel(sh) * sz for sh, sz in tensors)
         cl = json.loads(concrete) if concrete else []
-        n = _elements(name, fam, [x or [] for x in s], tensors, cl)
-        if n is None:
+        plan = _plan(name, fam, [x or [] for x in s], tensors, cl)
+        if plan is None:
             return None
-        extra_reads, writes = n
-        return reads + (extra_reads + writes) * elem if extra_reads >= 0 else None
+        reads, writes = plan
+        read = sum(math.prod(sh) * sz for i, sh, sz, _ in tensors if reads is None or i in reads)
+        return read + writes
     except (IndexError, TypeError, ValueError, KeyError, ZeroDivisionError):
         return None
 
 
-def _elements(
-    name: str, fam: str, s: list[list[int]], tensors: list[tuple[list[int], int]], cl: list[Any]
-) -> tuple[int, int] | None:
-    """(elements read beyond the recorded tensor inputs, elements written), in the
-    result's element size; None when not countable."""
+def _plan(
+    name: str, fam: str, s: list[list[int]], tensors: Tensors, cl: list[Any]
+) -> tuple[set[int] | None, int] | None:
+    """(argument indices of the tensor inputs read, None for all; bytes written), None
+    when not countable. Results of GEMM, convolution, attention and softmax take the
+    element size of the first tensor input with dimensions."""
+    first = next(x for x in tensors if x[1])
+    if name in CONV_BACKWARD:
+        return _conv_backward(name, tensors, cl)
+    if fam in ("gemm", "conv", "attention"):
+        n = _elements(name, fam, s, cl)
+        return None if n is None else (None, n * first[2])
+    if fam == "elementwise":
+        return _elementwise(name, s, tensors)
+    if fam == "normalization":
+        return _normalization(name, tensors, cl)
+    if fam == "softmax":
+        return None, math.prod(first[1]) * first[2]
+    return None, 0  # reduction: the (smaller) result not counted
+
+
+def _elements(name: str, fam: str, s: list[list[int]], cl: list[Any]) -> int | None:
+    """Elements a GEMM, convolution or attention op writes; None when not countable."""
     if fam == "gemm":
         if name in ("aten::mm", "aten::_scaled_mm", "aten::_int_mm"):
-            return 0, s[0][0] * s[1][1]
+            return s[0][0] * s[1][1]
         if name in ("aten::addmm", "aten::_addmm_activation"):
-            return 0, s[1][0] * s[2][1]
+            return s[1][0] * s[2][1]
         if name == "aten::bmm":
-            return 0, s[0][0] * s[0][1] * s[1][2]
+            return s[0][0] * s[0][1] * s[1][2]
         if name in ("aten::baddbmm",):
-            return 0, s[1][0] * s[1][1] * s[2][2]
+            return s[1][0] * s[1][1] * s[2][2]
         if name == "aten::addbmm":
-            return 0, s[1][1] * s[2][2]
+            return s[1][1] * s[2][2]
         if name in ("aten::mv", "aten::addmv"):
-            m = s[0 if name == "aten::mv" else 1]
-            return 0, m[0]
+            return s[0 if name == "aten::mv" else 1][0]
         if name == "aten::linear":
-            return 0, _numel(s[0][:-1]) * s[1][0]
+            return _numel(s[0][:-1]) * s[1][0]
         if name == "aten::matmul":
             a, b = s[0], s[1]
             if len(a) < 2 or len(b) < 2:
                 return None
-            return 0, _numel(_broadcast([a[:-2], b[:-2]])) * a[-2] * b[-1]
+            return _numel(_broadcast([a[:-2], b[:-2]])) * a[-2] * b[-1]
+        return None
     if fam == "conv":
         return _conv(name, s, cl)
-    if fam == "attention":
-        q = s[0] if not name.endswith("_backward") else s[1]
-        if name.endswith("_backward"):
-            # recorded: grad_out, q, k, v, out, ...; written: dq, dk, dv
-            return 0, _numel(s[1]) + _numel(s[2]) + _numel(s[3])
-        return 0, _numel(q[:-1]) * s[2][-1]  # output [.., Lq, Dv]
-    if fam == "elementwise":
-        if name.endswith("_"):
-            return 0, _numel(s[0])
-        return 0, _numel(_broadcast([sh for sh, _ in tensors]))
-    if fam == "normalization":
-        x = next(sh for sh, _ in tensors)
-        backward = name in NORMALIZATION_BACKWARD
-        return 0, _numel(x) if not backward else _numel(s[1] or x)
-    if fam == "softmax":
-        return 0, _numel(tensors[0][0])
-    if fam == "reduction":
-        return 0, 0
-    return None
+    if name.endswith("_backward"):
+        # recorded: grad_out, q, k, v, out, logsumexp, ...; written: dq, dk, dv
+        return _numel(s[1]) + _numel(s[2]) + _numel(s[3])
+    return _numel(s[0][:-1]) * s[2][-1]  # output [.., Lq, Dv]
 
 
-def _conv(name: str, s: list[list[int]], cl: list[Any]) -> tuple[int, int] | None:
-    if name in ("aten::convolution_backward", "aten::cudnn_convolution_backward"):
-        x, w = s[1], s[2]  # s[0]: grad_output, read as a recorded input
-        mask = cl[-1] if cl else None
-        want = ff._value(mask) if isinstance(mask, str) else mask
-        if not isinstance(want, list) or len(want) != 3:
-            want = [True, True, True]
-        cout = w[0]
-        return 0, _numel(x) * bool(want[0]) + _numel(w) * bool(want[1]) + cout * bool(want[2])
+def _result_size(name: str, ins: Tensors) -> int:
+    """Element size of an elementwise result: bool for comparisons; otherwise the
+    promotion of the inputs (where: of its two values), taken as the largest floating
+    size when any input is floating, else the largest size; 0-dim tensors count only
+    when no input has dimensions (as in PyTorch's type promotion)."""
+    if name in _COMPARISON:
+        return 1
+    if name == "aten::where" and len(ins) > 1:
+        ins = ins[1:]
+    dims = [x for x in ins if x[1]] or ins
+    floats = [sz for _, _, sz, fl in dims if fl]
+    return max(floats or [sz for _, _, sz, _ in dims])
+
+
+def _elementwise(name: str, s: list[list[int]], tensors: Tensors) -> tuple[set[int], int]:
+    """Every tensor input read and the result written, except: an in-place op writes
+    its first input; a recorded tensor beyond the functional form's arguments is the
+    out= tensor, written and not read; copy/fill/zero do not read their first input."""
+    base = name.removeprefix("aten::")
+    ins = list(tensors)
+    out = ins[0] if base.endswith("_") else None
+    n_args = _FUNCTIONAL_ARGS.get(base)
+    if out is None and n_args is not None and ins and ins[-1][0] >= n_args:
+        out = ins.pop()  # the out= tensor
+        if ins and ins[-1][0] >= n_args:
+            raise ValueError(f"{name}: more tensors than its forms take")
+    if name in _OVERWRITE:
+        out = out or ins[0]
+        ins = ins[1:]
+    reads = {x[0] for x in ins}
+    shape = _broadcast([x[1] for x in ins])
+    if out is not None:
+        return reads, math.prod(out[1]) * out[2]
+    return reads, math.prod(shape) * _result_size(name, ins)
+
+
+CONV_BACKWARD = frozenset(("aten::convolution_backward", "aten::cudnn_convolution_backward"))
+
+
+def _conv_backward(name: str, tensors: Tensors, cl: list[Any]) -> tuple[set[int], int]:
+    """Each gradient ``output_mask`` asks for is its own pass (cuDNN's dgrad and wgrad
+    kernels, the bias a reduction), reading grad_output and what it needs: grad_input
+    reads the weight and writes an input-sized tensor, grad_weight reads the input and
+    writes a weight-sized one, grad_bias writes Cout. convolution_backward records
+    (grad_output, input, weight, ..., output_mask at 10); the PyTorch < 2
+    cudnn_convolution_backward (input, grad_output, weight, ..., output_mask of two at
+    10), without a bias gradient. An unrecorded mask asks for all."""
+    by = {i: (math.prod(sh), sz) for i, sh, sz, _ in tensors}
+    old = name == "aten::cudnn_convolution_backward"
+    (dy, dsz), (x, xsz), (w, wsz) = by[1 if old else 0], by[0 if old else 1], by[2]
+    want = _flag(cl, 10)
+    n = 2 if old else 3
+    if not (isinstance(want, list) and len(want) == n):
+        want = [True] * n
+    cout = tensors[[i for i, *_ in tensors].index(2)][1][0]
+    total = (dy * dsz + w * wsz + x * xsz) * bool(want[0])  # grad_input
+    total += (dy * dsz + x * xsz + w * wsz) * bool(want[1])  # grad_weight
+    if not old:
+        total += (dy * dsz + cout * wsz) * bool(want[2])  # grad_bias
+    return set(), total
+
+
+def _flag(cl: list[Any], i: int) -> Any:
+    """Concrete input ``i`` as a value ('True' -> True, '[True, False]' -> a list), None
+    when not recorded."""
+    v = cl[i] if i < len(cl) else None
+    return ff._value(v) if isinstance(v, str) and v else None
+
+
+def _normalization(name: str, tensors: Tensors, cl: list[Any]) -> tuple[set[int] | None, int]:
+    """Forward: every tensor input read (the input, affine parameters, running
+    statistics), the output written, plus the saved statistics (mean and inverse std,
+    in float; double for double inputs) and, for batch norm in training, the updated
+    running statistics. Backward: the recorded tensors read (layer norm's bias is not
+    read), the gradients ``output_mask`` asks for written (all three where it is not
+    recorded and the weight is)."""
+    by = {i: (sh, sz) for i, sh, sz, _ in tensors}
+    kind = NORMALIZATION.get(name)
+    if kind is not None:
+        x, xsz = by[0]
+        stat = 8 if xsz == 8 else 4
+        writes = math.prod(x) * xsz
+        if kind == "batch" and _flag(cl, 5) is True:  # training (position 5 in all four)
+            writes += 2 * x[1] * stat + sum(
+                math.prod(by[i][0]) * by[i][1] for i in (3, 4) if i in by
+            )
+        elif kind == "layer":
+            norm = _flag(cl, 1)
+            k = math.prod(norm) if isinstance(norm, list) and norm else None
+            k = k or (math.prod(by[2][0]) if 2 in by else None)
+            writes += 2 * (math.prod(x) // k) * stat if k else 0
+        elif kind == "group":
+            g = _flag(cl, 6 if name == "aten::native_group_norm" else 1)
+            writes += 2 * x[0] * g * stat if isinstance(g, int) and g > 0 else 0
+        return None, writes
+    if name == "aten::cudnn_batch_norm_backward":  # (input, grad_output, weight, ...)
+        (x, xsz), w = by[0], by.get(2)
+        return None, math.prod(x) * xsz + (2 * math.prod(w[0]) * w[1] if w else 0)
+    x, xsz = by[1]  # (grad_output, input, ...)
+    w_at, b_at, mask_at = {
+        "aten::native_batch_norm_backward": (2, 2, 9),
+        "aten::native_layer_norm_backward": (5, 6, 7),
+        "aten::native_group_norm_backward": (4, 4, 9),
+    }[name]
+    mask = _flag(cl, mask_at)
+    if not (isinstance(mask, list) and len(mask) == 3):
+        mask = [True, w_at in by, b_at in by]
+    per_channel = [x[1]] if "layer" not in name else x[-1:]
+    w_shape, w_size = by.get(w_at, (per_channel, xsz))
+    b_shape, b_size = by.get(b_at, (w_shape, w_size))
+    writes = math.prod(x) * xsz * bool(mask[0])
+    writes += math.prod(w_shape) * w_size * bool(mask[1]) + math.prod(b_shape) * b_size * bool(
+        mask[2]
+    )
+    reads = {i for i in by if i != 6} if "layer" in name else None
+    return reads, writes
+
+
+def _conv(name: str, s: list[list[int]], cl: list[Any]) -> int | None:
     flops = ff.op_flops(name, json.dumps(s), json.dumps(cl))
     transposed = "transpose" in name or (
         name in ("aten::convolution", "aten::_convolution") and len(cl) > 6 and str(cl[6]) == "True"
@@ -258,4 +408,4 @@ def _conv(name: str, s: list[list[int]], cl: list[Any]) -> tuple[int, int] | Non
     if flops is None or transposed:
         return None
     w = s[1]
-    return 0, flops // (2 * _numel(w)) * w[0]  # N * prod(out spatial) * Cout
+    return flops // (2 * _numel(w)) * w[0]  # N * prod(out spatial) * Cout

@@ -63,16 +63,101 @@ def test_bytes_by_hand() -> None:
         ],
     )
     numel = lambda s: s[0] * s[1] * s[2] * s[3]  # noqa: E731
-    assert bwd == 4 * (numel(go) + 2 * numel(x) + 2 * numel(w))
+    # two passes: dgrad reads go and w and writes dx; wgrad reads go and x and writes dw
+    assert bwd == 4 * ((numel(go) + numel(w) + numel(x)) + (numel(go) + numel(x) + numel(w)))
     assert _b("aten::add", [[4, 8], [8]], [h, h]) == 2 * (32 + 8 + 32)  # broadcast result
     assert _b("aten::add_", [[4, 8], [4, 8], []], [f, f, "Scalar"]) == 4 * (32 + 32 + 32)
     assert _b("aten::_softmax", [[4, 8], [], []], [f, "Scalar", "Scalar"]) == 4 * 64
+    # x, weight, bias read; y written; mean and rstd (4 rows each, float) written
     assert _b("aten::native_layer_norm", [[4, 8], [], [8], [8], []], [f, "", f, f, "Scalar"]) == (
-        4 * (32 + 8 + 8 + 32)
+        4 * (32 + 8 + 8 + 32) + 4 * 2 * 4
     )
     assert _b("aten::sum", [[4, 8]], [f]) == 4 * 32
     assert _b("aten::conv_transpose2d", [[1, 2, 4, 4], [2, 2, 3, 3]], [f, f]) is None
     assert _b("aten::unknown_op", [[4]], [f]) is None
+
+
+def test_bytes_elementwise_by_hand() -> None:
+    f, h, d = "float", "c10::Half", "double"
+    # copy_ and fill_/zero_ only write their destination; copy_ reads the source
+    assert _b("aten::copy_", [[4, 8], [4, 8], []], [f, h, "Scalar"]) == 2 * 32 + 4 * 32
+    assert _b("aten::fill_", [[4, 8], []], [f, "Scalar"]) == 4 * 32
+    assert _b("aten::zero_", [[4, 8]], [f]) == 4 * 32
+    # out= variants: the out tensor is written, not read
+    assert _b("aten::neg", [[4, 8], [4, 8]], [f, f]) == 4 * (32 + 32)
+    assert _b("aten::clamp_min", [[4, 8], [], [4, 8]], [f, "Scalar", f]) == 4 * (32 + 32)
+    # result dtype: comparisons write bool, mixed floats promote, where's condition aside
+    assert _b("aten::gt", [[4, 8], []], [f, "Scalar"]) == 4 * 32 + 1 * 32
+    assert _b("aten::mul", [[4, 8], [4, 8]], [h, f]) == 2 * 32 + 4 * 32 + 4 * 32
+    assert _b("aten::where", [[32], [32], [32]], ["bool", f, f]) == 32 + 4 * 32 * 3
+    # a 0-dim tensor is one element; a Scalar argument is not memory traffic
+    assert _b("aten::add_", [[1], [], []], [d, d, "Scalar"]) == 8 * 3
+    # not countable: a shaped input of an unsized dtype, shapes that do not broadcast,
+    # more tensors than any form of the op takes
+    assert _b("aten::add", [[4], [4]], ["c10::complex<float>", f]) is None
+    assert _b("aten::mul", [[4, 8], [5]], [f, f]) is None
+    assert _b("aten::pow", [[4, 8], [4], [2, 2], [2, 2], []], [f, f, f, f, "Scalar"]) is None
+
+
+def test_bytes_normalization_by_hand() -> None:
+    f = "float"
+    n, c, hw = 8, 16, 5 * 5
+    x, ch = [n, c, 5, 5], [c]
+    bn = [x, ch, ch, ch, ch, [], [], []]
+    bn_t = [f, f, f, f, f, "Scalar", "Scalar", "Scalar"]
+    # training: x, weight, bias, running mean/var read; y, save_mean, save_invstd and the
+    # updated running statistics written
+    train = _b("aten::native_batch_norm", bn, bn_t, ["", "", "", "", "", "True", "0.1", "1e-05"])
+    assert train == 4 * (n * c * hw + 4 * c) + 4 * (n * c * hw + 2 * c + 2 * c)
+    evaluation = _b("aten::native_batch_norm", bn, bn_t, ["", "", "", "", "", "False", "", ""])
+    assert evaluation == 4 * (n * c * hw + 4 * c) + 4 * n * c * hw
+    # backward: go, x, weight, running and saved statistics read; dx, dw, db written
+    bwd = _b(
+        "aten::native_batch_norm_backward",
+        [x, x, ch, ch, ch, ch, ch, [], [], []],
+        [f] * 7 + ["Scalar", "Scalar", ""],
+        [""] * 7 + ["True", "1e-05", "[True, True, True]"],
+    )
+    assert bwd == 4 * (2 * n * c * hw + 5 * c) + 4 * (n * c * hw + 2 * c)
+    # cuDNN (input, grad_output, weight, running_mean, running_var, save_mean, save_var,
+    # eps, reserve): always dx, dw, db
+    cudnn = _b(
+        "aten::cudnn_batch_norm_backward",
+        [x, x, ch, ch, ch, ch, ch, [], [0]],
+        [f] * 7 + ["Double", "unsigned char"],
+        None,
+    )
+    assert cudnn == 4 * (2 * n * c * hw + 5 * c) + 4 * (n * c * hw + 2 * c)
+    # layer norm backward (go, x, normalized_shape, mean, rstd, weight, bias, mask): the
+    # bias is not read; dx and dw written as the mask asks
+    ln = _b(
+        "aten::native_layer_norm_backward",
+        [[4, 8], [4, 8], [], [4, 1], [4, 1], [8], [8], []],
+        [f, f, "", f, f, f, f, ""],
+        ["", "", "[8]", "", "", "", "", "[True, True, False]"],
+    )
+    assert ln == 4 * (32 + 32 + 4 + 4 + 8) + 4 * (32 + 8)
+
+
+def test_bytes_conv_backward_masks() -> None:
+    f = "float"
+    go, x, w = [8, 16, 32, 32], [8, 3, 32, 32], [16, 3, 3, 3]
+    ngo, nx, nw = 8 * 16 * 32 * 32, 8 * 3 * 32 * 32, 16 * 3 * 3 * 3
+    concrete = ["", "", "", "[16]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]
+    shapes = [go, x, w, [], [], [], [], [], [], [], []]
+    types = [f, f, f] + [""] * 8
+
+    def bwd(mask: str) -> int | None:
+        return _b("aten::convolution_backward", shapes, types, [*concrete, mask])
+
+    # first layer: only grad_weight (reads go and x, writes dw)
+    assert bwd("[False, True, False]") == 4 * (ngo + nx + nw)
+    # all three: dgrad, wgrad, and the bias reduction (reads go, writes Cout)
+    assert bwd("[True, True, True]") == 4 * (2 * (ngo + nx + nw) + ngo + 16)
+    # PyTorch < 2 cuDNN backward (input, grad_output, weight, ...), no mask recorded:
+    # both gradients, no bias gradient
+    old = _b("aten::cudnn_convolution_backward", [x, go, w], [f, f, f], None)
+    assert old == 4 * 2 * (ngo + nx + nw)
 
 
 def _conv_expected(shapes: str, concrete: str) -> tuple[int, int]:
