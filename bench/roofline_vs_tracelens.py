@@ -170,7 +170,7 @@ def tl_sdpa(name: str, d: Dims, t: list[Any], c: list[Any] | None) -> Result:
     d_v), halved when causal. (TraceLens maps the aten SDPA backward ops to a category
     only, without bytes or FLOPs.)"""
     (b, hq, nq, dqk), (_, hkv, nkv, _), (_, _, _, dv) = d[0], d[1], d[2]
-    causal = bool(c) and str(c[_SDPA_CAUSAL[name]]).lower() == "true"
+    causal = c is not None and str(c[_SDPA_CAUSAL[name]]).lower() == "true"
     flops = b * hq * 2 * nq * nkv * (dqk + dv) // (2 if causal else 1)
     elems = b * nq * hq * dqk + b * nkv * hkv * dqk + b * nkv * hkv * dv + b * nq * hq * dv
     return elems * 2, flops
@@ -178,9 +178,9 @@ def tl_sdpa(name: str, d: Dims, t: list[Any], c: list[Any] | None) -> Result:
 
 # --- Elementwise (perf_model.py: UnaryElementwise, BinaryElementwise) -------------------
 
-UNARY = ("copy", "copy_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "sigmoid")
-UNARY += ("rsqrt", "silu", "neg", "pow")
-BINARY = ("div", "div_", "mul", "mul_", "add", "add_", "sigmoid_backward", "threshold_backward")
+UNARY = ["copy", "copy_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "sigmoid"]
+UNARY += ["rsqrt", "silu", "neg", "pow"]
+BINARY = ["div", "div_", "mul", "mul_", "add", "add_", "sigmoid_backward", "threshold_backward"]
 
 
 def tl_unary(name: str, d: Dims, t: list[Any], c: list[Any] | None) -> Result:
@@ -258,7 +258,7 @@ def _norm_bwd_bytes(
     (2 x numel) when mask[0] and training, else numel once; invstd (C) when training;
     the weight (C) when affine, and grad_weight (+ grad_bias) written when affine and
     training."""
-    out = n * bpe + n * bpe * (2 if mask0 and training else 1)
+    out: float = n * bpe + n * bpe * (2 if mask0 and training else 1)
     out += ch * bpe if training else 0
     if affine:
         out += ch * bpe + (ch * bpe * (2 if bias else 1) if training else 0)
@@ -292,7 +292,9 @@ def tl_norm(name: str, d: Dims, t: list[Any], c: list[Any] | None) -> Result:
         return int(_norm_fwd_bytes(_numel(x), ch, True, True, True, bpe)), None
     if base == "cudnn_batch_norm":  # (input, grad_output, weight, ...)
         x, bpe = d[0], tl_bpe(t[0])
-        return (int(_norm_bwd_bytes(_numel(x), x[1], True, True, False, True, bpe)), None)
+        if not x or not bpe:
+            return None, None
+        return int(_norm_bwd_bytes(_numel(x), x[1], True, True, False, True, bpe)), None
     x, bpe = d[1], tl_bpe(t[1])
     if not x or not bpe:
         return None, None
@@ -353,42 +355,40 @@ def reason(name: str, d: Dims, t: list[Any], c: list[Any] | None, ours: int, the
     fam = bf.family(name)
     if name in ("aten::addmm", "aten::baddbmm") and _numel(d[0]) != d[2][-1]:
         return "bias/input shape: we count the recorded bias (numel), TraceLens 1 x N"
-    if fam == "gemm" and len({x for x in t[:3] if x and x != "Scalar"}) > 1:
+    if fam == "gemm":
         return "mixed dtypes: we size each operand by its own dtype, TraceLens by the first"
     if name == "aten::convolution_backward":
-        mask = ast.literal_eval(c[10]) if c else None
-        if mask and not mask[0]:
+        mask = ast.literal_eval(c[10]) if c else [True, True, True]
+        if not mask[0] or not mask[1]:
             return (
-                "output_mask skips grad_input (first layer): we write dw only; TraceLens "
-                "counts both gradients, each pass re-reading grad_output, input and weight"
+                f"output_mask {mask}: we count the gradients asked for; TraceLens counts "
+                "grad_input and grad_weight whatever the mask"
             )
-        return (
-            "TraceLens counts two passes (grad_input, grad_weight), each reading grad_output "
-            "and both operands; we read each once and write the gradients output_mask asks"
-        )
-    if name == "aten::convolution" and d[2]:
+        return "grad_bias: we count its pass (grad_output read, Cout written); TraceLens never"
+    if name == "aten::convolution":
         return "bias: we read the recorded bias; TraceLens's bias test never fires here"
     if fam == "attention":
         return "element size: TraceLens uses 2 bytes whatever the dtype"
     if fam == "reduction":
         return "TraceLens adds the output as 1 element (dims in string concrete inputs unread)"
+    if name == "aten::cudnn_batch_norm_backward":
+        return (
+            "TraceLens takes it as inference (grad_out + input + weight, no gradient "
+            "written); we also write dx, dw, db"
+        )
+    if name.endswith("norm_backward"):
+        return (
+            "TraceLens: 3 x numel + C (invstd) + weight + grad_weight/grad_bias; we read "
+            "the saved mean and rstd (one per row) and write what output_mask asks"
+        )
     if fam == "normalization":
-        if name.endswith("_backward"):
-            return (
-                "TraceLens's training-backward model: re-reads grad_out/input, counts invstd "
-                "and grad_weight/grad_bias; we read the recorded tensors once"
-            )
-        return "TraceLens adds mean, variance and running-stat writes (6 x C); we read 2-4 x C"
-    if fam == "elementwise":
-        scalar = any(x in ("Scalar", "") for x in t[:2]) or not (d[1] if len(d) > 1 else None)
-        if scalar and name in (f"aten::{n}" for n in BINARY):
-            return "Scalar operand: TraceLens reads it as one 4-byte element"
-        if name in ("aten::copy_", "aten::fill_", "aten::zero_"):
-            return "destination: ours reads it too"
-        sizes = {tl_bpe(x) for x in t if tl_bpe(x)}
-        if len(sizes) > 1:
-            return "mixed dtypes: result size (TraceLens: larger input, or input 2's)"
-        return "out= tensor or operand count differs"
+        return (
+            "TraceLens: 2 x numel + 6 x C (mean, variance, weight, bias, 2 running-stat "
+            "writes); we read weight and bias (and running stats), write y, the saved "
+            "statistics (float, per row/channel) and, in training, the running stats"
+        )
+    if any(x == "Scalar" for x in t[:2]):
+        return "Scalar operand: TraceLens reads it as one 4-byte element; we count none"
     return "other"
 
 
@@ -409,7 +409,8 @@ def inputs(paths: list[str]) -> list[Path]:
 
 
 def compare(path: Path) -> list[dict[str, Any]]:
-    """One row per op call both models count in ``path`` (whole trace)."""
+    """One row per op call our byte model counts in ``path`` (whole trace) that TraceLens
+    models by name."""
     tr = tbdtrace.analyze(path, window="all")
     cols = ["name", "input_shapes", "input_dtypes", "concrete_inputs"]
     ops = tr.ctx.table("ops", cols).to_pydict()
@@ -440,8 +441,9 @@ def compare(path: Path) -> list[dict[str, Any]]:
                     if theirs and theirs != ours
                     else "",
                 }
-        if cache[key] is not None:
-            rows.append(cache[key])
+        row = cache[key]
+        if row is not None:
+            rows.append(row)
     return rows
 
 

@@ -4,9 +4,12 @@ memory side of a roofline (FLOPs: :mod:`tbdtrace.analysis.engine.flop_formulas`)
 The model is each operand read once and each result written once (the compulsory
 traffic, as TraceLens's perf model counts GEMMs): no cache reuse or re-reads are added,
 and no workspace. Element sizes come from each input's recorded dtype
-(``ops.input_dtypes``); a result takes the first tensor input's. So the figure is a
-lower bound on real traffic, and an op's arithmetic intensity (FLOPs / bytes) an upper
-bound. Per family (shapes as recorded in ``ops.input_shapes``; numel = product of dims):
+(``ops.input_dtypes``; a 0-dim tensor, recorded with shape [], is one element; Scalar
+arguments move nothing); GEMM, convolution, attention and softmax results take the
+first tensor input's. So the figure is a lower bound on real traffic, and an op's
+arithmetic intensity (FLOPs / bytes) an upper bound. An op with a shaped input of a dtype
+:data:`DTYPE_BYTES` does not size is not counted. Per family (shapes as recorded in
+``ops.input_shapes``; numel = product of dims):
 
 * GEMM: mm [M,K]x[K,N]: M*K + K*N + M*N elements; addmm/_addmm_activation add the bias;
   bmm: B*(M*K + K*N + M*N), baddbmm/addbmm add their input; mv: M*K + K + M (addmv adds
@@ -14,21 +17,32 @@ bound. Per family (shapes as recorded in ``ops.input_shapes``; numel = product o
   linear: numel(x) + numel(W) + numel(bias) + prod(x[:-1]) * N.
 * Convolution forward (not transposed): numel(input) + numel(weight) + numel(output)
   (+ bias), output = N * Cout * prod(output spatial) (flop_formulas' output size);
-  transposed convolutions are not counted. convolution_backward: grad_output, input and
-  weight read, and the gradients ``output_mask`` asks for written (grad_input as the
-  input, grad_weight as the weight; grad_bias Cout).
-* Attention forward: q, k, v read, the output [.., Lq, Dv] written; backward: grad_out,
-  q, k, v and out read, dq, dk, dv written (the logsumexp and RNG state not counted).
-* Elementwise (:data:`ELEMENTWISE`): every tensor input read, the result (the broadcast
-  of the inputs' shapes) written; an in-place op (name ending ``_``) writes its first
-  input.
-* Normalization forward (batch/layer/group norm): the input read and the output written,
-  plus the affine parameters (and batch norm's running statistics) read; backward: the
-  output gradient and the input read, the input gradient written, plus the parameters.
+  transposed convolutions are not counted. convolution_backward: one pass per gradient
+  ``output_mask`` asks for, as cuDNN runs them (dgrad and wgrad kernels, the bias a
+  reduction), each reading grad_output: grad_input reads the weight and writes an
+  input-sized tensor, grad_weight reads the input and writes a weight-sized one,
+  grad_bias writes Cout.
+* Attention forward: q, k, v read, the output [.., Lq, Dv] written (the logsumexp it
+  also writes, B*H*Lq floats, not counted); backward: every recorded tensor input read
+  (grad_out, q, k, v, out, logsumexp), dq, dk, dv written.
+* Elementwise (:data:`ELEMENTWISE`): every tensor input read and the result (the
+  broadcast of the inputs' shapes, in their promoted dtype; bool for comparisons)
+  written. An in-place op (name ending ``_``) writes its first input; a recorded tensor
+  beyond the functional form's arguments is the out= tensor, written and not read;
+  copy/fill/zero do not read the tensor they overwrite.
+* Normalization forward (batch/layer/group norm): the input, the affine parameters and
+  batch norm's running statistics read; the output written, with the saved mean and
+  inverse std (float; per channel for batch norm, per row for layer norm, per group for
+  group norm) and, for batch norm in training, the updated running statistics.
+  Backward: the recorded tensors read (layer norm's bias is not read), the gradients
+  ``output_mask`` asks for written (cuDNN's batch norm backward: all three).
 * Softmax and log-softmax: forward reads the input and writes the output; backward
   reads the output gradient and the output and writes the input gradient.
 * Reductions (sum, mean, amax, amin, max, min, norm, var, std over dims): the input read;
   the (smaller) result not counted.
+
+bench/roofline_vs_tracelens.py compares these counts with TraceLens's perf model op by
+op on the public fixtures (bench/README.md).
 """
 
 from __future__ import annotations
@@ -50,6 +64,7 @@ DTYPE_BYTES = {
     "c10::Float8_e4m3fnuz": 1,
     "c10::Float8_e5m2fnuz": 1,
     "long int": 8,
+    "long": 8,  # int64 as some builds name it (HTA's sampled_rank and control traces)
     "int": 4,
     "short int": 2,
     "signed char": 1,
