@@ -472,7 +472,11 @@ def main(argv: list[str] | None = None) -> int:
         if not p.exists():
             print(f"roofline_vs_tracelens: {p}: no such file or directory", file=sys.stderr)
             return 1
-        got = compare(p)
+        try:
+            got = compare(p)
+        except (tbdtrace.TraceError, OSError, ValueError) as e:
+            print(f"roofline_vs_tracelens: {p}: {e}", file=sys.stderr)
+            return 1
         both = [r for r in got if r["tracelens_bytes"] is not None]
         print(f"{p.name}: {len(got)} op calls both model by name, {len(both)} with both counts")
         rows += got
