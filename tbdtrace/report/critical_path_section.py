@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tbdtrace.analysis.engine import outputs
 from tbdtrace.analysis.engine.context import AnalysisContext
 from tbdtrace.analysis.passes import critical_path
 from tbdtrace.report.fmt import clip, fmt_ns, fmt_pct
@@ -22,9 +23,9 @@ def critical_path_section(ctx: AnalysisContext, opts: ReportOptions) -> dict[str
     (the ops on the paths; limited by ``top_json``)."""
     if not opts.critical_path:
         return {"included": False, "how": HOW}
-    seg = critical_path.run(ctx)
-    per_step = critical_path.by_resource(seg)
-    ops = critical_path.by_op(seg)
+    # one walk: the pass keeps its segments in the context's cache for the other tables
+    per_step = critical_path.run(ctx, critical_path.CriticalPathConfig(by="resource"))
+    ops = critical_path.run(ctx, critical_path.CriticalPathConfig(by="op"))
     if opts.top_json is not None:
         ops = ops.slice(0, opts.top_json)
     return {
@@ -70,7 +71,7 @@ def _steps(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "step": r["step"],
                 "step_start_ns": r["step_start_ns"],
                 "step_ns": r["step_ns"],
-                **{f"{x}_ns": 0 for x in critical_path.RESOURCES},
+                **{f"{x}_ns": 0 for x in outputs.PATH_RESOURCES},
             },
         )
         o[f"{r['resource']}_ns"] += r["path_ns"]

@@ -556,6 +556,20 @@ ROOFLINE_FAMILY = Output(
     ),
 )
 
+# The values of critical_path.resource (docs/METRICS.md, critical_path), in the order of
+# the report's per-step columns.
+PATH_RESOURCES = (
+    "cpu_op",
+    "cpu_runtime",
+    "cpu_idle",
+    "launch_delay",
+    "gpu_kernel",
+    "copy",
+    "memset",
+    "gpu_gap",
+    "sync_wait",
+)
+
 _STEP_OF_PATH = (
     _RANK,
     Column("step", I64, "count", "step number (null: no steps, the rank's whole span)"),
@@ -577,8 +591,7 @@ CRITICAL_PATH = Output(
             "resource",
             STR,
             "text",
-            "cpu_op, cpu_runtime, cpu_idle, launch_delay, gpu_kernel, copy, memset, gpu_gap, "
-            "sync_wait (docs/METRICS.md, critical_path)",
+            ", ".join(PATH_RESOURCES) + " (docs/METRICS.md, critical_path)",
         ),
         Column(
             "category",

@@ -21,7 +21,8 @@ The dependency graph (the one of HTA's critical-path analysis, ``docs/METRICS.md
 Every edge's weight is the time between its ends, so every path between two points is as
 long as the time between them; the critical path is the one whose every edge is the
 dependency that was satisfied last. It is found walking back from the step's end on the
-step's thread (the thread with the most runtime calls in the step, else the most ops):
+step's thread (of the threads with runtime calls in the step, the one whose first range
+in it starts earliest):
 on a host thread, the innermost range at that time (``cpu_op``, ``cpu_runtime``) or
 ``cpu_idle``; a call that waited for device work hands the path to that work
 (``sync_wait``: from the work's end to the call's return); device work (``gpu_kernel``
@@ -29,8 +30,9 @@ with its category, ``copy``, ``memset``) hands it to whichever of its predecesso
 stream (``gpu_gap``: the time between them), another stream's work (``gpu_gap``) or its
 launch (``launch_delay``: from the launch call's start to the work's start, then on the
 launching thread) was ready last. A thread idle at a time when another launching thread
-of its process ended an op hands the path to that thread (the autograd engine's thread
-and the step's thread wait for each other this way). The walk stops at the step's start,
+of its process ended a range hands the path to that thread (the autograd engine's thread
+and the step's thread wait for each other this way); another thread with none hands it
+back to the step's thread. The walk stops at the step's start,
 so a step's path adds up to its length exactly and its segments are contiguous.
 
 A trace without steps gets one path per rank over its host ranges' span (step null).
@@ -46,6 +48,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs, shared_arrays, window
+from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.categories import CATEGORIES, kernel_codes
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import row_codes
@@ -60,21 +63,14 @@ RESOURCE_SCHEMA = outputs.CRITICAL_PATH_RESOURCE.arrow_schema()
 OP_SCHEMA = outputs.CRITICAL_PATH_OP.arrow_schema()
 
 # What a segment of the path is (docs/METRICS.md, critical_path).
-RESOURCES = (
-    "cpu_op",
-    "cpu_runtime",
-    "cpu_idle",
-    "launch_delay",
-    "gpu_kernel",
-    "copy",
-    "memset",
-    "gpu_gap",
-    "sync_wait",
-)
+RESOURCES = outputs.PATH_RESOURCES
 BY = ("segment", "resource", "op")
 _DEVICE = ("kernels", "memcpy", "memset")
 _DEVICE_RESOURCE = {"kernels": "gpu_kernel", "memcpy": "copy", "memset": "memset"}
 _WAITING_SYNC = ("stream", "event", "context")
+
+
+SEGMENTS: Entry[pa.Table] = Entry("critical_path.segments", "every step's path, by=segment")
 
 
 @dataclass(frozen=True)
@@ -91,7 +87,8 @@ def run(ctx: Source, config: CriticalPathConfig | None = None) -> pa.Table:
     cfg = config or CriticalPathConfig()
     if cfg.by not in BY:
         raise ValueError(f"by must be one of {BY}, not {cfg.by!r}")
-    seg = _segments(of(ctx))
+    c = of(ctx)
+    seg = c.cache.get(SEGMENTS, lambda: _segments(c))
     if cfg.by == "resource":
         return by_resource(seg)
     if cfg.by == "op":
@@ -412,20 +409,23 @@ def _rank_spans(ctx: AnalysisContext, g: _Graph) -> list[tuple[Any, Any, int, in
 
 
 def _step_thread(g: _Graph, rank: int, pid: int | None, s: int, e: int) -> int:
-    """The step's thread: most runtime calls starting in the step, else most op time."""
-    best, best_key = -1, (0, 0)
+    """The step's thread: of the threads that made runtime calls in the step (else of
+    all), the one whose first range in the step starts earliest (the thread that opens
+    the step: PyTorch's main thread, not its autograd thread)."""
+    best: tuple[bool, int] | None = None
+    out = -1
     for th, (r, p, _t) in enumerate(g.threads):
         if r != rank or (pid is not None and p != pid):
             continue
         rows = g.thread_rows[th]
         hs = g.hs[rows]
-        inside = rows[(hs >= s) & (hs < e)]
-        calls = int(np.count_nonzero(g.hsrc[inside] == 1))
-        busy = int((np.minimum(g.he[inside], e) - g.hs[inside]).sum())
-        key = (calls, busy)
-        if key > best_key:
-            best, best_key = th, key
-    return best
+        inside = (hs >= s) & (hs < e)
+        if not inside.any():
+            continue
+        key = (not bool((g.hsrc[rows[inside]] == 1).any()), int(hs[inside].min()))
+        if best is None or key < best:
+            best, out = key, th
+    return out
 
 
 def _walk(g: _Graph, step_th: int, rank: Any, step: Any, s: int, e: int) -> list[dict[str, Any]]:
@@ -466,6 +466,9 @@ def _walk(g: _Graph, step_th: int, rank: Any, step: Any, s: int, e: int) -> list
                 if other >= 0:
                     emit(when, t, "cpu_idle", -1, -1, th)
                     th, t = other, when
+                    continue
+                if th != step_th:  # nothing ended meanwhile: back to the step's thread
+                    th = step_th
                     continue
                 emit(a, t, "cpu_idle", -1, -1, th)
                 t = a

@@ -322,3 +322,27 @@ def test_perfetto_export_marks_the_path(tmp_path: Path) -> None:
     ]
     on_path = sorted((t, c) for t, c in begins if c.startswith("critical_path,"))
     assert on_path == sorted((a * US, f"critical_path,{res}") for a, _b, res, *_ in PATH_1 + PATH_2)
+
+
+def test_trace_without_steps_gets_one_path_over_its_host_span() -> None:
+    """HTA's event-sync fixture has no steps: one path per rank, from the first host
+    range (cpu_op, cuda_runtime in the raw file) to the last one's end."""
+    from tbdtrace.importers import kineto
+    from tbdtrace.trace import from_tables
+
+    path = fixture("kineto/hta/event_sync_trace.json.gz")
+    host = [
+        (rawkineto.ns(e["ts"]), rawkineto.ns(e["ts"]) + rawkineto.ns(e.get("dur", 0)))
+        for e in rawkineto.load(path)["traceEvents"]
+        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "cuda_runtime")
+    ]
+    lo, hi = min(s for s, _ in host), max(e for _, e in host)
+    seg = cp.run(from_tables(*kineto.import_files([path]))).to_pylist()
+    assert {r["step"] for r in seg} == {None}
+    assert (seg[0]["start_ns"], seg[-1]["end_ns"]) == (lo, hi)
+    assert sum(r["duration_ns"] for r in seg) == hi - lo == seg[0]["step_ns"]
+    # the last matmul's kernel, which cudaDeviceSynchronize waited for, is on the path
+    raw = _raw_device(path)
+    gemm = [r for r in seg if r["resource"] == "gpu_kernel"]
+    assert [(r["start_ns"], r["end_ns"]) for r in gemm] == [max(raw[gemm[0]["name"]])]
+    assert [r["name"] for r in seg if r["resource"] == "sync_wait"] == ["cudaDeviceSynchronize"]
