@@ -38,6 +38,13 @@ ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::Add
 # thread 2 (its op b ended last in that gap): c 150-200, idle 140-150, b 125-140, the
 # launch call 120-125, b 105-120; thread 2, idle before 105, waited for thread 1, whose
 # launch call ended at 104: idle 104-105, the call 102-104, a 100-102.
+# Step 3, [200, 300) us: op d [200, 300) on thread 1 launches K5 on stream 8 (call
+# [210, 212), K5 [215, 260) gemm), calls cudaStreamWaitEvent [220, 221) (a
+# stream_wait_event sync row on stream 7), launches K6 on stream 7 ([222, 224), K6
+# [262, 270)) and synchronizes stream 7 ([230, 275), a stream sync row). K6 started after
+# its launch and after K4 (its predecessor on stream 7, ended at 135): it waited for K5
+# on the other stream. Back from 300: d 275-300, the sync waited for K6 (270-275), K6
+# 262-270, the wait for K5 260-262 (gpu_gap), K5 215-260, K5's launch 210-215, d 200-210.
 PATH_1 = [
     (0, 10, "cpu_op", "fwd", None),
     (10, 18, "launch_delay", "cudaLaunchKernel", None),
@@ -58,21 +65,35 @@ PATH_2 = [
     (140, 150, "cpu_idle", None, None),
     (150, 200, "cpu_op", "c", None),
 ]
+PATH_3 = [
+    (200, 210, "cpu_op", "d", None),
+    (210, 215, "launch_delay", "cudaLaunchKernel", None),
+    (215, 260, "gpu_kernel", SGEMM, "gemm"),
+    (260, 262, "gpu_gap", None, None),
+    (262, 270, "gpu_kernel", ELEMENTWISE, "elementwise"),
+    (270, 275, "sync_wait", "cudaStreamSynchronize", None),
+    (275, 300, "cpu_op", "d", None),
+]
+PATHS = PATH_1 + PATH_2 + PATH_3
 
 
 def _hand(tmp_path: Path) -> Any:
     us = lambda xs: [x * US for x in xs]  # noqa: E731
     ops = [(0, 40, 1, "fwd"), (45, 75, 1, "item"), (100, 110, 1, "a"), (105, 140, 2, "b")]
-    ops.append((150, 200, 1, "c"))
+    ops += [(150, 200, 1, "c"), (200, 300, 1, "d")]
     rt = [
         (10, 15, 1, 1, "cudaLaunchKernel"),
         (20, 25, 1, 2, "cudaLaunchKernel"),
         (46, 62, 1, 3, "cudaStreamSynchronize"),
         (102, 104, 1, 4, "cudaLaunchKernel"),
         (120, 125, 2, 5, "cudaLaunchKernel"),
+        (210, 212, 1, 6, "cudaLaunchKernel"),
+        (220, 221, 1, 7, "cudaStreamWaitEvent"),
+        (222, 224, 1, 8, "cudaLaunchKernel"),
+        (230, 275, 1, 9, "cudaStreamSynchronize"),
     ]
-    ks = [(18, 50, 1, SGEMM), (52, 60, 2, ELEMENTWISE), (104, 108, 4, SGEMM)]
-    ks.append((130, 135, 5, SGEMM))
+    ks = [(18, 50, 1, SGEMM, 7), (52, 60, 2, ELEMENTWISE, 7), (104, 108, 4, SGEMM, 7)]
+    ks += [(130, 135, 5, SGEMM, 7), (215, 260, 6, SGEMM, 8), (262, 270, 8, ELEMENTWISE, 7)]
     return make(
         tmp_path,
         {
@@ -98,10 +119,22 @@ def _hand(tmp_path: Path) -> Any:
                 "name": [k[3] for k in ks],
                 "device_id": [0] * len(ks),
                 "device_type": ["cuda"] * len(ks),
-                "stream_id": [7] * len(ks),
+                "stream_id": [k[4] for k in ks],
                 "pid": [1] * len(ks),
             },
-            "steps": {"step": [1, 2], "start_ns": us([0, 100]), "end_ns": us([100, 200])},
+            "sync": {
+                "start_ns": us([220, 230]),
+                "end_ns": us([221, 275]),
+                "device_id": [0, 0],
+                "stream_id": [7, 7],
+                "correlation_id": [7, 9],
+                "sync_kind": ["stream_wait_event", "stream"],
+            },
+            "steps": {
+                "step": [1, 2, 3],
+                "start_ns": us([0, 100, 200]),
+                "end_ns": us([100, 200, 300]),
+            },
         },
     )
 
@@ -113,16 +146,17 @@ def test_path_worked_out_by_hand(tmp_path: Path) -> None:
         (r["start_ns"] // US, r["end_ns"] // US, r["resource"], r["name"], r["category"])
         for r in seg.to_pylist()
     ]
-    assert got == PATH_1 + PATH_2
+    assert got == PATHS
     steps = seg.column("step").to_pylist()
-    assert steps == [1] * len(PATH_1) + [2] * len(PATH_2)
-    assert seg.column("seq").to_pylist() == list(range(len(PATH_1))) + list(range(len(PATH_2)))
+    assert steps == [1] * len(PATH_1) + [2] * len(PATH_2) + [3] * len(PATH_3)
+    seqs = [list(range(len(p))) for p in (PATH_1, PATH_2, PATH_3)]
+    assert seg.column("seq").to_pylist() == seqs[0] + seqs[1] + seqs[2]
 
     # per resource: the hand path's sums
     by = cp.run(_hand(tmp_path / "b"), cp.CriticalPathConfig(by="resource"))
     assert by.schema == outputs.CRITICAL_PATH_RESOURCE.arrow_schema()
     want: dict[tuple[int, str, str | None], int] = defaultdict(int)
-    for step, path in ((1, PATH_1), (2, PATH_2)):
+    for step, path in ((1, PATH_1), (2, PATH_2), (3, PATH_3)):
         for a, b, res, _name, cat in path:
             want[(step, res, cat)] += (b - a) * US
     got_by = {(r["step"], r["resource"], r["category"]): r["path_ns"] for r in by.to_pylist()}
@@ -131,11 +165,11 @@ def test_path_worked_out_by_hand(tmp_path: Path) -> None:
 
     ops = cp.run(_hand(tmp_path / "c"), cp.CriticalPathConfig(by="op"))
     assert ops.schema == outputs.CRITICAL_PATH_OP.arrow_schema()
-    first = ops.to_pylist()[0]  # c: 50 us, then K1 and b (32 and 30 us)
-    assert (first["name"], first["path_ns"], first["steps"]) == ("c", 50 * US, 1)
+    first = ops.to_pylist()[0]  # the GEMMs K1 and K5: 77 us, then c (50 us)
+    assert (first["name"], first["path_ns"], first["steps"]) == (SGEMM, 77 * US, 2)
     b_row = next(r for r in ops.to_pylist() if r["name"] == "b")
     assert (b_row["path_ns"], b_row["segments"]) == (30 * US, 2)
-    assert b_row["share"] == 30 / 200
+    assert b_row["share"] == 30 / 300
 
 
 def test_bad_by(tmp_path: Path) -> None:
@@ -240,7 +274,7 @@ def test_report_views_of_the_hand_path(tmp_path: Path) -> None:
     """JSON, CSV and text of the hand-made trace's section: the sums worked out above."""
     tr = _hand(tmp_path)
     want: dict[tuple[str, str | None], int] = defaultdict(int)
-    for a, b, res, _name, cat in PATH_1 + PATH_2:
+    for a, b, res, _name, cat in PATHS:
         want[(res, cat)] += (b - a) * US
     out = tmp_path / "r.json"
     assert (
@@ -249,11 +283,12 @@ def test_report_views_of_the_hand_path(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())["critical_path"]
     assert {(r["resource"], r["category"]): r["path_ns"] for r in doc["resources"]} == want
     assert [r["per_step_ns"] for r in doc["resources"]] == [
-        r["path_ns"] / 2 for r in doc["resources"]
+        r["path_ns"] / 3 for r in doc["resources"]
     ]
     assert [(s["step"], s["cpu_op_ns"], s["gpu_kernel_ns"]) for s in doc["steps"]] == [
         (1, 23 * US, 40 * US),
         (2, 82 * US, 0),
+        (3, 35 * US, 53 * US),
     ]
 
     folder = tmp_path / "csv"
@@ -268,7 +303,7 @@ def test_report_views_of_the_hand_path(tmp_path: Path) -> None:
     assert main(["report", str(tr.path), "--critical-path", "-o", str(txt)]) == 0
     text = txt.read_text()
     assert "Critical path by resource" in text and "Top ops on the critical path" in text
-    assert "GPU kernel: gemm" in text and "32.000 us" in text  # K1 on the path
+    assert "GPU kernel: gemm" in text and "77.000 us" in text  # K1 and K5 on the paths
 
     off = tmp_path / "off.json"
     assert main(["report", str(tr.path), "--format", "json", "-o", str(off)]) == 0
@@ -278,8 +313,9 @@ def test_report_views_of_the_hand_path(tmp_path: Path) -> None:
 
 # The rows the hand path goes through, as the timeline names its slices.
 MARKED = sorted(
-    ["fwd", "item", "a", "b", "c", SGEMM, ELEMENTWISE, "cudaStreamSynchronize"]
-    + ["cudaLaunchKernel"] * 3  # K1's launch (the delay) and the two calls on the path
+    ["fwd", "item", "a", "b", "c", "d", SGEMM, SGEMM, ELEMENTWISE, ELEMENTWISE]
+    + ["cudaStreamSynchronize"] * 2
+    + ["cudaLaunchKernel"] * 4  # K1's and K5's launches (the delays), two calls on the path
 )
 
 
@@ -293,8 +329,8 @@ def test_chrome_export_marks_the_path(tmp_path: Path) -> None:
     events = events["traceEvents"] if isinstance(events, dict) else events
     track = [e for e in events if str(e.get("cat", "")).startswith("critical_path,")]
     got = sorted((e["ts"], e["ts"] + e["dur"], e["args"]["resource"]) for e in track)
-    assert got == sorted((float(a), float(b), res) for a, b, res, *_ in PATH_1 + PATH_2)
-    assert {e["args"]["step"] for e in track} == {1, 2}
+    assert got == sorted((float(a), float(b), res) for a, b, res, *_ in PATHS)
+    assert {e["args"]["step"] for e in track} == {1, 2, 3}
     flagged = [e for e in events if e.get("args", {}).get("critical_path") == 1]
     assert sorted(e["name"] for e in flagged) == MARKED
 
@@ -321,7 +357,7 @@ def test_perfetto_export_marks_the_path(tmp_path: Path) -> None:
         if p.HasField("track_event") and p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN
     ]
     on_path = sorted((t, c) for t, c in begins if c.startswith("critical_path,"))
-    assert on_path == sorted((a * US, f"critical_path,{res}") for a, _b, res, *_ in PATH_1 + PATH_2)
+    assert on_path == sorted((a * US, f"critical_path,{res}") for a, _b, res, *_ in PATHS)
 
 
 def test_trace_without_steps_gets_one_path_over_its_host_span() -> None:
