@@ -197,6 +197,7 @@ class _Graph:
         bounds = np.searchsorted(self.hthread[order], np.arange(len(self.threads) + 1))
         self.thread_rows = [order[bounds[c] : bounds[c + 1]] for c in range(len(self.threads))]
         self._segs: dict[int, tuple[I64, I64, I64]] = {}
+        self._stops: dict[int, I64] = {}
         # runtime calls: their names, launched work, sync rows
         nrt = w.num_rows("runtime")
         self.rt_start = ints(w, "runtime", "start_ns") if nrt else np.zeros(0, np.int64)
@@ -307,6 +308,24 @@ class _Graph:
             self._segs[th] = (starts, ends, lab[keep])
         return self._segs[th]
 
+    def last_stop(self, th: int) -> I64:
+        """Per run of thread ``th``, the latest run at or before it where the walk must
+        decide (idle, or a runtime call that may have waited for device work); the runs
+        between two such are taken in one step."""
+        if th not in self._stops:
+            starts, ends, lab = self.segs(th)
+            h = np.clip(lab, 0, None)
+            is_rt = (lab >= 0) & (self.hsrc[h] == 1) if lab.size else lab > 0
+            r = np.where(is_rt, self.hrow[h], 0)
+            stop = lab < 0
+            if is_rt.any():
+                d = self.launch_dev[r]
+                de = np.where(d >= 0, self.de[np.clip(d, 0, None)] if self.de.size else 0, 0)
+                own = (d >= 0) & (self.rt_start[r] < de) & (de <= np.minimum(self.rt_end[r], ends))
+                stop |= is_rt & (self.rt_sync[r] | own)
+            self._stops[th] = np.maximum.accumulate(np.where(stop, np.arange(lab.size), -1))
+        return self._stops[th]
+
     def ends_by(self, what: str, rank: int, x: int) -> tuple[I64, I64]:
         """Device work of (rank, stream ``x``) or of rank (``x`` ignored) by end."""
         key = (what, rank, x)
@@ -379,13 +398,13 @@ def _segments(ctx: AnalysisContext) -> pa.Table:
         ]
     else:
         spans = _rank_spans(ctx, g)
-    out: list[dict[str, Any]] = []
+    walks: list[tuple[Any, Any, int, int, npt.NDArray[np.int64]]] = []
     for rank, step, s, e, pid in spans:
         th = _step_thread(g, -1 if rank is None else rank, pid, s, e)
         if th < 0 or e <= s:
             continue
-        out.extend(_walk(g, th, rank, step, s, e))
-    return pa.Table.from_pylist(out, schema=SCHEMA)
+        walks.append((rank, step, s, e, _walk(g, th, rank, s, e)))
+    return _table(g, walks)
 
 
 def _rank_spans(ctx: AnalysisContext, g: _Graph) -> list[tuple[Any, Any, int, int, Any]]:
@@ -428,13 +447,37 @@ def _step_thread(g: _Graph, rank: int, pid: int | None, s: int, e: int) -> int:
     return out
 
 
-def _walk(g: _Graph, step_th: int, rank: Any, step: Any, s: int, e: int) -> list[dict[str, Any]]:
-    """Walk back from (step thread, e) to s; the segments in time order."""
-    segs: list[tuple[int, int, str, int, int, int]] = []  # start, end, resource, kind, idx, th
+def _walk(g: _Graph, step_th: int, rank: Any, s: int, e: int) -> npt.NDArray[np.int64]:
+    """Walk back from (step thread, e) to s; the segments (start, end, resource index,
+    kind, index, thread), one row each, in time order."""
+    segs: list[tuple[int, int, int, int, int, int]] = []
+    chunks: list[npt.NDArray[np.int64]] = []  # latest first, like segs
+    res_index = {r: i for i, r in enumerate(RESOURCES)}
 
     def emit(a: int, b: int, res: str, kind: int, idx: int, th: int = -1) -> None:
         if b > a:
-            segs.append((a, b, res, kind, idx, th))
+            segs.append((a, b, res_index[res], kind, idx, th))
+
+    def flush() -> None:
+        if segs:
+            chunks.append(np.array(segs, np.int64).reshape(-1, 6))
+            segs.clear()
+
+    def run_of_ranges(th: int, i: int, t: int) -> int:
+        """Runs before run ``i`` of thread ``th`` back to the last stop, in one block."""
+        starts, ends, lab = g.segs(th)
+        k = i - 1
+        j = int(g.last_stop(th)[k]) if k >= 0 else k
+        lo = max(j + 1, int(starts.searchsorted(s, side="right")) - 1)
+        if lo > k or ends[k] != t:
+            return t
+        h = lab[lo : k + 1]
+        a = np.maximum(starts[lo : k + 1], s)
+        res = np.where(g.hsrc[h] == 1, res_index["cpu_runtime"], res_index["cpu_op"])
+        block = np.stack([a, ends[lo : k + 1], res, np.zeros_like(h), h, np.full_like(h, th)], 1)
+        flush()
+        chunks.append(block[::-1])
+        return int(a[0])
 
     # kind: 0 host range index, 1 device index, 2 runtime row (launch delay), -1 none
     host, th, d, t = True, step_th, -1, e
@@ -453,7 +496,7 @@ def _walk(g: _Graph, step_th: int, rank: Any, step: Any, s: int, e: int) -> list
         budget -= 1
         if host:
             starts, ends, lab = g.segs(th)
-            i = int(np.searchsorted(starts, t, side="left")) - 1
+            i = int(starts.searchsorted(t)) - 1
             if i < 0:
                 a, h = s, -1
             elif t > ends[i]:
@@ -484,6 +527,8 @@ def _walk(g: _Graph, step_th: int, rank: Any, step: Any, s: int, e: int) -> list
             else:
                 emit(a, t, "cpu_op", 0, h, th)
             t = a
+            if t > s:
+                t = run_of_ranges(th, i, t)
             continue
         # on device work d, at time t
         a = min(max(int(g.ds[d]), s), t)
@@ -511,7 +556,9 @@ def _walk(g: _Graph, step_th: int, rank: Any, step: Any, s: int, e: int) -> list
             host, th = True, step_th
     if t > s:  # the walk ran out of budget (a malformed trace): the rest is unexplained
         emit(s, t, "cpu_idle", -1, -1, step_th)
-    return _rows(g, segs[::-1], rank, step, s, e)
+    flush()
+    out = np.concatenate(chunks) if chunks else np.zeros((0, 6), np.int64)
+    return out[::-1]
 
 
 def _other_thread(g: _Graph, launchers: list[int], th: int, a: int, t: int) -> tuple[int, int]:
@@ -530,63 +577,90 @@ def _other_thread(g: _Graph, launchers: list[int], th: int, a: int, t: int) -> t
     return best, when
 
 
-def _rows(
-    g: _Graph, segs: list[tuple[int, int, str, int, int, int]], rank: Any, step: Any, s: int, e: int
-) -> list[dict[str, Any]]:
+def _table(g: _Graph, walks: list[tuple[Any, Any, int, int, npt.NDArray[np.int64]]]) -> pa.Table:
+    """The segments of every walk as the output table, built column by column."""
+    parts = [w[4] for w in walks]
+    if not parts or not sum(p.shape[0] for p in parts):
+        return SCHEMA.empty_table()
+    seg = np.concatenate(parts)
+    sizes = [p.shape[0] for p in parts]
+    a, b, res, kind, idx, th = (seg[:, k] for k in range(6))
+    n = a.size
+    name = np.full(n, None, object)
+    category = np.full(n, None, object)
+    source = np.full(n, None, object)
+    row = np.full(n, -1, np.int64)
     w = g.w
-    host_names = {
-        src: shared_arrays.codes(w, table, "name")
-        for src, table in enumerate(("ops", "runtime"))
-        if w.num_rows(table)
-    }
-    cats = kernel_codes(w).code if w.num_rows("kernels") else None
-    out = []
-    for seq, (a, b, res, kind, idx, th) in enumerate(segs):
-        name = category = source = None
-        row = pid = tid = dev = stream = None
-        if th >= 0:
-            _r, pid, tid = g.threads[th]
-        if kind == 0:
-            src, row = int(g.hsrc[idx]), int(g.hrow[idx])
-            codes, labels = host_names[src]
-            name, source = labels[codes[row]], ("ops", "runtime")[src]
-        elif kind == 2:
-            row, source = idx, "runtime"
-            name = g.rt_labels[g.rt_name_codes[idx]]
-        elif kind == 1:
-            table = _DEVICE[int(g.dsrc[idx])]
-            row, source = int(g.drow[idx]), table
-            codes, labels = g.dev_labels[table]
-            label = labels[codes[row]]
-            if table == "kernels":
-                name = label
-                category = CATEGORIES[int(cats[row])] if cats is not None else None
-            else:
-                category = label
-                name = ("Memcpy" if table == "memcpy" else "Memset") + (
-                    f" {label}" if label else ""
-                )
-            dev, stream = int(g.ddev[idx]), int(g.dstream[idx])
-            pid = tid = None
-        out.append(
-            {
-                "rank": rank,
-                "step": step,
-                "step_start_ns": s,
-                "step_ns": e - s,
-                "seq": seq,
-                "start_ns": a,
-                "end_ns": b,
-                "duration_ns": b - a,
-                "resource": res,
-                "category": category,
-                "name": name,
-                "source": source,
-                "source_row": row,
-                "pid": None if pid is None or pid < 0 else pid,
-                "tid": None if tid is None or tid < 0 else tid,
-                "device_id": None if dev is None or dev < 0 else dev,
-                "stream_id": None if stream is None or stream < 0 else stream,
-            }
-        )
-    return out
+    host = np.flatnonzero(kind == 0)
+    hsrc, hrow = g.hsrc[idx[host]], g.hrow[idx[host]]
+    for src, table in enumerate(("ops", "runtime")):
+        sel = hsrc == src
+        if sel.any():
+            codes, labels = shared_arrays.codes(w, table, "name")
+            name[host[sel]] = np.array(labels + [None], object)[codes[hrow[sel]]]
+            source[host[sel]] = table
+            row[host[sel]] = hrow[sel]
+    launch = np.flatnonzero(kind == 2)
+    if launch.size:
+        name[launch] = np.array(g.rt_labels + [None], object)[g.rt_name_codes[idx[launch]]]
+        source[launch] = "runtime"
+        row[launch] = idx[launch]
+    dev = np.flatnonzero(kind == 1)
+    dsrc, drow = g.dsrc[idx[dev]], g.drow[idx[dev]]
+    for src, table in enumerate(_DEVICE):
+        sel = dsrc == src
+        if not sel.any():
+            continue
+        codes, labels = g.dev_labels[table]
+        label = np.array(labels + [None], object)[codes[drow[sel]]]
+        at = dev[sel]
+        source[at] = table
+        row[at] = drow[sel]
+        if table == "kernels":
+            name[at] = label
+            cats = kernel_codes(w).code
+            category[at] = np.array(CATEGORIES, object)[cats[drow[sel]]]
+        else:
+            pre = "Memcpy" if table == "memcpy" else "Memset"
+            category[at] = label
+            name[at] = [pre + (f" {x}" if x else "") for x in label]
+    on_host = (th >= 0) & (kind != 1)
+    threads = np.array(g.threads, np.int64).reshape(-1, 3)
+    pid = np.where(on_host, threads[np.clip(th, 0, None), 1], -1)
+    tid = np.where(on_host, threads[np.clip(th, 0, None), 2], -1)
+    didx = np.where(kind == 1, idx, 0)
+    device = np.where(kind == 1, g.ddev[didx] if g.ddev.size else -1, -1)
+    stream = np.where(kind == 1, g.dstream[didx] if g.dstream.size else -1, -1)
+    step_start = np.repeat([wk[2] for wk in walks], sizes)
+    step_ns = np.repeat([wk[3] - wk[2] for wk in walks], sizes)
+    seq = np.concatenate([np.arange(k) for k in sizes])
+
+    def opt(x: np.ndarray, typ: pa.DataType) -> pa.Array:
+        return pa.array(x, typ, mask=x < 0)
+
+    return pa.table(
+        {
+            "rank": pa.array(
+                np.repeat(np.array([wk[0] for wk in walks], object), sizes), pa.int32()
+            ),
+            "step": pa.array(
+                np.repeat(np.array([wk[1] for wk in walks], object), sizes), pa.int64()
+            ),
+            "step_start_ns": step_start,
+            "step_ns": step_ns,
+            "seq": seq,
+            "start_ns": a,
+            "end_ns": b,
+            "duration_ns": b - a,
+            "resource": pa.array(np.array(RESOURCES, object)[res], pa.string()),
+            "category": pa.array(category, pa.string()),
+            "name": pa.array(name, pa.string()),
+            "source": pa.array(source, pa.string()),
+            "source_row": opt(row, pa.int64()),
+            "pid": opt(pid, pa.int32()),
+            "tid": opt(tid, pa.int64()),
+            "device_id": opt(device, pa.int32()),
+            "stream_id": opt(stream, pa.int64()),
+        },
+        schema=SCHEMA,
+    )
