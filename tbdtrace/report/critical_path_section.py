@@ -8,7 +8,6 @@ from typing import Any
 
 from tbdtrace.analysis.engine import outputs
 from tbdtrace.analysis.engine.context import AnalysisContext
-from tbdtrace.analysis.passes import critical_path
 from tbdtrace.report.fmt import clip, fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records, titled
 from tbdtrace.report.textui import Console, Table
@@ -23,6 +22,8 @@ def critical_path_section(ctx: AnalysisContext, opts: ReportOptions) -> dict[str
     (the ops on the paths; limited by ``top_json``)."""
     if not opts.critical_path:
         return {"included": False, "how": HOW}
+    from tbdtrace.analysis.passes import critical_path  # loaded only when asked for
+
     # one walk: the pass keeps its segments in the context's cache for the other tables
     per_step = critical_path.run(ctx, critical_path.CriticalPathConfig(by="resource"))
     ops = critical_path.run(ctx, critical_path.CriticalPathConfig(by="op"))
