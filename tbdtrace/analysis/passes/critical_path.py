@@ -51,10 +51,11 @@ from tbdtrace.analysis.engine import outputs, shared_arrays, window
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.categories import CATEGORIES, kernel_codes
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
-from tbdtrace.analysis.engine.grouping import row_codes
+from tbdtrace.analysis.engine.grouping import dict_codes, row_codes
 from tbdtrace.analysis.engine.intervals import innermost
 from tbdtrace.analysis.engine.joins import NULL_ID, join_pairs
 from tbdtrace.analysis.passes import idle
+from tbdtrace.arrow_ints import int_column
 
 I64 = npt.NDArray[np.int64]
 
@@ -97,70 +98,72 @@ def run(ctx: Source, config: CriticalPathConfig | None = None) -> pa.Table:
 
 
 def by_resource(seg: pa.Table) -> pa.Table:
-    """Per (rank, step, resource, category): the path's time, and its share of the step."""
-    rows: dict[tuple[Any, ...], list[Any]] = {}
-    d = seg.to_pydict()
-    for i in range(seg.num_rows):
-        key = (
-            d["rank"][i],
-            d["step"][i],
-            d["step_start_ns"][i],
-            d["resource"][i],
-            d["category"][i],
-        )
-        r = rows.setdefault(key, [d["step_ns"][i], 0, 0])
-        r[1] += d["duration_ns"][i]
-        r[2] += 1
-    out = [
+    """Per (rank, step, resource, category): the path's time, and its share of the step;
+    per step (rank, start), longest first."""
+    if not seg.num_rows:
+        return RESOURCE_SCHEMA.empty_table()
+    rank = int_column(seg, "rank", _NO_RANK)
+    start = int_column(seg, "step_start_ns")
+    res, cat = dict_codes(seg, "resource")[0], dict_codes(seg, "category")[0]
+    code, first = row_codes(rank, start, res, cat)
+    path = _sums(code, first.size, int_column(seg, "duration_ns"))
+    step_ns = int_column(seg, "step_ns")[first]
+    order = np.lexsort((res[first], -path, start[first], rank[first]))
+    head = seg.take(pa.array(first[order]))
+    return pa.table(
         {
-            "rank": k[0],
-            "step": k[1],
-            "step_start_ns": k[2],
-            "step_ns": v[0],
-            "resource": k[3],
-            "category": k[4],
-            "segments": v[2],
-            "path_ns": v[1],
-            "share": v[1] / v[0] if v[0] else None,
-        }
-        for k, v in rows.items()
-    ]
-    out.sort(key=lambda r: (_nk(r["rank"]), r["step_start_ns"], -r["path_ns"], r["resource"]))
-    return pa.Table.from_pylist(out, schema=RESOURCE_SCHEMA)
+            **{c: head.column(c) for c in ("rank", "step", "step_start_ns", "step_ns")},
+            "resource": head.column("resource"),
+            "category": head.column("category"),
+            "segments": np.bincount(code, minlength=first.size)[order],
+            "path_ns": path[order],
+            "share": path[order] / np.where(step_ns[order] > 0, step_ns[order], 1),
+        },
+        schema=RESOURCE_SCHEMA,
+    )
 
 
 def by_op(seg: pa.Table) -> pa.Table:
     """Per (rank, resource, category, name) over every step: the path's time, segments,
     steps, and share of the paths' total on that rank; longest first."""
-    d = seg.to_pydict()
-    rows: dict[tuple[Any, ...], list[Any]] = {}
-    total: dict[Any, int] = {}
-    for i in range(seg.num_rows):
-        key = (d["rank"][i], d["resource"][i], d["category"][i], d["name"][i])
-        r = rows.setdefault(key, [0, 0, set()])
-        r[0] += d["duration_ns"][i]
-        r[1] += 1
-        r[2].add(d["step_start_ns"][i])
-        total[d["rank"][i]] = total.get(d["rank"][i], 0) + d["duration_ns"][i]
-    out = [
+    if not seg.num_rows:
+        return OP_SCHEMA.empty_table()
+    rank = int_column(seg, "rank", _NO_RANK)
+    dur = int_column(seg, "duration_ns")
+    res = dict_codes(seg, "resource")[0]
+    cat, name = dict_codes(seg, "category")[0], dict_codes(seg, "name")[0]
+    code, first = row_codes(rank, res, cat, name)
+    n = first.size
+    path = _sums(code, n, dur)
+    # steps: distinct (group, step) pairs per group
+    _pair, pair_first = row_codes(code, int_column(seg, "step_start_ns"))
+    steps = np.bincount(code[pair_first], minlength=n)
+    rcode, rfirst = row_codes(rank)
+    total = _sums(rcode, rfirst.size, dur)[rcode[first]]
+    order = np.lexsort((name[first], res[first], rank[first], -path))
+    head = seg.take(pa.array(first[order]))
+    return pa.table(
         {
-            "rank": k[0],
-            "resource": k[1],
-            "category": k[2],
-            "name": k[3],
-            "segments": v[1],
-            "steps": len(v[2]),
-            "path_ns": v[0],
-            "share": v[0] / total[k[0]] if total[k[0]] else None,
-        }
-        for k, v in rows.items()
-    ]
-    out.sort(key=lambda r: (-r["path_ns"], _nk(r["rank"]), r["resource"], r["name"] or ""))
-    return pa.Table.from_pylist(out, schema=OP_SCHEMA)
+            "rank": head.column("rank"),
+            "resource": head.column("resource"),
+            "category": head.column("category"),
+            "name": head.column("name"),
+            "segments": np.bincount(code, minlength=n)[order],
+            "steps": steps[order],
+            "path_ns": path[order],
+            "share": path[order] / np.where(total[order] > 0, total[order], 1),
+        },
+        schema=OP_SCHEMA,
+    )
 
 
-def _nk(v: Any) -> tuple[bool, Any]:
-    return (v is None, v if v is not None else 0)
+_NO_RANK = 1 << 40  # a null rank's key: sorts after every rank
+
+
+def _sums(code: I64, n: int, values: I64) -> I64:
+    out = np.zeros(n, np.int64)
+    np.add.at(out, code, values)
+    return out
 
 
 # -- the graph's pieces, from the whole trace (work launched before a step is reachable)
