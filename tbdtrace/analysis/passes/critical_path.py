@@ -10,10 +10,10 @@ The dependency graph (the one of HTA's critical-path analysis, ``docs/METRICS.md
   correlation id); the work cannot start before the call starts;
 * device work -> the next on its stream (rank, device, stream);
 * sync: a runtime call that returns after device work ended inside it waited for it: its
-  own copy (``cudaMemcpy``, a blocking ``cudaMemcpyAsync``), or, for a synchronizing call
-  (``*Synchronize*``, blocking copies, or a call with a ``sync`` row of kind stream, event
-  or context), the last device work of its rank (of its stream for a stream sync)
-  ending inside the call;
+  own work (a blocking copy, a launch call that returned only after its kernel ran), or,
+  for a synchronizing call (``*Synchronize*``, blocking copies, or a call with a ``sync``
+  row of kind stream, event or context), the last device work of its rank (of its
+  stream for a stream sync) ending inside the call;
 * cross-stream: device work on a stream with a ``stream_wait_event`` sync row since the
   previous work's launch waits for the work of another stream of its device that ended
   last before it started, when that ended after both its launch and its predecessor.
@@ -22,17 +22,16 @@ Every edge's weight is the time between its ends, so every path between two poin
 long as the time between them; the critical path is the one whose every edge is the
 dependency that was satisfied last. It is found walking back from the step's end on the
 step's thread (of the threads with runtime calls in the step, the one whose first range
-in it starts earliest):
-on a host thread, the innermost range at that time (``cpu_op``, ``cpu_runtime``) or
-``cpu_idle``; a call that waited for device work hands the path to that work
-(``sync_wait``: from the work's end to the call's return); device work (``gpu_kernel``
-with its category, ``copy``, ``memset``) hands it to whichever of its predecessor on the
-stream (``gpu_gap``: the time between them), another stream's work (``gpu_gap``) or its
-launch (``launch_delay``: from the launch call's start to the work's start, then on the
-launching thread) was ready last. A thread idle at a time when another launching thread
-of its process ended a range hands the path to that thread (the autograd engine's thread
-and the step's thread wait for each other this way); another thread with none hands it
-back to the step's thread. The walk stops at the step's start,
+in it starts earliest): on a host thread, the innermost range at that time (``cpu_op``,
+``cpu_runtime``) or ``cpu_idle``; a call that waited for device work hands the path to
+that work (``sync_wait``: from the work's end to the call's return); device work
+(``gpu_kernel`` with its category, ``copy``, ``memset``) hands it to whichever of its
+predecessor on the stream (``gpu_gap``: the time between them), another stream's work
+(``gpu_gap``) or its launch (``launch_delay``: from the launch call's start to the
+work's start, then on the launching thread) was ready last. A thread idle at a time when
+another launching thread of its process ended a range hands the path to that thread (the
+autograd engine's thread and the step's thread wait for each other this way); another
+thread with none hands it back to the step's thread. The walk stops at the step's start,
 so a step's path adds up to its length exactly and its segments are contiguous.
 
 A trace without steps gets one path per rank over its host ranges' span (step null).
