@@ -45,6 +45,12 @@ ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::Add
 # its launch and after K4 (its predecessor on stream 7, ended at 135): it waited for K5
 # on the other stream. Back from 300: d 275-300, the sync waited for K6 (270-275), K6
 # 262-270, the wait for K5 260-262 (gpu_gap), K5 215-260, K5's launch 210-215, d 200-210.
+# Step 4, [300, 400) us: op g [300, 400) on thread 1 holds cudaDeviceSynchronize [370,
+# 390); thread 2 runs op f [340, 360), whose launch call [350, 352) starts K8 [355, 385)
+# on stream 9. The sync waited for K8, K8 for its launch on thread 2; thread 2 was idle
+# before f, and thread 1 ended no range meanwhile (it was in g), so the path goes back
+# to the step's thread: g 300-340, f 340-350, the launch 350-355, K8 355-385, the sync's
+# tail 385-390, g 390-400.
 PATH_1 = [
     (0, 10, "cpu_op", "fwd", None),
     (10, 18, "launch_delay", "cudaLaunchKernel", None),
@@ -74,13 +80,22 @@ PATH_3 = [
     (270, 275, "sync_wait", "cudaStreamSynchronize", None),
     (275, 300, "cpu_op", "d", None),
 ]
-PATHS = PATH_1 + PATH_2 + PATH_3
+PATH_4 = [
+    (300, 340, "cpu_op", "g", None),
+    (340, 350, "cpu_op", "f", None),
+    (350, 355, "launch_delay", "cudaLaunchKernel", None),
+    (355, 385, "gpu_kernel", ELEMENTWISE, "elementwise"),
+    (385, 390, "sync_wait", "cudaDeviceSynchronize", None),
+    (390, 400, "cpu_op", "g", None),
+]
+PATHS = PATH_1 + PATH_2 + PATH_3 + PATH_4
+STEPS = ((1, PATH_1), (2, PATH_2), (3, PATH_3), (4, PATH_4))
 
 
 def _hand(tmp_path: Path) -> Any:
     us = lambda xs: [x * US for x in xs]  # noqa: E731
     ops = [(0, 40, 1, "fwd"), (45, 75, 1, "item"), (100, 110, 1, "a"), (105, 140, 2, "b")]
-    ops += [(150, 200, 1, "c"), (200, 300, 1, "d")]
+    ops += [(150, 200, 1, "c"), (200, 300, 1, "d"), (300, 400, 1, "g"), (340, 360, 2, "f")]
     rt = [
         (10, 15, 1, 1, "cudaLaunchKernel"),
         (20, 25, 1, 2, "cudaLaunchKernel"),
@@ -91,9 +106,12 @@ def _hand(tmp_path: Path) -> Any:
         (220, 221, 1, 7, "cudaStreamWaitEvent"),
         (222, 224, 1, 8, "cudaLaunchKernel"),
         (230, 275, 1, 9, "cudaStreamSynchronize"),
+        (350, 352, 2, 10, "cudaLaunchKernel"),
+        (370, 390, 1, 11, "cudaDeviceSynchronize"),
     ]
     ks = [(18, 50, 1, SGEMM, 7), (52, 60, 2, ELEMENTWISE, 7), (104, 108, 4, SGEMM, 7)]
     ks += [(130, 135, 5, SGEMM, 7), (215, 260, 6, SGEMM, 8), (262, 270, 8, ELEMENTWISE, 7)]
+    ks.append((355, 385, 10, ELEMENTWISE, 9))
     return make(
         tmp_path,
         {
@@ -131,9 +149,9 @@ def _hand(tmp_path: Path) -> Any:
                 "sync_kind": ["stream_wait_event", "stream"],
             },
             "steps": {
-                "step": [1, 2, 3],
-                "start_ns": us([0, 100, 200]),
-                "end_ns": us([100, 200, 300]),
+                "step": [1, 2, 3, 4],
+                "start_ns": us([0, 100, 200, 300]),
+                "end_ns": us([100, 200, 300, 400]),
             },
         },
     )
@@ -148,15 +166,14 @@ def test_path_worked_out_by_hand(tmp_path: Path) -> None:
     ]
     assert got == PATHS
     steps = seg.column("step").to_pylist()
-    assert steps == [1] * len(PATH_1) + [2] * len(PATH_2) + [3] * len(PATH_3)
-    seqs = [list(range(len(p))) for p in (PATH_1, PATH_2, PATH_3)]
-    assert seg.column("seq").to_pylist() == seqs[0] + seqs[1] + seqs[2]
+    assert steps == [k for k, path in STEPS for _ in path]
+    assert seg.column("seq").to_pylist() == [i for _k, path in STEPS for i in range(len(path))]
 
     # per resource: the hand path's sums
     by = cp.run(_hand(tmp_path / "b"), cp.CriticalPathConfig(by="resource"))
     assert by.schema == outputs.CRITICAL_PATH_RESOURCE.arrow_schema()
     want: dict[tuple[int, str, str | None], int] = defaultdict(int)
-    for step, path in ((1, PATH_1), (2, PATH_2), (3, PATH_3)):
+    for step, path in STEPS:
         for a, b, res, _name, cat in path:
             want[(step, res, cat)] += (b - a) * US
     got_by = {(r["step"], r["resource"], r["category"]): r["path_ns"] for r in by.to_pylist()}
@@ -169,7 +186,7 @@ def test_path_worked_out_by_hand(tmp_path: Path) -> None:
     assert (first["name"], first["path_ns"], first["steps"]) == (SGEMM, 77 * US, 2)
     b_row = next(r for r in ops.to_pylist() if r["name"] == "b")
     assert (b_row["path_ns"], b_row["segments"]) == (30 * US, 2)
-    assert b_row["share"] == 30 / 300
+    assert b_row["share"] == 30 / 400
 
 
 def test_bad_by(tmp_path: Path) -> None:
@@ -283,12 +300,13 @@ def test_report_views_of_the_hand_path(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())["critical_path"]
     assert {(r["resource"], r["category"]): r["path_ns"] for r in doc["resources"]} == want
     assert [r["per_step_ns"] for r in doc["resources"]] == [
-        r["path_ns"] / 3 for r in doc["resources"]
+        r["path_ns"] / 4 for r in doc["resources"]
     ]
     assert [(s["step"], s["cpu_op_ns"], s["gpu_kernel_ns"]) for s in doc["steps"]] == [
         (1, 23 * US, 40 * US),
         (2, 82 * US, 0),
         (3, 35 * US, 53 * US),
+        (4, 60 * US, 30 * US),
     ]
 
     folder = tmp_path / "csv"
@@ -313,9 +331,11 @@ def test_report_views_of_the_hand_path(tmp_path: Path) -> None:
 
 # The rows the hand path goes through, as the timeline names its slices.
 MARKED = sorted(
-    ["fwd", "item", "a", "b", "c", "d", SGEMM, SGEMM, ELEMENTWISE, ELEMENTWISE]
+    ["fwd", "item", "a", "b", "c", "d", "f", "g", SGEMM, SGEMM]
+    + [ELEMENTWISE] * 3
     + ["cudaStreamSynchronize"] * 2
-    + ["cudaLaunchKernel"] * 4  # K1's and K5's launches (the delays), two calls on the path
+    + ["cudaDeviceSynchronize"]
+    + ["cudaLaunchKernel"] * 5  # K1's, K5's and K8's launches (delays), two calls on the path
 )
 
 
@@ -330,7 +350,7 @@ def test_chrome_export_marks_the_path(tmp_path: Path) -> None:
     track = [e for e in events if str(e.get("cat", "")).startswith("critical_path,")]
     got = sorted((e["ts"], e["ts"] + e["dur"], e["args"]["resource"]) for e in track)
     assert got == sorted((float(a), float(b), res) for a, b, res, *_ in PATHS)
-    assert {e["args"]["step"] for e in track} == {1, 2, 3}
+    assert {e["args"]["step"] for e in track} == {1, 2, 3, 4}
     flagged = [e for e in events if e.get("args", {}).get("critical_path") == 1]
     assert sorted(e["name"] for e in flagged) == MARKED
 
