@@ -41,10 +41,12 @@ $(VENV_MX)/.stamp: requirements-mxnet.lock
 venv-mxnet: $(VENV_MX)/.stamp
 
 # HTA (the benchmarks' baseline, bench/import_vs_hta.py) in its own venv; not part of test.
+# pandas < 3: HTA 0.5.0's critical-path analysis calls DataFrame.drop(axis=, columns=),
+# which pandas 3 refuses (bench/critical_path_vs_hta.py).
 VENV_BENCH := .venv-bench
 $(VENV_BENCH)/.stamp:
 	$(PYTHON) -m venv $(VENV_BENCH)
-	$(VENV_BENCH)/bin/python -m pip install $(PIP_QUIET) holistictraceanalysis==0.5.0
+	$(VENV_BENCH)/bin/python -m pip install $(PIP_QUIET) holistictraceanalysis==0.5.0 "pandas>=2.2,<3"
 	$(VENV_BENCH)/bin/python -c "from hta.trace_analysis import TraceAnalysis"
 	touch $@
 

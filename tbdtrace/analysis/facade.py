@@ -40,6 +40,7 @@ from tbdtrace.analysis.passes import (
     categories,
     collective_skew,
     cpu_activity,
+    critical_path,
     flops,
     fp32,
     hotspots,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 
     from tbdtrace.analysis.engine.context import AnalysisContext, Source
     from tbdtrace.analysis.engine.window import WindowSpec
+    from tbdtrace.analysis.passes.critical_path import CriticalPathConfig
     from tbdtrace.analysis.passes.flops import FlopsConfig
     from tbdtrace.analysis.passes.hotspots import HotspotsConfig
     from tbdtrace.analysis.passes.idle import IdleConfig
@@ -260,6 +262,16 @@ class TraceAnalysis:
         (``tbdtrace.analysis.passes.roofline.RooflineConfig``: ``by="family"``, per op
         family, columns of ``roofline.by_family`` in docs/METRICS.md)."""
         return roofline.run(self.ctx, config)
+
+    @_columns(outputs.CRITICAL_PATH)
+    def critical_path(self, config: CriticalPathConfig | None = None) -> pa.Table:
+        """Each step's critical path: the chain of dependent host ops, runtime calls,
+        launches, kernels, copies and syncs that set its length, one row per segment
+        (contiguous, adding up to the step's length;
+        ``tbdtrace.analysis.passes.critical_path.CriticalPathConfig``: ``by="resource"``,
+        per step and resource, columns of ``critical_path.by_resource``; ``by="op"``,
+        the ops on the paths, columns of ``critical_path.by_op``)."""
+        return critical_path.run(self.ctx, config)
 
     # -- queries, comparison and the report
 

@@ -33,6 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     # The whole trace unless asked: a timeline shows what was recorded. With a window, the
     # slices, flows and counters inside it (docs/DECISIONS.md 140).
     _window.add_options(p, default="all")
+    p.add_argument(
+        "--critical-path",
+        action="store_true",
+        help="mark each step's critical path (the chain of dependent CPU ops, launches, "
+        "kernels, copies and syncs that set its length): a 'critical path' track per rank "
+        "holding its segments, and the argument critical_path=1 on the slices it goes through",
+    )
     p.set_defaults(func=_run)
 
 
@@ -56,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
 
     def put(f: IO[bytes]) -> None:
         nonlocal n
-        n = write(tr, args.format, f, None if win.is_all else win)
+        n = write(tr, args.format, f, None if win.is_all else win, args.critical_path)
 
     output_policy.write_file(target, put)
     size = target.path.stat().st_size if not target.stream else 0

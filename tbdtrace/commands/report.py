@@ -59,6 +59,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "bytes/s against the device's roofs, compute- or memory-bound (off by default: it "
         "costs a search of every kernel's launching op)",
     )
+    p.add_argument(
+        "--critical-path",
+        action="store_true",
+        help="add the critical-path section: per step, the chain of dependent CPU ops, "
+        "launches, kernels, copies and syncs that set its length, by resource, and the ops "
+        "on it (off by default: it walks each step's path event by event)",
+    )
     _window.add_options(p)
     _perrank.add_options(p, "analyse")
     p.set_defaults(func=_run)
@@ -151,6 +158,7 @@ def _options(args: argparse.Namespace, win: Any) -> Any:
         window=win,
         model_flops_per_sample=args.model_flops_per_sample,
         roofline=args.roofline,
+        critical_path=args.critical_path,
     )
 
 

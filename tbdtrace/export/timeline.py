@@ -92,7 +92,7 @@ class Slices:
     source: I64  # index into SOURCES: which table the row came from
 
 
-SOURCES = ("kernels", "memcpy", "memset", "runtime", "ops", "markers", "steps")
+SOURCES = ("kernels", "memcpy", "memset", "runtime", "ops", "markers", "steps", "critical_path")
 
 
 @dataclass
@@ -192,12 +192,15 @@ COLUMNS = {
 }
 
 
-def build(ctx: Source, window: Any = None) -> Timeline:
+def build(ctx: Source, window: Any = None, critical_path: bool = False) -> Timeline:
     """The timeline of a trace or an analysis context (see the module doc); with
     ``window`` (a :class:`tbdtrace.analysis.engine.window.Window`), of what is inside it:
     the window's rows (device work placed by its launch, host ranges that overlap it),
     flows between them, and counter values inside it (memory levels from the whole trace,
-    so each starts at its level when the window opens)."""
+    so each starts at its level when the window opens). ``critical_path``: each step's
+    critical path (``passes/critical_path.py``) as a track of its segments per rank
+    (process "critical path"), and an argument ``critical_path`` = 1 on every slice the
+    paths go through."""
     ctx = of(ctx)
     base = ctx
     if window is not None:
@@ -216,6 +219,8 @@ def build(ctx: Source, window: Any = None) -> Timeline:
             parts.append(_host_part(ctx, tl, table, flows))
     if ctx.num_rows("steps"):
         parts.append(_steps_part(ctx, tl))
+    if critical_path:
+        _mark_path(ctx, tl, parts)
     tl.slices = _concat(parts)
     _split_overlaps(tl)
     _counters(ctx, tl, base, window)
@@ -422,6 +427,75 @@ def _steps_part(ctx: AnalysisContext, tl: Timeline) -> dict[str, object]:
         "args": [Arg("warmup", warm_b.astype(np.int64), np.ones(n, bool))],
         "source": np.full(n, SOURCES.index("steps"), np.int64),
     }
+
+
+def _mark_path(ctx: AnalysisContext, tl: Timeline, parts: list[dict[str, object]]) -> None:
+    """The critical path of each step of ``ctx``: a track of its segments per rank, and
+    the argument ``critical_path`` = 1 on the slices of the rows it goes through."""
+    from tbdtrace.analysis.passes import critical_path
+
+    seg = critical_path.run(ctx)
+    n = seg.num_rows
+    source = np.array([x or "" for x in seg.column("source").to_pylist()], object)
+    src_row = np.asarray(seg.column("source_row").fill_null(-1).to_numpy(), np.int64)
+    for p in parts:
+        table = SOURCES[int(np.asarray(p["source"])[0])] if len(np.asarray(p["source"])) else ""
+        sel = src_row[(source == table) & (src_row >= 0)]
+        if not sel.size:
+            continue
+        kept = ctx.kept_rows(table)
+        if kept is not None:  # whole-trace rows -> this window's rows
+            pos = np.searchsorted(kept, sel)
+            ok = pos < kept.size
+            ok[ok] = kept[pos[ok]] == sel[ok]
+            sel = pos[ok]
+        on = np.zeros(len(np.asarray(p["start"])), bool)
+        on[sel] = True
+        p["args"].append(Arg("critical_path", on.astype(np.int64), on))  # type: ignore[attr-defined]
+    if not n:
+        return
+    rank = np.asarray(seg.column("rank").fill_null(-1).to_numpy(), np.int64)
+    track = np.empty(n, np.int64)
+    for r in np.unique(rank).tolist():
+        proc = tl.process(
+            ("critical path", r),
+            DEVICE_PID_BASE - (1 << 22) - max(r, 0),
+            (f"rank {r} " if r >= 0 else "") + "critical path",
+        )
+        track[rank == r] = tl.track(
+            ("critical path", r),
+            Track(proc, "critical path", DEVICE_PID_BASE + len(tl.tracks), False),
+        )
+    res = seg.column("resource").to_pylist()
+    names = seg.column("name").to_pylist()
+    step = seg.column("step")
+    parts.append(
+        {
+            "track": track,
+            "start": np.asarray(seg.column("start_ns").to_numpy(), np.int64),
+            "end": np.asarray(seg.column("end_ns").to_numpy(), np.int64),
+            "name": np.array(
+                [tl.intern(x or r) for x, r in zip(names, res, strict=True)], np.int64
+            ),
+            "cat": np.array([tl.intern(f"critical_path,{r}") for r in res], np.int64),
+            "flow_in": np.zeros(n, np.int64),
+            "flow_out": np.zeros(n, np.int64),
+            "args": [
+                Arg(
+                    "resource",
+                    np.array([tl.intern(r) for r in res], np.int64),
+                    np.ones(n, bool),
+                    True,
+                ),
+                Arg(
+                    "step",
+                    np.asarray(step.fill_null(0).to_numpy(), np.int64),
+                    _bools(step.is_valid()),
+                ),
+            ],
+            "source": np.full(n, SOURCES.index("critical_path"), np.int64),
+        }
+    )
 
 
 def _concat(parts: list[dict[str, object]]) -> Slices:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tbdtrace.report import (
     cpu_section,
+    critical_path_section,
     flops_section,
     memory_section,
     passes_sections,
@@ -40,4 +41,5 @@ SECTIONS: list[Section] = [
     ranks_section.RANKS,
     flops_section.FLOPS,  # after "fp32", whose figures it refers to
     roofline_section.ROOFLINE,  # opt-in (report --roofline); refers to the flops peaks
+    critical_path_section.CRITICAL_PATH,  # opt-in (report --critical-path)
 ]

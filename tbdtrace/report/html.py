@@ -159,6 +159,18 @@ def _roofline(doc: Doc) -> Any:
     return plots.roofline(_records(sec.get("ops"), "roofline.ops"))
 
 
+def _critical_path(doc: Doc) -> Any:
+    from tbdtrace.report import plots
+
+    sec = _section_dict(doc, "critical_path")
+    if not sec.get("included"):
+        return None
+    rows = _records(sec.get("steps"), "critical_path.steps")
+    return (
+        plots.critical_path(rows, covers(doc, "critical_path") or "whole trace") if rows else None
+    )
+
+
 def flops_rows(doc: Doc) -> list[dict[str, Any]]:
     """Bars of the FLOP efficiency plot, one per (rank, precision) row of the flops
     section's per-precision table (``flops.rows``; never its per-kernel ``flops.kernels``):
@@ -263,6 +275,7 @@ PLOTS: tuple[tuple[str, Callable[[Doc], Any]], ...] = (
     ("idle", _idle),
     ("flops", _flops),
     ("roofline", _roofline),
+    ("critical_path", _critical_path),
 )
 _WIDE = {"memory", "step_timeline", "utilization"}
 

@@ -515,3 +515,45 @@ def roofline(ops: Rows) -> Figure | None:
     ax.set_title("Roofline: op shapes, sized by device time")
     ax.legend(fontsize=8)
     return fig
+
+
+# The critical path's resources, as the plot stacks them, with their colours.
+PATH_PARTS = (
+    ("cpu_op", "CPU op", "#4e79a7"),
+    ("cpu_runtime", "runtime call", "#a0cbe8"),
+    ("cpu_idle", "CPU idle", "#bab0ac"),
+    ("launch_delay", "launch delay", "#f28e2b"),
+    ("gpu_kernel", "GPU kernel", "#59a14f"),
+    ("copy", "copy", "#8cd17d"),
+    ("memset", "memset", "#b6992d"),
+    ("gpu_gap", "GPU gap", "#edc948"),
+    ("sync_wait", "sync wait", "#b07aa1"),
+)
+PATH_STEPS = 20  # steps drawn; the table holds them all
+
+
+def critical_path(steps: Rows, covers: str = "measured steps") -> Figure:
+    """Each step's critical path by resource (ms), one stacked bar per step (the first
+    ``PATH_STEPS``): the ``critical_path.steps`` table's ``<resource>_ns`` columns, which
+    add up to the step."""
+    rows = steps[:PATH_STEPS]
+    fig, (ax,) = _fig(height=max(2.2, 0.35 * len(rows) + 1.8))
+    labels = [
+        ("" if r.get("rank") is None else f"rank {r['rank']} ")
+        + ("span" if r.get("step") is None else f"step {r['step']}")
+        for r in rows
+    ]
+    left = [0.0] * len(rows)
+    for key, name, col in PATH_PARTS:
+        vals = [(r.get(f"{key}_ns") or 0) / 1e6 for r in rows]
+        if not any(vals):
+            continue
+        bars = ax.barh(labels, vals, left=left, color=col, label=name)
+        _data(bars, f"cp-{key}")
+        left = [a + v for a, v in zip(left, vals, strict=True)]
+    ax.invert_yaxis()
+    ax.set_xlabel("time on the step's critical path (ms)")
+    more = f", first {PATH_STEPS} of {len(steps)}" if len(steps) > PATH_STEPS else ""
+    ax.set_title(f"Critical path by resource ({covers}{more})")
+    fig.legend(fontsize=8, ncols=5, loc="outside lower center")
+    return fig

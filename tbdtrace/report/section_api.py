@@ -33,6 +33,9 @@ class ReportOptions:
     # The roofline section (``report --roofline``): off by default, as it searches every
     # kernel's launching op and models every op's bytes (docs/METRICS.md, roofline).
     roofline: bool = False
+    # The critical-path section (``report --critical-path``): off by default, as it walks
+    # each step's dependency chain event by event (docs/METRICS.md, critical_path).
+    critical_path: bool = False
 
 
 @dataclass(frozen=True)

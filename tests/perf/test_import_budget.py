@@ -151,6 +151,7 @@ REPORT = CORE | {
     "tbdtrace.commands._window",
     "tbdtrace.report.contents",
     "tbdtrace.report.cpu_section",
+    "tbdtrace.report.critical_path_section",  # the pass loads when --critical-path asks
     "tbdtrace.report.flops_section",
     "tbdtrace.report.memory_section",
     "tbdtrace.report.passes_sections",

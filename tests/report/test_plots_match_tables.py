@@ -2,7 +2,8 @@
 
 For every fixture (Kineto files through the fixture helper, the Nsight Systems exports,
 and HTA's two sampled ranks imported as one trace for the rank and skew plots), the report
-document is built once, with the opt-in roofline section so that every plot is drawn;
+document is built once, with the opt-in roofline and critical-path sections so that every
+plot is drawn;
 then each figure of the page (``html.figures``, what ``html.render`` draws) and of the
 notebook (``notebook.plots``) is read back from its matplotlib artists (bar lengths,
 line points, scatter offsets, labels) and compared with the document's table values,
@@ -44,7 +45,8 @@ def _doc(name: str, tmp_path: Path) -> dict[str, Any]:
         trace = tbdtrace.open(tbdtrace.trace.write(tmp_path / "t", tables, meta))
     else:
         trace = open_or_import(str(fixture(name)))
-    return build(trace, ReportOptions(roofline=True))  # every plot, the opt-in one too
+    # every plot, the opt-in ones too
+    return build(trace, ReportOptions(roofline=True, critical_path=True))
 
 
 def _tagged(fig: Any) -> dict[str, list[Any]]:
@@ -244,6 +246,37 @@ def check_roofline(fig: Any, doc: dict[str, Any]) -> None:
     assert got == sorted((r["intensity_flop_per_byte"], r["achieved_flops_per_s"]) for r in ops)
 
 
+PATH_RESOURCES = (
+    "cpu_op",
+    "cpu_runtime",
+    "cpu_idle",
+    "launch_delay",
+    "gpu_kernel",
+    "copy",
+    "memset",
+    "gpu_gap",
+    "sync_wait",
+)
+
+
+def check_critical_path(fig: Any, doc: dict[str, Any]) -> None:
+    """A stacked bar per step (the first 20), each part a <resource>_ns column; the parts
+    of a bar end at the step's length."""
+    sec = doc["critical_path"]
+    steps = sec["steps"][:20]
+    t = _tagged(fig)
+    ends = [0.0] * len(steps)
+    for res in PATH_RESOURCES:
+        want = [s[f"{res}_ns"] / 1e6 for s in steps]
+        bars = t.get(f"cp-{res}", [])
+        assert _close([b.get_width() for b in bars], want if any(want) else []), res
+        for i, b in enumerate(bars):
+            ends[i] = max(ends[i], b.get_x() + b.get_width())
+    assert _close(ends, [s["step_ns"] / 1e6 for s in steps])
+    (ax,) = fig.axes
+    assert doc["window"]["sections"]["critical_path"] in ax.get_title()
+
+
 CHECKS = {
     "steps": check_steps,
     "utilization": check_utilization,
@@ -258,6 +291,7 @@ CHECKS = {
     "ranks": check_ranks,
     "skew": check_skew,
     "roofline": check_roofline,
+    "critical_path": check_critical_path,
 }
 
 
@@ -285,6 +319,7 @@ def _expected_keys(doc: dict[str, Any]) -> set[str]:
             r.get("intensity_flop_per_byte") and r.get("achieved_flops_per_s")
             for r in doc["roofline"].get("ops") or []
         ),
+        "critical_path": bool(doc["critical_path"].get("steps")),
     }
     return {k for k, v in keys.items() if v}
 

@@ -556,6 +556,88 @@ ROOFLINE_FAMILY = Output(
     ),
 )
 
+# The values of critical_path.resource (docs/METRICS.md, critical_path), in the order of
+# the report's per-step columns.
+PATH_RESOURCES = (
+    "cpu_op",
+    "cpu_runtime",
+    "cpu_idle",
+    "launch_delay",
+    "gpu_kernel",
+    "copy",
+    "memset",
+    "gpu_gap",
+    "sync_wait",
+)
+
+_STEP_OF_PATH = (
+    _RANK,
+    Column("step", I64, "count", "step number (null: no steps, the rank's whole span)"),
+    Column("step_start_ns", I64, "ns", "start of the step (or span)"),
+    Column("step_ns", I64, "ns", "length of the step: what its path adds up to"),
+)
+
+CRITICAL_PATH = Output(
+    "critical_path",
+    "one row per segment of each step's critical path, per (rank, step) in time order; "
+    "a step's segments are contiguous and add up to its length",
+    (
+        *_STEP_OF_PATH,
+        Column("seq", I64, "count", "position on the step's path, 0 = first in time"),
+        Column("start_ns", I64, "ns", "segment start"),
+        Column("end_ns", I64, "ns", "segment end"),
+        Column("duration_ns", I64, "ns", "end_ns - start_ns"),
+        Column(
+            "resource",
+            STR,
+            "text",
+            ", ".join(PATH_RESOURCES) + " (docs/METRICS.md, critical_path)",
+        ),
+        Column(
+            "category",
+            STR,
+            "text",
+            "gpu_kernel: the kernel's category (categories pass); copy: copy kind; "
+            "memset: memory kind; else null",
+        ),
+        Column("name", STR, "text", "the op, runtime call, kernel or copy; null for gaps and idle"),
+        Column("source", STR, "text", "table of the event: ops, runtime, kernels, memcpy, memset"),
+        Column("source_row", I64, "id", "row of that table in the whole trace"),
+        Column("pid", I32, "id", "host process (host segments)"),
+        Column("tid", I64, "id", "host thread (host segments)"),
+        Column("device_id", I32, "id", "device (device segments)"),
+        Column("stream_id", I64, "id", "stream (device segments)"),
+    ),
+)
+
+CRITICAL_PATH_RESOURCE = Output(
+    "critical_path.by_resource",
+    "one row per (rank, step, resource, category) on the step's path, per step longest first",
+    (
+        *_STEP_OF_PATH,
+        Column("resource", STR, "text", "as critical_path.resource"),
+        Column("category", STR, "text", "as critical_path.category"),
+        Column("segments", I64, "count", "segments of the path"),
+        Column("path_ns", I64, "ns", "time of the path on this resource"),
+        Column("share", F64, "ratio", "path_ns / step_ns"),
+    ),
+)
+
+CRITICAL_PATH_OP = Output(
+    "critical_path.by_op",
+    "one row per (rank, resource, category, name) over every step's path, longest path_ns first",
+    (
+        _RANK,
+        Column("resource", STR, "text", "as critical_path.resource"),
+        Column("category", STR, "text", "as critical_path.category"),
+        Column("name", STR, "text", "the op, runtime call, kernel or copy; null: gaps, idle"),
+        Column("segments", I64, "count", "segments of the paths"),
+        Column("steps", I64, "count", "steps whose path holds it"),
+        Column("path_ns", I64, "ns", "time on the paths"),
+        Column("share", F64, "ratio", "path_ns / the rank's paths' total (its steps' length)"),
+    ),
+)
+
 _DIFF_SIDES = (
     Column("a_total_ns", I64, "ns", "summed durations in trace A (over its window)"),
     Column("b_total_ns", I64, "ns", "summed durations in trace B"),
@@ -644,6 +726,7 @@ PASSES: tuple[Output, ...] = (
     RANKS,
     HOTSPOTS_KERNEL,
     ROOFLINE,
+    CRITICAL_PATH,
 )
 
 # Every declared output, in the order docs/METRICS.md lists them.
@@ -652,6 +735,8 @@ OUTPUTS: tuple[Output, ...] = (
     HOTSPOTS_OP,
     HOTSPOTS_SOURCE,
     ROOFLINE_FAMILY,
+    CRITICAL_PATH_RESOURCE,
+    CRITICAL_PATH_OP,
     DIFF_KERNELS,
     DIFF_CATEGORIES,
     DIFF_OPS,
