@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "file is missing, unreadable or a rank comes twice (default: name it on stderr "
         "and report the rest)",
     )
-    _args.add_output(p, ("text", "json", "csv", "html"))
+    _args.add_output(p, ("text", "json", "csv", "html", "xlsx"))
     p.add_argument(
         "--top",
         type=_args.positive_int,

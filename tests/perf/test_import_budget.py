@@ -50,6 +50,7 @@ TBDTRACE_DENIED = (
     "tbdtrace.suite",
     "tbdtrace.report.html",
     "tbdtrace.report.plots",
+    "tbdtrace.report.xlsx",
     "tbdtrace.commands.sql",
     "tbdtrace.analysis.sql",
 )
