@@ -150,7 +150,8 @@ def _options(args: argparse.Namespace, win: Any) -> Any:
         top_json=args.top if args.top_json else None,
         window=win,
         model_flops_per_sample=args.model_flops_per_sample,
-        roofline=args.roofline,
+        # the page's ops table shows shapes, FLOP/s, bytes/s and bound (docs/METRICS.md)
+        roofline=args.roofline or args.format == "html",
     )
 
 

@@ -36,6 +36,11 @@ table.sortable th{cursor:pointer}
 th.asc:after{content:" \\25B2"}th.desc:after{content:" \\25BC"}
 td.s{max-width:520px;overflow:hidden;text-overflow:ellipsis}
 details summary{cursor:pointer;font-size:12px;color:#1f4d7a}
+h4{font-size:12px;margin:10px 0 3px;color:#445}
+p.what{margin:0 0 4px;font-size:12px;color:#556}
+.scroll{max-height:430px;overflow:auto;display:inline-block;max-width:100%;margin:0 0 6px}
+.scroll table{margin:0}.scroll th{top:0}
+nav .more{opacity:.75}
 """
 
 GUARD = """
