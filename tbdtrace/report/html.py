@@ -405,6 +405,7 @@ def _cards(doc: Doc) -> str:
     # The memory card is the window's peak; the whole trace's stands beside it, with the
     # phase it fell in, when the window is not the whole trace.
     whole = _dict(mem.get("whole_trace"))
+    adv = _dict(mem.get("advice"))
     in_phase = f" (in {whole['phase']})" if whole.get("phase") else ""
     cards = [
         ("kernels", f"{s['kernel_count']:,}" if s.get("kernel_count") is not None else None),
@@ -427,6 +428,18 @@ def _cards(doc: Doc) -> str:
         (
             f"peak memory ({mem.get('level')}, {mem.get('covers') or 'whole trace'})",
             fmt_bytes(mem["peak_bytes"]) if mem.get("peak_bytes") else None,
+        ),
+        (
+            f"headroom (device memory - {adv.get('headroom_of') or 'reserved'} peak)",
+            fmt_bytes(adv["headroom_bytes"])
+            if adv.get("headroom_bytes") is not None
+            else ("unknown" if adv else None),
+        ),
+        (
+            "fragmentation at peak (reserved - allocated)",
+            fmt_bytes(adv["fragmentation_bytes"])
+            if adv.get("fragmentation_bytes") is not None
+            else None,
         ),
         (
             f"whole-trace peak memory{in_phase}",

@@ -232,12 +232,51 @@ STEPS = PageTable(
 )
 
 
+def _owned(dotted: str) -> Callable[[dict[str, Any]], list[Row] | None]:
+    """Rows of a memory-peak table with ``owner``: the name, or what a row without one is."""
+
+    def rows(doc: dict[str, Any]) -> list[Row] | None:
+        recs = _records(doc, dotted)
+        if recs is None:
+            return None
+        return [{**r, "owner": owner(r)} for r in recs]
+
+    return rows
+
+
+def owner(r: Row) -> str:
+    if r.get("pre_existing"):
+        return "(allocated before the trace)"
+    return str(r["name"]) if r.get("name") is not None else "(not attributed)"
+
+
+def _peak_table(by: str) -> PageTable:
+    return PageTable(
+        f"memory_by_{by}",
+        f"Memory peak by {by}",
+        f"memory.advice.peak_by_{by}",
+        (
+            Col("owner", by, "text"),
+            Col("blocks", "blocks live", "count"),
+            Col("bytes", "size", "bytes"),
+            Col("share", "share of the peak", "ratio"),
+        ),
+        _owned(f"memory.advice.peak_by_{by}"),
+        f"what was live at the memory peak, by the {by} that allocated it"
+        + (" (the outermost op on the allocating thread)" if by == "op" else ""),
+    )
+
+
+MEMORY_BY_OP = _peak_table("op")
+MEMORY_BY_MODULE = _peak_table("module")
+
+
 def tables(doc: dict[str, Any]) -> list[PageTable]:
     """The curated tables of ``doc``, in page order (ops from the roofline when the
     document has it, else from the kernel hotspots)."""
     roof = _path(doc, "roofline.included")
     ops = OPS_ROOFLINE if roof and _records(doc, "roofline.ops") else OPS_HOTSPOTS
-    return [KERNELS, ops, COPIES, COLLECTIVES, IDLE, STEPS]
+    return [KERNELS, ops, COPIES, COLLECTIVES, IDLE, STEPS, MEMORY_BY_OP, MEMORY_BY_MODULE]
 
 
 def shown_cols(t: PageTable, rows: list[Row]) -> tuple[list[Col], list[Col]]:

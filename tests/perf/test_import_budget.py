@@ -122,6 +122,7 @@ REPORT = CORE | {
     "tbdtrace.analysis.engine.op_flops",
     "tbdtrace.analysis.engine.categories",
     "tbdtrace.analysis.engine.memory_replay",
+    "tbdtrace.analysis.engine.memory_advice",  # the memory section's advice
     "tbdtrace.analysis.engine.step_events",
     "tbdtrace.analysis.engine.summaries",
     "tbdtrace.analysis.engine.outputs",

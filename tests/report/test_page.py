@@ -86,6 +86,14 @@ EXPECTED: dict[str, tuple[str, dict[str, str | None]]] = {
             "marked by": "source",
         },
     ),
+    "memory_by_op": (
+        "memory.advice.peak_by_op",
+        {"op": None, "blocks live": "blocks", "size": "bytes", "share of the peak": "share"},
+    ),
+    "memory_by_module": (
+        "memory.advice.peak_by_module",
+        {"module": None, "blocks live": "blocks", "size": "bytes", "share of the peak": "share"},
+    ),
 }
 
 
@@ -154,7 +162,15 @@ def test_curated_tables_come_first_and_hold_the_json_values(gpu) -> None:
     page, doc = gpu
     tables = read_tables(page)
     # one GPU, no communication kernels: the collectives heading says so
-    assert list(tables) == ["kernels", "ops", "copies", "idle", "steps"]
+    assert list(tables) == [
+        "kernels",
+        "ops",
+        "copies",
+        "idle",
+        "steps",
+        "memory_by_op",
+        "memory_by_module",
+    ]
     assert not any(k["category"] == "communication" for k in doc["hotspots"]["kernels"])
     assert re.search(r'id="t-collectives">.*?</p><p>\(no rows in this window\)', page)
     # near the top: before the plots and the other tables
@@ -194,6 +210,29 @@ def test_curated_tables_come_first_and_hold_the_json_values(gpu) -> None:
         assert [r[col][2] for r in tables[key]["rows"]] == [
             f"{r['device_type']}:{r['device_id']}" for r in src
         ]
+
+
+def test_memory_cards_are_the_advice_figures(gpu) -> None:
+    page, doc = gpu
+    adv = doc["memory"]["advice"]
+    cards = dict(
+        (k, v)
+        for v, k in re.findall(
+            r'<div class="card"><div class="v">([^<]*)</div><div class="k">([^<]*)</div>', page
+        )
+    )
+    gib = 2**30
+    assert (
+        cards["headroom (device memory - reserved peak)"]
+        == f"{adv['headroom_bytes'] / gib:.2f} GiB"
+    )
+    frag = adv["fragmentation_bytes"]
+    assert cards["fragmentation at peak (reserved - allocated)"] == f"{frag / gib:.2f} GiB"
+    # this capture's allocations carry no thread: one row, not attributed, the whole peak
+    rows = read_tables(page)["memory_by_op"]["rows"]
+    assert [(r[0][2], json.loads(r[2][0])) for r in rows] == [
+        ("(not attributed)", doc["memory"]["peak_bytes"])
+    ]
 
 
 def test_unknown_columns_are_left_out_and_named(gpu) -> None:
