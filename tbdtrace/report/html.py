@@ -26,11 +26,13 @@ FOLD_ROWS = 60
 MAX_ROWS = 500
 
 
-def figures(doc: Doc) -> tuple[list[tuple[str, Any]], list[str]]:
-    """(plot key, matplotlib Figure) for every plot the document has data for, and notes
-    on plots left out because the document's data did not fit them."""
+def figures(doc: Doc, skip: tuple[str, ...] = ()) -> tuple[list[tuple[str, Any]], list[str]]:
+    """(plot key, matplotlib Figure) for every plot the document has data for (but those
+    in ``skip``), and notes on plots left out because the document's data did not fit."""
     out, notes = [], []
     for key, make in PLOTS:
+        if key in skip:
+            continue
         try:
             fig = make(doc)
         except (KeyError, TypeError, ValueError, IndexError) as e:
@@ -293,8 +295,15 @@ def render(doc: Doc) -> str:
     """The whole page for ``doc`` (a report document): the headline cards, the curated
     tables (:mod:`tbdtrace.report.page`), the plots, then every other table of the
     document with its columns named for people."""
-    figs, notes = figures(doc)
-    parts = [_plot(k, f) for k, f in figs]
+    # the step timeline is the page's own SVG, zoomed in the browser (timeline_svg.py)
+    figs, notes = figures(doc, skip=("step_timeline",))
+    drawn = dict(figs)
+    parts = []
+    for key, _ in PLOTS:
+        if key == "step_timeline":
+            parts.append(_timeline_page(doc, notes))
+        elif key in drawn:
+            parts.append(_plot(key, drawn[key]))
     t0 = page.trace_start_ns(doc)
     curated = page.tables(doc)
     top = "".join(_curated(t, doc, t0) for t in curated)
@@ -391,6 +400,21 @@ def human(name: str) -> str:
         p = p.replace("_per_s", "/s").replace("_", " ")
         parts.append(p)
     return ": ".join(parts)
+
+
+def _timeline_page(doc: Doc, notes: list[str]) -> str:
+    """The interactive step timeline, "" without events (a note when they do not fit)."""
+    from tbdtrace.report import plots, timeline_svg
+
+    try:
+        st = _section_dict(doc, "step_timeline")
+        if not _records(st.get("events"), "step_timeline.events"):
+            return ""
+        body = timeline_svg.render(st, "p-step_timeline", plots.color_of)
+    except (KeyError, TypeError, ValueError) as e:
+        notes.append(f"step_timeline: not drawn, the document's data does not fit ({e})")
+        return ""
+    return f'<figure class="plot wide" data-plot="step_timeline">{body}</figure>'
 
 
 def _plot(key: str, fig: Any) -> str:

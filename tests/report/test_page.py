@@ -288,3 +288,63 @@ def test_other_tables_have_headings_for_people(gpu) -> None:
     assert heads and not [h for h in heads if re.search(r"_ns$|_bytes$|_", h)]
     for key in doc:  # every section keeps its anchor
         assert f'id="s-{key}"' in page
+
+
+def test_step_timeline_bars_are_the_events(gpu) -> None:
+    page, doc = gpu
+    st = doc["step_timeline"]
+    box = re.search(r'<svg class="tl-data".*?</svg>', page, re.S)
+    assert box is not None
+    bars = re.findall(r'<rect x="([^"]+)" y="(\d+)" width="([^"]+)"', box.group(0))
+    # one bar per event, at its offset and of its duration (us in the SVG's coordinates)
+    got = sorted((float(x), float(w)) for x, _, w in bars)
+    want = sorted((e["offset_ns"] / 1e3, e["duration_ns"] / 1e3) for e in st["events"])
+    assert got == want and len(got) == st["shown"] > 0
+    lanes = {(e["device_type"], e["device_id"], e["stream_id"]) for e in st["events"]}
+    assert len({y for _, y, _ in bars}) == len(lanes)
+    dur = max(w["end_ns"] - w["start_ns"] for w in st["windows"])
+    assert f'viewBox="0 0 {dur / 1e3!r} ' in box.group(0)
+
+
+@pytest.mark.heavy
+def test_step_timeline_zooms_in_the_browser(gpu, chromium: str, tmp_path: Path) -> None:
+    """The wheel zooms around the pointer, a double click shows the whole step again;
+    the axis is redrawn for the shown range; no script error."""
+    from tests.report.conftest import browse
+
+    page, doc = gpu
+    probe = (
+        "<script>window.addEventListener('load',function(){"
+        "var box=document.querySelector('.timeline'),d=box.querySelector('svg.tl-data'),"
+        "r=d.getBoundingClientRect(),out=[box.getAttribute('data-view-us')];"
+        "function ax(){return Array.prototype.map.call(box.querySelectorAll('g.tl-axis text'),"
+        "function(t){return t.textContent;}).join(',');}"
+        "out.push(ax());"
+        "d.dispatchEvent(new WheelEvent('wheel',{deltaY:-800,clientX:r.left+r.width/4,"
+        "clientY:r.top+2,bubbles:true,cancelable:true}));"
+        "out.push(box.getAttribute('data-view-us'));out.push(d.getAttribute('viewBox'));"
+        "out.push(ax());"
+        "d.dispatchEvent(new MouseEvent('dblclick',{bubbles:true}));"
+        "out.push(box.getAttribute('data-view-us'));"
+        "document.body.setAttribute('data-zoom',out.join('|'));});</script></body>"
+    )
+    path = tmp_path / "zoom.html"
+    path.write_text(page.replace("</body>", probe), encoding="utf-8")
+    r = browse(chromium, path.as_uri(), "--dump-dom", "--window-size=1400,900")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "data-js-errors" not in (re.search(r"<html[^>]*>", r.stdout) or [""])[0]
+    m = re.search(r'data-zoom="([^"]*)"', r.stdout)
+    assert m is not None, r.stdout[-2000:]
+    start, axis0, zoomed, view_box, axis1, reset = m.group(1).split("|")
+    st = doc["step_timeline"]
+    full = max(w["end_ns"] - w["start_ns"] for w in st["windows"]) / 1e3
+    assert [float(x) for x in start.split()] == [0.0, full]
+    a, b = (float(x) for x in zoomed.split())
+    assert 0 <= a < b <= full and (b - a) < full / 2
+    # zoomed around the pointer, a quarter of the way in: that time stays a quarter in
+    c = full / 4
+    assert (c - a) / (b - a) == pytest.approx(0.25, abs=0.01)
+    vb = [float(x) for x in view_box.split()]
+    assert vb[:3] == [pytest.approx(a), 0.0, pytest.approx(b - a)]
+    assert axis0 != axis1 and axis1
+    assert [float(x) for x in reset.split()] == [0.0, full]

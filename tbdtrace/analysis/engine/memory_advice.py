@@ -36,7 +36,7 @@ import pyarrow as pa
 from tbdtrace.analysis.engine import shared_arrays
 from tbdtrace.analysis.engine.attribution import on_threads, range_groups, thread_groups
 from tbdtrace.analysis.engine.context import AnalysisContext
-from tbdtrace.analysis.engine.memory_blocks import group_codes, pair
+from tbdtrace.analysis.engine.memory_blocks import blocks_of, group_codes
 from tbdtrace.arrow_ints import int_column
 
 I64 = npt.NDArray[np.int64]
@@ -66,7 +66,7 @@ def live_at(ctx: AnalysisContext, key: tuple[object, ...], ts: int) -> tuple[pa.
     """(the memory table, alloc rows of the blocks live at ``ts`` on device and level
     ``key``, their bytes)."""
     mem = ctx.table("memory", _COLS)
-    blocks = pair(mem)
+    blocks = blocks_of(ctx, mem)
     if key not in blocks.group_keys:
         return mem, np.zeros(0, np.int64), np.zeros(0, np.int64)
     g = blocks.group_keys.index(key)
