@@ -371,7 +371,7 @@ def _curated_cell(c: page.Col, v: Any, t0: int | None) -> str:
     if c.unit == "text" or isinstance(v, bool) or not isinstance(v, int | float):
         s = str(v)
         shown = page.short_shapes(s) if c.key == "input_shapes" else s
-        return f'<td class="s" title="{_e(s)}">{_e(clip(shown, 80, blank=""))}</td>'
+        return f'<td class="s" title="{_e(s)}">{_e(clip(shown, 64, blank=""))}</td>'
     return f'<td class="n" data-v="{v!r}">{_e(_unit(c.unit, v, t0))}</td>'
 
 

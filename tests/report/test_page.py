@@ -348,3 +348,13 @@ def test_step_timeline_zooms_in_the_browser(gpu, chromium: str, tmp_path: Path) 
     assert vb[:3] == [pytest.approx(a), 0.0, pytest.approx(b - a)]
     assert axis0 != axis1 and axis1
     assert [float(x) for x in reset.split()] == [0.0, full]
+
+
+def test_readme_shows_the_page() -> None:
+    """The README's picture of the page (scripts/report_screenshot.py): a PNG under
+    300 KB, 1280 px wide, that the README links."""
+    png = ROOT / "docs/img/report.png"
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(data[16:20], "big") == 1280
+    assert len(data) < 300 * 1024
+    assert "](docs/img/report.png)" in (ROOT / "README.md").read_text(encoding="utf-8")
