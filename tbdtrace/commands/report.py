@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="add the roofline section: per op shape and family, achieved FLOP/s and "
         "bytes/s against the device's roofs, compute- or memory-bound (off by default: it "
-        "costs a search of every kernel's launching op)",
+        "costs a search of every kernel's launching op; always on with --format html, "
+        "whose ops table shows it)",
     )
     _window.add_options(p)
     _perrank.add_options(p, "analyse")

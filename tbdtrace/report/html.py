@@ -314,7 +314,9 @@ def render(doc: Doc) -> str:
     bits = ", ".join(
         f"{k}={tr[k]}" for k in ("source", "backend", "framework", "workload") if tr.get(k)
     )
-    nav = "".join(f'<a href="#t-{t.key}">{_e(t.title)}</a>' for t in curated)
+    nav = "".join(
+        f'<a href="#t-{t.key}">{_e(t.title)}</a>' for t in curated if t.rows(doc) is not None
+    )
     more = "".join(f'<a href="#s-{_e(k)}">{_e(human(k))}</a>' for k in doc)
     note = "".join(f'<p class="note">{_e(n)}</p>' for n in notes)
     return (
@@ -338,8 +340,8 @@ def _curated(t: page.PageTable, doc: Doc, t0: int | None) -> str:
     """One curated table: people's headings and units, the raw value on each cell."""
     rows = t.rows(doc)
     head = f'<h2 id="t-{t.key}">{_e(t.title)}</h2><p class="what">{_e(t.note)}</p>'
-    if rows is None:
-        return f'{head}<p class="note">not in this report ({_e(t.source)} is absent)</p>'
+    if rows is None:  # a document without that table (a rank-by-rank report)
+        return ""
     if not rows:
         return f"{head}<p>(no rows in this window)</p>"
     cols, left = page.shown_cols(t, rows)
