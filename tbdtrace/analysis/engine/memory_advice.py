@@ -27,6 +27,7 @@ Rules, on the memory summary's headline device and level
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -79,16 +80,27 @@ def live_at(ctx: AnalysisContext, key: tuple[object, ...], ts: int) -> tuple[pa.
     return mem, blocks.alloc_row[live], blocks.bytes[live]
 
 
-def _top_level(ctx: AnalysisContext, keep: np.ndarray) -> np.ndarray:
-    """Rows of ``ops`` (where ``keep``) that no other kept row of their thread contains."""
+def _top_level(
+    ctx: AnalysisContext, keep: np.ndarray, threads: Iterable[tuple[int, int]]
+) -> np.ndarray:
+    """Rows of ``ops`` (where ``keep``) on ``threads`` that no other kept row of their
+    thread contains."""
     s = shared_arrays.ints(ctx, "ops", "start_ns")
     e = shared_arrays.ints(ctx, "ops", "end_ns")
     top = np.zeros(s.size, dtype=bool)
-    for rows in range_groups(ctx, "ops").values():
+    groups = range_groups(ctx, "ops")
+    for th in threads:
+        rows = groups.get(th)
+        if rows is None:
+            continue
         rows = rows[keep[rows]]
         if rows.size == 0:
             continue
-        order = rows[np.lexsort((-e[rows], s[rows]))]
+        rs, re_ = s[rows], e[rows]
+        ds, de = np.diff(rs), np.diff(re_)
+        # stored by start, the longer of equal starts first (as traces store them)
+        stored = bool(np.all((ds > 0) | ((ds == 0) & (de <= 0))))
+        order = rows if stored else rows[np.lexsort((-re_, rs))]
         ends = e[order]
         before = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]])
         top[order] = s[order] >= before
@@ -106,15 +118,18 @@ def owners(ctx: AnalysisContext, mem: pa.Table, rows: I64, by: str) -> list[str 
     o_codes, o_labels = shared_arrays.codes(ctx, "ops", "name")
     lut = np.array([x is not None and x.startswith("nn.Module:") for x in o_labels], bool)
     is_module = lut[o_codes] if o_codes.size else np.zeros(0, bool)
-    is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
-    keep = is_module if by == "module" else _top_level(ctx, ~is_py & ~is_module)
-    has = tid >= 0
+    q = np.flatnonzero(tid >= 0)
     found = np.full(rows.size, -1, np.int64)
-    q = np.flatnonzero(has)
     if q.size:
         groups = thread_groups(pid[q], tid[q])
-        hit = on_threads(ctx, "ops", keep, groups, ts[q])
-        found[q] = hit
+        if by == "module":
+            keep = is_module
+        else:
+            is_py = shared_arrays.label_mask(
+                ctx, "ops", "category", lambda x: x == "python_function"
+            )
+            keep = _top_level(ctx, ~is_py & ~is_module, groups)
+        found[q] = on_threads(ctx, "ops", keep, groups, ts[q])
     names = [o_labels[o_codes[i]] if i >= 0 else None for i in found.tolist()]
     return names
 
