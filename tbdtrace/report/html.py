@@ -307,7 +307,7 @@ def render(doc: Doc) -> str:
     t0 = page.trace_start_ns(doc)
     curated = page.tables(doc)
     top = "".join(_curated(t, doc, t0) for t in curated)
-    done = {t.source for t in curated} | SERIES
+    done = {t.source for t in curated} | {c for t in curated for c in t.covers} | SERIES
     tabs = "".join(_section(k, v, done, t0) for k, v in doc.items())
     tr = _dict(doc.get("trace"))
     title = f"tbdtrace report: {tr.get('path', '')}"

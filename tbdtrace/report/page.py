@@ -37,6 +37,8 @@ class PageTable:
     rows: Callable[[dict[str, Any]], list[Row] | None]  # None: the document lacks it
     note: str = ""  # what the table is, in one line
     missing: str = ""  # what to do when some optional columns are unknown
+    # other tables of the document this one shows in full (left out further down)
+    covers: tuple[str, ...] = ()
 
 
 def _path(doc: dict[str, Any], dotted: str) -> Any:
@@ -115,6 +117,7 @@ KERNELS = PageTable(
     "device kernels by total time, each with the op that launched it",
     "a launching op needs the framework's ops in the trace; a source line needs Python "
     "stacks (capture --with-stack)",
+    covers=("kernels",),  # the kernels pass's rows, with their attribution beside them
 )
 OPS_ROOFLINE = PageTable(
     "ops",
