@@ -110,11 +110,20 @@ def test_chromium_draws_every_plot_without_errors(
     assert all(int(v) > 0 for v in points.values())
     # Each curated table, after the page's script ran: its rows are its JSON table's.
     curated = re.findall(
-        r'<table class="sortable curated" data-table="([a-z]+)" data-source="([a-z_.]+)" '
+        r'<table class="sortable curated" data-table="([a-z_]+)" data-source="([a-z_.]+)" '
         r'data-rows="(\d+)"><thead>.*?</thead><tbody>(.*?)</tbody>',
         dom,
     )
-    assert [c[0] for c in curated] == ["kernels", "ops", "copies", "collectives", "idle", "steps"]
+    assert [c[0] for c in curated] == [
+        "kernels",
+        "ops",
+        "copies",
+        "collectives",
+        "idle",
+        "steps",
+        "memory_by_op",
+        "memory_by_module",
+    ]
     for key, source, n_rows, body in curated:
         want: Any = doc
         for k in source.split("."):
