@@ -1,8 +1,10 @@
 """Tables (:mod:`tbdtrace.report.tabular`) as one Excel workbook: one sheet per table.
 
 The first sheet, ``contents``, lists every other sheet: its name, the table it holds (a
-sheet name has at most 31 characters, none of ``[]:*?/\\``), and its row count. Each
-table's sheet has a header row (frozen, with a filter) and one row per record.
+sheet name has at most 31 characters, none of ``[]:*?/\\``), its row count, and a note
+where a table has more rows than a sheet can hold (Excel's 1,048,576: the first ones are
+written). Each table's sheet has a header row (frozen, with a filter) and one row per
+record.
 
 Cells hold the document's values as they are, in the units their column names say (ns,
 bytes, ratios 0..1): numbers as numbers, booleans as booleans, null as an empty cell, text
@@ -31,6 +33,7 @@ SHEET_NAME_MAX = 31
 CELL_TEXT_MAX = 32767
 EXACT_INT_MAX = 2**53  # larger integers are written as text (a double cannot hold them)
 CONTENTS = "contents"
+ROWS_MAX = 1_048_575  # data rows of a sheet: Excel's 1,048,576 less the header
 _BAD_SHEET_CHARS = re.compile(r"[\[\]:*?/\\\x00-\x1f]")
 WIDTH_MAX = 60  # characters of the widest column
 
@@ -99,12 +102,19 @@ def _workbook(xlsxwriter: Any, tabs: list[Tab], buf: io.BytesIO) -> None:
     bold = wb.add_format({"bold": True})
     names = sheet_names([t.name for t in tabs])
     index = wb.add_worksheet(CONTENTS)
-    for c, h in enumerate(("sheet", "table", "rows")):
+    for c, h in enumerate(("sheet", "table", "rows", "note")):
         index.write_string(0, c, h, bold)
     for r, (sheet, t) in enumerate(zip(names, tabs, strict=True), start=1):
         index.write_string(r, 0, sheet)
         index.write_string(r, 1, t.name)
         index.write_number(r, 2, len(t.rows))
+        if len(t.rows) > ROWS_MAX:
+            index.write_string(
+                r,
+                3,
+                f"the sheet holds the first {ROWS_MAX:,} rows (Excel's limit); "
+                "--format csv or json has them all",
+            )
     index.set_column(0, 1, min(WIDTH_MAX, max([len(t.name) for t in tabs] + [12]) + 2))
     for sheet, t in zip(names, tabs, strict=True):
         _sheet(wb.add_worksheet(sheet), t, bold)
@@ -118,12 +128,12 @@ def _sheet(ws: Any, t: Tab, bold: Any) -> None:
         ws.set_column(c, c, max(w, 10))
     for c, h in enumerate(t.columns):
         ws.write_string(0, c, h[:CELL_TEXT_MAX], bold)
-    for r, row in enumerate(t.rows, start=1):
+    for r, row in enumerate(t.rows[:ROWS_MAX], start=1):
         for c, v in enumerate(row):
             _write(ws, r, c, cell_value(v))
     if t.columns:
         ws.freeze_panes(1, 0)
-        ws.autofilter(0, 0, max(len(t.rows), 1), len(t.columns) - 1)
+        ws.autofilter(0, 0, max(min(len(t.rows), ROWS_MAX), 1), len(t.columns) - 1)
 
 
 def _write(ws: Any, r: int, c: int, v: Any) -> None:

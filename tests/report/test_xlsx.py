@@ -63,7 +63,7 @@ def test_every_sheet_holds_its_json_table_cell_by_cell(gpu_report) -> None:
     book, doc = gpu_report
     book = dict(book)
     contents = book.pop("contents")
-    assert contents[0] == ["sheet", "table", "rows"]
+    assert contents[0] == ["sheet", "table", "rows", "note"]
     listed = {row[0]: (row[1], row[2]) for row in contents[1:]}
     assert list(listed) == list(book)  # every sheet listed, in order
     checked_cells = 0
@@ -136,3 +136,33 @@ def test_xlsx_needs_a_file_and_keeps_an_existing_one(tmp_path: Path) -> None:
     r = _run("report", str(GPU), "--format", "xlsx", "-o", str(user), check=False)
     assert r.returncode == 1 and "--force" in r.stderr
     assert user.read_bytes() == b"user data"
+
+
+def test_sheet_names_are_valid_and_unique_and_long_tables_say_they_are_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tbdtrace.report import xlsx
+    from tbdtrace.report.tabular import Tab
+
+    long = "memory.advice.peak_by_module_and_more_words"
+    tabs = [
+        Tab(long, ["a"], [[1]]),
+        Tab(long + "x", ["a"], [[2]]),
+        Tab("a[b]:c*d?e/f\\g", ["a"], [[3]]),
+        Tab("Contents", ["a"], [[4]]),
+        Tab("big", ["n", "s"], [[i, f"={i}"] for i in range(7)]),
+    ]
+    monkeypatch.setattr(xlsx, "ROWS_MAX", 5)
+    out = tmp_path / "t.xlsx"
+    with out.open("wb") as f:
+        xlsx.write(tabs, f)
+    book = read_workbook(out)
+    names = list(book)
+    assert names[0] == "contents"
+    assert names[1:] == [long[:31], long[:29] + "~2", "a_b__c_d_e_f_g", "Contents~2", "big"]
+    assert len({n.lower() for n in names}) == len(names)
+    contents = book["contents"]
+    assert [r[1] for r in contents[1:]] == [t.name for t in tabs]
+    big = contents[-1]
+    assert big[2] == 7.0 and "first 5 rows" in big[3]
+    assert book["big"][1:] == [[float(i), f"={i}"] for i in range(5)]
