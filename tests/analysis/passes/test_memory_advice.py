@@ -17,6 +17,7 @@ import pytest
 
 import tbdtrace
 from tbdtrace.analysis.passes.memory_advice import MemoryAdviceConfig
+from tbdtrace.report import html
 from tests import rawkineto
 from tests.conftest import fixture
 from tests.inprocess import tbd
@@ -159,7 +160,7 @@ def test_api_csv_and_text_say_the_same(case) -> None:
 
 def test_unknown_device_memory_says_unknown(tmp_path: Path) -> None:
     """A CUPTI capture of one H200 (committed): allocations without a thread are not
-    attributed, and the device's memory is known; with the devices table emptied, the
+    attributed, and the device's memory is known; without the devices table, the
     headroom is unknown and the text says so."""
     gpu = Path(__file__).resolve().parents[3] / "tests/data/gpu/h200_resnet50_cupti"
     doc = json.loads(tbd("report", str(gpu), "--format", "json").stdout)
@@ -172,3 +173,13 @@ def test_unknown_device_memory_says_unknown(tmp_path: Path) -> None:
     assert adv["headroom_bytes"] == dev["memory_bytes"] - reserved
     text = tbd("report", str(gpu)).stdout
     assert "Memory peak by op: not attributed" in text
+    # the same memory events without the device table: the headroom is unknown
+    tr = tbdtrace.open(gpu)
+    bare = tbdtrace.write(tmp_path / "bare", {"memory": tr.table("memory")}, dict(tr.meta))
+    doc = json.loads(tbd("report", str(bare), "--format", "json").stdout)
+    adv = doc["memory"]["advice"]
+    assert adv["device_memory_bytes"] is None and adv["headroom_bytes"] is None
+    assert adv["fragmentation_bytes"] is not None  # the reserved events are still there
+    assert "Headroom on cuda:0, pid 877: unknown" in tbd("report", str(bare)).stdout
+    page = html.render(doc)
+    assert '<div class="v">unknown</div><div class="k">headroom (device memory -' in page
