@@ -49,6 +49,7 @@ from tbdtrace.analysis.passes import (
     kernels,
     memcpy,
     memory,
+    memory_advice,
     memory_series,
     phases,
     ranks,
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from tbdtrace.analysis.passes.hotspots import HotspotsConfig
     from tbdtrace.analysis.passes.idle import IdleConfig
     from tbdtrace.analysis.passes.memory import MemoryConfig
+    from tbdtrace.analysis.passes.memory_advice import MemoryAdviceConfig
     from tbdtrace.analysis.passes.memory_series import MemorySeriesConfig
     from tbdtrace.analysis.passes.ranks import RanksConfig
     from tbdtrace.analysis.passes.roofline import RooflineConfig
@@ -217,6 +219,12 @@ class TraceAnalysis:
     def memory(self, config: MemoryConfig | None = None) -> pa.Table:
         """Memory events replayed: live bytes by category after every alloc and free."""
         return memory.run(self.ctx, config)
+
+    @_columns(outputs.MEMORY_ADVICE)
+    def memory_advice(self, config: MemoryAdviceConfig | None = None) -> pa.Table:
+        """The memory peak by the op (or module: ``MemoryAdviceConfig(by="module")``) that
+        allocated what was live at it; the report's ``memory.advice`` tables."""
+        return memory_advice.run(self.ctx, config)
 
     @_columns(outputs.MEMORY_SERIES)
     def memory_series(self, config: MemorySeriesConfig | None = None) -> pa.Table:

@@ -76,6 +76,8 @@ def output_usage(args: argparse.Namespace, prog: str, folder_csv: bool = True) -
     section = getattr(args, "section", None)
     if section and args.format not in ("csv", "json"):
         return f"tbdtrace {prog}: --section needs --format csv or json"
+    if args.format == "xlsx" and not args.output:
+        return f"tbdtrace {prog}: --format xlsx needs -o FILE (a workbook, one sheet per table)"
     if folder_csv and args.format == "csv" and not (args.output or section):
         return (
             f"tbdtrace {prog}: --format csv needs -o DIR (one file per table) or "

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "file is missing, unreadable or a rank comes twice (default: name it on stderr "
         "and report the rest)",
     )
-    _args.add_output(p, ("text", "json", "csv", "html"))
+    _args.add_output(p, ("text", "json", "csv", "html", "xlsx"))
     p.add_argument(
         "--top",
         type=_args.positive_int,
@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="add the roofline section: per op shape and family, achieved FLOP/s and "
         "bytes/s against the device's roofs, compute- or memory-bound (off by default: it "
-        "costs a search of every kernel's launching op)",
+        "costs a search of every kernel's launching op; always on with --format html, "
+        "whose ops table shows it)",
     )
     p.add_argument(
         "--critical-path",
@@ -157,7 +158,8 @@ def _options(args: argparse.Namespace, win: Any) -> Any:
         top_json=args.top if args.top_json else None,
         window=win,
         model_flops_per_sample=args.model_flops_per_sample,
-        roofline=args.roofline,
+        # the page's ops table shows shapes, FLOP/s, bytes/s and bound (docs/METRICS.md)
+        roofline=args.roofline or args.format == "html",
         critical_path=args.critical_path,
     )
 

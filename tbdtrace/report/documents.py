@@ -58,7 +58,7 @@ class ReportDoc(_Doc):
     """The report document (:func:`tbdtrace.report.build`) and the options its text uses."""
 
     prog = "report"
-    formats: tuple[str, ...] = ("text", "json", "csv", "html")
+    formats: tuple[str, ...] = ("text", "json", "csv", "html", "xlsx")
 
     def __init__(self, data: dict[str, Any], opts: ReportOptions):
         super().__init__(data)

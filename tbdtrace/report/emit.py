@@ -3,13 +3,13 @@
 A command builds a document (:mod:`tbdtrace.report.documents`: the report, the
 rank-by-rank report, a diff, hotspots, a SQL result, a trace's info) and calls
 ``emit(doc, format, dest)``. Here the format is rendered (text, JSON, CSV, HTML,
-Parquet) and written to the standard output, a file or a folder of CSV files, through
-the output policy (:mod:`tbdtrace.output_policy`: nothing existing is replaced without
-``--force``; a trace's own files and the command's inputs never are).
+Parquet, an Excel workbook) and written to the standard output, a file or a folder of CSV
+files, through the output policy (:mod:`tbdtrace.output_policy`: nothing existing is
+replaced without ``--force``; a trace's own files and the command's inputs never are).
 
 Names are escaped for the terminal in text (:mod:`tbdtrace.report.textui`) and CSV cells
 neutralised against formulas (:mod:`tbdtrace.report.csvout`) unless ``raw_csv``; JSON,
-HTML, Markdown and Parquet keep them exact.
+HTML, Markdown, Parquet and the workbook (text cells, never formulas) keep them exact.
 """
 
 from __future__ import annotations
@@ -89,6 +89,8 @@ def emit(doc: Document, fmt: str, dest: Dest) -> int:
         return _out(_rendered(doc, "render_markdown"), dest)
     if fmt == "parquet":
         return _parquet(doc, dest)
+    if fmt == "xlsx":
+        return _xlsx(doc, dest)
     if dest.path is None:
         doc.render_text(Console(width=None if sys.stdout.isatty() else doc.text_width))
         return 0
@@ -163,6 +165,19 @@ def _parquet(doc: Document, dest: Dest) -> int:
     if table is None or dest.path is None:
         raise ValueError(f"{doc.prog}: Parquet is for an Arrow result written to a file")
     output_policy.write_file(_target(dest), lambda f: pq.write_table(table, f))
+    return 0
+
+
+def _xlsx(doc: Document, dest: Dest) -> int:
+    """One workbook, a sheet per table (:mod:`tbdtrace.report.xlsx`), to the file
+    ``dest.path`` (the command asks for -o: a workbook is no terminal output)."""
+    from tbdtrace.report import xlsx
+
+    if dest.path is None:
+        raise ValueError(f"{doc.prog}: xlsx is written to a file")
+    xlsx_tables = getattr(doc, "xlsx_tables", None)
+    tabs = xlsx_tables() if xlsx_tables is not None else doc.tables()
+    output_policy.write_file(_target(dest), lambda f: xlsx.write(tabs, f))
     return 0
 
 

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from tbdtrace.report import html_page, tabular
+from tbdtrace.report import html_page, page, tabular
 from tbdtrace.report.fmt import clip, fmt_bytes, fmt_ns, fmt_pct
 
 Doc = dict[str, Any]
@@ -26,11 +26,13 @@ FOLD_ROWS = 60
 MAX_ROWS = 500
 
 
-def figures(doc: Doc) -> tuple[list[tuple[str, Any]], list[str]]:
-    """(plot key, matplotlib Figure) for every plot the document has data for, and notes
-    on plots left out because the document's data did not fit them."""
+def figures(doc: Doc, skip: tuple[str, ...] = ()) -> tuple[list[tuple[str, Any]], list[str]]:
+    """(plot key, matplotlib Figure) for every plot the document has data for (but those
+    in ``skip``), and notes on plots left out because the document's data did not fit."""
     out, notes = [], []
     for key, make in PLOTS:
+        if key in skip:
+            continue
         try:
             fig = make(doc)
         except (KeyError, TypeError, ValueError, IndexError) as e:
@@ -303,26 +305,131 @@ def svg(fig: Any, prefix: str) -> str:
 
 
 def render(doc: Doc) -> str:
-    """The whole page for ``doc`` (a report document)."""
-    figs, notes = figures(doc)
-    parts = [_plot(k, f) for k, f in figs]
-    tabs = "".join(_section(k, v) for k, v in doc.items())
+    """The whole page for ``doc`` (a report document): the headline cards, the curated
+    tables (:mod:`tbdtrace.report.page`), the plots, then every other table of the
+    document with its columns named for people."""
+    # the step timeline is the page's own SVG, zoomed in the browser (timeline_svg.py)
+    figs, notes = figures(doc, skip=("step_timeline",))
+    drawn = dict(figs)
+    parts = []
+    for key, _ in PLOTS:
+        if key == "step_timeline":
+            parts.append(_timeline_page(doc, notes))
+        elif key in drawn:
+            parts.append(_plot(key, drawn[key]))
+    t0 = page.trace_start_ns(doc)
+    curated = page.tables(doc)
+    top = "".join(_curated(t, doc, t0) for t in curated)
+    done = {t.source for t in curated} | {c for t in curated for c in t.covers} | SERIES
+    tabs = "".join(_section(k, v, done, t0) for k, v in doc.items())
     tr = _dict(doc.get("trace"))
     title = f"tbdtrace report: {tr.get('path', '')}"
     bits = ", ".join(
         f"{k}={tr[k]}" for k in ("source", "backend", "framework", "workload") if tr.get(k)
     )
-    nav = "".join(f'<a href="#s-{_e(k)}">{_e(k)}</a>' for k in doc)
+    nav = "".join(
+        f'<a href="#t-{t.key}">{_e(t.title)}</a>' for t in curated if t.rows(doc) is not None
+    )
+    more = "".join(f'<a href="#s-{_e(k)}">{_e(human(k))}</a>' for k in doc)
     note = "".join(f'<p class="note">{_e(n)}</p>' for n in notes)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_e(title)}</title><style>{html_page.CSS}</style>"
         f"<script>{html_page.GUARD}</script></head><body>"
         f'<header><h1>{_e(title)}</h1><div class="meta">{_e(bits)}</div></header>'
-        f'<nav><a href="#plots">plots</a>{nav}</nav><main>{_cards(doc)}'
+        f'<nav>{nav}<a href="#plots">Plots</a><span class="more">{more}</span></nav>'
+        f"<main>{_cards(doc)}{top}"
         f'<h2 id="plots">Plots</h2>{note}<div class="plots">{"".join(parts)}</div>'
-        f"{tabs}</main><script>{html_page.SCRIPT}</script></body></html>\n"
+        f'<h2 id="more">More tables</h2>{tabs}</main>'
+        f"<script>{html_page.SCRIPT}</script></body></html>\n"
     )
+
+
+# Tables drawn by a plot, row by row: the plot shows them, the CSV and JSON hold them.
+SERIES = {"memory_timeline", "step_timeline.events", "step_timeline.windows"}
+
+
+def _curated(t: page.PageTable, doc: Doc, t0: int | None) -> str:
+    """One curated table: people's headings and units, the raw value on each cell."""
+    rows = t.rows(doc)
+    head = f'<h2 id="t-{t.key}">{_e(t.title)}</h2><p class="what">{_e(t.note)}</p>'
+    if rows is None:  # a document without that table (a rank-by-rank report)
+        return ""
+    if not rows:
+        return f"{head}<p>(no rows in this window)</p>"
+    cols, left = page.shown_cols(t, rows)
+    shown = rows[:MAX_ROWS]
+    ths = "".join(f'<th data-unit="{c.unit}">{_e(c.label)}</th>' for c in cols)
+    body = "".join(
+        "<tr>" + "".join(_curated_cell(c, r.get(c.key), t0) for c in cols) + "</tr>" for r in shown
+    )
+    out = (
+        f'{head}<div class="scroll"><table class="sortable curated" data-table="{t.key}" '
+        f'data-source="{_e(t.source)}" data-rows="{len(rows)}"><thead><tr>{ths}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+    if left:
+        names = ", ".join(c.label for c in left)
+        out += f'<p class="note">Not in this trace: {_e(names)} ({_e(t.missing)}).</p>'
+    if len(shown) < len(rows):
+        out += (
+            f'<p class="note">The first {len(shown):,} of {len(rows):,} rows; all of them in '
+            "<code>tbdtrace report --format csv</code>, <code>json</code> or "
+            "<code>xlsx</code>.</p>"
+        )
+    return out
+
+
+def _curated_cell(c: page.Col, v: Any, t0: int | None) -> str:
+    if v is None:
+        return '<td data-v="">-</td>'
+    if c.unit == "text" or isinstance(v, bool) or not isinstance(v, int | float):
+        s = str(v)
+        shown = page.short_shapes(s) if c.key == "input_shapes" else s
+        return f'<td class="s" title="{_e(s)}">{_e(clip(shown, 64, blank=""))}</td>'
+    return f'<td class="n" data-v="{v!r}">{_e(_unit(c.unit, v, t0))}</td>'
+
+
+def _unit(unit: str, v: float, t0: int | None) -> str:
+    if unit == "ns":
+        return fmt_ns(v)
+    if unit == "at":
+        return page.fmt_at(int(v), t0)
+    if unit == "bytes":
+        return fmt_bytes(v)
+    if unit in ("bytes_per_s", "flops_per_s"):
+        return page.fmt_rate(v, unit)
+    if unit == "ratio":
+        return fmt_pct(v)
+    if unit == "count":
+        return f"{int(v):,}" if float(v).is_integer() else f"{v:,}"
+    return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+
+
+def human(name: str) -> str:
+    """A raw key or column as people read it: units left to the values (``_ns``,
+    ``_bytes``), ``_per_s`` as ``/s``, underscores as spaces, dots as ``:``."""
+    parts = []
+    for p in name.split("."):
+        p = re.sub(r"_(ns|bytes)$", "", p)
+        p = p.replace("_per_s", "/s").replace("_", " ")
+        parts.append(p)
+    return ": ".join(parts)
+
+
+def _timeline_page(doc: Doc, notes: list[str]) -> str:
+    """The interactive step timeline, "" without events (a note when they do not fit)."""
+    from tbdtrace.report import plots, timeline_svg
+
+    try:
+        st = _section_dict(doc, "step_timeline")
+        if not _records(st.get("events"), "step_timeline.events"):
+            return ""
+        body = timeline_svg.render(st, "p-step_timeline", plots.color_of)
+    except (KeyError, TypeError, ValueError) as e:
+        notes.append(f"step_timeline: not drawn, the document's data does not fit ({e})")
+        return ""
+    return f'<figure class="plot wide" data-plot="step_timeline">{body}</figure>'
 
 
 def _plot(key: str, fig: Any) -> str:
@@ -337,6 +444,7 @@ def _cards(doc: Doc) -> str:
     # The memory card is the window's peak; the whole trace's stands beside it, with the
     # phase it fell in, when the window is not the whole trace.
     whole = _dict(mem.get("whole_trace"))
+    adv = _dict(mem.get("advice"))
     in_phase = f" (in {whole['phase']})" if whole.get("phase") else ""
     cards = [
         ("kernels", f"{s['kernel_count']:,}" if s.get("kernel_count") is not None else None),
@@ -361,6 +469,18 @@ def _cards(doc: Doc) -> str:
             fmt_bytes(mem["peak_bytes"]) if mem.get("peak_bytes") else None,
         ),
         (
+            f"headroom (device memory - {adv.get('headroom_of') or 'reserved'} peak)",
+            fmt_bytes(adv["headroom_bytes"])
+            if adv.get("headroom_bytes") is not None
+            else ("unknown" if adv else None),
+        ),
+        (
+            "fragmentation at peak (reserved - allocated)",
+            fmt_bytes(adv["fragmentation_bytes"])
+            if adv.get("fragmentation_bytes") is not None
+            else None,
+        ),
+        (
             f"whole-trace peak memory{in_phase}",
             fmt_bytes(whole["peak_bytes"])
             if whole.get("peak_bytes") and mem.get("covers") not in (None, "whole trace")
@@ -378,27 +498,36 @@ def _cards(doc: Doc) -> str:
     )
 
 
-def _section(key: str, data: Any) -> str:
-    body = "".join(_table(t) for t in tabular.tables(key, data))
-    return f'<h2 id="s-{_e(key)}">{_e(key)}</h2>{body or "<p>(empty)</p>"}'
+def _section(key: str, data: Any, done: set[str], t0: int | None) -> str:
+    """Section ``key``'s tables (those not shown above: curated, or drawn by a plot)."""
+    tabs = tabular.tables(key, data)
+    body = "".join(_table(t, t0) for t in tabs if t.name not in done)
+    above = [t.name for t in tabs if t.name in done]
+    if above:
+        body += f'<p class="note">Shown above: {_e(", ".join(human(n) for n in above))}.</p>'
+    return f'<h3 id="s-{_e(key)}">{_e(human(key))}</h3>{body or "<p>(empty)</p>"}'
 
 
-def _table(t: tabular.Tab) -> str:
+def _table(t: tabular.Tab, t0: int | None = None) -> str:
+    title = human(t.name)
     if not t.columns:
-        return f"<h3>{_e(t.name)}</h3><p>(no rows)</p>"
+        return f"<h4>{_e(title)}</h4><p>(no rows)</p>"
     if len(t.rows) == 1:  # one record: field / value, easier to read than one wide row
         rows = "".join(
-            f"<tr><td>{_e(c)}</td>{_cell(c, v)}</tr>"
+            f"<tr><td>{_e(human(c))}</td>{_cell(c, v, t0)}</tr>"
             for c, v in zip(t.columns, t.rows[0], strict=True)
         )
-        return f"<h3>{_e(t.name)}</h3><table><tbody>{rows}</tbody></table>"
-    head = "".join(f"<th>{_e(c)}</th>" for c in t.columns)
+        return f'<h4>{_e(title)}</h4><table data-table="{_e(t.name)}"><tbody>{rows}</tbody></table>'
+    head = "".join(f"<th>{_e(human(c))}</th>" for c in t.columns)
     shown = t.rows[:MAX_ROWS]
     body = "".join(
-        "<tr>" + "".join(_cell(c, v) for c, v in zip(t.columns, r, strict=True)) + "</tr>"
+        "<tr>" + "".join(_cell(c, v, t0) for c, v in zip(t.columns, r, strict=True)) + "</tr>"
         for r in shown
     )
-    table = f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    table = (
+        f'<table class="sortable" data-table="{_e(t.name)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
     cut = len(shown) < len(t.rows)
     if len(shown) > FOLD_ROWS:
         what = (
@@ -410,34 +539,40 @@ def _table(t: tabular.Tab) -> str:
             f'<p class="note">{len(t.rows) - len(shown):,} more rows in '
             "<code>tbdtrace report --format csv</code> or <code>--format json</code>.</p>"
         )
-    return f"<h3>{_e(t.name)} ({len(t.rows):,} rows)</h3>{table}"
+    return f"<h4>{_e(title)} ({len(t.rows):,} rows)</h4>{table}"
 
 
-_ABSOLUTE = re.compile(r"(^|[._])(ts|start|end|peak_ts|first_ts)_ns$")
+_ABSOLUTE = re.compile(r"(^|[._])(ts|start|end|peak_ts|first_ts|first_start|last_start)_ns$")
 _RATIO = re.compile(r"share|utilization|efficiency|fraction|coverage")
 
 
-def _cell(col: str, v: Any) -> str:
+def _cell(col: str, v: Any, t0: int | None = None) -> str:
     if v is None:
         return '<td data-v="">-</td>'
     if isinstance(v, bool) or not isinstance(v, int | float):
         s = str(v)
         shown = clip(s, 120, blank="")
         return f'<td class="s" title="{_e(s)}">{_e(shown)}</td>'
-    return f'<td class="n" data-v="{v!r}">{_e(_num(col, v))}</td>'
+    return f'<td class="n" data-v="{v!r}">{_e(_num(col, v, t0))}</td>'
 
 
-def _num(col: str, v: float) -> str:
+def _num(col: str, v: float, t0: int | None = None) -> str:
     base = col.rsplit(".", 1)[-1]
-    if base.endswith("_ns") and not _ABSOLUTE.search(base):
+    if base.endswith("_ns") and _ABSOLUTE.search(base):
+        return page.fmt_at(int(v), t0)
+    if base.endswith("_ns"):
         return fmt_ns(v)
     if base.endswith("_bytes") or base == "bytes":
         return fmt_bytes(v)
+    if base.endswith("_bytes_per_s"):
+        return page.fmt_rate(v, "bytes_per_s")
+    if base.endswith("flops_per_s"):
+        return page.fmt_rate(v, "flops_per_s")
     if _RATIO.search(base) and isinstance(v, float) and abs(v) <= 10:
         return fmt_pct(v)
     if isinstance(v, float):
         return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
-    return f"{v:,}" if not _ABSOLUTE.search(base) else str(v)
+    return f"{v:,}"
 
 
 def _dict(x: Any) -> dict[str, Any]:

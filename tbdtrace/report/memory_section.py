@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.analysis.engine import memory_replay
+from tbdtrace.analysis.engine import memory_advice, memory_replay
 from tbdtrace.analysis.engine.context import AnalysisContext
 from tbdtrace.report.fmt import fmt_bytes, fmt_ns
 from tbdtrace.report.section_api import ReportOptions, Section
@@ -93,6 +93,7 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
         con.print(
             f"{data['unmatched_frees']:,} frees of blocks allocated before capture were ignored"
         )
+    _render_advice(con, data.get("advice"), where, covers, opts)
     steps = data["steps"] if opts.top is None else data["steps"][: opts.top]
     if not steps:
         return
@@ -112,6 +113,49 @@ def _render(con: Console, data: dict[str, Any], opts: ReportOptions) -> None:
             fmt_bytes(b["other"]),
         )
     con.print(s)
+
+
+def _render_advice(
+    con: Console, adv: dict[str, Any] | None, where: str, covers: str, opts: ReportOptions
+) -> None:
+    """The memory advice: headroom, fragmentation, the peak by op and by module."""
+    if not adv or adv.get("peak_bytes") is None:
+        return
+    total = adv.get("device_memory_bytes")
+    if adv.get("headroom_bytes") is not None:
+        con.print(
+            f"Headroom on {where}: {fmt_bytes(adv['headroom_bytes'])} of "
+            f"{fmt_bytes(total)} (device memory minus the {adv['headroom_of']} peak)."
+        )
+    else:
+        con.print(f"Headroom on {where}: unknown (the trace does not give the device's memory).")
+    if adv.get("fragmentation_bytes") is not None:
+        con.print(
+            f"Fragmentation at the allocated peak: {fmt_bytes(adv['fragmentation_bytes'])} "
+            f"reserved but not allocated (reserved {fmt_bytes(adv['reserved_at_peak_bytes'])})."
+        )
+    else:
+        con.print("Fragmentation: unknown (no reserved level at the allocated peak).")
+    for by, title in (("peak_by_op", "op"), ("peak_by_module", "module")):
+        rows = adv.get(by) or []
+        if not rows or all(r["name"] is None and not r["pre_existing"] for r in rows):
+            con.print(
+                f"Memory peak by {title}: not attributed (the allocations carry no thread "
+                "inside a recorded op)."
+            )
+            continue
+        t = Table(title=f"Memory peak by {title} ({adv['level']}, {where}, {covers})")
+        for c in (title.capitalize(), "Blocks", "Bytes", "Share of peak"):
+            t.add_column(c, justify="left" if c == title.capitalize() else "right")
+        for r in rows if opts.top is None else rows[: opts.top]:
+            name = (
+                "(allocated before the trace)"
+                if r["pre_existing"]
+                else (r["name"] or "(not attributed)")
+            )
+            share = "-" if r["share"] is None else f"{100 * r['share']:.1f}%"
+            t.add_row(name, f"{r['blocks']:,}", fmt_bytes(r["bytes"]), share)
+        con.print(t)
 
 
 def _render_labels(con: Console, labels: dict[str, Any] | None) -> None:
@@ -170,7 +214,9 @@ def memory_section(trace: AnalysisContext, opts: ReportOptions) -> dict[str, Any
     """The memory pass summary (see :func:`tbdtrace.analysis.engine.memory_replay.summarize`) of
     the report's window: replayed over the whole trace (what was live when the window
     began counts), the headline peak the window's, the whole-trace peak beside it."""
-    return memory_replay.summarize(trace.whole, window=trace.window)
+    doc = memory_replay.summarize(trace.whole, window=trace.window)
+    doc["advice"] = memory_advice.advice(trace.whole, doc)
+    return doc
 
 
 # The sections this module declares; tbdtrace.report.contents lists them in report order.

@@ -50,6 +50,7 @@ TBDTRACE_DENIED = (
     "tbdtrace.suite",
     "tbdtrace.report.html",
     "tbdtrace.report.plots",
+    "tbdtrace.report.xlsx",
     "tbdtrace.commands.sql",
     "tbdtrace.analysis.sql",
 )
@@ -121,6 +122,7 @@ REPORT = CORE | {
     "tbdtrace.analysis.engine.op_flops",
     "tbdtrace.analysis.engine.categories",
     "tbdtrace.analysis.engine.memory_replay",
+    "tbdtrace.analysis.engine.memory_advice",  # the memory section's advice
     "tbdtrace.analysis.engine.step_events",
     "tbdtrace.analysis.engine.summaries",
     "tbdtrace.analysis.engine.outputs",

@@ -108,6 +108,30 @@ def test_chromium_draws_every_plot_without_errors(
         "step_timeline",
     }
     assert all(int(v) > 0 for v in points.values())
+    # Each curated table, after the page's script ran: its rows are its JSON table's.
+    curated = re.findall(
+        r'<table class="sortable curated" data-table="([a-z_]+)" data-source="([a-z_.]+)" '
+        r'data-rows="(\d+)"><thead>.*?</thead><tbody>(.*?)</tbody>',
+        dom,
+    )
+    assert [c[0] for c in curated] == [
+        "kernels",
+        "ops",
+        "copies",
+        "collectives",
+        "idle",
+        "steps",
+        "memory_by_op",
+        "memory_by_module",
+    ]
+    for key, source, n_rows, body in curated:
+        want: Any = doc
+        for k in source.split("."):
+            want = want[k]
+        if key == "collectives":
+            want = [k for k in want if k["category"] == "communication"]
+        assert int(n_rows) == len(want) > 0, key
+        assert body.count("<tr>") == min(len(want), html.MAX_ROWS), key
     names, step, n = _raw_expectations(src)
     assert int(points["kernels"]) == min(15, names)  # one bar per kernel
     assert doc["step_timeline"]["step"] == step

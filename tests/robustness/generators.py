@@ -59,6 +59,14 @@ WRITERS: tuple[Writer, ...] = (
         ("report", "{trace}", "--format", "csv", "-o", "{o}"),
         ("trace",),
     ),
+    Writer(
+        "report-xlsx",
+        "report",
+        "-o",
+        "file",
+        ("report", "{trace}", "--format", "xlsx", "-o", "{o}"),
+        ("trace",),
+    ),
     Writer("hotspots", "hotspots", "-o", "file", ("hotspots", "{trace}", "-o", "{o}"), ("trace",)),
     Writer(
         "diff-json",
@@ -304,7 +312,8 @@ PAYLOADS: tuple[tuple[str, str], ...] = (
 CONTROL = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 # How each output shows names: text (escaped), csv (escaped and formula-guarded),
-# csv-raw (exact), exact (JSON, Parquet, Chrome, Perfetto: exact names).
+# csv-raw (exact), exact (JSON, Parquet, Chrome, Perfetto: exact names), xlsx (exact text
+# cells, never a formula).
 NAME_OUTPUTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("report-text", ("report", "{trace}"), "text"),
     ("report-text-file", ("report", "{trace}", "-o", "{o}"), "text-file"),
@@ -316,6 +325,7 @@ NAME_OUTPUTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "csv-raw",
     ),
     ("report-json", ("report", "{trace}", "--format", "json"), "json"),
+    ("report-xlsx", ("report", "{trace}", "--format", "xlsx", "-o", "{o}"), "xlsx"),
     ("hotspots-text", ("hotspots", "{trace}"), "text"),
     ("hotspots-op-text", ("hotspots", "{trace}", "--by", "op"), "text"),
     ("hotspots-csv", ("hotspots", "{trace}", "--format", "csv"), "csv"),

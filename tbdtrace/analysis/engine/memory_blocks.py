@@ -20,13 +20,18 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.grouping import dense_codes, dict_codes
 from tbdtrace.arrow_ints import int_column
+
+if TYPE_CHECKING:
+    from tbdtrace.analysis.engine.context import AnalysisContext
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
@@ -203,3 +208,14 @@ def _pair_by_size(
         else:
             out.append([-1, r, INT64_MIN, t, b, g, -1])
     return np.asarray(out, dtype=np.int64).reshape(-1, 7).T.reshape(7, -1)
+
+
+BLOCKS: Entry[Blocks] = Entry(
+    "memory_blocks.pair", "the blocks of the context's memory table (pair), read-only"
+)
+
+
+def blocks_of(ctx: AnalysisContext, mem: pa.Table) -> Blocks:
+    """:func:`pair` of ``mem``, a projection of ``ctx``'s memory table (any columns that
+    include pair's: the rows, and so the blocks, are the table's), once per context."""
+    return ctx.cache.get(BLOCKS, lambda: pair(mem))

@@ -28,7 +28,12 @@ import pyarrow as pa
 
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes
-from tbdtrace.analysis.engine.memory_blocks import INT64_MAX, Blocks, group_codes, pair
+from tbdtrace.analysis.engine.memory_blocks import (
+    INT64_MAX,
+    Blocks,
+    blocks_of,
+    group_codes,
+)
 from tbdtrace.analysis.engine.memory_devices import BREAKDOWN, Events, Series, series
 from tbdtrace.analysis.engine.window import HI, LO, Window, phase_bounds
 from tbdtrace.arrow_ints import int_column
@@ -82,7 +87,7 @@ def timeline(ctx: Source, config: MemoryConfig | None = None) -> pa.Table:
     """
     ctx = of(ctx)
     mem = ctx.table("memory", _COLS)
-    return _timeline(mem, pair(mem))
+    return _timeline(mem, blocks_of(ctx, mem))
 
 
 def _events(mem: pa.Table, blocks: Blocks) -> tuple[Events, npt.NDArray[np.int64]]:
@@ -310,7 +315,7 @@ def summarize(
     ctx = of(ctx)
     config = config or MemoryConfig()
     mem = ctx.table("memory", _COLS + ["total_allocated_bytes", "total_reserved_bytes"])
-    blocks = pair(mem)
+    blocks = blocks_of(ctx, mem)
     events = _events(mem, blocks)
     all_series = series(mem, blocks.group_keys, events[0], _use_totals(ctx, config))
     present = [lv for lv in MEMORY_LEVELS if any(s.key[0] == lv for s in all_series)]

@@ -368,6 +368,26 @@ MEMORY = Output(
     ),
 )
 
+MEMORY_ADVICE = Output(
+    "memory_advice",
+    "one row per op (or module) with blocks live at the headline device's memory peak, "
+    "largest first (docs/METRICS.md, Memory advice)",
+    (
+        Column("by", STR, "text", "op or module: what name is"),
+        Column("name", STR, "text", "the op or nn.Module that allocated; null: not attributed"),
+        Column("blocks", I64, "count", "blocks live at the peak"),
+        Column("bytes", I64, "bytes", "their bytes"),
+        Column("share", F64, "ratio", "bytes / the peak"),
+        Column(
+            "pre_existing",
+            BOOL,
+            "flag",
+            "true for the row of peak bytes no block explains (allocated before the trace)",
+        ),
+        Column("peak_ts_ns", I64, "ns", "time of the peak"),
+    ),
+)
+
 MEMORY_SERIES = Output(
     "memory_series",
     "memory over time per device, thinned: one row per kept point",
@@ -717,6 +737,7 @@ PASSES: tuple[Output, ...] = (
     FP32,
     PHASES,
     MEMORY,
+    MEMORY_ADVICE,
     MEMORY_SERIES,
     STEP_TIMELINE,
     COLLECTIVE_SKEW,

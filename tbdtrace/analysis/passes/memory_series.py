@@ -32,7 +32,7 @@ from tbdtrace.analysis.engine import memory_replay as memory
 from tbdtrace.analysis.engine import outputs
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes, row_codes
-from tbdtrace.analysis.engine.memory_blocks import pair
+from tbdtrace.analysis.engine.memory_blocks import blocks_of
 from tbdtrace.analysis.engine.memory_devices import Series, series
 from tbdtrace.analysis.engine.window import Window
 from tbdtrace.arrow_ints import int_column
@@ -179,7 +179,7 @@ def _from_allocator_totals(
     if not memory._use_totals(ctx, memory.MemoryConfig()) or not ctx.num_rows("memory"):
         return SCHEMA.empty_table(), set()
     mem = ctx.table("memory", memory._COLS + ["total_allocated_bytes", "total_reserved_bytes"])
-    blocks = pair(mem)
+    blocks = blocks_of(ctx, mem)
     ev, _ = memory._events(mem, blocks)
     found = [
         s
