@@ -57,6 +57,10 @@ def events(ctx: Source, steps: pa.Table, max_events: int) -> tuple[pa.Table, int
     if win.num_rows == 0:
         return SCHEMA.empty_table(), 0
     parts = []
+    # What every part of a table reads, made on its first part: the stream column (the
+    # one column no other pass reads: decoded for this call only) and, for kernels, the
+    # category of each name.
+    columns: dict[str, tuple[pa.ChunkedArray, npt.NDArray[np.str_] | None]] = {}
     for r, ws, we in zip(
         int_column(win, "rank"),
         int_column(win, "start_ns"),
@@ -65,7 +69,9 @@ def events(ctx: Source, steps: pa.Table, max_events: int) -> tuple[pa.Table, int
     ):
         for table in ("kernels", "memcpy", "memset"):
             for key, idx in _overlapping(ctx, table, int(r), int(ws), int(we)):
-                parts.append(_part(ctx, table, key, idx, int(ws), int(we)))
+                if table not in columns:
+                    columns[table] = _columns(ctx, table)
+                parts.append(_part(ctx, table, key, idx, int(ws), int(we), *columns[table]))
     if not parts:
         return SCHEMA.empty_table(), 0
     out = pa.concat_tables(parts)
@@ -99,18 +105,34 @@ def _overlapping(
     return found
 
 
+def _columns(
+    ctx: AnalysisContext, table: str
+) -> tuple[pa.ChunkedArray, npt.NDArray[np.str_] | None]:
+    """``table``'s stream column, and for kernels the category of each name code."""
+    stream = ctx.table(table, ["stream_id"], cache=False).column(0)
+    if table != "kernels":
+        return stream, None
+    _, labels = shared_arrays.codes(ctx, "kernels", "name")
+    return stream, np.array([categories.classify(lbl) for lbl in labels] or ["other"])
+
+
 def _part(
-    ctx: AnalysisContext, table: str, key: int, idx: npt.NDArray[np.int64], ws: int, we: int
+    ctx: AnalysisContext,
+    table: str,
+    key: int,
+    idx: npt.NDArray[np.int64],
+    ws: int,
+    we: int,
+    streams: pa.ChunkedArray,
+    lut: npt.NDArray[np.str_] | None,
 ) -> pa.Table:
     n = len(idx)
     rank, dtype, dev = decode_device_key(key)
-    # The one column no other pass reads: decoded for this call only.
-    stream = ctx.table(table, ["stream_id"], cache=False).column(0).take(pa.array(idx))
+    stream = streams.take(pa.array(idx))
     s = np.maximum(shared_arrays.ints(ctx, table, "start_ns")[idx], ws)
     e = np.minimum(shared_arrays.ints(ctx, table, "end_ns")[idx], we)
-    if table == "kernels":
-        codes, labels = shared_arrays.codes(ctx, "kernels", "name")
-        lut = np.array([categories.classify(lbl) for lbl in labels] or ["other"])
+    if lut is not None:
+        codes, _ = shared_arrays.codes(ctx, "kernels", "name")
         cats = pa.array(lut[codes[idx]].tolist(), pa.string())
     else:
         cats = pa.array([table] * n, pa.string())
