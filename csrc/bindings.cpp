@@ -284,7 +284,8 @@ py::array_t<int64_t> innermost_sorted(I64Array starts, I64Array ends, I64Array t
             while (leaves < n) leaves <<= 1;
             tree.assign(2 * leaves, std::numeric_limits<int64_t>::min());
             std::copy(e, e + n, tree.begin() + static_cast<std::ptrdiff_t>(leaves));
-            for (size_t i = leaves - 1; i >= 1; --i) tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
+            for (size_t i = leaves - 1; i >= 1; --i)
+              tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
           }
           j = last_at_least(tree, leaves, j, t[k]);
           break;
@@ -298,8 +299,7 @@ py::array_t<int64_t> innermost_sorted(I64Array starts, I64Array ends, I64Array t
 }
 
 void bind_intervals(py::module_& m) {
-  m.def("innermost_sorted", &innermost_sorted, py::arg("starts"), py::arg("ends"),
-        py::arg("times"),
+  m.def("innermost_sorted", &innermost_sorted, py::arg("starts"), py::arg("ends"), py::arg("times"),
         "per time, the last range (sorted by start, then end descending) holding it; -1 if none");
 }
 
