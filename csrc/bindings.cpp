@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/column_export.h"
 #include "kineto/parser.h"
@@ -227,6 +229,80 @@ void bind_names(py::module_& m) {
         "abi::__cxa_demangle of an Itanium-mangled name; other text unchanged");
 }
 
+// ---- interval search (tbdtrace/analysis/engine/intervals.py: innermost) ----
+//
+// Ranges sorted by (start, end descending); per query time t, the last range j with
+// start[j] <= t <= end[j], -1 if none: from the last range starting at or before t, the
+// chain of previous ranges with a greater-or-equal end (a monotonic stack), as deep as
+// the nesting; past 64 steps, a max-tree descent (O(log n)).
+using I64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+int64_t last_at_least(const std::vector<int64_t>& tree, size_t leaves, int64_t j, int64_t t) {
+  // The last index <= j whose end is >= t in the max-tree over ends (leaves at [leaves, 2 leaves)).
+  size_t node = leaves + static_cast<size_t>(j);
+  if (tree[node] >= t) return j;
+  // Climb while this node is a left child or its left sibling holds nothing >= t.
+  while (node > 1) {
+    if ((node & 1) && tree[node - 1] >= t) {
+      node -= 1;
+      while (node < leaves) node = tree[2 * node + 1] >= t ? 2 * node + 1 : 2 * node;
+      return static_cast<int64_t>(node - leaves);
+    }
+    node >>= 1;
+  }
+  return -1;
+}
+
+py::array_t<int64_t> innermost_sorted(I64Array starts, I64Array ends, I64Array times) {
+  if (starts.ndim() != 1 || ends.ndim() != 1 || times.ndim() != 1 ||
+      starts.shape(0) != ends.shape(0))
+    throw py::value_error("starts and ends: one-dimensional, of one length; times: 1-D");
+  const size_t n = static_cast<size_t>(starts.shape(0));
+  const size_t q = static_cast<size_t>(times.shape(0));
+  py::array_t<int64_t> out(static_cast<py::ssize_t>(q));
+  const int64_t* s = starts.data();
+  const int64_t* e = ends.data();
+  const int64_t* t = times.data();
+  int64_t* o = out.mutable_data();
+  {
+    py::gil_scoped_release nogil;
+    std::vector<int64_t> prev(n);
+    std::vector<int64_t> stack;
+    for (size_t i = 0; i < n; ++i) {
+      while (!stack.empty() && e[stack.back()] < e[i]) stack.pop_back();
+      prev[i] = stack.empty() ? -1 : stack.back();
+      stack.push_back(static_cast<int64_t>(i));
+    }
+    std::vector<int64_t> tree;  // built on the first query that walks too far
+    size_t leaves = 1;
+    for (size_t k = 0; k < q; ++k) {
+      int64_t j = static_cast<int64_t>(std::upper_bound(s, s + n, t[k]) - s) - 1;
+      int steps = 0;
+      while (j >= 0 && e[j] < t[k]) {
+        if (++steps > 64) {
+          if (tree.empty()) {
+            while (leaves < n) leaves <<= 1;
+            tree.assign(2 * leaves, std::numeric_limits<int64_t>::min());
+            std::copy(e, e + n, tree.begin() + static_cast<std::ptrdiff_t>(leaves));
+            for (size_t i = leaves - 1; i >= 1; --i)
+              tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
+          }
+          j = last_at_least(tree, leaves, j, t[k]);
+          break;
+        }
+        j = prev[j];
+      }
+      o[k] = j;
+    }
+  }
+  return out;
+}
+
+void bind_intervals(py::module_& m) {
+  m.def("innermost_sorted", &innermost_sorted, py::arg("starts"), py::arg("ends"), py::arg("times"),
+        "per time, the last range (sorted by start, then end descending) holding it; -1 if none");
+}
+
 }  // namespace
 
 namespace {
@@ -351,6 +427,7 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "tbdtrace native code: CUPTI collector and Kineto JSON parser (private)";
   bind_kineto(m);
   bind_names(m);
+  bind_intervals(m);
 #ifndef TBDTRACE_WITH_COLLECTOR
   // The analysis-only build (CMake -DTBDTRACE_COLLECTOR=OFF, or no CUPTI found).
   m.attr("has_collector") = false;

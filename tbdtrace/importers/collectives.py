@@ -201,18 +201,31 @@ def _host_spans(
     o_rank = _rank_keys(ops.get("rank"), take, len(rows))
     o_s = ops["start_ns"].take(take).to_numpy(zero_copy_only=False)
     o_e = ops["end_ns"].take(take).to_numpy(zero_copy_only=False)
-    spans: dict[tuple[int, int], tuple[int, int]] = {}
-    for r, x, s, e in zip(o_rank.tolist(), o_ext.tolist(), o_s.tolist(), o_e.tolist(), strict=True):
-        old = spans.get((r, x))
-        spans[(r, x)] = (s, e) if old is None else (min(old[0], s), max(old[1], e))
+    # One span per (rank, external id): the earliest start and the latest end of its ops,
+    # keys sorted by rank, then id.
+    order = np.lexsort((o_ext, o_rank))
+    k_rank, k_ext = o_rank[order], o_ext[order]
+    new = np.ones(k_rank.size, bool)
+    new[1:] = (k_rank[1:] != k_rank[:-1]) | (k_ext[1:] != k_ext[:-1])
+    first = np.flatnonzero(new)
+    u_rank, u_ext = k_rank[first], k_ext[first]
+    u_s = np.minimum.reduceat(o_s[order], first)
+    u_e = np.maximum.reduceat(o_e[order], first)
     c_ext = coll["external_id"]
-    ext_ok = c_ext.is_valid().to_numpy(zero_copy_only=False)
+    ext_ok = np.asarray(c_ext.is_valid().to_numpy(zero_copy_only=False), bool)
     c_ext_v = c_ext.fill_null(0).to_numpy(zero_copy_only=False)
     c_rank = _rank_keys(coll.get("rank"), None, m)
-    for i in np.flatnonzero(ext_ok).tolist():
-        hit = spans.get((int(c_rank[i]), int(c_ext_v[i])))
-        if hit is not None:
-            hs[i], he[i] = hit
+    for rk in np.unique(c_rank[ext_ok]).tolist():
+        lo = int(np.searchsorted(u_rank, rk, side="left"))
+        hi = int(np.searchsorted(u_rank, rk, side="right"))
+        if lo == hi:
+            continue
+        sel = np.flatnonzero(ext_ok & (c_rank == rk))
+        pos = lo + np.searchsorted(u_ext[lo:hi], c_ext_v[sel])
+        pos = np.minimum(pos, hi - 1)
+        hit = u_ext[pos] == c_ext_v[sel]
+        hs[sel[hit]] = u_s[pos[hit]]
+        he[sel[hit]] = u_e[pos[hit]]
     return hs, he
 
 

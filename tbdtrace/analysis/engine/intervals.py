@@ -11,6 +11,8 @@ module the passes use for it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -168,6 +170,28 @@ def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
     else:
         order = np.lexsort((-ends, starts))
         s, e = starts[order], ends[order]
+    native = _native_innermost()
+    flat = t_in.reshape(-1)
+    # The compiled search (csrc/bindings.cpp) where the extension has it.
+    j = (native(s, e, flat) if native is not None else _innermost_sorted(s, e, flat)).reshape(
+        t_in.shape
+    )
+    if order is not None:
+        j = np.where(j >= 0, order[np.clip(j, 0, None)], -1)
+    return j
+
+
+def _native_innermost() -> Any:
+    """``_native.innermost_sorted``; None where the extension is missing or older."""
+    try:
+        from tbdtrace import _native
+    except ImportError:
+        return None
+    return getattr(_native, "innermost_sorted", None)
+
+
+def _innermost_sorted(s: I64, e: I64, t_in: I64) -> I64:
+    """:func:`innermost` for ranges sorted by (start, -end), in numpy."""
     pg = previous_ge(e)
     j = np.searchsorted(s, t_in, side="right") - 1
     idx = np.flatnonzero(j >= 0)
@@ -180,8 +204,6 @@ def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
         idx = idx[e[j[idx]] < t_in[idx]]
     if idx.size:
         j[idx] = _innermost_table(s, e, t_in[idx])
-    if order is not None:
-        j = np.where(j >= 0, order[np.clip(j, 0, None)], -1)
     return j
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes
 from tbdtrace.analysis.engine.memory_blocks import (
@@ -53,6 +54,8 @@ _COLS = [
     "pid",
     "category",
 ]
+# What the replay reads: the columns above and the allocator's own totals (the summary's).
+_REPLAY_COLS = [*_COLS, "total_allocated_bytes", "total_reserved_bytes"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,50 @@ def _block_categories(mem: pa.Table, blocks: Blocks) -> npt.NDArray[np.int64]:
     return row_cat[rows] if rows.size else np.zeros(0, dtype=np.int64)
 
 
+@dataclass(frozen=True)
+class Replay:
+    """A context's memory rows, their blocks and effective events (:func:`_events`)."""
+
+    mem: pa.Table
+    blocks: Blocks
+    events: tuple[Events, npt.NDArray[np.int64]]
+
+
+REPLAY: Entry[Replay] = Entry(
+    "memory_replay.replay", "the memory rows, their blocks and effective events, sorted"
+)
+TIMELINE: Entry[pa.Table] = Entry("memory_replay.timeline", "the replay's timeline table")
+SERIES: Entry[list[Series]] = Entry(
+    "memory_replay.series", "every device's level (argument: the allocator's totals used)"
+)
+
+
+def replay(ctx: AnalysisContext) -> Replay:
+    """The memory rows of ``ctx`` paired into blocks and replayed as events, once per
+    context (the memory pass, the memory series and the memory section share them)."""
+
+    def compute() -> Replay:
+        mem = ctx.table("memory", _REPLAY_COLS)
+        blocks = blocks_of(ctx, mem)
+        ev, lvl = _events(mem, blocks)
+        for a in (*vars(ev).values(), lvl):
+            a.flags.writeable = False
+        return Replay(mem, blocks, (ev, lvl))
+
+    return ctx.cache.get(REPLAY, compute)
+
+
+def device_series(ctx: AnalysisContext, totals: bool) -> list[Series]:
+    """Every device's level (:func:`memory_devices.series`), once per context and
+    ``totals``."""
+
+    def compute() -> list[Series]:
+        r = replay(ctx)
+        return series(r.mem, r.blocks.group_keys, r.events[0], totals)
+
+    return ctx.cache.get(SERIES, compute, totals)
+
+
 def timeline(ctx: Source, config: MemoryConfig | None = None) -> pa.Table:
     """One row per effective alloc or free, in time order within each level.
 
@@ -85,9 +132,13 @@ def timeline(ctx: Source, config: MemoryConfig | None = None) -> pa.Table:
     just after the event; device_total_bytes: live bytes of that level on the event's
     device (same rank, pid, device) just after it. Frees with no matching alloc are absent.
     """
-    ctx = of(ctx)
-    mem = ctx.table("memory", _COLS)
-    return _timeline(mem, blocks_of(ctx, mem))
+    c = of(ctx)
+
+    def compute() -> pa.Table:
+        r = replay(c)
+        return _timeline(r.mem, r.blocks, r.events)
+
+    return c.cache.get(TIMELINE, compute)
 
 
 def _events(mem: pa.Table, blocks: Blocks) -> tuple[Events, npt.NDArray[np.int64]]:
@@ -314,10 +365,9 @@ def summarize(
     """
     ctx = of(ctx)
     config = config or MemoryConfig()
-    mem = ctx.table("memory", _COLS + ["total_allocated_bytes", "total_reserved_bytes"])
-    blocks = blocks_of(ctx, mem)
-    events = _events(mem, blocks)
-    all_series = series(mem, blocks.group_keys, events[0], _use_totals(ctx, config))
+    r = replay(ctx)
+    mem, blocks = r.mem, r.blocks
+    all_series = device_series(ctx, _use_totals(ctx, config))
     present = [lv for lv in MEMORY_LEVELS if any(s.key[0] == lv for s in all_series)]
     level = config.level or (
         "allocated" if "allocated" in present else (present[0] if present else "allocated")
@@ -347,7 +397,7 @@ def summarize(
                 window_start_bytes=w["start_bytes"],
             )
         doc["levels"] = _levels(all_series, head, span)
-    doc["devices"] = _device_rows(all_series, _devices(_timeline(mem, blocks, events)), window)
+    doc["devices"] = _device_rows(all_series, _devices(timeline(ctx)), window)
     doc["steps"] = _steps(head, ctx.table("steps", ["step", "start_ns", "end_ns"]))
     doc["event_count"] = mem.num_rows
     doc["first_ts_ns"] = int(pa.compute.min(mem.column("ts_ns")).as_py()) if mem.num_rows else None
@@ -407,10 +457,13 @@ def _reserved_peak(sr: Series, span: tuple[int, int] | None) -> tuple[int, int] 
         lo, hi = span
         a = int(np.searchsorted(ts, lo, side="left"))
         b = int(np.searchsorted(ts, hi, side="right"))
-        before = [(int(val[a - 1]), lo)] if a else []
-        inside = [(int(v), int(t)) for v, t in zip(val[a:b], ts[a:b], strict=True)]
-        cand = before + inside
-        return max(cand, key=lambda c: c[0]) if cand else None
+        # Candidates: the last report before the span (stamped at its start), then the
+        # reports inside it; the first of the largest wins.
+        first, stop = max(a - 1, 0), max(a, b)
+        if first >= stop:
+            return None
+        i = first + int(np.argmax(val[first:stop]))
+        return int(val[i]), (lo if i < a else int(ts[i]))
     i = int(np.argmax(val))
     return int(val[i]), int(ts[i])
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 from tbdtrace.analysis.engine import categories, outputs, shared_arrays
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
+from tbdtrace.analysis.engine.intervals import is_sorted
 from tbdtrace.analysis.engine.summaries import measured_steps
 from tbdtrace.arrow_ints import int_column
 
@@ -57,6 +58,11 @@ def events(ctx: Source, steps: pa.Table, max_events: int) -> tuple[pa.Table, int
     if win.num_rows == 0:
         return SCHEMA.empty_table(), 0
     parts = []
+    # What every part of a table reads, made on its first part: the stream column (the
+    # one column no other pass reads: decoded for this call only) and, for kernels, the
+    # category of each name.
+    columns: dict[str, tuple[pa.ChunkedArray, npt.NDArray[np.str_] | None]] = {}
+    reach: dict[tuple[str, int], npt.NDArray[np.int64] | None] = {}
     for r, ws, we in zip(
         int_column(win, "rank"),
         int_column(win, "start_ns"),
@@ -64,8 +70,10 @@ def events(ctx: Source, steps: pa.Table, max_events: int) -> tuple[pa.Table, int
         strict=True,
     ):
         for table in ("kernels", "memcpy", "memset"):
-            for key, idx in _overlapping(ctx, table, int(r), int(ws), int(we)):
-                parts.append(_part(ctx, table, key, idx, int(ws), int(we)))
+            for key, idx in _overlapping(ctx, table, int(r), int(ws), int(we), reach):
+                if table not in columns:
+                    columns[table] = _columns(ctx, table)
+                parts.append(_part(ctx, table, key, idx, int(ws), int(we), *columns[table]))
     if not parts:
         return SCHEMA.empty_table(), 0
     out = pa.concat_tables(parts)
@@ -83,34 +91,68 @@ def events(ctx: Source, steps: pa.Table, max_events: int) -> tuple[pa.Table, int
 
 
 def _overlapping(
-    ctx: AnalysisContext, table: str, rank: int, ws: int, we: int
+    ctx: AnalysisContext,
+    table: str,
+    rank: int,
+    ws: int,
+    we: int,
+    bounds: dict[tuple[str, int], npt.NDArray[np.int64] | None],
 ) -> list[tuple[int, npt.NDArray[np.int64]]]:
     """(device key, rows) of ``table`` on ``rank``'s devices (every device for rank -1:
-    no rank) that overlap [ws, we), from the per-device arrays passes share (_frame)."""
+    no rank) that overlap [ws, we), from the per-device arrays passes share (_frame);
+    ``bounds`` keeps each device's running maximum of ends between calls."""
     found = []
     for key, rows in shared_arrays.device_rows(ctx, table):
         key_rank = decode_device_key(key)[0]
         if rank != -1 and (-1 if key_rank is None else key_rank) != rank:
             continue
         s, e = shared_arrays.spans(ctx, table, key)
-        hit = np.flatnonzero((s < we) & (e > ws))
+        if (table, key) not in bounds:
+            # Rows in start order (as traces are written): the running maximum of the
+            # ends bounds which rows can reach a window, so a window's search reads its
+            # own stretch of rows instead of the whole device (533 windows of one step
+            # over 10M kernels: 4 s).
+            bounds[(table, key)] = np.maximum.accumulate(e) if is_sorted(s) else None
+        reach = bounds[(table, key)]
+        if reach is None:
+            hit = np.flatnonzero((s < we) & (e > ws))
+        else:
+            lo = int(np.searchsorted(reach, ws, side="right"))
+            hi = int(np.searchsorted(s, we, side="left"))
+            hit = lo + np.flatnonzero(e[lo:hi] > ws) if hi > lo else np.zeros(0, np.int64)
         if hit.size:
             found.append((key, hit if isinstance(rows, slice) else rows[hit]))
     return found
 
 
+def _columns(
+    ctx: AnalysisContext, table: str
+) -> tuple[pa.ChunkedArray, npt.NDArray[np.str_] | None]:
+    """``table``'s stream column, and for kernels the category of each name code."""
+    stream = ctx.table(table, ["stream_id"], cache=False).column(0)
+    if table != "kernels":
+        return stream, None
+    _, labels = shared_arrays.codes(ctx, "kernels", "name")
+    return stream, np.array([categories.classify(lbl) for lbl in labels] or ["other"])
+
+
 def _part(
-    ctx: AnalysisContext, table: str, key: int, idx: npt.NDArray[np.int64], ws: int, we: int
+    ctx: AnalysisContext,
+    table: str,
+    key: int,
+    idx: npt.NDArray[np.int64],
+    ws: int,
+    we: int,
+    streams: pa.ChunkedArray,
+    lut: npt.NDArray[np.str_] | None,
 ) -> pa.Table:
     n = len(idx)
     rank, dtype, dev = decode_device_key(key)
-    # The one column no other pass reads: decoded for this call only.
-    stream = ctx.table(table, ["stream_id"], cache=False).column(0).take(pa.array(idx))
+    stream = streams.take(pa.array(idx))
     s = np.maximum(shared_arrays.ints(ctx, table, "start_ns")[idx], ws)
     e = np.minimum(shared_arrays.ints(ctx, table, "end_ns")[idx], we)
-    if table == "kernels":
-        codes, labels = shared_arrays.codes(ctx, "kernels", "name")
-        lut = np.array([categories.classify(lbl) for lbl in labels] or ["other"])
+    if lut is not None:
+        codes, _ = shared_arrays.codes(ctx, "kernels", "name")
         cats = pa.array(lut[codes[idx]].tolist(), pa.string())
     else:
         cats = pa.array([table] * n, pa.string())

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
-from tbdtrace.analysis.engine import intervals, outputs
-from tbdtrace.analysis.engine.context import Source, of
+from tbdtrace.analysis.engine import attribution, intervals, outputs, shared_arrays
+from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.arrow_ints import int_column
 
 _NULL = -(2**62)  # stands for a null rank/pid/tid while grouping
@@ -30,29 +31,72 @@ def run(ctx: Source, config: None = None) -> pa.Table:
     when the span is 0).
     """
     ctx = of(ctx)
-    ops = ctx.table("ops", ["rank", "pid", "tid", "start_ns", "end_ns"])
-    if ops.num_rows == 0:
+    if ctx.num_rows("ops") == 0:
         return _SCHEMA.empty_table()
-    # Nulls become a value no real id takes, so they group together.
-    fill = {c: int_column(ops, c, _NULL) for c in ("rank", "pid", "tid")}
-    start, end = int_column(ops, "start_ns"), int_column(ops, "end_ns")
-    # Threads in (rank, pid, tid) order, each one run of rows of one stable sort (a
-    # boolean mask per thread and np.unique(axis=0) cost ~50 ms on 200k ops).
-    order = np.lexsort((fill["tid"], fill["pid"], fill["rank"]))
-    key = np.stack([fill["rank"][order], fill["pid"][order], fill["tid"][order]])
-    cuts = np.flatnonzero((key[:, 1:] != key[:, :-1]).any(axis=0)) + 1
-    bounds = np.concatenate([[0], cuts, [order.size]])
-    start, end = start[order], end[order]
     rows: dict[str, list[Any]] = {n: [] for n in _SCHEMA.names}
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        s, e = start[lo:hi], end[lo:hi]
+    # Threads in (rank, pid, tid) order.
+    for key, s, e in sorted(_threads(ctx), key=lambda t: t[0]):
         span = intervals.span(s, e)
         busy = intervals.union_length(s, e)
-        for name, v in zip(("rank", "pid", "tid"), key[:, lo].tolist(), strict=True):
+        for name, v in zip(("rank", "pid", "tid"), key, strict=True):
             rows[name].append(None if v == _NULL else int(v))
-        rows["op_count"].append(hi - lo)
+        rows["op_count"].append(s.size)
         rows["span_ns"].append(span)
         rows["busy_ns"].append(busy)
         rows["busy_ratio"].append(busy / span if span else None)
     tbl = pa.table(rows, schema=_SCHEMA)
     return tbl.sort_by([("busy_ns", "descending"), ("tid", "ascending")])
+
+
+Thread = tuple[tuple[int, int, int], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+
+def _threads(ctx: AnalysisContext) -> list[Thread]:
+    """((rank, pid, tid), start_ns, end_ns) of the ops of each thread, in no set order;
+    a null id is ``_NULL``.
+
+    Without null ids, from the ops' rows per (pid, tid) that the attribution of kernels
+    also groups by (one grouping, the int64 columns shared): a 29M-op trace took ~3 GiB
+    for a sort by three columns and its reordered copies."""
+    one_rank = ctx.constant("ops", "rank")  # from the file's statistics, if they tell
+    ids = (
+        ("pid", "tid")
+        if one_rank is not None and one_rank[0] is not None
+        else ("rank", "pid", "tid")
+    )
+    if any(ctx.column("ops", c).null_count for c in ids):
+        return _sorted_threads(ctx)
+    start = shared_arrays.ints(ctx, "ops", "start_ns")
+    end = shared_arrays.ints(ctx, "ops", "end_ns")
+    rank = None if len(ids) == 2 else shared_arrays.ints(ctx, "ops", "rank")
+    out: list[Thread] = []
+    for (pid, tid), idx in attribution.range_groups(ctx, "ops").items():
+        if rank is None:
+            assert one_rank is not None
+            out.append(((int(one_rank[0]), pid, tid), start[idx], end[idx]))
+            continue
+        r = rank[idx]
+        ranks = np.unique(r).tolist()
+        for rk in ranks:
+            sel = idx if len(ranks) == 1 else idx[r == rk]
+            out.append(((int(rk), pid, tid), start[sel], end[sel]))
+    return out
+
+
+def _sorted_threads(ctx: AnalysisContext) -> list[Thread]:
+    """:func:`_threads` where ids are null: nulls become a value no real id takes, so they
+    group together; threads are runs of one stable sort (a boolean mask per thread and
+    np.unique(axis=0) cost ~50 ms on 200k ops)."""
+    ops = ctx.table("ops", ["rank", "pid", "tid", "start_ns", "end_ns"])
+    fill = {c: int_column(ops, c, _NULL) for c in ("rank", "pid", "tid")}
+    start, end = int_column(ops, "start_ns"), int_column(ops, "end_ns")
+    order = np.lexsort((fill["tid"], fill["pid"], fill["rank"]))
+    key = np.stack([fill["rank"][order], fill["pid"][order], fill["tid"][order]])
+    cuts = np.flatnonzero((key[:, 1:] != key[:, :-1]).any(axis=0)) + 1
+    bounds = np.concatenate([[0], cuts, [order.size]])
+    start, end = start[order], end[order]
+    out: list[Thread] = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        k = key[:, lo].tolist()
+        out.append(((k[0], k[1], k[2]), start[lo:hi], end[lo:hi]))
+    return out

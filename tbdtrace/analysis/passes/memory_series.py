@@ -32,8 +32,7 @@ from tbdtrace.analysis.engine import memory_replay as memory
 from tbdtrace.analysis.engine import outputs
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import dict_codes, row_codes
-from tbdtrace.analysis.engine.memory_blocks import blocks_of
-from tbdtrace.analysis.engine.memory_devices import Series, series
+from tbdtrace.analysis.engine.memory_devices import Series
 from tbdtrace.analysis.engine.window import Window
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.schema import MEMORY_CATEGORIES
@@ -178,12 +177,9 @@ def _from_allocator_totals(
     the (level, device_type, device_id, rank) keys it covers."""
     if not memory._use_totals(ctx, memory.MemoryConfig()) or not ctx.num_rows("memory"):
         return SCHEMA.empty_table(), set()
-    mem = ctx.table("memory", memory._COLS + ["total_allocated_bytes", "total_reserved_bytes"])
-    blocks = blocks_of(ctx, mem)
-    ev, _ = memory._events(mem, blocks)
     found = [
         s
-        for s in series(mem, blocks.group_keys, ev, True)
+        for s in memory.device_series(ctx, True)
         if s.key[0] == "allocated" and s.source == "allocator_totals" and s.ts.size
     ]
     by_dev: dict[tuple[object, ...], list[Series]] = {}

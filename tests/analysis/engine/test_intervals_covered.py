@@ -4,8 +4,21 @@ against brute force on random intervals."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from tbdtrace.analysis.engine import intervals
 from tbdtrace.analysis.engine.intervals import covered_in_windows, innermost
+
+
+@pytest.fixture(params=["native", "numpy"])
+def search_path(request, monkeypatch) -> str:
+    """Each innermost test runs on the compiled search and on the numpy one."""
+    if request.param == "native":
+        if intervals._native_innermost() is None:
+            pytest.skip("tbdtrace._native has no innermost_sorted (make native)")
+    else:
+        monkeypatch.setattr(intervals, "_native_innermost", lambda: None)
+    return str(request.param)
 
 
 def _brute_cover(s, e, ws, we):
@@ -32,7 +45,7 @@ def test_covered_in_windows_empty_sets() -> None:
     assert covered_in_windows(z, z, [0, 5], [10, 6]).tolist() == [0, 0]
 
 
-def test_innermost_is_the_latest_starting_containing_range() -> None:
+def test_innermost_is_the_latest_starting_containing_range(search_path) -> None:
     rng = np.random.default_rng(7)
     s = rng.integers(0, 1000, 200)
     e = s + rng.integers(0, 300, 200)
@@ -49,7 +62,7 @@ def test_innermost_is_the_latest_starting_containing_range() -> None:
             assert s[g] == best and e[g] == shortest
 
 
-def test_innermost_nested_example() -> None:
+def test_innermost_nested_example(search_path) -> None:
     # outer [0,100], child [10,50], grandchild [20,30], sibling [60,90]
     s = np.array([0, 10, 20, 60])
     e = np.array([100, 50, 30, 90])
@@ -81,10 +94,9 @@ def _as_pairs(s, e, got):
     return [None if g < 0 else (s[g], e[g]) for g in got]
 
 
-def test_innermost_deep_nesting_and_the_table_fallback(monkeypatch) -> None:
-    from tbdtrace.analysis.engine import intervals
-
-    # 150 levels deep (the chain walk gives up after _MAX_STEPS), then random siblings.
+def test_innermost_deep_nesting_and_the_table_fallback(monkeypatch, search_path) -> None:
+    # 150 levels deep (the chain walk gives up after _MAX_STEPS, 64 steps in the compiled
+    # search, and finishes in a table or tree search), then random siblings.
     rng = np.random.default_rng(11)
     s = np.concatenate([np.arange(150), rng.integers(0, 2000, 100)])
     e = np.concatenate([10_000 - np.arange(150), np.zeros(100, dtype=np.int64)])
@@ -92,8 +104,33 @@ def test_innermost_deep_nesting_and_the_table_fallback(monkeypatch) -> None:
     q = np.concatenate([rng.integers(-5, 10_100, 400), [149, 150, 9850, 9851, 10_000]])
     want = _brute_innermost(s, e, q)
     assert _as_pairs(s, e, innermost(s, e, q)) == want
-    monkeypatch.setattr(intervals, "_MAX_STEPS", 0)  # every query through the table
+    monkeypatch.setattr(intervals, "_MAX_STEPS", 0)  # numpy: every query through the table
     assert _as_pairs(s, e, innermost(s, e, q)) == want
+    # Shuffled rows (sorted inside), a 2-D query array, no ranges and no queries.
+    perm = rng.permutation(s.size)
+    got = innermost(s[perm], e[perm], q.reshape(5, -1))
+    assert got.shape == (5, q.size // 5)
+    assert _as_pairs(s[perm], e[perm], got.reshape(-1)) == want
+    z = np.zeros(0, dtype=np.int64)
+    assert innermost(z, z, q[:3]).tolist() == [-1, -1, -1]
+    assert innermost(s, e, z).tolist() == []
+
+
+def test_innermost_compiled_and_numpy_agree_on_nested_random_ranges(monkeypatch) -> None:
+    if intervals._native_innermost() is None:
+        pytest.skip("tbdtrace._native has no innermost_sorted (make native)")
+    rng = np.random.default_rng(21)
+    for depth in (1, 3, 70, 300):
+        # Nested stacks of ranges, each stack `depth` deep, plus ties on start.
+        base = np.repeat(rng.integers(0, 10**6, 40) * 10**4, depth)
+        lvl = np.tile(np.arange(depth), 40)
+        s = base + lvl
+        e = base + 2 * depth + 10**3 - lvl - rng.integers(0, 2, lvl.size)
+        q = np.concatenate([rng.integers(0, 10**10, 2000), s[::7], e[::5], e[::5] + 1])
+        native = innermost(s, e, q)
+        monkeypatch.setattr(intervals, "_native_innermost", lambda: None)
+        assert native.tolist() == innermost(s, e, q).tolist()
+        monkeypatch.undo()
 
 
 def test_previous_ge_matches_a_scan() -> None:
