@@ -110,6 +110,7 @@ KINETO = {
     "tbdtrace.importers.validate",
 }
 REPORT = CORE | {
+    "tbdtrace._native",  # the attribution's innermost-range search, compiled
     "tbdtrace.analysis.engine.across_ranks",
     "tbdtrace.analysis.engine.attribution",
     "tbdtrace.analysis.engine.byte_formulas",
