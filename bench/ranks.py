@@ -23,7 +23,13 @@ driver's own share is read from ``/proc/PID/stat`` while the finished report is 
 is read before and after each run.
 
 The JSON is checked to hold every rank and the injected faults, and the rank-by-rank
-``ranks`` sections to equal each other (and the one-process one, where it ran).
+``ranks`` sections to equal each other (and the one-process one, where it ran). The goals
+end the output, one ``PASS``/``FAIL`` line each: every injected straggler is its step's
+slowest rank and flagged, its delay above the run's straggler threshold (the rule's floor,
+2% of the median step, or 5 x its noise); the ``ranks`` sections are identical across the
+paths at each size; each run's driver peak RSS is at most ``--rss-goal-mib``; CPU time per
+rank at each size is within ``--cpu-ratio-goal`` of the smallest size's, per path. The
+exit code is 1 when a goal fails.
 """
 
 from __future__ import annotations
@@ -186,6 +192,15 @@ def main(argv: list[str] | None = None) -> int:
         help="delay of each injected straggler (default 200 ms: ~15%% of a step, well above "
         "the straggler rule's threshold: the run's noise, or 2%% of the median step)",
     )
+    ap.add_argument(
+        "--rss-goal-mib", type=float, default=256.0, help="driver peak RSS goal (default 256)"
+    )
+    ap.add_argument(
+        "--cpu-ratio-goal",
+        type=float,
+        default=1.2,
+        help="CPU per rank at each size over the smallest size's, per path (default 1.2)",
+    )
     a = ap.parse_args(argv)
     if not a.fixture.is_file():
         print(
@@ -197,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     opts = {"one": [], "pool": ["--jobs", str(a.procs)], "dask": ["--workers", str(a.procs)]}
     rows = []
     per_rank: dict[tuple[int, str], float] = {}
+    goals: list[tuple[bool, str]] = []  # (met, what)
     for n in a.ranks or [64, 256]:
         d = _set(n, a.kernels, a.fixture, a.sets, a.straggler_ms)
         sections = {}
@@ -209,6 +225,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r.load[0]:.1f}-{r.load[1]:.1f}",
                 file=sys.stderr,
             )
+            rss_mib = r.peak_bytes / 2**20
+            goals.append(
+                (
+                    rss_mib <= a.rss_goal_mib,
+                    f"{n} ranks, {how}: driver peak RSS {rss_mib:.0f} MiB "
+                    f"(goal <= {a.rss_goal_mib:g} MiB)",
+                )
+            )
             if r.doc is None:
                 rows.append((n, how, r, "stopped at the RSS limit", "", ""))
                 continue
@@ -218,6 +242,14 @@ def main(argv: list[str] | None = None) -> int:
                 st = next(s for s in sec["steps"] if s["step"] == step)
                 ok = st["slowest_rank"] == rank and st["straggler"]
                 flag = "flagged" if st["straggler"] else "NOT flagged"
+                goals.append(
+                    (
+                        ok,
+                        f"{n} ranks, {how}: step {step}'s slowest rank {st['slowest_rank']} "
+                        f"(injected: rank {rank}), lead {st['lead_ns'] / 1e6:.1f} ms over "
+                        f"threshold {st['threshold_ns'] / 1e6:.1f} ms, {flag}",
+                    )
+                )
                 found.append(
                     f"step {step}: rank {st['slowest_rank']} (injected {rank}), lead "
                     f"{st['lead_ns'] / 1e6:.1f} ms, {flag}" + ("" if ok else " MISSED")
@@ -227,22 +259,45 @@ def main(argv: list[str] | None = None) -> int:
                 s["step"] for s in sec["steps"] if s["straggler"] and s["step"] not in injected
             ]
             rule = sec["straggler_rule"]
+            delay_ns = a.straggler_ms * 1e6
+            goals.append(
+                (
+                    delay_ns > rule["threshold_ns"],
+                    f"{n} ranks, {how}: injected delay {a.straggler_ms:g} ms = "
+                    f"{delay_ns / max(rule['threshold_ns'], 1):.1f} x the straggler threshold "
+                    f"{rule['threshold_ns'] / 1e6:.1f} ms (floor {rule['floor_ns'] / 1e6:.1f} ms "
+                    f"= 2% of the median step, noise {rule['noise_ns'] / 1e6:.3f} ms)",
+                )
+            )
             found.append(
                 f"other steps flagged: {extra or 'none'} (threshold "
                 f"{rule['threshold_ns'] / 1e6:.2f} ms, noise {rule['noise_ns'] / 1e6:.3f} ms)"
             )
             slow = [x["rank"] for x in sec["collectives"]["per_rank"] if x["slow_link"]]
+            goals.append(
+                (
+                    len(sec["per_rank"]) == n and slow == [n - 1],
+                    f"{n} ranks, {how}: {len(sec['per_rank'])} ranks reported, slow link "
+                    f"found on {slow} (injected: [{n - 1}])",
+                )
+            )
             per_rank[(n, how)] = (r.driver_cpu_s + r.workers_cpu_s) / n
             rows.append((n, how, r, str(len(sec["per_rank"])), "; ".join(found), str(slow)))
-        same = len({json.dumps(s, sort_keys=True) for s in sections.values()}) == 1
-        print(f"  {n} ranks: ranks sections identical across {list(sections)}: {same}")
+        if len(sections) > 1:
+            same = len({json.dumps(s, sort_keys=True) for s in sections.values()}) == 1
+            goals.append((same, f"{n} ranks: ranks sections identical across {list(sections)}"))
     counts = sorted({n for n, _ in per_rank})
     for how in a.how.split(","):
         have = [n for n in counts if (n, how) in per_rank]
         for n in have[1:]:
-            print(
-                f"  {how}: CPU per rank at {n} ranks / at {have[0]} ranks: "
-                f"{per_rank[(n, how)] / per_rank[(have[0], how)]:.2f}x (goal <= 1.2x)"
+            ratio = per_rank[(n, how)] / per_rank[(have[0], how)]
+            goals.append(
+                (
+                    ratio <= a.cpu_ratio_goal,
+                    f"{how}: CPU per rank at {n} ranks / at {have[0]} ranks: "
+                    f"{per_rank[(n, how)] * 1e3:.0f} / {per_rank[(have[0], how)] * 1e3:.0f} ms "
+                    f"= {ratio:.2f}x (goal <= {a.cpu_ratio_goal:g}x)",
+                )
             )
     print(
         "| ranks | kernels | path | wall (s) | CPU s driver | CPU s workers | CPU ms per rank "
@@ -257,7 +312,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{r.workers_cpu_s:.1f} | {cpu / n * 1e3:,.0f} | {r.peak_bytes / 2**20:,.0f} | "
             f"{r.load[0]:.1f}-{r.load[1]:.1f} | {got} | {found_s} | {slow_s} |"
         )
-    return 0
+    print("Goals:")
+    for met, what in goals:
+        print(f"  {'PASS' if met else 'FAIL'}  {what}")
+    failed = sum(not met for met, _ in goals)
+    print(
+        f"{len(goals) - failed} of {len(goals)} goals met"
+        + (f", {failed} FAILED" if failed else "")
+    )
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
