@@ -46,6 +46,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_ranks  # noqa: E402
@@ -175,6 +176,71 @@ def _run(cmd: list[str], env: dict[str, str]) -> Result:
         return Result(wall, driver, total - driver, peak, killed, load, doc)
 
 
+def fault_goals(
+    sec: dict[str, Any],
+    n: int,
+    injected: tuple[tuple[int, int, int], ...],
+    slow_link: int | None,
+) -> tuple[list[tuple[bool, str]], list[str], list[int]]:
+    """The checks of one ``ranks`` section against the faults injected into its set:
+    ``(goals, found, slow)``, where a goal is (met, what): each injected straggler (rank,
+    step, delay ns) is its step's slowest rank and flagged, its delay is above the run's
+    straggler threshold (sized above the rule's floor and noise), every one of ``n`` ranks
+    is reported and the slow link is found on ``slow_link`` only (on no rank when None);
+    ``found`` describes the stragglers for the table, ``slow`` lists the ranks flagged as
+    slow links."""
+    goals: list[tuple[bool, str]] = []
+    found = []
+    rule = sec["straggler_rule"]
+    threshold_ms = rule["threshold_ns"] / 1e6
+    steps = {s["step"]: s for s in sec["steps"]}
+    for rank, step, delay_ns in injected:
+        st = steps.get(step)
+        if st is None:
+            goals.append((False, f"step {step} (rank {rank} injected): not in the report"))
+            found.append(f"step {step}: MISSING")
+            continue
+        ok = st["slowest_rank"] == rank and bool(st["straggler"])
+        flag = "flagged" if st["straggler"] else "NOT flagged"
+        goals.append(
+            (
+                ok,
+                f"step {step}'s slowest rank {st['slowest_rank']} (injected: rank {rank}), "
+                f"lead {st['lead_ns'] / 1e6:.1f} ms over threshold "
+                f"{st['threshold_ns'] / 1e6:.1f} ms, {flag}",
+            )
+        )
+        found.append(
+            f"step {step}: rank {st['slowest_rank']} (injected {rank}), lead "
+            f"{st['lead_ns'] / 1e6:.1f} ms, {flag}" + ("" if ok else " MISSED")
+        )
+        goals.append(
+            (
+                delay_ns > rule["threshold_ns"],
+                f"step {step}: injected delay {delay_ns / 1e6:g} ms = "
+                f"{delay_ns / max(rule['threshold_ns'], 1):.1f} x the straggler threshold "
+                f"{threshold_ms:.1f} ms (floor {rule['floor_ns'] / 1e6:.1f} ms = "
+                f"{rule['floor_share']:.0%} of the median step; noise "
+                f"{rule['noise_ns'] / 1e6:.3f} ms)",
+            )
+        )
+    extra = [s for s, st in steps.items() if st["straggler"] and s not in {x[1] for x in injected}]
+    found.append(
+        f"other steps flagged: {extra or 'none'} (threshold {threshold_ms:.2f} ms, noise "
+        f"{rule['noise_ns'] / 1e6:.3f} ms)"
+    )
+    slow = [x["rank"] for x in sec["collectives"]["per_rank"] if x["slow_link"]]
+    want = [] if slow_link is None else [slow_link]
+    goals.append(
+        (
+            len(sec["per_rank"]) == n and slow == want,
+            f"{len(sec['per_rank'])} of {n} ranks reported, slow link found on {slow} "
+            f"(injected: {want})",
+        )
+    )
+    return goals, found, slow
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, action="append", help="rank counts (default 64, 256)")
@@ -237,50 +303,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((n, how, r, "stopped at the RSS limit", "", ""))
                 continue
             sec = sections[how] = r.doc["ranks"]
-            found = []
-            for rank, step, _ in stragglers(n, a.straggler_ms):
-                st = next(s for s in sec["steps"] if s["step"] == step)
-                ok = st["slowest_rank"] == rank and st["straggler"]
-                flag = "flagged" if st["straggler"] else "NOT flagged"
-                goals.append(
-                    (
-                        ok,
-                        f"{n} ranks, {how}: step {step}'s slowest rank {st['slowest_rank']} "
-                        f"(injected: rank {rank}), lead {st['lead_ns'] / 1e6:.1f} ms over "
-                        f"threshold {st['threshold_ns'] / 1e6:.1f} ms, {flag}",
-                    )
-                )
-                found.append(
-                    f"step {step}: rank {st['slowest_rank']} (injected {rank}), lead "
-                    f"{st['lead_ns'] / 1e6:.1f} ms, {flag}" + ("" if ok else " MISSED")
-                )
-            injected = {step for _, step, _ in stragglers(n, a.straggler_ms)}
-            extra = [
-                s["step"] for s in sec["steps"] if s["straggler"] and s["step"] not in injected
-            ]
-            rule = sec["straggler_rule"]
-            delay_ns = a.straggler_ms * 1e6
-            goals.append(
-                (
-                    delay_ns > rule["threshold_ns"],
-                    f"{n} ranks, {how}: injected delay {a.straggler_ms:g} ms = "
-                    f"{delay_ns / max(rule['threshold_ns'], 1):.1f} x the straggler threshold "
-                    f"{rule['threshold_ns'] / 1e6:.1f} ms (floor {rule['floor_ns'] / 1e6:.1f} ms "
-                    f"= 2% of the median step, noise {rule['noise_ns'] / 1e6:.3f} ms)",
-                )
-            )
-            found.append(
-                f"other steps flagged: {extra or 'none'} (threshold "
-                f"{rule['threshold_ns'] / 1e6:.2f} ms, noise {rule['noise_ns'] / 1e6:.3f} ms)"
-            )
-            slow = [x["rank"] for x in sec["collectives"]["per_rank"] if x["slow_link"]]
-            goals.append(
-                (
-                    len(sec["per_rank"]) == n and slow == [n - 1],
-                    f"{n} ranks, {how}: {len(sec['per_rank'])} ranks reported, slow link "
-                    f"found on {slow} (injected: [{n - 1}])",
-                )
-            )
+            checks, found, slow = fault_goals(sec, n, stragglers(n, a.straggler_ms), n - 1)
+            goals += [(ok, f"{n} ranks, {how}: {what}") for ok, what in checks]
             per_rank[(n, how)] = (r.driver_cpu_s + r.workers_cpu_s) / n
             rows.append((n, how, r, str(len(sec["per_rank"])), "; ".join(found), str(slow)))
         if len(sections) > 1:
