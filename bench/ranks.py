@@ -6,7 +6,7 @@ rank count.
 ``python bench/ranks.py [--ranks 64 --ranks 256] [--kernels 100000] [--how one,pool,dask]
 [--procs 2] [--fixture F] [--sets DIR]``
 
-Each set (``bench/gen_ranks.py``: one straggler, one slow link) is generated once and
+Each set (``bench/gen_ranks.py``: two stragglers, one slow link) is generated once and
 cached in ``DIR/ranks-<N>x<K>/`` (``--sets``, default ``out/bench``). Each report runs as
 a child process; its peak RSS is the driver's own (``VmHWM`` read from /proc every 50 ms:
 the pool's and the cluster's worker processes are not counted; growth in the last 50 ms
