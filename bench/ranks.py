@@ -6,7 +6,7 @@ rank count.
 ``python bench/ranks.py [--ranks 64 --ranks 256] [--kernels 100000] [--how one,pool,dask]
 [--procs 2] [--fixture F] [--sets DIR]``
 
-Each set (``bench/gen_ranks.py``: one straggler, one slow link) is generated once and
+Each set (``bench/gen_ranks.py``: two stragglers, one slow link) is generated once and
 cached in ``DIR/ranks-<N>x<K>/`` (``--sets``, default ``out/bench``). Each report runs as
 a child process; its peak RSS is the driver's own (``VmHWM`` read from /proc every 50 ms:
 the pool's and the cluster's worker processes are not counted; growth in the last 50 ms
@@ -23,7 +23,13 @@ driver's own share is read from ``/proc/PID/stat`` while the finished report is 
 is read before and after each run.
 
 The JSON is checked to hold every rank and the injected faults, and the rank-by-rank
-``ranks`` sections to equal each other (and the one-process one, where it ran).
+``ranks`` sections to equal each other (and the one-process one, where it ran). The goals
+end the output, one ``PASS``/``FAIL`` line each: every injected straggler is its step's
+slowest rank and flagged, its delay above the run's straggler threshold (the rule's floor,
+2% of the median step, or 5 x its noise); the ``ranks`` sections are identical across the
+paths at each size; each run's driver peak RSS is at most ``--rss-goal-mib``; CPU time per
+rank at each size is within ``--cpu-ratio-goal`` of the smallest size's, per path. The
+exit code is 1 when a goal fails.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_ranks  # noqa: E402
@@ -169,6 +176,71 @@ def _run(cmd: list[str], env: dict[str, str]) -> Result:
         return Result(wall, driver, total - driver, peak, killed, load, doc)
 
 
+def fault_goals(
+    sec: dict[str, Any],
+    n: int,
+    injected: tuple[tuple[int, int, int], ...],
+    slow_link: int | None,
+) -> tuple[list[tuple[bool, str]], list[str], list[int]]:
+    """The checks of one ``ranks`` section against the faults injected into its set:
+    ``(goals, found, slow)``, where a goal is (met, what): each injected straggler (rank,
+    step, delay ns) is its step's slowest rank and flagged, its delay is above the run's
+    straggler threshold (sized above the rule's floor and noise), every one of ``n`` ranks
+    is reported and the slow link is found on ``slow_link`` only (on no rank when None);
+    ``found`` describes the stragglers for the table, ``slow`` lists the ranks flagged as
+    slow links."""
+    goals: list[tuple[bool, str]] = []
+    found = []
+    rule = sec["straggler_rule"]
+    threshold_ms = rule["threshold_ns"] / 1e6
+    steps = {s["step"]: s for s in sec["steps"]}
+    for rank, step, delay_ns in injected:
+        st = steps.get(step)
+        if st is None:
+            goals.append((False, f"step {step} (rank {rank} injected): not in the report"))
+            found.append(f"step {step}: MISSING")
+            continue
+        ok = st["slowest_rank"] == rank and bool(st["straggler"])
+        flag = "flagged" if st["straggler"] else "NOT flagged"
+        goals.append(
+            (
+                ok,
+                f"step {step}'s slowest rank {st['slowest_rank']} (injected: rank {rank}), "
+                f"lead {st['lead_ns'] / 1e6:.1f} ms over threshold "
+                f"{st['threshold_ns'] / 1e6:.1f} ms, {flag}",
+            )
+        )
+        found.append(
+            f"step {step}: rank {st['slowest_rank']} (injected {rank}), lead "
+            f"{st['lead_ns'] / 1e6:.1f} ms, {flag}" + ("" if ok else " MISSED")
+        )
+        goals.append(
+            (
+                delay_ns > rule["threshold_ns"],
+                f"step {step}: injected delay {delay_ns / 1e6:g} ms = "
+                f"{delay_ns / max(rule['threshold_ns'], 1):.1f} x the straggler threshold "
+                f"{threshold_ms:.1f} ms (floor {rule['floor_ns'] / 1e6:.1f} ms = "
+                f"{rule['floor_share']:.0%} of the median step; noise "
+                f"{rule['noise_ns'] / 1e6:.3f} ms)",
+            )
+        )
+    extra = [s for s, st in steps.items() if st["straggler"] and s not in {x[1] for x in injected}]
+    found.append(
+        f"other steps flagged: {extra or 'none'} (threshold {threshold_ms:.2f} ms, noise "
+        f"{rule['noise_ns'] / 1e6:.3f} ms)"
+    )
+    slow = [x["rank"] for x in sec["collectives"]["per_rank"] if x["slow_link"]]
+    want = [] if slow_link is None else [slow_link]
+    goals.append(
+        (
+            len(sec["per_rank"]) == n and slow == want,
+            f"{len(sec['per_rank'])} of {n} ranks reported, slow link found on {slow} "
+            f"(injected: {want})",
+        )
+    )
+    return goals, found, slow
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, action="append", help="rank counts (default 64, 256)")
@@ -186,6 +258,15 @@ def main(argv: list[str] | None = None) -> int:
         help="delay of each injected straggler (default 200 ms: ~15%% of a step, well above "
         "the straggler rule's threshold: the run's noise, or 2%% of the median step)",
     )
+    ap.add_argument(
+        "--rss-goal-mib", type=float, default=256.0, help="driver peak RSS goal (default 256)"
+    )
+    ap.add_argument(
+        "--cpu-ratio-goal",
+        type=float,
+        default=1.2,
+        help="CPU per rank at each size over the smallest size's, per path (default 1.2)",
+    )
     a = ap.parse_args(argv)
     if not a.fixture.is_file():
         print(
@@ -197,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     opts = {"one": [], "pool": ["--jobs", str(a.procs)], "dask": ["--workers", str(a.procs)]}
     rows = []
     per_rank: dict[tuple[int, str], float] = {}
+    goals: list[tuple[bool, str]] = []  # (met, what)
     for n in a.ranks or [64, 256]:
         d = _set(n, a.kernels, a.fixture, a.sets, a.straggler_ms)
         sections = {}
@@ -209,40 +291,37 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r.load[0]:.1f}-{r.load[1]:.1f}",
                 file=sys.stderr,
             )
+            rss_mib = r.peak_bytes / 2**20
+            goals.append(
+                (
+                    rss_mib <= a.rss_goal_mib,
+                    f"{n} ranks, {how}: driver peak RSS {rss_mib:.0f} MiB "
+                    f"(goal <= {a.rss_goal_mib:g} MiB)",
+                )
+            )
             if r.doc is None:
                 rows.append((n, how, r, "stopped at the RSS limit", "", ""))
                 continue
             sec = sections[how] = r.doc["ranks"]
-            found = []
-            for rank, step, _ in stragglers(n, a.straggler_ms):
-                st = next(s for s in sec["steps"] if s["step"] == step)
-                ok = st["slowest_rank"] == rank and st["straggler"]
-                flag = "flagged" if st["straggler"] else "NOT flagged"
-                found.append(
-                    f"step {step}: rank {st['slowest_rank']} (injected {rank}), lead "
-                    f"{st['lead_ns'] / 1e6:.1f} ms, {flag}" + ("" if ok else " MISSED")
-                )
-            injected = {step for _, step, _ in stragglers(n, a.straggler_ms)}
-            extra = [
-                s["step"] for s in sec["steps"] if s["straggler"] and s["step"] not in injected
-            ]
-            rule = sec["straggler_rule"]
-            found.append(
-                f"other steps flagged: {extra or 'none'} (threshold "
-                f"{rule['threshold_ns'] / 1e6:.2f} ms, noise {rule['noise_ns'] / 1e6:.3f} ms)"
-            )
-            slow = [x["rank"] for x in sec["collectives"]["per_rank"] if x["slow_link"]]
+            checks, found, slow = fault_goals(sec, n, stragglers(n, a.straggler_ms), n - 1)
+            goals += [(ok, f"{n} ranks, {how}: {what}") for ok, what in checks]
             per_rank[(n, how)] = (r.driver_cpu_s + r.workers_cpu_s) / n
             rows.append((n, how, r, str(len(sec["per_rank"])), "; ".join(found), str(slow)))
-        same = len({json.dumps(s, sort_keys=True) for s in sections.values()}) == 1
-        print(f"  {n} ranks: ranks sections identical across {list(sections)}: {same}")
+        if len(sections) > 1:
+            same = len({json.dumps(s, sort_keys=True) for s in sections.values()}) == 1
+            goals.append((same, f"{n} ranks: ranks sections identical across {list(sections)}"))
     counts = sorted({n for n, _ in per_rank})
     for how in a.how.split(","):
         have = [n for n in counts if (n, how) in per_rank]
         for n in have[1:]:
-            print(
-                f"  {how}: CPU per rank at {n} ranks / at {have[0]} ranks: "
-                f"{per_rank[(n, how)] / per_rank[(have[0], how)]:.2f}x (goal <= 1.2x)"
+            ratio = per_rank[(n, how)] / per_rank[(have[0], how)]
+            goals.append(
+                (
+                    ratio <= a.cpu_ratio_goal,
+                    f"{how}: CPU per rank at {n} ranks / at {have[0]} ranks: "
+                    f"{per_rank[(n, how)] * 1e3:.0f} / {per_rank[(have[0], how)] * 1e3:.0f} ms "
+                    f"= {ratio:.2f}x (goal <= {a.cpu_ratio_goal:g}x)",
+                )
             )
     print(
         "| ranks | kernels | path | wall (s) | CPU s driver | CPU s workers | CPU ms per rank "
@@ -257,7 +336,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{r.workers_cpu_s:.1f} | {cpu / n * 1e3:,.0f} | {r.peak_bytes / 2**20:,.0f} | "
             f"{r.load[0]:.1f}-{r.load[1]:.1f} | {got} | {found_s} | {slow_s} |"
         )
-    return 0
+    print("Goals:")
+    for met, what in goals:
+        print(f"  {'PASS' if met else 'FAIL'}  {what}")
+    failed = sum(not met for met, _ in goals)
+    print(
+        f"{len(goals) - failed} of {len(goals)} goals met"
+        + (f", {failed} FAILED" if failed else "")
+    )
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
