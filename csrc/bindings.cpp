@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/column_export.h"
+#include "common/proto_rows.h"
 #include "kineto/parser.h"
 #ifdef TBDTRACE_WITH_COLLECTOR
 #include "collector/collector.h"
@@ -326,6 +327,68 @@ py::bytes ragged_concat(const py::list& kinds, py::array_t<int8_t> kind, py::arr
   return py::bytes(out);
 }
 
+// ---- protobuf rows (the Perfetto writer, tbdtrace/export/perfetto.py) ----
+//
+// The messages as Python declares them (common/proto_rows.h): a field is a tuple
+// (kind, key bytes, int64 values or None, bool mask or None, sub-fields or None).
+// Every array a message reads must have a value for the highest row its entries use.
+proto::Message parse_message(const py::handle& fields, int64_t rows_needed,
+                             std::vector<py::buffer_info>& keep) {
+  proto::Message out;
+  for (const auto& item : py::cast<py::list>(fields)) {
+    auto t = py::cast<py::tuple>(item);
+    if (t.size() != 5) throw py::value_error("a field is (kind, key, values, mask, sub)");
+    proto::Field f;
+    int kind = py::cast<int>(t[0]);
+    if (kind < 0 || kind > 3) throw py::value_error("bad field kind");
+    f.kind = static_cast<proto::Kind>(kind);
+    f.key = py::cast<std::string>(t[1]);
+    auto column = [&](const py::handle& h, ssize_t itemsize) -> const void* {
+      py::buffer_info b = py::cast<py::buffer>(h).request();
+      if (b.ndim != 1 || b.itemsize != itemsize || (b.shape[0] > 1 && b.strides[0] != itemsize))
+        throw py::value_error("field values are contiguous int64, masks contiguous bool");
+      if (b.shape[0] < rows_needed) throw py::value_error("a field has fewer rows than its entries use");
+      const void* p = b.ptr;
+      keep.push_back(std::move(b));
+      return p;
+    };
+    bool has_values = f.kind == proto::Kind::kVarint || f.kind == proto::Kind::kFixed64;
+    if (has_values) {
+      if (t[2].is_none()) throw py::value_error("a varint or fixed64 field needs values");
+      f.values = static_cast<const int64_t*>(column(t[2], 8));
+    }
+    if (!t[3].is_none()) f.mask = static_cast<const uint8_t*>(column(t[3], 1));
+    if (f.kind == proto::Kind::kMessage) f.sub = parse_message(t[4], rows_needed, keep);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+py::bytes encode_rows(const py::list& kinds, py::array_t<int8_t, py::array::c_style> which,
+                      py::array_t<int64_t, py::array::c_style> rows) {
+  if (which.ndim() != 1 || rows.ndim() != 1 || which.shape(0) != rows.shape(0))
+    throw py::value_error("which and rows are 1-d and of one length");
+  size_t n = static_cast<size_t>(which.shape(0));
+  const int8_t* wh = which.data();
+  const int64_t* rw = rows.data();
+  std::vector<int64_t> need(kinds.size(), 0);  // rows each kind's arrays must hold
+  for (size_t e = 0; e < n; ++e) {
+    if (wh[e] < 0 || static_cast<size_t>(wh[e]) >= kinds.size()) throw py::value_error("bad kind");
+    if (rw[e] < 0) throw py::value_error("a negative row");
+    need[static_cast<size_t>(wh[e])] = std::max(need[static_cast<size_t>(wh[e])], rw[e] + 1);
+  }
+  std::vector<proto::Message> messages;
+  std::vector<py::buffer_info> keep;  // the arrays stay alive while they are read
+  for (size_t k = 0; k < kinds.size(); ++k) messages.push_back(parse_message(kinds[k], need[k], keep));
+  std::string bytes;
+  {
+    py::gil_scoped_release nogil;
+    bytes = proto::encode(messages, wh, rw, n);
+  }
+  py::bytes out(bytes);
+  return out;
+}
+
 // TBDTRACE_NATIVE_BACKTRACE=1: a crash prints the native frames (library(+offset) for
 // addr2line) before the default action, for diagnosing a crash on a GPU machine where no
 // debugger can attach (scripts/gpu_diag.sh). Off unless asked for.
@@ -351,6 +414,8 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "tbdtrace native code: CUPTI collector and Kineto JSON parser (private)";
   bind_kineto(m);
   bind_names(m);
+  m.def("encode_rows", &encode_rows, py::arg("kinds"), py::arg("which"), py::arg("rows"),
+        "protobuf messages of columns, one per entry (common/proto_rows.h)");
 #ifndef TBDTRACE_WITH_COLLECTOR
   // The analysis-only build (CMake -DTBDTRACE_COLLECTOR=OFF, or no CUPTI found).
   m.attr("has_collector") = false;

@@ -5,6 +5,14 @@ from typing import Any
 
 import numpy as np
 
+# In every build: the Perfetto writer's encoder of columns (tbdtrace/export/perfetto.py).
+def encode_rows(
+    kinds: list[list[tuple[int, bytes, np.ndarray | None, np.ndarray | None, list[Any] | None]]],
+    which: np.ndarray,
+    rows: np.ndarray,
+) -> bytes:
+    """protobuf messages of columns, one per entry (common/proto_rows.h)"""
+
 # False in the analysis-only build (CMake TBDTRACE_COLLECTOR=OFF, or no CUPTI found), which
 # has none of the collector's functions below, only the Kineto parser's.
 has_collector: bool
