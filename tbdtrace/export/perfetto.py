@@ -215,11 +215,18 @@ def _header(tl: Timeline, arg_names: list[str]) -> bytes:
     # annotation value), once: iid = string id + 1 in every table.
     sl = tl.slices
     assert sl is not None
-    values = [a.values[a.valid] for a in sl.args if a.string]
+    ns = len(tl.strings)
+
+    def used(*ids: I64) -> I64:  # the string ids that occur, ascending
+        seen = np.zeros(ns, bool)
+        for x in ids:
+            seen[x] = True
+        return np.flatnonzero(seen)
+
     roles: tuple[tuple[int, Any], ...] = (
-        (I_NAMES, np.unique(sl.name)),
-        (I_CATEGORIES, np.unique(sl.cat)),
-        (I_ANNOTATION_STRINGS, np.unique(np.concatenate(values)) if values else []),
+        (I_NAMES, used(sl.name)),
+        (I_CATEGORIES, used(sl.cat)),
+        (I_ANNOTATION_STRINGS, used(*(a.values[a.valid] for a in sl.args if a.string))),
     )
     interned = []
     for f, ids in roles:

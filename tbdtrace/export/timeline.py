@@ -132,12 +132,20 @@ class Timeline:
 
 def groups(*cols: I64) -> tuple[list[tuple[int, ...]], I64]:
     """Distinct rows of the columns (first-seen order) and each row's group: hash
-    grouping, linear time (np.unique over rows sorts)."""
+    grouping, linear time (np.unique over rows sorts). The rows are packed into one
+    int64 code (a column's value less its minimum where its range is narrow, its dense
+    code otherwise), whose distinct values are taken in first-seen order."""
     code = np.zeros(len(cols[0]), np.int64)
     span = 1  # codes so far are < span
     for c in cols:
-        cc, vals = dense_codes(np.asarray(c, np.int64))
-        k = max(len(vals), 1)
+        c = np.asarray(c, np.int64)
+        lo = int(c.min()) if len(c) else 0
+        k = int(c.max()) - lo + 1 if len(c) else 1
+        if k <= 1 << 16:  # a narrow range (devices, launch sizes): the value is its code
+            cc = c - lo
+        else:
+            cc, vals = dense_codes(c)
+            k = max(len(vals), 1)
         if span * k >= 1 << 62:  # re-densify so the packed key stays in int64
             code, firsts = dense_codes(code)
             span = max(len(firsts), 1)
