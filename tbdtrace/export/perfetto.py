@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from tbdtrace.export.timeline import Slices, Timeline
+from tbdtrace.export.timeline import Slices, Timeline, slice_order
 
 try:
     from tbdtrace import _native
@@ -412,7 +412,7 @@ def write(tl: Timeline, out: BinaryIO) -> int:
     n, nc = len(sl.start), len(tl.counter_ts)
     # Slices in (track, start, longer first) order; begins keep it at equal times,
     # ends take it reversed (inner ends first): the stable sort below keeps both.
-    order = np.lexsort((-sl.end, sl.start, sl.track))
+    order = slice_order(sl.track, sl.start, sl.end)
     dur0 = (sl.end == sl.start)[order]
     ends = order[~dur0][::-1]
     kind = np.concatenate(
