@@ -409,52 +409,57 @@ def write(tl: Timeline, out: BinaryIO) -> int:
     arg_names = [a.name for a in sl.args]
     arg_iids = list(range(1, len(arg_names) + 1))
     out.write(_header(tl, arg_names))
-    n, nc = len(sl.start), len(tl.counter_ts)
+    nc = len(tl.counter_ts)
     # Slices in (track, start, longer first) order; begins keep it at equal times,
     # ends take it reversed (inner ends first): the stable sort below keeps both.
     order = slice_order(sl.track, sl.start, sl.end)
     dur0 = (sl.end == sl.start)[order]
     ends = order[~dur0][::-1]
-    kind = np.concatenate(
+    # Each entry: its packet kind less one (the message it is) and its row (a slice's
+    # or a counter's), in time order.
+    which = np.concatenate(
         [
-            np.where(dur0, INSTANT, SLICE_BEGIN),
-            np.full(len(ends), SLICE_END),
-            np.full(nc, COUNTER),
+            np.where(dur0, INSTANT - 1, SLICE_BEGIN - 1).astype(np.int8),
+            np.full(len(ends), SLICE_END - 1, np.int8),
+            np.full(nc, COUNTER - 1, np.int8),
         ]
-    ).astype(np.int64)
-    si = np.concatenate([order, ends, np.full(nc, -1, np.int64)])
-    ci = np.concatenate([np.full(n + len(ends), -1, np.int64), np.arange(nc, dtype=np.int64)])
-    ts = np.concatenate([sl.start[order], sl.end[ends], tl.counter_ts])
-    if not len(ts):
-        return 0
-    # at equal times: ends (0), then instants and counters (1), then begins (2)
-    phase = np.concatenate(
-        [np.where(dur0, 1, 2), np.zeros(len(ends), np.int64), np.ones(nc, np.int64)]
     )
-    rank = np.argsort(((ts - ts.min()) << 2) | phase, kind="stable")
+    rows = np.concatenate([order, ends, np.arange(nc, dtype=np.int64)])
+    if not len(rows):
+        return 0
+    sort_key = np.concatenate([sl.start[order], sl.end[ends], tl.counter_ts])
+    del order, dur0, ends
+    sort_key -= sort_key.min()
+    sort_key <<= 2
+    # at equal times: ends (0), then instants and counters (1), then begins (2)
+    sort_key |= np.array([2, 0, 1, 1], np.int64)[which]
+    rank = np.argsort(sort_key, kind="stable")
+    del sort_key
+    which, rows = which[rank], rows[rank]
+    del rank
 
     if _native is not None and hasattr(_native, "encode_rows"):
         messages = _messages(tl, arg_iids)
-        which = (kind[rank] - 1).astype(np.int8)
-        rows = np.where(kind == COUNTER, ci, si)[rank]
 
-        def compiled(lo: int) -> bytes:
+        def encode(lo: int) -> bytes:
             sel = slice(lo, lo + CHUNK)
             return _native.encode_rows(messages, which[sel], rows[sel])
 
-        encode = compiled
     else:
+        kind = which.astype(np.int64) + 1
+        counter = kind == COUNTER
+        si, ci = np.where(counter, -1, rows), np.where(counter, rows, -1)
 
         def encode(lo: int) -> bytes:
-            sel = rank[lo : lo + CHUNK]
+            sel = slice(lo, lo + CHUNK)
             return _chunk(tl, kind[sel], si[sel], ci[sel], arg_iids)
 
     # Chunks encode on two threads (numpy and the compiled encoder release the GIL),
     # written in order.
     with ThreadPoolExecutor(THREADS) as pool:
-        for data in pool.map(encode, range(0, len(rank), CHUNK)):
+        for data in pool.map(encode, range(0, len(rows), CHUNK)):
             out.write(data)
-    return len(ts)
+    return len(rows)
 
 
 def write_file(tl: Timeline, path: str | os.PathLike[str]) -> int:
