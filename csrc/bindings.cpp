@@ -380,6 +380,7 @@ py::bytes encode_rows(const py::list& kinds, py::array_t<int8_t, py::array::c_st
   std::vector<proto::Message> messages;
   std::vector<py::buffer_info> keep;  // the arrays stay alive while they are read
   for (size_t k = 0; k < kinds.size(); ++k) messages.push_back(parse_message(kinds[k], need[k], keep));
+  for (auto& m : messages) proto::prepare(m);
   std::string bytes;
   {
     py::gil_scoped_release nogil;

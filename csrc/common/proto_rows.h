@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ enum class Kind : int { kConst = 0, kVarint = 1, kFixed64 = 2, kMessage = 3 };
 struct Field {
   Kind kind;
   std::string key;              // the encoded key (kConst: the whole field's bytes)
+  char head[16] = {};           // the key's first 16 bytes, copied whole (see encode)
   const int64_t* values = nullptr;  // kVarint, kFixed64: the value of each row
   const uint8_t* mask = nullptr;    // rows that have the field (nullptr: every row)
   std::vector<Field> sub;           // kMessage: its fields, in order
@@ -70,10 +72,14 @@ inline size_t message_size(const Message& m, int64_t r, std::vector<size_t>& siz
 }
 
 // Writes the fields of `m` at row `r`; `next` walks `sizes` as message_size filled it.
+// `o` has 16 bytes of room past the message's end (a short key is copied 16 bytes whole).
 inline char* write_message(const Message& m, int64_t r, const size_t*& next, char* o) {
   for (const Field& f : m) {
     if (f.mask != nullptr && f.mask[r] == 0) continue;
-    std::memcpy(o, f.key.data(), f.key.size());
+    if (f.key.size() <= sizeof f.head)
+      std::memcpy(o, f.head, sizeof f.head);
+    else
+      std::memcpy(o, f.key.data(), f.key.size());
     o += f.key.size();
     switch (f.kind) {
       case Kind::kConst:
@@ -96,17 +102,25 @@ inline char* write_message(const Message& m, int64_t r, const size_t*& next, cha
   return o;
 }
 
+// Fills each field's `head` from its key (call once the message is complete).
+inline void prepare(Message& m) {
+  for (Field& f : m) {
+    std::memcpy(f.head, f.key.data(), std::min(f.key.size(), sizeof f.head));
+    prepare(f.sub);
+  }
+}
+
 // Entry e is message kinds[which[e]] at row rows[e]: the entries' bytes, in entry order.
 inline std::string encode(const std::vector<Message>& kinds, const int8_t* which, const int64_t* rows,
                           size_t n) {
-  std::string out;
+  std::string out(n * 48 + 4096, '\0');
   std::vector<size_t> sizes;
   size_t used = 0;
   for (size_t e = 0; e < n; ++e) {
     const Message& m = kinds[static_cast<size_t>(which[e])];
     sizes.clear();
     size_t len = message_size(m, rows[e], sizes);
-    if (used + len > out.size()) out.resize(std::max(out.size() * 2, used + len + 4096));
+    if (used + len + 16 > out.size()) out.resize(std::max(out.size() * 2, used + len + 4096));
     const size_t* next = sizes.data();
     write_message(m, rows[e], next, out.data() + used);
     used += len;
