@@ -330,14 +330,15 @@ py::bytes ragged_concat(const py::list& kinds, py::array_t<int8_t> kind, py::arr
 // ---- protobuf rows (the Perfetto writer, tbdtrace/export/perfetto.py) ----
 //
 // The messages as Python declares them (common/proto_rows.h): a field is a tuple
-// (kind, key bytes, int64 values or None, bool mask or None, sub-fields or None).
+// (kind, key bytes, int64 values or None, the int added to them, bool mask or None,
+// sub-fields or None).
 // Every array a message reads must have a value for the highest row its entries use.
 proto::Message parse_message(const py::handle& fields, int64_t rows_needed,
                              std::vector<py::buffer_info>& keep) {
   proto::Message out;
   for (const auto& item : py::cast<py::list>(fields)) {
     auto t = py::cast<py::tuple>(item);
-    if (t.size() != 5) throw py::value_error("a field is (kind, key, values, mask, sub)");
+    if (t.size() != 6) throw py::value_error("a field is (kind, key, values, add, mask, sub)");
     proto::Field f;
     int kind = py::cast<int>(t[0]);
     if (kind < 0 || kind > 3) throw py::value_error("bad field kind");
@@ -357,8 +358,10 @@ proto::Message parse_message(const py::handle& fields, int64_t rows_needed,
       if (t[2].is_none()) throw py::value_error("a varint or fixed64 field needs values");
       f.values = static_cast<const int64_t*>(column(t[2], 8));
     }
-    if (!t[3].is_none()) f.mask = static_cast<const uint8_t*>(column(t[3], 1));
-    if (f.kind == proto::Kind::kMessage) f.sub = parse_message(t[4], rows_needed, keep);
+    f.add = py::cast<int64_t>(t[3]);
+    if (f.add != 0 && f.kind != proto::Kind::kVarint) throw py::value_error("add is for varints");
+    if (!t[4].is_none()) f.mask = static_cast<const uint8_t*>(column(t[4], 1));
+    if (f.kind == proto::Kind::kMessage) f.sub = parse_message(t[5], rows_needed, keep);
     out.push_back(std::move(f));
   }
   return out;

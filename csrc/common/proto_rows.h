@@ -22,6 +22,7 @@ struct Field {
   std::string key;              // the encoded key (kConst: the whole field's bytes)
   char head[16] = {};           // the key's first 16 bytes, copied whole (see encode)
   const int64_t* values = nullptr;  // kVarint, kFixed64: the value of each row
+  int64_t add = 0;                  // kVarint: added to each value (ids numbered from 1)
   const uint8_t* mask = nullptr;    // rows that have the field (nullptr: every row)
   std::vector<Field> sub;           // kMessage: its fields, in order
 };
@@ -53,7 +54,7 @@ inline size_t message_size(const Message& m, int64_t r, std::vector<size_t>& siz
       case Kind::kConst:
         break;
       case Kind::kVarint:
-        n += varint_size(static_cast<uint64_t>(f.values[r]));
+        n += varint_size(static_cast<uint64_t>(f.values[r]) + static_cast<uint64_t>(f.add));
         break;
       case Kind::kFixed64:
         n += 8;
@@ -85,7 +86,7 @@ inline char* write_message(const Message& m, int64_t r, const size_t*& next, cha
       case Kind::kConst:
         break;
       case Kind::kVarint:
-        o = put_varint(o, static_cast<uint64_t>(f.values[r]));
+        o = put_varint(o, static_cast<uint64_t>(f.values[r]) + static_cast<uint64_t>(f.add));
         break;
       case Kind::kFixed64: {
         uint64_t v = static_cast<uint64_t>(f.values[r]);

@@ -343,19 +343,24 @@ def _chunk(tl: Timeline, kind: I64, si: I64, ci: I64, arg_iids: list[int]) -> by
 
 # field kinds of tbdtrace._native.encode_rows (csrc/common/proto_rows.h)
 K_CONST, K_VARINT, K_FIXED64, K_MESSAGE = 0, 1, 2, 3
-Field = tuple[int, bytes, Any, Any, Any]
+# (kind, key, int64 values, the int added to each, the rows that have it, sub-fields)
+Field = tuple[int, bytes, Any, int, Any, Any]
 
 
-def _fv(field: int, values: I64, mask: Mask | None = None) -> Field:
-    return (K_VARINT, key(field, VARINT), np.ascontiguousarray(values, np.int64), mask, None)
+def _fv(field: int, values: I64, add: int = 0, mask: Mask | None = None) -> Field:
+    return (K_VARINT, key(field, VARINT), np.ascontiguousarray(values, np.int64), add, mask, None)
 
 
 def _fmsg(field: int, sub: list[Field], mask: Mask | None = None) -> Field:
-    return (K_MESSAGE, key(field, LEN), None, mask, sub)
+    return (K_MESSAGE, key(field, LEN), None, 0, mask, sub)
 
 
 def _fconst(data: bytes) -> Field:
-    return (K_CONST, data, None, None, None)
+    return (K_CONST, data, None, 0, None, None)
+
+
+def _ffixed(field: int, values: I64, mask: Mask | None = None) -> Field:
+    return (K_FIXED64, key(field, FIXED64), np.ascontiguousarray(values), 0, mask, None)
 
 
 def _packet_fields(ts: I64, event: list[Field]) -> list[Field]:
@@ -373,30 +378,31 @@ def _messages(tl: Timeline, arg_iids: list[int]) -> list[list[Field]]:
     The same fields, in the same order, as ``_first``, ``_end`` and ``_counter``."""
     sl = tl.slices
     assert sl is not None
-    uuid = TRACK_UUID0 + sl.track
     named = [
-        _fv(E_TRACK_UUID, uuid),
-        _fv(E_NAME_IID, sl.name + 1),
-        _fv(E_CATEGORY_IIDS, sl.cat + 1),
+        _fv(E_TRACK_UUID, sl.track, TRACK_UUID0),
+        _fv(E_NAME_IID, sl.name, 1),
+        _fv(E_CATEGORY_IIDS, sl.cat, 1),
     ]
     for a, iid in zip(sl.args, arg_iids, strict=True):
         if not a.valid.any():
             continue
-        value = _fv(A_STRING_IID, a.values + 1) if a.string else _fv(A_INT, a.values)
+        value = _fv(A_STRING_IID, a.values, 1) if a.string else _fv(A_INT, a.values)
         body = [_fconst(_field(A_NAME_IID, iid)), value]
         named.append(_fmsg(E_ANNOTATIONS, body, np.ascontiguousarray(a.valid, bool)))
     for field, flows in ((E_FLOW_IDS, sl.flow_out), (E_TERMINATING_FLOWS, sl.flow_in)):
         present = flows > 0
         if present.any():
-            named.append((K_FIXED64, key(field, FIXED64), flows, present, None))
+            named.append(_ffixed(field, flows, present))
     counter = [
         _fconst(_field(E_TYPE, COUNTER)),
-        _fv(E_TRACK_UUID, TRACK_UUID0 + tl.counter_track),
-        (K_FIXED64, key(E_DOUBLE_COUNTER, FIXED64), tl.counter_value.view(np.int64), None, None),
+        _fv(E_TRACK_UUID, tl.counter_track, TRACK_UUID0),
+        _ffixed(E_DOUBLE_COUNTER, tl.counter_value.view(np.int64)),
     ]
     return [
         _packet_fields(sl.start, [_fconst(_field(E_TYPE, SLICE_BEGIN)), *named]),
-        _packet_fields(sl.end, [_fconst(_field(E_TYPE, SLICE_END)), _fv(E_TRACK_UUID, uuid)]),
+        _packet_fields(
+            sl.end, [_fconst(_field(E_TYPE, SLICE_END)), _fv(E_TRACK_UUID, sl.track, TRACK_UUID0)]
+        ),
         _packet_fields(sl.start, [_fconst(_field(E_TYPE, INSTANT)), *named]),
         _packet_fields(tl.counter_ts, counter),
     ]

@@ -433,19 +433,22 @@ def _steps_part(ctx: AnalysisContext, tl: Timeline) -> dict[str, object]:
 
 
 def _concat(parts: list[dict[str, object]]) -> Slices:
+    """The parts' rows as one set of slices. Each part's columns are dropped from it as
+    they are copied, so the parts' own arrays are freed along the way (the peak of the
+    build: the heap it reaches is what the export touches)."""
     cols = ("track", "start", "end", "name", "cat", "flow_out", "flow_in", "source")
+    sizes = [len(np.asarray(p["start"])) for p in parts]
     arrays = {
-        c: np.concatenate([np.asarray(p[c], np.int64) for p in parts])
+        c: np.concatenate([np.asarray(p.pop(c), np.int64) for p in parts])
         if parts
         else np.zeros(0, np.int64)
         for c in cols
     }
-    sizes = [len(np.asarray(p["start"])) for p in parts]
     offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     total = int(offsets[-1])
     merged: dict[tuple[str, bool], Arg] = {}
     for p, lo, hi in zip(parts, offsets[:-1], offsets[1:], strict=True):
-        for a in p["args"]:  # type: ignore[attr-defined]
+        for a in p.pop("args"):  # type: ignore[attr-defined]
             key = (a.name, a.string)
             if key not in merged:
                 merged[key] = Arg(

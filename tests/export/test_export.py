@@ -482,20 +482,20 @@ def test_encode_rows_matches_protobuf():
     valid = np.array([True, False, True, True, False, True, True, False, True])
     flows = np.arange(len(v), dtype=np.int64) * 1_000_003
     annotation = [
-        (K_CONST, key(A_NAME_IID, VARINT) + bytes([5]), None, None, None),
-        (K_VARINT, key(A_INT, VARINT), v, None, None),
+        (K_CONST, key(A_NAME_IID, VARINT) + bytes([5]), None, 0, None, None),
+        (K_VARINT, key(A_INT, VARINT), v, 0, None, None),
     ]
     event = [
         # field number order, as the published classes write them
-        (K_MESSAGE, key(E_ANNOTATIONS, LEN), None, valid, annotation),
-        (K_VARINT, key(E_TRACK_UUID, VARINT), v[::-1].copy(), None, None),
-        (K_FIXED64, key(E_FLOW_IDS, FIXED64), flows, flows > 0, None),
+        (K_MESSAGE, key(E_ANNOTATIONS, LEN), None, 0, valid, annotation),
+        (K_VARINT, key(E_TRACK_UUID, VARINT), v[::-1].copy(), 7, None, None),
+        (K_FIXED64, key(E_FLOW_IDS, FIXED64), flows, 0, flows > 0, None),
     ]
     rows = np.array([8, 0, 3, 3, 7, 1, 2, 4, 5, 6], np.int64)
     got = _native.encode_rows([event], np.zeros(len(rows), np.int8), rows)
     want = b""
     for r in rows.tolist():
-        te = pb.TrackEvent(track_uuid=int(v[::-1][r]) % 2**64)
+        te = pb.TrackEvent(track_uuid=(int(v[::-1][r]) + 7) % 2**64)
         if valid[r]:
             te.debug_annotations.add(name_iid=5, int_value=int(v[r]))
         if flows[r] > 0:
