@@ -348,7 +348,8 @@ proto::Message parse_message(const py::handle& fields, int64_t rows_needed,
       py::buffer_info b = py::cast<py::buffer>(h).request();
       if (b.ndim != 1 || b.itemsize != itemsize || (b.shape[0] > 1 && b.strides[0] != itemsize))
         throw py::value_error("field values are contiguous int64, masks contiguous bool");
-      if (b.shape[0] < rows_needed) throw py::value_error("a field has fewer rows than its entries use");
+      if (b.shape[0] < rows_needed)
+        throw py::value_error("a field has fewer rows than its entries use");
       const void* p = b.ptr;
       keep.push_back(std::move(b));
       return p;
@@ -382,7 +383,8 @@ py::bytes encode_rows(const py::list& kinds, py::array_t<int8_t, py::array::c_st
   }
   std::vector<proto::Message> messages;
   std::vector<py::buffer_info> keep;  // the arrays stay alive while they are read
-  for (size_t k = 0; k < kinds.size(); ++k) messages.push_back(parse_message(kinds[k], need[k], keep));
+  for (size_t k = 0; k < kinds.size(); ++k)
+    messages.push_back(parse_message(kinds[k], need[k], keep));
   for (auto& m : messages) proto::prepare(m);
   std::string bytes;
   {

@@ -7,7 +7,7 @@ import numpy as np
 
 # In every build: the Perfetto writer's encoder of columns (tbdtrace/export/perfetto.py).
 def encode_rows(
-    kinds: list[list[tuple[int, bytes, np.ndarray | None, np.ndarray | None, list[Any] | None]]],
+    kinds: list[list[tuple[int, bytes, Any, int, Any, Any]]],
     which: np.ndarray,
     rows: np.ndarray,
 ) -> bytes:

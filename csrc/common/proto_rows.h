@@ -7,8 +7,8 @@
 // value: a field is written when its mask says so, with the value its column holds.
 #pragma once
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,8 +19,8 @@ enum class Kind : int { kConst = 0, kVarint = 1, kFixed64 = 2, kMessage = 3 };
 
 struct Field {
   Kind kind;
-  std::string key;              // the encoded key (kConst: the whole field's bytes)
-  char head[16] = {};           // the key's first 16 bytes, copied whole (see encode)
+  std::string key;                  // the encoded key (kConst: the whole field's bytes)
+  char head[16] = {};               // the key's first 16 bytes, copied whole (see encode)
   const int64_t* values = nullptr;  // kVarint, kFixed64: the value of each row
   int64_t add = 0;                  // kVarint: added to each value (ids numbered from 1)
   const uint8_t* mask = nullptr;    // rows that have the field (nullptr: every row)
@@ -112,8 +112,8 @@ inline void prepare(Message& m) {
 }
 
 // Entry e is message kinds[which[e]] at row rows[e]: the entries' bytes, in entry order.
-inline std::string encode(const std::vector<Message>& kinds, const int8_t* which, const int64_t* rows,
-                          size_t n) {
+inline std::string encode(const std::vector<Message>& kinds, const int8_t* which,
+                          const int64_t* rows, size_t n) {
   std::string out(n * 48 + 4096, '\0');
   std::vector<size_t> sizes;
   size_t used = 0;
