@@ -6,11 +6,15 @@ when it lasts 0 ns) on a track declared by a ``TrackDescriptor``, names, categor
 argument names are interned once (``InternedData``) and referred to by id, flows are
 ``flow_ids``/``terminating_flow_ids``, counters ``TYPE_COUNTER`` events.
 
-Rows of one packet kind are encoded together as a byte matrix (one row per packet,
-padded) and a mask of the bytes in use, so a million slices take numpy operations,
-not a million Python calls. Packets are written in time order; at equal times ends come
-before instants and begins, inner ends before outer ones and outer begins before inner
-ones, so every track's slices nest in file order too.
+Each packet kind (begin, end, instant, counter) is declared once as its fields over whole
+columns (``_messages``: field keys, value columns, masks of the rows that have a field),
+and the compiled encoder ``tbdtrace._native.encode_rows`` writes each entry's packet
+from them, so a million slices take no Python call each (docs/DECISIONS.md export.1).
+Without the extension, the numpy encoder below writes the same bytes: rows of one packet
+kind encoded together as a byte matrix (one row per packet, padded) and a mask of the
+bytes in use. Packets are written in time order; at equal times ends come before
+instants and begins, inner ends before outer ones and outer begins before inner ones,
+so every track's slices nest in file order too.
 """
 
 from __future__ import annotations
@@ -316,19 +320,8 @@ def _chunk(tl: Timeline, kind: I64, si: I64, ci: I64, arg_iids: list[int]) -> by
         pos = np.flatnonzero(kind == k)
         if pos.size:
             subsets.append((pos, make(pos)))
-    # Each entry's packet: its kind's fields, row by row, in entry order. The bytes are
-    # moved by a compiled gather (tbdtrace._native.ragged_concat; every byte was encoded
-    # above); without the extension, one padded matrix and its mask do it in numpy.
-    if _native is not None and hasattr(_native, "ragged_concat"):
-        which = np.empty(len(kind), np.int8)
-        row = np.empty(len(kind), np.int64)
-        for k, (pos, _) in enumerate(subsets):
-            which[pos] = k
-            row[pos] = np.arange(len(pos), dtype=np.int64)
-        fields = [
-            [(p.m, np.ascontiguousarray(p.ln, np.int64)) for p in pieces] for _, pieces in subsets
-        ]
-        return _native.ragged_concat(fields, which, row)
+    # Each entry's packet: its kind's fields, row by row, in entry order: one padded
+    # matrix and its mask.
     mats = [(pos, *layout(pieces)) for pos, pieces in subsets]
     w = max(m.shape[1] for _, m, _ in mats)
     out = np.zeros((len(kind), w), np.uint8)
