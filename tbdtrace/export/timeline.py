@@ -503,7 +503,13 @@ def lanes(track: I64, start: I64, end: I64) -> I64:
         new = np.concatenate(([True], s[lo + 1 : hi] >= reach[:-1]))
         cid = np.cumsum(new) - 1
         size = np.bincount(cid)
-        busy = np.flatnonzero(size[cid] > 1)
+        # A pair: the second is on lane 1 when it ends after the first (a partial
+        # overlap), else it nests on lane 0, as the walk would place it.
+        pair = np.flatnonzero((size[cid] == 2) & ~new)
+        if pair.size:
+            second = lo + pair
+            lane[order[second]] = e[second] > e[second - 1]
+        busy = np.flatnonzero(size[cid] > 2)
         if busy.size:
             idx = lo + busy
             lane[order[idx]] = _walk(s[idx].tolist(), e[idx].tolist())
