@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/column_export.h"
+#include "common/proto_rows.h"
 #include "kineto/parser.h"
 #ifdef TBDTRACE_WITH_COLLECTOR
 #include "collector/collector.h"
@@ -306,100 +307,72 @@ void bind_intervals(py::module_& m) {
 }  // namespace
 
 namespace {
-// ---- byte rows (the Perfetto writer, tbdtrace/export/perfetto.py) ----
+// ---- protobuf rows (the Perfetto writer, tbdtrace/export/perfetto.py) ----
 //
-// Moving bytes only: Python encodes every field of every packet (numpy arrays of byte
-// rows: a matrix and each row's length per field); this lays them out in entry order.
-// Per entry e: for each field of kind[e], the first len[row[e]] bytes of row row[e] of
-// that field's matrix. A pure gather of bytes, no decision about what is written.
-// Copies `w` bytes (a field's row): fixed sizes inline, as most fields are 1-10 bytes.
-inline void copy_row(char* o, const uint8_t* src, ssize_t w) {
-  switch (w) {
-#define TBD_COPY_CASE(n)    \
-  case n:                   \
-    std::memcpy(o, src, n); \
-    return;
-    TBD_COPY_CASE(1)
-    TBD_COPY_CASE(2)
-    TBD_COPY_CASE(3)
-    TBD_COPY_CASE(4)
-    TBD_COPY_CASE(5)
-    TBD_COPY_CASE(6)
-    TBD_COPY_CASE(7)
-    TBD_COPY_CASE(8)
-    TBD_COPY_CASE(9)
-    TBD_COPY_CASE(10)
-    TBD_COPY_CASE(11)
-    TBD_COPY_CASE(12)
-#undef TBD_COPY_CASE
-    default:
-      std::memcpy(o, src, static_cast<size_t>(w));
+// The messages as Python declares them (common/proto_rows.h): a field is a tuple
+// (kind, key bytes, int64 values or None, the int added to them, bool mask or None,
+// sub-fields or None).
+// Every array a message reads must have a value for the highest row its entries use.
+proto::Message parse_message(const py::handle& fields, int64_t rows_needed,
+                             std::vector<py::buffer_info>& keep) {
+  proto::Message out;
+  for (const auto& item : py::cast<py::list>(fields)) {
+    auto t = py::cast<py::tuple>(item);
+    if (t.size() != 6) throw py::value_error("a field is (kind, key, values, add, mask, sub)");
+    proto::Field f;
+    int kind = py::cast<int>(t[0]);
+    if (kind < 0 || kind > 3) throw py::value_error("bad field kind");
+    f.kind = static_cast<proto::Kind>(kind);
+    f.key = py::cast<std::string>(t[1]);
+    auto column = [&](const py::handle& h, ssize_t itemsize) -> const void* {
+      py::buffer_info b = py::cast<py::buffer>(h).request();
+      if (b.ndim != 1 || b.itemsize != itemsize || (b.shape[0] > 1 && b.strides[0] != itemsize))
+        throw py::value_error("field values are contiguous int64, masks contiguous bool");
+      if (b.shape[0] < rows_needed)
+        throw py::value_error("a field has fewer rows than its entries use");
+      const void* p = b.ptr;
+      keep.push_back(std::move(b));
+      return p;
+    };
+    bool has_values = f.kind == proto::Kind::kVarint || f.kind == proto::Kind::kFixed64;
+    if (has_values) {
+      if (t[2].is_none()) throw py::value_error("a varint or fixed64 field needs values");
+      f.values = static_cast<const int64_t*>(column(t[2], 8));
+    }
+    f.add = py::cast<int64_t>(t[3]);
+    if (f.add != 0 && f.kind != proto::Kind::kVarint) throw py::value_error("add is for varints");
+    if (!t[4].is_none()) f.mask = static_cast<const uint8_t*>(column(t[4], 1));
+    if (f.kind == proto::Kind::kMessage) f.sub = parse_message(t[5], rows_needed, keep);
+    out.push_back(std::move(f));
   }
+  return out;
 }
 
-py::bytes ragged_concat(const py::list& kinds, py::array_t<int8_t> kind, py::array_t<int64_t> row) {
-  struct Field {
-    const uint8_t* base;
-    ssize_t row_stride, col_stride, width;
-    const int64_t* len;
-    ssize_t rows;
-  };
-  std::vector<std::vector<Field>> fields;
-  std::vector<py::buffer_info> keep;  // the buffers stay alive while they are read
-  for (const auto& k : kinds) {
-    auto& out = fields.emplace_back();
-    for (const auto& f : py::cast<py::list>(k)) {
-      auto pair = py::cast<py::tuple>(f);
-      py::buffer_info m = py::cast<py::buffer>(pair[0]).request();
-      py::buffer_info ln = py::cast<py::buffer>(pair[1]).request();
-      if (m.ndim != 2 || m.itemsize != 1 || ln.ndim != 1 || ln.itemsize != 8 ||
-          ln.shape[0] != m.shape[0])
-        throw py::value_error("a field is a (rows x width) uint8 matrix and int64 lengths");
-      if (ln.strides[0] != 8) throw py::value_error("field lengths must be contiguous");
-      out.push_back({static_cast<const uint8_t*>(m.ptr), m.strides[0], m.strides[1], m.shape[1],
-                     static_cast<const int64_t*>(ln.ptr), m.shape[0]});
-      keep.push_back(std::move(m));
-      keep.push_back(std::move(ln));
-    }
+py::bytes encode_rows(const py::list& kinds, py::array_t<int8_t, py::array::c_style> which,
+                      py::array_t<int64_t, py::array::c_style> rows) {
+  if (which.ndim() != 1 || rows.ndim() != 1 || which.shape(0) != rows.shape(0))
+    throw py::value_error("which and rows are 1-d and of one length");
+  size_t n = static_cast<size_t>(which.shape(0));
+  const int8_t* wh = which.data();
+  const int64_t* rw = rows.data();
+  std::vector<int64_t> need(kinds.size(), 0);  // rows each kind's arrays must hold
+  for (size_t e = 0; e < n; ++e) {
+    if (wh[e] < 0 || static_cast<size_t>(wh[e]) >= kinds.size()) throw py::value_error("bad kind");
+    if (rw[e] < 0) throw py::value_error("a negative row");
+    need[static_cast<size_t>(wh[e])] = std::max(need[static_cast<size_t>(wh[e])], rw[e] + 1);
   }
-  auto kd = kind.unchecked<1>();
-  auto rw = row.unchecked<1>();
-  if (kd.shape(0) != rw.shape(0)) throw py::value_error("kind and row differ in length");
-  size_t total = 0;
-  for (ssize_t e = 0; e < kd.shape(0); ++e) {
-    int k = kd(e);
-    if (k < 0 || static_cast<size_t>(k) >= fields.size()) throw py::value_error("bad kind");
-    int64_t r = rw(e);
-    for (const auto& f : fields[static_cast<size_t>(k)]) {
-      if (r < 0 || r >= f.rows || f.len[r] < 0 || f.len[r] > f.width)
-        throw py::value_error("a row or length out of range");
-      total += static_cast<size_t>(f.len[r]);
-    }
-  }
-  // Slack at the end: a field's whole row width is copied (a constant-size copy the
-  // compiler inlines) and the cursor moves by the row's length.
-  ssize_t slack = 0;
-  for (const auto& k : fields)
-    for (const auto& f : k) slack = std::max(slack, f.width);
-  std::string out(total + static_cast<size_t>(slack), '\0');
+  std::vector<proto::Message> messages;
+  std::vector<py::buffer_info> keep;  // the arrays stay alive while they are read
+  for (size_t k = 0; k < kinds.size(); ++k)
+    messages.push_back(parse_message(kinds[k], need[k], keep));
+  for (auto& m : messages) proto::prepare(m);
+  std::string bytes;
   {
     py::gil_scoped_release nogil;
-    char* o = out.data();
-    for (ssize_t e = 0; e < kd.shape(0); ++e) {
-      int64_t r = rw(e);
-      for (const auto& f : fields[static_cast<size_t>(kd(e))]) {
-        const uint8_t* src = f.base + r * f.row_stride;
-        if (f.col_stride == 1) {
-          copy_row(o, src, f.width);
-        } else {
-          for (ssize_t j = 0; j < f.width; ++j) o[j] = static_cast<char>(src[j * f.col_stride]);
-        }
-        o += f.len[r];
-      }
-    }
+    bytes = proto::encode(messages, wh, rw, n);
   }
-  out.resize(total);
-  return py::bytes(out);
+  py::bytes out(bytes);
+  return out;
 }
 
 // TBDTRACE_NATIVE_BACKTRACE=1: a crash prints the native frames (library(+offset) for
@@ -428,13 +401,14 @@ PYBIND11_MODULE(_native, m) {
   bind_kineto(m);
   bind_names(m);
   bind_intervals(m);
+  m.def("encode_rows", &encode_rows, py::arg("kinds"), py::arg("which"), py::arg("rows"),
+        "protobuf messages of columns, one per entry (common/proto_rows.h)");
 #ifndef TBDTRACE_WITH_COLLECTOR
   // The analysis-only build (CMake -DTBDTRACE_COLLECTOR=OFF, or no CUPTI found).
   m.attr("has_collector") = false;
 #else
   m.attr("has_collector") = true;
   m.def("cupti_version", &cupti_version, "cuptiGetVersion(), or -(CUPTI result) on failure");
-  m.def("ragged_concat", &ragged_concat, py::arg("kinds"), py::arg("kind"), py::arg("row"));
   m.def("cupti_result_name", &cupti_result_name);
   m.def("cupti_library_path", &cupti_library_path);
   m.def("activity_names", &activity_names);

@@ -5,6 +5,14 @@ from typing import Any
 
 import numpy as np
 
+# In every build: the Perfetto writer's encoder of columns (tbdtrace/export/perfetto.py).
+def encode_rows(
+    kinds: list[list[tuple[int, bytes, Any, int, Any, Any]]],
+    which: np.ndarray,
+    rows: np.ndarray,
+) -> bytes:
+    """protobuf messages of columns, one per entry (common/proto_rows.h)"""
+
 # False in the analysis-only build (CMake TBDTRACE_COLLECTOR=OFF, or no CUPTI found), which
 # has none of the collector's functions below, only the Kineto parser's.
 has_collector: bool
@@ -71,6 +79,3 @@ def counter_config(chip: str, metrics: list[str]) -> tuple[bytes, int]: ...
 def evaluate_counter_data(
     chip: str, counter_data: bytes, metrics: list[str]
 ) -> list[tuple[str, list[float]]]: ...
-def ragged_concat(
-    kinds: list[list[tuple[np.ndarray, np.ndarray]]], kind: np.ndarray, row: np.ndarray
-) -> bytes: ...

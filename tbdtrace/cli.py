@@ -112,6 +112,9 @@ NO_PANDAS_COMMANDS = (*QUICK_EXIT_COMMANDS, "capture")
 # before page zeroing matters, and the heap's fragmentation would only raise their RSS).
 BIG_FILE_BYTES = 32 << 20  # a profiler file (compressed or not)
 BIG_TRACE_BYTES = 16 << 20  # a trace directory's Arrow files (~4M kernels)
+# `export` writes ~10 bytes for each byte of a trace directory (140 MiB from the 14 MiB
+# 1M-kernel trace) through column-sized arrays: a trace is big for it at 1/8 the size.
+EXPORT_SCALE = 8
 
 
 def keep_freed_memory(big: bool = True) -> None:
@@ -158,18 +161,19 @@ def _positionals(argv: list[str]) -> list[str]:
     return [a for a in argv if not a.startswith("-")]
 
 
-def input_is_big(argv: list[str]) -> bool:
-    """Is any existing path among ``argv`` a big input (see BIG_FILE_BYTES)?"""
+def input_is_big(argv: list[str], scale: int = 1) -> bool:
+    """Is any existing path among ``argv`` a big input (see BIG_FILE_BYTES), with the
+    limits divided by ``scale``?"""
     for a in argv:
         p = Path(a)
         try:
             if p.is_file():
-                if p.stat().st_size >= BIG_FILE_BYTES:
+                if p.stat().st_size * scale >= BIG_FILE_BYTES:
                     return True
             elif p.is_dir():
                 files = [f for s in (".parquet", ".arrow") for f in p.glob(f"*{s}")]
                 size = sum(f.stat().st_size for f in files)
-                if size >= BIG_TRACE_BYTES:
+                if size * scale >= BIG_TRACE_BYTES:
                     return True
         except OSError:
             continue
@@ -225,7 +229,7 @@ def _tune_process(command: str | None, paths: list[str]) -> None:
     called from Python, where they would outlive the call): the glibc heap settings of
     analysis commands and the no-pandas rule (docs/DECISIONS.md 15, 17)."""
     if command in ANALYSIS_COMMANDS:
-        keep_freed_memory(input_is_big(paths))
+        keep_freed_memory(input_is_big(paths, EXPORT_SCALE if command == "export" else 1))
     if command in NO_PANDAS_COMMANDS:
         from tbdtrace import _pandas_gate
 

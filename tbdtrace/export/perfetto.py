@@ -6,11 +6,15 @@ when it lasts 0 ns) on a track declared by a ``TrackDescriptor``, names, categor
 argument names are interned once (``InternedData``) and referred to by id, flows are
 ``flow_ids``/``terminating_flow_ids``, counters ``TYPE_COUNTER`` events.
 
-Rows of one packet kind are encoded together as a byte matrix (one row per packet,
-padded) and a mask of the bytes in use, so a million slices take numpy operations,
-not a million Python calls. Packets are written in time order; at equal times ends come
-before instants and begins, inner ends before outer ones and outer begins before inner
-ones, so every track's slices nest in file order too.
+Each packet kind (begin, end, instant, counter) is declared once as its fields over whole
+columns (``_messages``: field keys, value columns, masks of the rows that have a field),
+and the compiled encoder ``tbdtrace._native.encode_rows`` writes each entry's packet
+from them, so a million slices take no Python call each (docs/DECISIONS.md export.1).
+Without the extension, the numpy encoder below writes the same bytes: rows of one packet
+kind encoded together as a byte matrix (one row per packet, padded) and a mask of the
+bytes in use. Packets are written in time order; at equal times ends come before
+instants and begins, inner ends before outer ones and outer begins before inner ones,
+so every track's slices nest in file order too.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from tbdtrace.export.timeline import Slices, Timeline
+from tbdtrace.export.timeline import Slices, Timeline, slice_order
 
 try:
     from tbdtrace import _native
@@ -215,11 +219,18 @@ def _header(tl: Timeline, arg_names: list[str]) -> bytes:
     # annotation value), once: iid = string id + 1 in every table.
     sl = tl.slices
     assert sl is not None
-    values = [a.values[a.valid] for a in sl.args if a.string]
+    ns = len(tl.strings)
+
+    def used(*ids: I64) -> I64:  # the string ids that occur, ascending
+        seen = np.zeros(ns, bool)
+        for x in ids:
+            seen[x] = True
+        return np.flatnonzero(seen)
+
     roles: tuple[tuple[int, Any], ...] = (
-        (I_NAMES, np.unique(sl.name)),
-        (I_CATEGORIES, np.unique(sl.cat)),
-        (I_ANNOTATION_STRINGS, np.unique(np.concatenate(values)) if values else []),
+        (I_NAMES, used(sl.name)),
+        (I_CATEGORIES, used(sl.cat)),
+        (I_ANNOTATION_STRINGS, used(*(a.values[a.valid] for a in sl.args if a.string))),
     )
     interned = []
     for f, ids in roles:
@@ -309,19 +320,8 @@ def _chunk(tl: Timeline, kind: I64, si: I64, ci: I64, arg_iids: list[int]) -> by
         pos = np.flatnonzero(kind == k)
         if pos.size:
             subsets.append((pos, make(pos)))
-    # Each entry's packet: its kind's fields, row by row, in entry order. The bytes are
-    # moved by a compiled gather (tbdtrace._native.ragged_concat; every byte was encoded
-    # above); without the extension, one padded matrix and its mask do it in numpy.
-    if _native is not None and hasattr(_native, "ragged_concat"):
-        which = np.empty(len(kind), np.int8)
-        row = np.empty(len(kind), np.int64)
-        for k, (pos, _) in enumerate(subsets):
-            which[pos] = k
-            row[pos] = np.arange(len(pos), dtype=np.int64)
-        fields = [
-            [(p.m, np.ascontiguousarray(p.ln, np.int64)) for p in pieces] for _, pieces in subsets
-        ]
-        return _native.ragged_concat(fields, which, row)
+    # Each entry's packet: its kind's fields, row by row, in entry order: one padded
+    # matrix and its mask.
     mats = [(pos, *layout(pieces)) for pos, pieces in subsets]
     w = max(m.shape[1] for _, m, _ in mats)
     out = np.zeros((len(kind), w), np.uint8)
@@ -332,6 +332,75 @@ def _chunk(tl: Timeline, kind: I64, si: I64, ci: I64, arg_iids: list[int]) -> by
     return bytes(out[used].tobytes())
 
 
+# ---- compiled path: the messages declared as fields over whole columns ----
+
+# field kinds of tbdtrace._native.encode_rows (csrc/common/proto_rows.h)
+K_CONST, K_VARINT, K_FIXED64, K_MESSAGE = 0, 1, 2, 3
+# (kind, key, int64 values, the int added to each, the rows that have it, sub-fields)
+Field = tuple[int, bytes, Any, int, Any, Any]
+
+
+def _fv(field: int, values: I64, add: int = 0, mask: Mask | None = None) -> Field:
+    return (K_VARINT, key(field, VARINT), np.ascontiguousarray(values, np.int64), add, mask, None)
+
+
+def _fmsg(field: int, sub: list[Field], mask: Mask | None = None) -> Field:
+    return (K_MESSAGE, key(field, LEN), None, 0, mask, sub)
+
+
+def _fconst(data: bytes) -> Field:
+    return (K_CONST, data, None, 0, None, None)
+
+
+def _ffixed(field: int, values: I64, mask: Mask | None = None) -> Field:
+    return (K_FIXED64, key(field, FIXED64), np.ascontiguousarray(values), 0, mask, None)
+
+
+def _packet_fields(ts: I64, event: list[Field]) -> list[Field]:
+    packet = [
+        _fv(P_TIMESTAMP, ts),
+        _fconst(_field(P_SEQ_ID, SEQ) + _field(P_SEQ_FLAGS, SEQ_NEEDS_STATE)),
+        _fmsg(P_TRACK_EVENT, event),
+    ]
+    return [_fmsg(TRACE_PACKET, packet)]
+
+
+def _messages(tl: Timeline, arg_iids: list[int]) -> list[list[Field]]:
+    """The four packet kinds (begin, end, instant, counter: ``kind - 1``) as fields over
+    whole columns: rows of the slices for the first three, of the counters for the last.
+    The same fields, in the same order, as ``_first``, ``_end`` and ``_counter``."""
+    sl = tl.slices
+    assert sl is not None
+    named = [
+        _fv(E_TRACK_UUID, sl.track, TRACK_UUID0),
+        _fv(E_NAME_IID, sl.name, 1),
+        _fv(E_CATEGORY_IIDS, sl.cat, 1),
+    ]
+    for a, iid in zip(sl.args, arg_iids, strict=True):
+        if not a.valid.any():
+            continue
+        value = _fv(A_STRING_IID, a.values, 1) if a.string else _fv(A_INT, a.values)
+        body = [_fconst(_field(A_NAME_IID, iid)), value]
+        named.append(_fmsg(E_ANNOTATIONS, body, np.ascontiguousarray(a.valid, bool)))
+    for field, flows in ((E_FLOW_IDS, sl.flow_out), (E_TERMINATING_FLOWS, sl.flow_in)):
+        present = flows > 0
+        if present.any():
+            named.append(_ffixed(field, flows, present))
+    counter = [
+        _fconst(_field(E_TYPE, COUNTER)),
+        _fv(E_TRACK_UUID, tl.counter_track, TRACK_UUID0),
+        _ffixed(E_DOUBLE_COUNTER, tl.counter_value.view(np.int64)),
+    ]
+    return [
+        _packet_fields(sl.start, [_fconst(_field(E_TYPE, SLICE_BEGIN)), *named]),
+        _packet_fields(
+            sl.end, [_fconst(_field(E_TYPE, SLICE_END)), _fv(E_TRACK_UUID, sl.track, TRACK_UUID0)]
+        ),
+        _packet_fields(sl.start, [_fconst(_field(E_TYPE, INSTANT)), *named]),
+        _packet_fields(tl.counter_ts, counter),
+    ]
+
+
 def write(tl: Timeline, out: BinaryIO) -> int:
     """Write ``tl`` to ``out``; returns the number of track events written."""
     sl = tl.slices
@@ -339,39 +408,57 @@ def write(tl: Timeline, out: BinaryIO) -> int:
     arg_names = [a.name for a in sl.args]
     arg_iids = list(range(1, len(arg_names) + 1))
     out.write(_header(tl, arg_names))
-    n, nc = len(sl.start), len(tl.counter_ts)
+    nc = len(tl.counter_ts)
     # Slices in (track, start, longer first) order; begins keep it at equal times,
     # ends take it reversed (inner ends first): the stable sort below keeps both.
-    order = np.lexsort((-sl.end, sl.start, sl.track))
+    order = slice_order(sl.track, sl.start, sl.end)
     dur0 = (sl.end == sl.start)[order]
     ends = order[~dur0][::-1]
-    kind = np.concatenate(
+    # Each entry: its packet kind less one (the message it is) and its row (a slice's
+    # or a counter's), in time order.
+    which = np.concatenate(
         [
-            np.where(dur0, INSTANT, SLICE_BEGIN),
-            np.full(len(ends), SLICE_END),
-            np.full(nc, COUNTER),
+            np.where(dur0, INSTANT - 1, SLICE_BEGIN - 1).astype(np.int8),
+            np.full(len(ends), SLICE_END - 1, np.int8),
+            np.full(nc, COUNTER - 1, np.int8),
         ]
-    ).astype(np.int64)
-    si = np.concatenate([order, ends, np.full(nc, -1, np.int64)])
-    ci = np.concatenate([np.full(n + len(ends), -1, np.int64), np.arange(nc, dtype=np.int64)])
-    ts = np.concatenate([sl.start[order], sl.end[ends], tl.counter_ts])
-    if not len(ts):
-        return 0
-    # at equal times: ends (0), then instants and counters (1), then begins (2)
-    phase = np.concatenate(
-        [np.where(dur0, 1, 2), np.zeros(len(ends), np.int64), np.ones(nc, np.int64)]
     )
-    rank = np.argsort(((ts - ts.min()) << 2) | phase, kind="stable")
+    rows = np.concatenate([order, ends, np.arange(nc, dtype=np.int64)])
+    if not len(rows):
+        return 0
+    sort_key = np.concatenate([sl.start[order], sl.end[ends], tl.counter_ts])
+    del order, dur0, ends
+    sort_key -= sort_key.min()
+    sort_key <<= 2
+    # at equal times: ends (0), then instants and counters (1), then begins (2)
+    sort_key |= np.array([2, 0, 1, 1], np.int64)[which]
+    rank = np.argsort(sort_key, kind="stable")
+    del sort_key
+    which, rows = which[rank], rows[rank]
+    del rank
 
-    def encode(lo: int) -> bytes:
-        sel = rank[lo : lo + CHUNK]
-        return _chunk(tl, kind[sel], si[sel], ci[sel], arg_iids)
+    if _native is not None and hasattr(_native, "encode_rows"):
+        messages = _messages(tl, arg_iids)
 
-    # Chunks encode on two threads (numpy releases the GIL in its loops), written in order.
+        def encode(lo: int) -> bytes:
+            sel = slice(lo, lo + CHUNK)
+            return _native.encode_rows(messages, which[sel], rows[sel])
+
+    else:
+        kind = which.astype(np.int64) + 1
+        counter = kind == COUNTER
+        si, ci = np.where(counter, -1, rows), np.where(counter, rows, -1)
+
+        def encode(lo: int) -> bytes:
+            sel = slice(lo, lo + CHUNK)
+            return _chunk(tl, kind[sel], si[sel], ci[sel], arg_iids)
+
+    # Chunks encode on two threads (numpy and the compiled encoder release the GIL),
+    # written in order.
     with ThreadPoolExecutor(THREADS) as pool:
-        for data in pool.map(encode, range(0, len(rank), CHUNK)):
+        for data in pool.map(encode, range(0, len(rows), CHUNK)):
             out.write(data)
-    return len(ts)
+    return len(rows)
 
 
 def write_file(tl: Timeline, path: str | os.PathLike[str]) -> int:

@@ -132,12 +132,20 @@ class Timeline:
 
 def groups(*cols: I64) -> tuple[list[tuple[int, ...]], I64]:
     """Distinct rows of the columns (first-seen order) and each row's group: hash
-    grouping, linear time (np.unique over rows sorts)."""
+    grouping, linear time (np.unique over rows sorts). The rows are packed into one
+    int64 code (a column's value less its minimum where its range is narrow, its dense
+    code otherwise), whose distinct values are taken in first-seen order."""
     code = np.zeros(len(cols[0]), np.int64)
     span = 1  # codes so far are < span
     for c in cols:
-        cc, vals = dense_codes(np.asarray(c, np.int64))
-        k = max(len(vals), 1)
+        c = np.asarray(c, np.int64)
+        lo = int(c.min()) if len(c) else 0
+        k = int(c.max()) - lo + 1 if len(c) else 1
+        if k <= 1 << 16:  # a narrow range (devices, launch sizes): the value is its code
+            cc = c - lo
+        else:
+            cc, vals = dense_codes(c)
+            k = max(len(vals), 1)
         if span * k >= 1 << 62:  # re-densify so the packed key stays in int64
             code, firsts = dense_codes(code)
             span = max(len(firsts), 1)
@@ -499,19 +507,22 @@ def _mark_path(ctx: AnalysisContext, tl: Timeline, parts: list[dict[str, object]
 
 
 def _concat(parts: list[dict[str, object]]) -> Slices:
+    """The parts' rows as one set of slices. Each part's columns are dropped from it as
+    they are copied, so the parts' own arrays are freed along the way (the peak of the
+    build: the heap it reaches is what the export touches)."""
     cols = ("track", "start", "end", "name", "cat", "flow_out", "flow_in", "source")
+    sizes = [len(np.asarray(p["start"])) for p in parts]
     arrays = {
-        c: np.concatenate([np.asarray(p[c], np.int64) for p in parts])
+        c: np.concatenate([np.asarray(p.pop(c), np.int64) for p in parts])
         if parts
         else np.zeros(0, np.int64)
         for c in cols
     }
-    sizes = [len(np.asarray(p["start"])) for p in parts]
     offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     total = int(offsets[-1])
     merged: dict[tuple[str, bool], Arg] = {}
     for p, lo, hi in zip(parts, offsets[:-1], offsets[1:], strict=True):
-        for a in p["args"]:  # type: ignore[attr-defined]
+        for a in p.pop("args"):  # type: ignore[attr-defined]
             key = (a.name, a.string)
             if key not in merged:
                 merged[key] = Arg(
@@ -522,6 +533,29 @@ def _concat(parts: list[dict[str, object]]) -> Slices:
     return Slices(args=list(merged.values()), **arrays)  # type: ignore[arg-type]
 
 
+def slice_order(track: I64, start: I64, end: I64) -> I64:
+    """The slices' indices by track, then start, then the longer first (then index):
+    ``np.lexsort((-end, start, track))``. Track and start are packed into one int64 key
+    where they fit (one sort instead of three); rows whose key ties are then ordered by
+    their end."""
+    n = len(track)
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    lo = int(start.min())
+    bits = (int(start.max()) - lo).bit_length()
+    if int(track.min()) < 0 or int(track.max()).bit_length() + bits > 62:
+        return np.lexsort((-end, start, track))
+    k = (track << bits) | (start - lo)
+    order = np.argsort(k, kind="stable")
+    ks = k[order]
+    tie = ks[1:] == ks[:-1]
+    if tie.any():  # the tied runs, by (key, -end, index): the one order lexsort gives
+        at = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
+        sub = order[at]
+        order[at] = sub[np.lexsort((sub, -end[sub], ks[at]))]
+    return order
+
+
 def lanes(track: I64, start: I64, end: I64) -> I64:
     """Per slice, the lane (0, 1, ...) that keeps slices on each (track, lane) nested
     or disjoint: greedy, in order of start, the longer first."""
@@ -529,7 +563,7 @@ def lanes(track: I64, start: I64, end: I64) -> I64:
     lane = np.zeros(n, np.int64)
     if n < 2:
         return lane
-    order = np.lexsort((-end, start, track))
+    order = slice_order(track, start, end)
     t, s, e = track[order], start[order], end[order]
     # A track whose consecutive slices are all disjoint is all disjoint (lane 0, no
     # loop); only tracks with some overlap need the stack walk.
@@ -543,7 +577,13 @@ def lanes(track: I64, start: I64, end: I64) -> I64:
         new = np.concatenate(([True], s[lo + 1 : hi] >= reach[:-1]))
         cid = np.cumsum(new) - 1
         size = np.bincount(cid)
-        busy = np.flatnonzero(size[cid] > 1)
+        # A pair: the second is on lane 1 when it ends after the first (a partial
+        # overlap), else it nests on lane 0, as the walk would place it.
+        pair = np.flatnonzero((size[cid] == 2) & ~new)
+        if pair.size:
+            second = lo + pair
+            lane[order[second]] = e[second] > e[second - 1]
+        busy = np.flatnonzero(size[cid] > 2)
         if busy.size:
             idx = lo + busy
             lane[order[idx]] = _walk(s[idx].tolist(), e[idx].tolist())

@@ -97,3 +97,16 @@ def test_big_analysis_turns_numpys_huge_pages_off(numpy_first: bool) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert out.stdout.split()[0] == "True"
+
+
+def test_export_counts_a_smaller_trace_as_big(tmp_path) -> None:
+    """`export` writes ~10x its input: a 3 MiB trace directory gets the big-input heap
+    settings for it (from 2 MiB) but not for `report` (from 16 MiB); 1 MiB for neither."""
+    from tbdtrace import cli
+
+    for mib, export_big in ((3, True), (1, False)):
+        d = tmp_path / f"t{mib}"
+        d.mkdir()
+        (d / "kernels.parquet").write_bytes(b"\0" * (mib << 20))
+        assert cli.input_is_big([str(d)]) is False
+        assert cli.input_is_big([str(d)], cli.EXPORT_SCALE) is export_big

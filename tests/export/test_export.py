@@ -8,12 +8,14 @@ nesting is checked by a stack walk written here.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 from collections import Counter, defaultdict
 
 import numpy as np
+import orjson
 import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
@@ -383,3 +385,207 @@ def test_export_steps_window_keeps_what_is_inside(fx, tmp_path):
     assert len([e for e in every if e["ph"] == "X" and _kind(e["cat"]) == "kernels"]) == len(
         raw["kernels"]
     )
+
+
+def _counter_trace():
+    """Slices of every kind (nested, zero-length, overlapping), flows, args with nulls,
+    memory and host-sample counters: every packet kind of the Perfetto writer."""
+    return trace_mod.from_tables(
+        {
+            "kernels": {
+                "start_ns": [10, 12, 15, 40, 40],
+                "end_ns": [20, 14, 25, 40, 41],
+                "device_id": [0] * 5,
+                "stream_id": [7, 7, 7, 8, 8],
+                "name": ["k1", "k2", "k3", "k0", None],
+                "correlation_id": [1, 2, None, 4, 5],
+            },
+            "runtime": {
+                "start_ns": [1, 2, 3, 4],
+                "end_ns": [5, 6, 7, 9],
+                "pid": [11] * 4,
+                "tid": [12] * 4,
+                "name": ["cudaLaunchKernel"] * 4,
+                "correlation_id": [1, 2, 4, 5],
+            },
+            "memory": {
+                "ts_ns": [5, 6, 7],
+                "action": ["alloc", "alloc", "free"],
+                "level": ["allocated"] * 3,
+                "bytes": [100, 50, 100],
+                "address": [1, 2, 1],
+                "device_id": [0] * 3,
+                "device_type": ["cuda"] * 3,
+                "category": ["weights", "activations", "weights"],
+            },
+            "host_samples": {
+                "ts_ns": [1, 2],
+                "metric": ["cpu_util", "cpu_util"],
+                "index": [-1, -1],
+                "value": [0.25, -1.5e300],
+            },
+            "steps": {"step": [0], "start_ns": [0], "end_ns": [50], "warmup": [False]},
+        },
+        {},
+    )
+
+
+@pytest.mark.parametrize("which", ["fixture", "counters"])
+def test_compiled_encoder_writes_the_numpy_encoders_bytes(fx, which, monkeypatch):
+    """The compiled encoder (tbdtrace._native.encode_rows) and the numpy one (used
+    without the extension) write the same bytes, packet for packet."""
+    from tbdtrace.export import perfetto as perfetto_mod
+    from tbdtrace.export import timeline
+
+    assert hasattr(perfetto_mod._native, "encode_rows")
+    tr = tbdtrace.open(fx[1]) if which == "fixture" else _counter_trace()
+    tl = timeline.build(tr)
+    compiled = io.BytesIO()
+    n = perfetto_mod.write(tl, compiled)
+    monkeypatch.setattr(perfetto_mod, "_native", None)
+    plain = io.BytesIO()
+    assert perfetto_mod.write(tl, plain) == n
+    assert compiled.getvalue() == plain.getvalue()
+    t = pb.Trace()
+    t.ParseFromString(compiled.getvalue())
+    events = [p.track_event for p in t.packet if p.HasField("track_event")]
+    assert len(events) == n > 0
+    if which == "counters":
+        # in time order: the samples (1, 2 ns), weights 100 (5), activations 50 (6),
+        # weights freed (7)
+        counter = pb.TrackEvent.TYPE_COUNTER
+        values = [e.double_counter_value for e in events if e.type == counter]
+        assert values == [0.25, -1.5e300, 100.0, 50.0, 0.0]
+        assert sum(e.type == pb.TrackEvent.TYPE_INSTANT for e in events) == 1  # k0
+
+
+def test_encode_rows_matches_protobuf():
+    """Fields over columns, encoded by the extension, against the published classes:
+    varints at their limits (negatives as 10 bytes), fixed64, a masked nested message."""
+    from tbdtrace import _native
+    from tbdtrace.export.perfetto import (
+        A_INT,
+        A_NAME_IID,
+        E_ANNOTATIONS,
+        E_FLOW_IDS,
+        E_TRACK_UUID,
+        FIXED64,
+        K_CONST,
+        K_FIXED64,
+        K_MESSAGE,
+        K_VARINT,
+        LEN,
+        VARINT,
+        key,
+    )
+
+    v = np.array([0, 1, 127, 128, 300, -1, -(2**63), 2**63 - 1, 2**35], np.int64)
+    valid = np.array([True, False, True, True, False, True, True, False, True])
+    flows = np.arange(len(v), dtype=np.int64) * 1_000_003
+    annotation = [
+        (K_CONST, key(A_NAME_IID, VARINT) + bytes([5]), None, 0, None, None),
+        (K_VARINT, key(A_INT, VARINT), v, 0, None, None),
+    ]
+    event = [
+        # field number order, as the published classes write them
+        (K_MESSAGE, key(E_ANNOTATIONS, LEN), None, 0, valid, annotation),
+        (K_VARINT, key(E_TRACK_UUID, VARINT), v[::-1].copy(), 7, None, None),
+        (K_FIXED64, key(E_FLOW_IDS, FIXED64), flows, 0, flows > 0, None),
+    ]
+    rows = np.array([8, 0, 3, 3, 7, 1, 2, 4, 5, 6], np.int64)
+    got = _native.encode_rows([event], np.zeros(len(rows), np.int8), rows)
+    want = b""
+    for r in rows.tolist():
+        te = pb.TrackEvent(track_uuid=(int(v[::-1][r]) + 7) % 2**64)
+        if valid[r]:
+            te.debug_annotations.add(name_iid=5, int_value=int(v[r]))
+        if flows[r] > 0:
+            te.flow_ids.append(int(flows[r]))
+        want += te.SerializeToString()
+    assert got == want
+    with pytest.raises(ValueError, match="fewer rows"):
+        _native.encode_rows([event], np.zeros(1, np.int8), np.array([len(v)], np.int64))
+    with pytest.raises(ValueError, match="bad kind"):
+        _native.encode_rows([event], np.ones(1, np.int8), np.zeros(1, np.int64))
+
+
+def test_slice_order_is_lexsorts_order():
+    """The packed-key sort gives np.lexsort((-end, start, track)), ties included, and
+    falls back to it where track and start do not fit one int64."""
+    from tbdtrace.export.timeline import slice_order
+
+    rng = np.random.default_rng(5)
+    for spread in (6, 2**61):  # many ties; a start range too wide to pack
+        for _ in range(50):
+            n = int(rng.integers(2, 80))
+            track = rng.integers(0, 4, n)
+            start = 10**18 + rng.integers(0, spread, n, dtype=np.int64)
+            end = start + rng.integers(0, 4, n)
+            want = np.lexsort((-end, start, track))
+            assert slice_order(track, start, end).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("which", ["fixture", "counters"])
+def test_chrome_columns_write_the_dict_writers_bytes(fx, which):
+    """The column-wise Chrome writer and the one-dict-per-event writer (orjson per
+    event) write the same bytes; the file is JSON with every slice, flow and counter."""
+    from tbdtrace.export import chrome as chrome_mod
+    from tbdtrace.export import timeline
+
+    tr = tbdtrace.open(fx[1]) if which == "fixture" else _counter_trace()
+    tl = timeline.build(tr)
+    columns, dicts = io.BytesIO(), io.BytesIO()
+    n = chrome_mod.write(tl, columns)
+    assert chrome_mod.write_dicts(tl, dicts) == n
+    assert columns.getvalue() == dicts.getvalue()
+    ev = json.loads(columns.getvalue())["traceEvents"]
+    assert len(ev) == n
+    assert sum(e["ph"] == "X" for e in ev) == len(tl.slices.start)
+    assert sum(e["ph"] == "C" for e in ev) == len(tl.counter_ts)
+    if which == "counters":
+        # k1 nests k2 (2 ns at 12 ns) and is overlapped by k3: times in us from 0 ns
+        k2 = next(e for e in ev if e["ph"] == "X" and e["name"] == "k2")
+        assert (k2["ts"], k2["dur"], k2["args"]["correlation_id"]) == (0.012, 0.002, 2)
+        # series by series: weights (alloc 100, freed), activations, then the samples
+        values = [e["args"]["value"] for e in ev if e["ph"] == "C"]
+        assert values == [100.0, 0.0, 50.0, 0.25, -1.5e300]
+
+
+def test_chrome_microseconds_print_as_the_floats_do():
+    """Relative ns as JSON us: the decimal of ns / 1000, as orjson prints the float
+    (a negative duration, bad input, goes through the float)."""
+    from tbdtrace.export.chrome import _us_text
+
+    ns = np.array([0, 1, 10, 100, 999, 1000, 1500, 123_456_789, 2**40 + 7], np.int64)
+    for v in (ns, np.concatenate([ns, [-1500]])):
+        want = [orjson.dumps(x / 1000).decode() for x in v.tolist()]
+        assert _us_text(v).to_pylist() == want
+
+
+def test_lanes_are_the_greedy_walks_lanes():
+    """Sparse random slices (many clusters of two, some larger): the lanes are those of a
+    greedy walk written here over each track's slices in (start, longer first) order,
+    each slice on the first lane where it nests or follows."""
+    rng = np.random.default_rng(9)
+    n = 3000
+    track = rng.integers(0, 3, n)
+    start = np.sort(rng.integers(0, 200_000, n))
+    end = start + rng.integers(0, 120, n)
+    got = lanes(track, start, end)
+    want = np.zeros(n, np.int64)
+    for t in range(3):
+        idx = [i for i in np.lexsort((-end, start)).tolist() if track[i] == t]
+        stacks: list[list[int]] = []
+        for i in idx:
+            for k, st in enumerate(stacks):
+                while st and st[-1] <= start[i]:
+                    st.pop()
+                if not st or st[-1] >= end[i]:
+                    st.append(int(end[i]))
+                    want[i] = k
+                    break
+            else:
+                stacks.append([int(end[i])])
+                want[i] = len(stacks) - 1
+    assert got.tolist() == want.tolist()
+    assert (got == 1).sum() > 10  # partial overlaps occur
