@@ -167,19 +167,23 @@ def _options(args: argparse.Namespace, win: Any) -> Any:
 def _emit(tr: Trace, args: argparse.Namespace, win: Any) -> int:
     from tbdtrace import progress
     from tbdtrace.report import build
+    from tbdtrace.report.build import text_sections
     from tbdtrace.report.contents import SECTIONS
     from tbdtrace.report.documents import ReportDoc
 
     opts = _options(args, win)
+    # The text report computes only the sections it shows (not the series for plots).
+    text_only = args.format == "text"
+    count = len(text_sections()) if text_only else len(SECTIONS)
     big = progress.on_terminal() and progress.is_big(rows=_event_rows(tr))
-    with progress.task("analysing", len(SECTIONS), "sections", big) as shown:
+    with progress.task("analysing", count, "sections", big) as shown:
         done = [0]
 
         def on_section(key: str) -> None:
             shown.update(done[0], label=f"analysing: {key}")
             done[0] += 1
 
-        doc = build(tr, opts, on_section if shown.shown else None)
+        doc = build(tr, opts, on_section if shown.shown else None, text_only)
     return _write(ReportDoc(doc, opts), args)
 
 

@@ -17,10 +17,15 @@ POOLED = ("kernels", "categories", "hotspots")
 
 
 def build(
-    trace: Trace, opts: ReportOptions | None = None, on_section: Any = None
+    trace: Trace,
+    opts: ReportOptions | None = None,
+    on_section: Any = None,
+    text_only: bool = False,
 ) -> dict[str, Any]:
     """The report document: meta and window first, then each section in report order;
-    ``on_section(key)`` is called as each section starts (a progress display)."""
+    ``on_section(key)`` is called as each section starts (a progress display).
+    ``text_only``: the document is for the text report, which leaves out the sections
+    that have no text (the series for plots: :func:`text_sections`)."""
     from tbdtrace.analysis.engine import context, window
     from tbdtrace.report.contents import SECTIONS
 
@@ -46,11 +51,18 @@ def build(
         # Sections whose rows add up every rank's (the others are per rank or per device).
         "pooled_ranks": [k for k in POOLED if any(s.key == k for s in SECTIONS)],
     }
-    for s in SECTIONS:
+    for s in text_sections() if text_only else SECTIONS:
         if on_section is not None:
             on_section(s.key)
         doc[s.key] = s.compute(whole if s.whole_trace else view, opts)
     return doc
+
+
+def text_sections() -> list[Section]:
+    """The sections the text report shows, in report order (those with a text view)."""
+    from tbdtrace.report.contents import SECTIONS
+
+    return [s for s in SECTIONS if s.render_text is not None]
 
 
 # Columns most sections read, fetched together: the two files are decoded side by side.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -183,7 +184,64 @@ def _xlsx(doc: Document, dest: Dest) -> int:
 
 def json_text(value: Any, **kw: Any) -> str:
     """The JSON text every document writes: indented by 2, one newline at the end."""
-    return json.dumps(value, indent=2, **kw) + "\n"
+    if kw:
+        return json.dumps(value, indent=2, **kw) + "\n"
+    return _indented(value) + "\n"
+
+
+# Values of a flat record (a dict of str keys and these values); exact types, as json
+# encodes them, so anything else (numpy scalars, subclasses) takes json's own path.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_PLACEHOLDER = re.compile(r'"\\u0000(\d+)"')
+
+
+def _indented(value: Any) -> str:
+    """``json.dumps(value, indent=2)``, the same text, ~4x faster on a report: Python's
+    json indents in pure Python (its C encoder does not indent before Python 3.13), and a
+    report is mostly lists of flat records (table rows), which are encoded here by the C
+    encoder, one call per list, then indented. The rest of the document, with a
+    placeholder for each such list, goes through ``json.dumps``."""
+    blocks: list[str] = []
+    skeleton = _swap(value, 0, blocks)
+    if not blocks:
+        return json.dumps(value, indent=2)
+    parts = _PLACEHOLDER.split(json.dumps(skeleton, indent=2))
+    if len(parts) != 2 * len(blocks) + 1:  # a string of the document looks like one
+        return json.dumps(value, indent=2)
+    parts[1::2] = [blocks[int(i)] for i in parts[1::2]]
+    return "".join(parts)
+
+
+def _swap(o: Any, level: int, blocks: list[str]) -> Any:
+    """``o`` with each list of flat records replaced by a placeholder string, its
+    indented text (at nesting ``level``) appended to ``blocks``."""
+    if type(o) is dict:
+        return {k: _swap(v, level + 1, blocks) for k, v in o.items()}
+    if type(o) is list or type(o) is tuple:
+        if o and all(
+            type(r) is dict
+            and r
+            and all(type(k) is str for k in r)
+            and all(type(v) in _SCALARS for v in r.values())
+            for r in o
+        ):
+            blocks.append(_records(o, level))
+            return f"\x00{len(blocks) - 1}"
+        return [_swap(v, level + 1, blocks) for v in o]
+    return o
+
+
+def _records(rows: list[dict[str, Any]] | tuple[dict[str, Any], ...], level: int) -> str:
+    """A non-empty list of non-empty flat records at nesting ``level``, as ``json.dumps``
+    indents it. Encoded compactly with each item separator a newline and the records'
+    keys' indent; a newline is only ever a separator (strings escape theirs), and one
+    followed by ``{`` is between two records, which get their own indent and braces."""
+    row_ind, key_ind = "  " * (level + 1), "  " * (level + 2)
+    enc = json.JSONEncoder(separators=(",\n" + key_ind, ": "))
+    body = enc.encode(list(rows))[2:-2]  # without the outer "[{" and "}]"
+    sep = "\n" + row_ind + "},\n" + row_ind + "{\n" + key_ind
+    body = body.replace("},\n" + key_ind + "{", sep)
+    return f"[\n{row_ind}{{\n{key_ind}{body}\n{row_ind}}}\n{'  ' * level}]"
 
 
 __all__ = ["FILE_WIDTH", "Dest", "Document", "UnknownSection", "emit", "json_text"]

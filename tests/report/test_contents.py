@@ -48,3 +48,29 @@ def test_document_follows_the_list(tmp_path: Path) -> None:
     text = buf.getvalue()
     # The text shows the kernels table (kernels section) after the summary line.
     assert text.index("relu") > text.index("tbdtrace report")
+
+
+def test_the_text_report_computes_only_the_sections_it_shows() -> None:
+    """``tbdtrace report`` in text leaves out the sections without a text view (the series
+    for plots) and prints what the whole document prints."""
+    from tbdtrace.commands._open import begin_open
+    from tbdtrace.report.documents import ReportDoc
+    from tests.conftest import fixture
+    from tests.inprocess import tbd
+
+    src = fixture("kineto/hta/df_index_resolver.json.gz")  # memory events and steps
+    tr = begin_open(str(src), False).trace()
+    opts = ReportOptions(window=WindowSpec("measured"))
+    full = build(tr, opts)
+    shown = build(tr, opts, text_only=True)
+    no_text = {s.key for s in SECTIONS if s.render_text is None}
+    assert no_text and set(full) - set(shown) == no_text
+    assert all(full[k] for k in no_text)  # they have data on this file, left out all the same
+
+    def text(doc: dict[str, object]) -> str:
+        buf = io.StringIO()
+        ReportDoc(doc, opts).render_text(Console(file=buf, width=ReportDoc.text_width))
+        return buf.getvalue()
+
+    assert text(shown) == text(full)
+    assert tbd("report", str(src)).stdout == text(full)

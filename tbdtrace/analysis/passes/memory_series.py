@@ -61,8 +61,10 @@ def run(ctx: Source, config: MemorySeriesConfig | None = None) -> pa.Table:
     win = ctx.window
     tl = memory.timeline(ctx.whole)
     totals, replaced = _from_allocator_totals(ctx.whole, cfg.max_points, win)
-    events = _from_events(tl, cfg.max_points, win)
-    if replaced and events.num_rows:
+    # Devices whose allocated level is the allocator's totals are left out of the replay's
+    # series before they are cut and thinned (on PyTorch-profiler files, most events).
+    events = _from_events(tl, cfg.max_points, win, replaced)
+    if replaced and events.num_rows:  # rows of a group whose key is not one value
         keep = [
             (lv, dt, di, rk) not in replaced
             for lv, dt, di, rk in zip(*(events.column(c).to_pylist() for c in _GROUP), strict=True)
@@ -110,10 +112,24 @@ def _start(rank: object, window: Window | None) -> int:
     return b[0]
 
 
-def _from_events(tl: pa.Table, max_points: int, window: Window | None = None) -> pa.Table:
+def _from_events(
+    tl: pa.Table,
+    max_points: int,
+    window: Window | None = None,
+    leave_out: set[tuple[object, ...]] | frozenset[tuple[object, ...]] = frozenset(),
+) -> pa.Table:
+    """The replay's series per (level, device_type, device_id, rank), but those whose
+    key is in ``leave_out`` (a group is left out only when all its rows have that key:
+    its codes make null and -1 one device id or rank)."""
     if tl.num_rows == 0:
         return SCHEMA.empty_table()
     code, first = _keys(tl, _GROUP)
+    groups = np.argsort(first)  # groups in order of first appearance
+    if leave_out and all(_one_null_state(tl, c, code, first) for c in ("device_id", "rank")):
+        heads = tl.select(list(_GROUP)).take(pa.array(first[groups])).to_pylist()
+        groups = groups[[tuple(h[c] for c in _GROUP) not in leave_out for h in heads]]
+        if not groups.size:
+            return SCHEMA.empty_table()
     cat_codes, cat_labels = dict_codes(tl, "category")
     cat_lut = np.array([MEMORY_CATEGORIES.index(c or "other") for c in cat_labels], np.int64)
     cat = cat_lut[cat_codes]
@@ -126,7 +142,7 @@ def _from_events(tl: pa.Table, max_points: int, window: Window | None = None) ->
     keep_rows: list[I64] = []
     keep_ts: list[I64] = []
     live_parts: list[npt.NDArray[np.int64]] = []
-    for g in np.argsort(first):  # groups in order of first appearance
+    for g in groups:
         rows = np.flatnonzero(code == g)
         rows = rows[np.argsort(ts[rows], kind="stable")]
         live = np.cumsum(delta[rows], axis=0)
@@ -167,6 +183,15 @@ def _from_events(tl: pa.Table, max_points: int, window: Window | None = None) ->
     return pa.table(cols, schema=SCHEMA)
 
 
+def _one_null_state(tl: pa.Table, col: str, code: I64, first: I64) -> bool:
+    """Whether every row of each group is null in ``col`` exactly when its first row is."""
+    c = tl.column(col)
+    if not c.null_count:
+        return True
+    null = np.asarray(c.is_null().to_numpy(zero_copy_only=False), bool)
+    return bool(np.array_equal(null, null[first[code]]))
+
+
 def _from_allocator_totals(
     ctx: AnalysisContext, max_points: int, window: Window | None
 ) -> tuple[pa.Table, set[tuple[object, ...]]]:
@@ -185,7 +210,7 @@ def _from_allocator_totals(
     by_dev: dict[tuple[object, ...], list[Series]] = {}
     for s in found:
         by_dev.setdefault(s.key[:4], []).append(s)
-    out: list[dict[str, list[object]]] = []
+    out: list[pa.Table] = []
     replaced: set[tuple[object, ...]] = set()
     for key, group in by_dev.items():
         if len(group) != 1:
@@ -211,22 +236,22 @@ def _from_allocator_totals(
             pick = np.concatenate([[0], pick])
         replaced.add(key)
         n = pick.size
-        rows: dict[str, list[object]] = {
-            "level": [key[0]] * n,
-            "source": ["allocator_total"] * n,
-            "device_type": [key[1]] * n,
-            "device_id": [key[2]] * n,
-            "rank": [key[3]] * n,
-            "ts_ns": [int(x) for x in t[pick]],
+        cols: dict[str, pa.Array] = {
+            "level": pa.array([key[0]] * n, pa.string()),
+            "source": pa.array(["allocator_total"] * n, pa.string()),
+            "device_type": pa.array([key[1]] * n, pa.string()),
+            "device_id": pa.array([key[2]] * n, pa.int32()),
+            "rank": pa.array([key[3]] * n, pa.int32()),
+            "ts_ns": pa.array(t[pick], pa.int64()),
         }
         for i, c in enumerate(CATEGORY_COLUMNS):
-            rows[c] = [int(x) for x in parts[pick, i]]
-        rows["pre_existing_bytes"] = [int(x) for x in parts[pick, -1]]
-        rows["total_bytes"] = [int(x) for x in total[pick]]
-        out.append(rows)
+            cols[c] = pa.array(parts[pick, i], pa.int64())
+        cols["pre_existing_bytes"] = pa.array(parts[pick, -1], pa.int64())
+        cols["total_bytes"] = pa.array(total[pick], pa.int64())
+        out.append(pa.table(cols, schema=SCHEMA))
     if not out:
         return SCHEMA.empty_table(), set()
-    return pa.concat_tables([pa.table(r, schema=SCHEMA) for r in out]), replaced
+    return pa.concat_tables(out), replaced
 
 
 def _from_totals(ctx: AnalysisContext, max_points: int, window: Window | None = None) -> pa.Table:
