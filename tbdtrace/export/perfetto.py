@@ -9,7 +9,7 @@ argument names are interned once (``InternedData``) and referred to by id, flows
 Each packet kind (begin, end, instant, counter) is declared once as its fields over whole
 columns (``_messages``: field keys, value columns, masks of the rows that have a field),
 and the compiled encoder ``tbdtrace._native.encode_rows`` writes each entry's packet
-from them, so a million slices take no Python call each (docs/DECISIONS.md export.1).
+from them, so a million slices take no Python call each (docs/DECISIONS.md 216).
 Without the extension, the numpy encoder below writes the same bytes: rows of one packet
 kind encoded together as a byte matrix (one row per packet, padded) and a mask of the
 bytes in use. Packets are written in time order; at equal times ends come before
