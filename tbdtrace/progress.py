@@ -90,7 +90,8 @@ class Task:
         self, done: float | None = None, advance: float = 0, label: str | None = None
     ) -> None:
         """Set (``done``) or advance the amount done; ``label``: a new description.
-        Throttled: the display changes at most every :data:`REFRESH_S`."""
+        Throttled: the display changes at most every :data:`REFRESH_S`; a new label is
+        drawn at once (a step of a few milliseconds would otherwise never be seen)."""
         if self._id is None:
             return
         self.done = done if done is not None else self.done + advance
@@ -104,6 +105,8 @@ class Task:
         with _lock:
             if _display is not None:
                 _display.update(self._id, **kw)
+                if label is not None:
+                    _display.refresh()
 
     def set_total(self, total: float | None) -> None:
         self.total = total
