@@ -113,6 +113,31 @@ def on_threads(
     return out
 
 
+def outermost(ctx: AnalysisContext, has: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Rows of ``ops`` where ``has`` that no other ``has`` row of their thread contains
+    (the op flops count once, the roofline's counted ops, the memory peak's owners)."""
+    out = has.copy()
+    rows = np.flatnonzero(has)
+    if rows.size < 2:
+        return out
+    pid, tid = (
+        shared_arrays.ints(ctx, "ops", "pid")[rows],
+        shared_arrays.ints(ctx, "ops", "tid")[rows],
+    )
+    s, e = (
+        shared_arrays.ints(ctx, "ops", "start_ns")[rows],
+        shared_arrays.ints(ctx, "ops", "end_ns")[rows],
+    )
+    for g in thread_groups(pid, tid).values():
+        order = g[np.lexsort((-e[g], s[g]))]
+        ends = e[order]
+        prev_max = np.maximum.accumulate(ends)[:-1]
+        inside = np.zeros(order.size, dtype=bool)
+        inside[1:] = prev_max >= ends[1:]
+        out[rows[order[inside]]] = False
+    return out
+
+
 ATTRIBUTION: Entry[Attribution] = Entry(
     "attribution.attribute", "every kernel's op, module and marker"
 )

@@ -27,7 +27,6 @@ Rules, on the memory summary's headline device and level
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -35,7 +34,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import shared_arrays
-from tbdtrace.analysis.engine.attribution import on_threads, range_groups, thread_groups
+from tbdtrace.analysis.engine.attribution import on_threads, outermost, thread_groups
 from tbdtrace.analysis.engine.context import AnalysisContext
 from tbdtrace.analysis.engine.memory_blocks import blocks_of, group_codes
 from tbdtrace.arrow_ints import int_column
@@ -80,33 +79,6 @@ def live_at(ctx: AnalysisContext, key: tuple[object, ...], ts: int) -> tuple[pa.
     return mem, blocks.alloc_row[live], blocks.bytes[live]
 
 
-def _top_level(
-    ctx: AnalysisContext, keep: np.ndarray, threads: Iterable[tuple[int, int]]
-) -> np.ndarray:
-    """Rows of ``ops`` (where ``keep``) on ``threads`` that no other kept row of their
-    thread contains."""
-    s = shared_arrays.ints(ctx, "ops", "start_ns")
-    e = shared_arrays.ints(ctx, "ops", "end_ns")
-    top = np.zeros(s.size, dtype=bool)
-    groups = range_groups(ctx, "ops")
-    for th in threads:
-        rows = groups.get(th)
-        if rows is None:
-            continue
-        rows = rows[keep[rows]]
-        if rows.size == 0:
-            continue
-        rs, re_ = s[rows], e[rows]
-        ds, de = np.diff(rs), np.diff(re_)
-        # stored by start, the longer of equal starts first (as traces store them)
-        stored = bool(np.all((ds > 0) | ((ds == 0) & (de <= 0))))
-        order = rows if stored else rows[np.lexsort((-re_, rs))]
-        ends = e[order]
-        before = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]])
-        top[order] = s[order] >= before
-    return top
-
-
 def owners(ctx: AnalysisContext, mem: pa.Table, rows: I64, by: str) -> list[str | None]:
     """The op (``by="op"``) or module (``"module"``) each memory row of ``rows`` was
     allocated in (rules in the module docstring); None where none contains it."""
@@ -128,7 +100,7 @@ def owners(ctx: AnalysisContext, mem: pa.Table, rows: I64, by: str) -> list[str 
             is_py = shared_arrays.label_mask(
                 ctx, "ops", "category", lambda x: x == "python_function"
             )
-            keep = _top_level(ctx, ~is_py & ~is_module, groups)
+            keep = outermost(ctx, ~is_py & ~is_module)
         found[q] = on_threads(ctx, "ops", keep, groups, ts[q])
     names = [o_labels[o_codes[i]] if i >= 0 else None for i in found.tolist()]
     return names

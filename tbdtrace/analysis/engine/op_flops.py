@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from tbdtrace.analysis.engine import flop_formulas as ff
 from tbdtrace.analysis.engine import shared_arrays
-from tbdtrace.analysis.engine.attribution import on_threads, thread_groups
+from tbdtrace.analysis.engine.attribution import on_threads, outermost, thread_groups
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.grouping import dict_codes
 from tbdtrace.arrow_ints import int_column
@@ -91,7 +91,7 @@ def _op_counts(ctx: AnalysisContext) -> OpCounts:
     flops[idx] = np.where(fw >= 0, fw, an)
     source[idx] = np.where(fw >= 0, 1, np.where(an >= 0, 2, -1))
     prec[idx] = u_prec[inv]
-    return OpCounts(flops, prec, source, _outermost(ctx, flops >= 0))
+    return OpCounts(flops, prec, source, outermost(ctx, flops >= 0))
 
 
 # Op categories of other frameworks whose ``ops.flops`` count only matrix math (the
@@ -195,30 +195,6 @@ def _old_backward_from_children(
         [ff.old_cudnn_backward_one(shape_labels[c]) or -1 for c in sc.tolist()], dtype=np.int64
     )
     an[old] = np.where((one >= 0) & (grads > 0), one * grads, -1)
-
-
-def _outermost(ctx: AnalysisContext, has: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-    """Rows of ``has`` not inside another ``has`` row on the same thread."""
-    out = has.copy()
-    rows = np.flatnonzero(has)
-    if rows.size < 2:
-        return out
-    pid, tid = (
-        shared_arrays.ints(ctx, "ops", "pid")[rows],
-        shared_arrays.ints(ctx, "ops", "tid")[rows],
-    )
-    s, e = (
-        shared_arrays.ints(ctx, "ops", "start_ns")[rows],
-        shared_arrays.ints(ctx, "ops", "end_ns")[rows],
-    )
-    for g in thread_groups(pid, tid).values():
-        order = g[np.lexsort((-e[g], s[g]))]
-        ends = e[order]
-        prev_max = np.maximum.accumulate(ends)[:-1]
-        inside = np.zeros(order.size, dtype=bool)
-        inside[1:] = prev_max >= ends[1:]
-        out[rows[order[inside]]] = False
-    return out
 
 
 def tf32_allowed(meta: dict[str, Any]) -> dict[str, bool]:

@@ -31,10 +31,10 @@ import pyarrow as pa
 
 from tbdtrace.analysis.engine import byte_formulas, outputs, peaks, shared_arrays
 from tbdtrace.analysis.engine import flop_formulas as ff
-from tbdtrace.analysis.engine.attribution import on_threads, thread_groups
+from tbdtrace.analysis.engine.attribution import on_threads, outermost, thread_groups
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key
-from tbdtrace.analysis.engine.op_flops import _outermost, op_counts
+from tbdtrace.analysis.engine.op_flops import op_counts
 
 SCHEMA = outputs.ROOFLINE.arrow_schema()  # declared in passes/outputs.py
 FAMILY_SCHEMA = outputs.ROOFLINE_FAMILY.arrow_schema()
@@ -127,7 +127,7 @@ def _rows(ctx: AnalysisContext) -> list[dict[str, Any]]:
     has_bytes = np.array([b is not None for b in nbytes], dtype=bool)
     # The outermost counted op owns the kernels under it (aten::linear those of its
     # addmm and transposes): its FLOPs and bytes are what they did, counted once.
-    counted = _outermost(ctx, has_bytes | (counts.flops >= 0))
+    counted = outermost(ctx, has_bytes | (counts.flops >= 0))
     owner = _kernel_ops(ctx, counted)
     dur = shared_arrays.durations(ctx, "kernels")
     sel = owner >= 0
