@@ -8,61 +8,122 @@ namespace tbdtrace::kineto {
 
 namespace {
 
-// Keys the parser looks for. A key is matched on its raw bytes and closing quote first
-// (no scan); a key that matches none that way (unknown, escaped, or cut by the end of the
-// input) is read and decoded, then looked up by value.
-struct KeyTable {
-  struct Entry {
-    std::string quoted;  // the key and its closing quote
-    int id;
-    int words;            // 8-byte words covering `quoted`
-    uint64_t w[4], m[4];  // their bytes and masks (little-endian loads)
-  };
-  std::vector<Entry> by_first[128];
-  std::vector<Entry> all;
+// Keys the parser looks for. Kineto writes the keys of one kind of event in one order, so
+// the key that followed the previous one last time (a KeyGuess, per parser) is tried first:
+// three masked word compares against the key and its closing quote. Otherwise the key is
+// found with one 32-byte look ahead: the first quote or backslash or control character ends
+// it. A key without escapes or control characters (what Kineto writes) is its raw bytes,
+// looked up by length and content in a small open-addressing table (one multiply, one or
+// two probes, up to three word compares), and becomes the guess after the previous key. A
+// raw key that is no key read here (Kineto's "queued", "Ev Idx", "id", ...) needs no
+// decoding either: its bytes >= 0x80, valid or not, cannot decode to one of these ASCII
+// keys. Any other key (escaped, holding a control character, longer than the look ahead, or
+// cut by the end of the input) is read and decoded, then looked up by value.
+using KeyGuess = Parser::KeyGuess;
 
-  KeyTable(std::initializer_list<std::pair<const char*, int>> keys) {
-    for (const auto& [text, id] : keys) {
-      Entry e{std::string(text) + '"', id, 0, {}, {}};
-      e.words = static_cast<int>((e.quoted.size() + 7) / 8);
-      for (size_t i = 0; i < e.quoted.size(); ++i) {
-        e.w[i / 8] |= static_cast<uint64_t>(static_cast<unsigned char>(e.quoted[i])) << (i % 8 * 8);
-        e.m[i / 8] |= 0xFFull << (i % 8 * 8);
-      }
-      by_first[static_cast<unsigned char>(text[0])].push_back(e);
-      all.push_back(e);
-    }
-  }
+struct KeyTable {
+  static constexpr size_t kMaxKey = 24;  // longer keys: none read here
+  static constexpr unsigned kSlots = 128;
+  static_assert(kSlots == Parser::kGuessStart, "one guess per table slot, and one at the start");
+  struct Slot {
+    uint64_t w[3];  // the key's bytes, zero past its end (little-endian words)
+    uint32_t len;   // 0: empty
+    int id;
+  };
+  Slot slots[kSlots] = {};
+  std::vector<std::pair<std::string, int>> all;
 
   static uint64_t load8(const char* p) {
     uint64_t v;
     std::memcpy(&v, p, 8);
     return v;
   }
+  static uint64_t ones(size_t n) {  // a mask of the first n bytes of a word (n may exceed 8)
+    return n >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1;
+  }
+  static unsigned slot_of(uint64_t w0, size_t len) {
+    return static_cast<unsigned>(((w0 ^ len) * 0x9E3779B97F4A7C15ull) >> 57) & (kSlots - 1);
+  }
 
-  // c.p just past the opening quote; on return c.p is past the closing quote.
-  int match(Cur& c, std::string& scratch, int none) const {
-    auto avail = static_cast<size_t>(c.end - c.p);
-    if (avail && static_cast<unsigned char>(*c.p) < 128) {
-      for (const Entry& e : by_first[static_cast<unsigned char>(*c.p)]) {
-        bool eq;
-        if (avail >= static_cast<size_t>(e.words) * 8) {
-          eq = (load8(c.p) & e.m[0]) == e.w[0];
-          for (int i = 1; eq && i < e.words; ++i) eq = (load8(c.p + 8 * i) & e.m[i]) == e.w[i];
-        } else {
-          eq = avail >= e.quoted.size() && std::memcmp(c.p, e.quoted.data(), e.quoted.size()) == 0;
+  KeyTable(std::initializer_list<std::pair<const char*, int>> keys) {
+    for (const auto& [text, id] : keys) {
+      std::string k(text);
+      all.emplace_back(k, id);
+      if (k.size() > kMaxKey) throw std::logic_error("key table: key too long");
+      Slot s{{0, 0, 0}, static_cast<uint32_t>(k.size()), id};
+      for (size_t i = 0; i < k.size(); ++i)
+        s.w[i / 8] |= static_cast<uint64_t>(static_cast<unsigned char>(k[i])) << (i % 8 * 8);
+      unsigned i = slot_of(s.w[0], k.size());
+      while (slots[i].len) i = (i + 1) & (kSlots - 1);
+      slots[i] = s;
+    }
+  }
+
+  // c.p just past the opening quote; on return c.p is past the closing quote. `at`: the
+  // guess slot of the previous key (kGuessStart for the first), then this key's.
+  int match(Cur& c, std::string& scratch, int none, KeyGuess* guesses, unsigned& at) const {
+#ifdef __SSE2__
+    if (c.end - c.p >= 32) {
+      const char* k = c.p;
+      KeyGuess& g = guesses[at];
+      uint64_t miss = ((load8(k) & g.m[0]) ^ g.w[0]) | ((load8(k + 8) & g.m[1]) ^ g.w[1]) |
+                      ((load8(k + 16) & g.m[2]) ^ g.w[2]);
+      if (!miss && g.len) {
+        c.p += g.len;
+        at = g.next;
+        return g.id;
+      }
+      __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k));
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k + 16));
+      const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                    ctl = _mm_set1_epi8(0x1f);
+      auto stops = [&](__m128i x) {  // '"', '\\', or a control character
+        __m128i m = _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash));
+        return static_cast<uint32_t>(
+            _mm_movemask_epi8(_mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(x, ctl), x))));
+      };
+      uint32_t stop = stops(a) | stops(b) << 16;
+      size_t len = stop ? static_cast<size_t>(__builtin_ctz(stop)) : 32;
+      if (len <= kMaxKey && k[len] == '"') {  // a plain key, short enough to be one of ours
+        c.p += len + 1;
+        uint64_t w[3] = {load8(k) & ones(len), len > 8 ? load8(k + 8) & ones(len - 8) : 0,
+                         len > 16 ? load8(k + 16) & ones(len - 16) : 0};
+        unsigned here = slot_of(w[0], len);
+        int id = none;
+        for (unsigned i = here;; i = (i + 1) & (kSlots - 1)) {
+          const Slot& s = slots[i];
+          if (s.len == len && s.w[0] == w[0] && s.w[1] == w[1] && s.w[2] == w[2]) {
+            id = s.id;
+            break;
+          }
+          if (s.len == 0) break;
         }
-        if (eq) {
-          c.p += e.quoted.size();
-          return e.id;
+        if (len < kMaxKey) {  // the key and its quote fit the guess's three words
+          w[len / 8] |= uint64_t{'"'} << (len % 8 * 8);
+          for (size_t j = 0; j < 3; ++j) {
+            g.w[j] = w[j];
+            g.m[j] = len + 1 > 8 * j ? ones(len + 1 - 8 * j) : 0;
+          }
+          g.len = static_cast<uint32_t>(len + 1);
+          g.id = id;
+          g.next = here;
         }
+        at = here;
+        return id;
+      }
+      if (stop && k[len] == '"') {  // a plain key longer than ours
+        c.p += len + 1;
+        at = Parser::kGuessStart;
+        return none;
       }
     }
+#endif
+    at = Parser::kGuessStart;
     const char* s;
     size_t n;
     read_string(c, scratch, s, n);
-    for (const Entry& e : all)
-      if (e.quoted.size() == n + 1 && std::memcmp(e.quoted.data(), s, n) == 0) return e.id;
+    for (const auto& [k, id] : all)
+      if (k.size() == n && std::memcmp(k.data(), s, n) == 0) return id;
     return none;
   }
 };
@@ -431,9 +492,10 @@ void Parser::event(Cur& c) {
     ++c.p;
     return;
   }
+  unsigned at = kGuessStart;
   for (;;) {
     c.expect('"');
-    int key = kEventKeys.match(c, key_buf_, kOtherKey);
+    int key = kEventKeys.match(c, key_buf_, kOtherKey, ev_guess_, at);
     c.ws();
     c.expect(':');
     c.ws();
@@ -451,10 +513,10 @@ void Parser::event(Cur& c) {
         str_field(c, name_buf_, e.name);
         break;
       case kPid:
-        e.pid = int_field(c);
+        int_field(c, e.pid);
         break;
       case kTid:
-        e.tid = int_field(c);
+        int_field(c, e.tid);
         break;
       case kTs:
         e.ts_state = time_field(c, e.ts);
@@ -497,14 +559,15 @@ void Parser::args(Cur& c) {
     ++c.p;
     return;
   }
+  unsigned at = kGuessStart;
   for (;;) {
     c.expect('"');
-    int k = kArgKeys.match(c, key_buf_, kNoArg);
+    int k = kArgKeys.match(c, key_buf_, kNoArg, arg_guess_, at);
     c.ws();
     c.expect(':');
     c.ws();
     if (k < kNumIntArgs) {
-      a.v[k] = int_field(c);
+      int_field(c, a.v[k]);
     } else if (k == kGrid || k == kBlock) {
       triple(c, k == kGrid ? a.grid : a.block);
     } else if (k == kSyncKind) {
@@ -597,8 +660,9 @@ void Parser::str_field(Cur& c, std::string& scratch, Str& out) {
   }
 }
 
-IntVal Parser::int_field(Cur& c) {
-  IntVal v;
+// Written in place: an IntVal returned by value was assembled on the stack byte by byte
+// and copied out as one 16-byte load, a store-forwarding stall on every integer.
+void Parser::int_field(Cur& c, IntVal& v) {
   switch (*c.p) {
     case '"': {
       ++c.p;
@@ -607,32 +671,34 @@ IntVal Parser::int_field(Cur& c) {
       read_string(c, tmp_buf_, s, n);
       v = str_to_int(s, n);
       if (v.state == IntVal::kBad && hook_) v = hooked_int(ask(kHookInt, s, n));
-      return v;
+      return;
     }
     case 't':
       skip_value(c);
       v.set(false, 1, false);
-      return v;
+      return;
     case 'f':
       skip_value(c);
       v.set(false, 0, false);
-      return v;
+      return;
     case 'n':
     case '[':
     case '{':
       skip_value(c);
+      v = IntVal{};
       v.state = IntVal::kNone;
-      return v;
+      return;
     default: {
       bool neg;
       uint64_t mag;
       if (quick_int(c, neg, mag)) {
         v.set(neg, mag, false);
-        return v;
+        return;
       }
       Num num;
       lex_number(c, num);
-      return num_to_int(num);
+      v = num_to_int(num);
+      return;
     }
   }
 }
@@ -651,7 +717,8 @@ void Parser::triple(Cur& c, Triple& t) {
   }
   int count = 0;
   for (;;) {
-    IntVal v = int_field(c);
+    IntVal v;
+    int_field(c, v);
     if (count < 3) t.v[count] = v;
     ++count;
     c.ws();

@@ -107,6 +107,19 @@ class Parser {
   size_t num_strings() const { return dict_.size(); }
   size_t string_bytes() const { return dict_.data_bytes(); }
 
+  // The key expected after another one (parser.cpp, KeyTable): the key's bytes and its
+  // closing quote in three masked little-endian words, its length with the quote (0: no
+  // guess; an all-zero guess never matches, the quote being nonzero), its id, and the
+  // guess slot it leads to.
+  struct KeyGuess {
+    uint64_t w[3] = {0, 0, 0};
+    uint64_t m[3] = {0, 0, 0};
+    uint32_t len = 0;
+    int id = 0;
+    unsigned next = 0;
+  };
+  static constexpr unsigned kGuessStart = 128;  // the slot before an object's first key
+
   // Strings as parsed: a span of the input (or of a scratch buffer) and what it was.
   struct Str {
     enum : uint8_t { kAbsent, kString, kLone, kOther, kBad } kind = kAbsent;
@@ -182,7 +195,7 @@ class Parser {
   void event(Cur& c);
   void args(Cur& c);
   void str_field(Cur& c, std::string& scratch, Str& out);
-  IntVal int_field(Cur& c);
+  void int_field(Cur& c, IntVal& v);
   void triple(Cur& c, Triple& t);
   uint8_t time_field(Cur& c, int64_t& out);
   uint8_t time_value(Cur& c, int64_t& out);
@@ -237,6 +250,7 @@ class Parser {
   void check_unit_size() const;
 
   Event ev_;
+  KeyGuess ev_guess_[kGuessStart + 1], arg_guess_[kGuessStart + 1];  // per table slot
   std::string key_buf_, ph_buf_, name_buf_, cat_buf_, sync_buf_, coll_buf_, dtype_buf_, pg_buf_,
       call_from_buf_, tmp_buf_, dims_, types_, concrete_;
   const IntVal absent_{};

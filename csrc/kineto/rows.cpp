@@ -76,8 +76,11 @@ int32_t Parser::str_code(const Str& s) {
 }
 
 int Parser::route_of(const Str& cat) const {
+  // The first byte before memcmp: several categories share a length ("kernel", "Memcpy").
   for (const auto& r : routes_)
-    if (r.first.size() == cat.n && std::memcmp(r.first.data(), cat.s, cat.n) == 0) return r.second;
+    if (r.first.size() == cat.n && (cat.n == 0 || r.first[0] == cat.s[0]) &&
+        std::memcmp(r.first.data(), cat.s, cat.n) == 0)
+      return r.second;
   return kNoRoute;
 }
 
