@@ -171,9 +171,19 @@ uint64_t hash_bytes(const char* s, size_t n) {
     h = mix(mix(mix(a, b), c), d);
   }
   for (; i + 8 <= n; i += 8) h = mix(h, word(s + i));
-  if (i < n) {
-    uint64_t w = 0;
-    std::memcpy(&w, s + i, n - i);
+  if (i < n) {  // the last 1..7 bytes: the string's last word (overlapping), or pieces of it
+    uint64_t w;
+    if (n >= 8) {
+      w = word(s + n - 8);
+    } else if (n >= 4) {
+      uint32_t lo, hi;
+      std::memcpy(&lo, s, 4);
+      std::memcpy(&hi, s + n - 4, 4);
+      w = lo | uint64_t{hi} << 32;
+    } else {
+      w = static_cast<uint8_t>(s[0]) | uint64_t{static_cast<uint8_t>(s[n / 2])} << 8 |
+          uint64_t{static_cast<uint8_t>(s[n - 1])} << 16;
+    }
     h = mix(h, w);
   }
   h *= 0xBF58476D1CE4E5B9ull;

@@ -65,13 +65,17 @@ struct KeyTable {
 #ifdef __SSE2__
     if (c.end - c.p >= 32) {
       const char* k = c.p;
-      KeyGuess& g = guesses[at];
-      uint64_t miss = ((load8(k) & g.m[0]) ^ g.w[0]) | ((load8(k + 8) & g.m[1]) ^ g.w[1]) |
-                      ((load8(k + 16) & g.m[2]) ^ g.w[2]);
-      if (!miss && g.len) {
-        c.p += g.len;
-        at = g.next;
-        return g.id;
+      KeyGuess* g = guesses + 2 * at;  // two ways: the most recent first
+      uint64_t w0 = load8(k), w1 = load8(k + 8), w2 = load8(k + 16);
+      for (int way = 0; way < 2; ++way) {
+        const KeyGuess& h = g[way];
+        uint64_t miss =
+            ((w0 & h.m[0]) ^ h.w[0]) | ((w1 & h.m[1]) ^ h.w[1]) | ((w2 & h.m[2]) ^ h.w[2]);
+        if (!miss && h.len) {
+          c.p += h.len;
+          at = h.next;
+          return h.id;
+        }
       }
       __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k));
       __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k + 16));
@@ -99,14 +103,15 @@ struct KeyTable {
           if (s.len == 0) break;
         }
         if (len < kMaxKey) {  // the key and its quote fit the guess's three words
+          g[1] = g[0];
           w[len / 8] |= uint64_t{'"'} << (len % 8 * 8);
           for (size_t j = 0; j < 3; ++j) {
-            g.w[j] = w[j];
-            g.m[j] = len + 1 > 8 * j ? ones(len + 1 - 8 * j) : 0;
+            g[0].w[j] = w[j];
+            g[0].m[j] = len + 1 > 8 * j ? ones(len + 1 - 8 * j) : 0;
           }
-          g.len = static_cast<uint32_t>(len + 1);
-          g.id = id;
-          g.next = here;
+          g[0].len = static_cast<uint32_t>(len + 1);
+          g[0].id = id;
+          g[0].next = here;
         }
         at = here;
         return id;
@@ -663,7 +668,16 @@ void Parser::str_field(Cur& c, std::string& scratch, Str& out) {
 // Written in place: an IntVal returned by value was assembled on the stack byte by byte
 // and copied out as one 16-byte load, a store-forwarding stall on every integer.
 void Parser::int_field(Cur& c, IntVal& v) {
-  switch (*c.p) {
+  char ch = *c.p;
+  if (ch == '-' || is_digit(ch)) {  // first: nearly every integer field is a plain number
+    bool neg;
+    uint64_t mag;
+    if (quick_int(c, neg, mag)) {
+      v.set(neg, mag, false);
+      return;
+    }
+  }
+  switch (ch) {
     case '"': {
       ++c.p;
       const char* s;
@@ -689,12 +703,6 @@ void Parser::int_field(Cur& c, IntVal& v) {
       v.state = IntVal::kNone;
       return;
     default: {
-      bool neg;
-      uint64_t mag;
-      if (quick_int(c, neg, mag)) {
-        v.set(neg, mag, false);
-        return;
-      }
       Num num;
       lex_number(c, num);
       v = num_to_int(num);

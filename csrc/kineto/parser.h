@@ -202,7 +202,7 @@ class Parser {
 
   void dispatch();
   void add_memory();
-  [[noreturn]] void decline(const char* why) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void decline(const char* why) const;
   void skip(int reason) { ++skipped_file_[reason]; }
   bool skip_time(uint8_t state);
   const IntVal& arg(int k) const;
@@ -250,7 +250,7 @@ class Parser {
   void check_unit_size() const;
 
   Event ev_;
-  KeyGuess ev_guess_[kGuessStart + 1], arg_guess_[kGuessStart + 1];  // per table slot
+  KeyGuess ev_guess_[2 * (kGuessStart + 1)], arg_guess_[2 * (kGuessStart + 1)];  // 2 per slot
   std::string key_buf_, ph_buf_, name_buf_, cat_buf_, sync_buf_, coll_buf_, dtype_buf_, pg_buf_,
       call_from_buf_, tmp_buf_, dims_, types_, concrete_;
   const IntVal absent_{};
