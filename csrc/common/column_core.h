@@ -129,8 +129,10 @@ class ColumnTable {
   template <ColType T, class V>
   void set(Col<T>, size_t, V) = delete;
 
+  // Inlined into the row builders (GCC left it out of line): most rows of a wide table set
+  // several nulls.
   template <ColType T>
-  void set_null(Col<T> c, size_t row) {
+  [[gnu::always_inline]] void set_null(Col<T> c, size_t row) {
     Column& k = cols_[c.index];
     if constexpr (col_width(T) == 8)
       static_cast<uint64_t*>(k.data)[row] = 0;
@@ -150,7 +152,7 @@ class ColumnTable {
   }
   // An int32 column from a wider integer: a value outside int32 is null (the Kineto
   // importer's rule).
-  void set_i32(I32Col c, size_t row, int64_t v, bool ok) {
+  [[gnu::always_inline]] void set_i32(I32Col c, size_t row, int64_t v, bool ok) {
     if (ok && v >= INT32_MIN && v <= INT32_MAX)
       set(c, row, static_cast<int32_t>(v));
     else

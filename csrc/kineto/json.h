@@ -145,7 +145,8 @@ inline uint64_t parse_eight(uint64_t w) {
 // Kineto's integers are short (ids, pids, sizes): the length of a run of fewer than 8
 // digits comes from one word (a byte is a digit when its xor with '0' is below 10), and
 // its value from one parse_eight of the digits moved to the word's top.
-inline const char* quick_digits(const char* p, const char* end, uint64_t& v) {
+[[gnu::always_inline]] inline const char* quick_digits(const char* p, const char* end,
+                                                       uint64_t& v) {
   const char* stop = end - p > 19 ? p + 19 : end;
   v = 0;
   if (end - p >= 8) {
@@ -175,7 +176,7 @@ inline const char* quick_digits(const char* p, const char* end, uint64_t& v) {
   return p;
 }
 
-inline bool quick_int(Cur& c, bool& neg, uint64_t& mag) {
+[[gnu::always_inline]] inline bool quick_int(Cur& c, bool& neg, uint64_t& mag) {
   const char* p = c.p;
   neg = *p == '-';
   const char* b = p + neg;
@@ -186,7 +187,7 @@ inline bool quick_int(Cur& c, bool& neg, uint64_t& mag) {
 }
 
 // us_to_ns of "123", "-123", "123.4", "123.456" (exact; no rounding is involved).
-inline bool quick_ns(Cur& c, int64_t& out) {
+[[gnu::always_inline]] inline bool quick_ns(Cur& c, int64_t& out) {
   const char* p = c.p;
   bool neg = *p == '-';
   const char* b = p + neg;

@@ -474,6 +474,62 @@ void Parser::member(Cur& c) {
   state_ = kObjNext;
 }
 
+// A time as Kineto writes it (digits, a point, up to three more) inline; the rest out of line.
+uint8_t Parser::time_field(Cur& c, int64_t& out) {
+  if (quick_ns(c, out)) return kTimeOk;
+  return time_field_other(c, out);
+}
+
+// Written in place: an IntVal returned by value was assembled on the stack byte by byte
+// and copied out as one 16-byte load, a store-forwarding stall on every integer.
+void Parser::int_field(Cur& c, IntVal& v) {
+  char ch = *c.p;
+  if (ch == '-' || is_digit(ch)) {  // first: nearly every integer field is a plain number
+    bool neg;
+    uint64_t mag;
+    if (quick_int(c, neg, mag)) {
+      v.set(neg, mag, false);
+      return;
+    }
+  }
+  int_field_other(c, v);
+}
+
+void Parser::int_field_other(Cur& c, IntVal& v) {
+  switch (*c.p) {
+    case '"': {
+      ++c.p;
+      const char* s;
+      size_t n;
+      read_string(c, tmp_buf_, s, n);
+      v = str_to_int(s, n);
+      if (v.state == IntVal::kBad && hook_) v = hooked_int(ask(kHookInt, s, n));
+      return;
+    }
+    case 't':
+      skip_value(c);
+      v.set(false, 1, false);
+      return;
+    case 'f':
+      skip_value(c);
+      v.set(false, 0, false);
+      return;
+    case 'n':
+    case '[':
+    case '{':
+      skip_value(c);
+      v = IntVal{};
+      v.state = IntVal::kNone;
+      return;
+    default: {
+      Num num;
+      lex_number(c, num);
+      v = num_to_int(num);
+      return;
+    }
+  }
+}
+
 void Parser::item(Cur& c) {
   if (*c.p == '{') {
     event(c);
@@ -506,6 +562,12 @@ void Parser::event(Cur& c) {
     c.ws();
     switch (key) {
       case kPh: {
+        if (c.end - c.p >= 3 && c.p[0] == '"' && c.p[2] == '"' && c.p[1] >= 0x20 && c.p[1] != '"' &&
+            c.p[1] != '\\') {  // one ASCII character ("X"): no scan
+          e.ph = c.p[1] == 'X' || c.p[1] == 'i' ? c.p[1] : 0;
+          c.p += 3;
+          break;
+        }
         Str ph;
         str_field(c, ph_buf_, ph);
         e.ph = ph.kind == Str::kString && ph.n == 1 && (*ph.s == 'X' || *ph.s == 'i') ? *ph.s : 0;
@@ -665,52 +727,6 @@ void Parser::str_field(Cur& c, std::string& scratch, Str& out) {
   }
 }
 
-// Written in place: an IntVal returned by value was assembled on the stack byte by byte
-// and copied out as one 16-byte load, a store-forwarding stall on every integer.
-void Parser::int_field(Cur& c, IntVal& v) {
-  char ch = *c.p;
-  if (ch == '-' || is_digit(ch)) {  // first: nearly every integer field is a plain number
-    bool neg;
-    uint64_t mag;
-    if (quick_int(c, neg, mag)) {
-      v.set(neg, mag, false);
-      return;
-    }
-  }
-  switch (ch) {
-    case '"': {
-      ++c.p;
-      const char* s;
-      size_t n;
-      read_string(c, tmp_buf_, s, n);
-      v = str_to_int(s, n);
-      if (v.state == IntVal::kBad && hook_) v = hooked_int(ask(kHookInt, s, n));
-      return;
-    }
-    case 't':
-      skip_value(c);
-      v.set(false, 1, false);
-      return;
-    case 'f':
-      skip_value(c);
-      v.set(false, 0, false);
-      return;
-    case 'n':
-    case '[':
-    case '{':
-      skip_value(c);
-      v = IntVal{};
-      v.state = IntVal::kNone;
-      return;
-    default: {
-      Num num;
-      lex_number(c, num);
-      v = num_to_int(num);
-      return;
-    }
-  }
-}
-
 void Parser::triple(Cur& c, Triple& t) {
   t.state = 0;
   if (*c.p != '[') {
@@ -743,7 +759,7 @@ void Parser::triple(Cur& c, Triple& t) {
   t.state = count == 3;
 }
 
-uint8_t Parser::time_field(Cur& c, int64_t& out) {
+uint8_t Parser::time_field_other(Cur& c, int64_t& out) {
   const char* b = c.p;
   uint8_t state = time_value(c, out);
   if (state != kTimeDefer || !hook_) return state;

@@ -195,9 +195,11 @@ class Parser {
   void event(Cur& c);
   void args(Cur& c);
   void str_field(Cur& c, std::string& scratch, Str& out);
-  void int_field(Cur& c, IntVal& v);
+  [[gnu::always_inline]] inline void int_field(Cur& c, IntVal& v);
+  [[gnu::noinline]] void int_field_other(Cur& c, IntVal& v);
   void triple(Cur& c, Triple& t);
-  uint8_t time_field(Cur& c, int64_t& out);
+  [[gnu::always_inline]] inline uint8_t time_field(Cur& c, int64_t& out);
+  [[gnu::noinline]] uint8_t time_field_other(Cur& c, int64_t& out);
   uint8_t time_value(Cur& c, int64_t& out);
 
   void dispatch();
