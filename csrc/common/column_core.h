@@ -143,11 +143,13 @@ class ColumnTable {
   }
 
   // The value when ok, else null.
-  void set_i64(I64Col c, size_t row, int64_t v, bool ok) { ok ? set(c, row, v) : set_null(c, row); }
-  void set_u64(U64Col c, size_t row, uint64_t v, bool ok) {
+  [[gnu::always_inline]] void set_i64(I64Col c, size_t row, int64_t v, bool ok) {
     ok ? set(c, row, v) : set_null(c, row);
   }
-  void set_str(StrCol c, size_t row, int32_t code, bool ok) {
+  [[gnu::always_inline]] void set_u64(U64Col c, size_t row, uint64_t v, bool ok) {
+    ok ? set(c, row, v) : set_null(c, row);
+  }
+  [[gnu::always_inline]] void set_str(StrCol c, size_t row, int32_t code, bool ok) {
     ok ? set(c, row, code) : set_null(c, row);
   }
   // An int32 column from a wider integer: a value outside int32 is null (the Kineto

@@ -371,9 +371,19 @@ bool skip_value(Cur& c, int depth) {
       literal(c, "null");
       return true;
     default: {
-      bool neg;
-      uint64_t mag;
-      if (quick_int(c, neg, mag)) return mag == 0;
+      // A number as Kineto writes it: -?int(.frac)? of at most 19 digits each, then a
+      // delimiter (floats like "blocks per SM": 12.8 are skipped without lex_number).
+      const char* p = c.p + (*c.p == '-');
+      uint64_t mag, frac = 0;
+      const char* e = quick_digits(p, c.end, mag);
+      if (e > p && (*p != '0' || e - p == 1) && e < c.end) {
+        const char* f = e;
+        if (*e == '.') e = quick_digits(f + 1, c.end, frac);
+        if ((f == e || e > f + 1) && e < c.end && json_delim(*e)) {
+          c.p = e;
+          return f == e && mag == 0;
+        }
+      }
       Num n;
       lex_number(c, n);
       return n.is_int && digits_all_zero(n.ib, n.ie);
