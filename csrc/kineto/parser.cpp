@@ -366,6 +366,20 @@ size_t Parser::parse(const char* p, size_t n, uint64_t at, size_t stop) {
       c.p = Cur::skip_ws(c.p, c.end);
       unit = c.p;
       if (static_cast<size_t>(unit - p) >= stop) break;
+      // The units of traceEvents' body, which is nearly all of a file, without step()'s
+      // dispatch: an event after its separator, and a separator after an item.
+      if (c.p < c.end && state_ == kArrComma && *c.p == '{') {
+        event(c);
+        dispatch();
+        ++events_;
+        state_ = kArrNext;
+        continue;
+      }
+      if (c.p < c.end && state_ == kArrNext && *c.p == ',') {
+        ++c.p;
+        state_ = kArrComma;
+        continue;
+      }
       if (state_ == kDone) {
         while (c.p < c.end && Cur::is_ws(*c.p)) ++c.p;
         if (c.p < c.end) c.fail("extra data after the JSON document");
