@@ -96,11 +96,11 @@ struct KeyTable {
         int id = none;
         for (unsigned i = here;; i = (i + 1) & (kSlots - 1)) {
           const Slot& s = slots[i];
+          if (s.len == 0) break;  // first: an empty key ("") must not match an empty slot
           if (s.len == len && s.w[0] == w[0] && s.w[1] == w[1] && s.w[2] == w[2]) {
             id = s.id;
             break;
           }
-          if (s.len == 0) break;
         }
         if (len < kMaxKey) {  // the key and its quote fit the guess's three words
           g[1] = g[0];
