@@ -9,8 +9,9 @@ namespace tbdtrace::kineto {
 namespace {
 
 // Keys the parser looks for. Kineto writes the keys of one kind of event in one order, so
-// the key that followed the previous one last time (a KeyGuess, per parser) is tried first:
-// three masked word compares against the key and its closing quote. Otherwise the key is
+// the two keys that last followed the previous one (KeyGuesses, per parser: runtime, kernel
+// and flow events interleave) are tried first: three masked word compares each against the
+// key and its closing quote. Otherwise the key is
 // found with one 32-byte look ahead: the first quote or backslash or control character ends
 // it. A key without escapes or control characters (what Kineto writes) is its raw bytes,
 // looked up by length and content in a small open-addressing table (one multiply, one or

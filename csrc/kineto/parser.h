@@ -107,10 +107,9 @@ class Parser {
   size_t num_strings() const { return dict_.size(); }
   size_t string_bytes() const { return dict_.data_bytes(); }
 
-  // The key expected after another one (parser.cpp, KeyTable): the key's bytes and its
-  // closing quote in three masked little-endian words, its length with the quote (0: no
-  // guess; an all-zero guess never matches, the quote being nonzero), its id, and the
-  // guess slot it leads to.
+  // A key expected after another one (parser.cpp, KeyTable; two per previous key, the most
+  // recent first): the key's bytes and its closing quote in three masked little-endian
+  // words, their length (0: no guess), its id, and the guess slot it leads to.
   struct KeyGuess {
     uint64_t w[3] = {0, 0, 0};
     uint64_t m[3] = {0, 0, 0};
