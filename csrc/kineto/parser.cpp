@@ -8,18 +8,17 @@ namespace tbdtrace::kineto {
 
 namespace {
 
-// Keys the parser looks for. Kineto writes the keys of one kind of event in one order, so
-// the two keys that last followed the previous one (KeyGuesses, per parser: runtime, kernel
-// and flow events interleave) are tried first: three masked word compares each against the
-// key and its closing quote. Otherwise the key is
-// found with one 32-byte look ahead: the first quote or backslash or control character ends
-// it. A key without escapes or control characters (what Kineto writes) is its raw bytes,
-// looked up by length and content in a small open-addressing table (one multiply, one or
-// two probes, up to three word compares), and becomes the guess after the previous key. A
-// raw key that is no key read here (Kineto's "queued", "Ev Idx", "id", ...) needs no
-// decoding either: its bytes >= 0x80, valid or not, cannot decode to one of these ASCII
-// keys. Any other key (escaped, holding a control character, longer than the look ahead, or
-// cut by the end of the input) is read and decoded, then looked up by value.
+// Keys the parser looks for. Kineto writes the keys of one kind of event in one order, so the two
+// keys that last followed the previous one (KeyGuesses, per parser: runtime, kernel and flow events
+// interleave) are tried first: three masked word compares each against the key and its closing
+// quote. Otherwise the key is found with one 32-byte look ahead: the first quote or backslash or
+// control character ends it. A key without escapes or control characters (what Kineto writes) is
+// its raw bytes, looked up by length and content in a small open-addressing table (one multiply,
+// one or two probes, up to three word compares), and becomes the guess after the previous key. A
+// raw key that is no key read here (Kineto's "queued", "Ev Idx", "id", ...) needs no decoding
+// either: its bytes >= 0x80, valid or not, cannot decode to one of these ASCII keys. Any other key
+// (escaped, holding a control character, longer than the look ahead, or cut by the end of the
+// input) is read and decoded, then looked up by value.
 using KeyGuess = Parser::KeyGuess;
 
 struct KeyTable {
