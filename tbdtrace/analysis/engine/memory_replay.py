@@ -212,7 +212,7 @@ def _device_totals(ev: Events) -> npt.NDArray[np.int64]:
     """Live bytes of each event's device (its replay group) just after the event: the
     timeline's device_total_bytes."""
     out = np.zeros(ev.ts.size, dtype=np.int64)
-    for g in np.unique(ev.group):
+    for g in np.flatnonzero(np.bincount(ev.group)) if ev.group.size else ():
         m = ev.group == g
         out[m] = np.cumsum(ev.delta[m])
     return out
@@ -554,24 +554,28 @@ def _devices(blocks: Blocks, events: tuple[Events, npt.NDArray[np.int64]]) -> li
     ev, lvl = events
     if ev.ts.size == 0:
         return []
-    # The timeline's key of each event: its level, then its group's device (groups whose
-    # level the timeline writes alike share a key).
-    pair = ev.group * len(MEMORY_LEVELS) + lvl
-    upair, inv = np.unique(pair, return_inverse=True)
+    # The timeline's key of each event: its group's device, with the event's level (one
+    # per group) as the timeline writes it; groups whose keys are alike share a key.
     gk = blocks.group_keys
+    level_of = np.zeros(len(gk), dtype=np.int64)
+    level_of[ev.group] = lvl
     keys: list[tuple[object, ...]] = []
     index: dict[tuple[object, ...], int] = {}
-    code_of_pair = np.empty(upair.size, dtype=np.int64)
-    for j, p in enumerate(upair.tolist()):
-        g, lv = divmod(p, len(MEMORY_LEVELS))
-        key = (MEMORY_LEVELS[lv], *gk[g][1:])
-        code_of_pair[j] = index.setdefault(key, len(keys))
-        if code_of_pair[j] == len(keys):
+    code_of = np.zeros(len(gk), dtype=np.int64)
+    for g in np.flatnonzero(np.bincount(ev.group, minlength=len(gk))).tolist():
+        key = (MEMORY_LEVELS[int(level_of[g])], *gk[g][1:])
+        code_of[g] = index.setdefault(key, len(keys))
+        if code_of[g] == len(keys):
             keys.append(key)
-    group = code_of_pair[inv.reshape(-1)]
+    group = code_of[ev.group]
     total = _device_totals(ev)
-    order = np.lexsort((-total, group))  # stable: the first row of a group holds its max
-    first = order[np.searchsorted(group[order], np.arange(len(keys)))]
+    # The first moment of each key's maximum: a pass per key for a few devices, else a
+    # sort by (key, -total), stable (the first row of a key holds its maximum).
+    if len(keys) <= _FEW_DEVICES:
+        first = [int(np.argmax(np.where(group == c, total, _I64_MIN))) for c in range(len(keys))]
+    else:
+        order = np.lexsort((-total, group))
+        first = order[np.searchsorted(group[order], np.arange(len(keys)))].tolist()
     out = [
         dict(
             zip(_DEVICE_KEY, key, strict=True),
@@ -584,4 +588,6 @@ def _devices(blocks: Blocks, events: tuple[Events, npt.NDArray[np.int64]]) -> li
     return out
 
 
+_I64_MIN = np.iinfo(np.int64).min
+_FEW_DEVICES = 16  # (level, device) keys found by a pass each in _devices; more: a sort
 _DEVICE_KEY = ("level", "device_type", "device_id", "rank", "pid")

@@ -21,3 +21,14 @@ def test_unique_rows_is_numpys_unique_of_the_rows(seed: int) -> None:
     want = sorted(set(rows))  # lexicographic, as np.unique(axis=0)
     assert [tuple(r) for r in u.tolist()] == want
     assert [want[i] for i in inv.tolist()] == rows
+
+
+@pytest.mark.parametrize("values", [[], [7], [7, 7, 7], [3, -1, 3, 9, -1], [-5] * 4])
+def test_dense_codes_number_values_in_first_seen_order(values: list[int]) -> None:
+    from tbdtrace.analysis.engine.grouping import dense_codes
+
+    code, distinct = dense_codes(np.array(values, dtype=np.int64))
+    first = list(dict.fromkeys(values))  # first-seen order, by hand
+    assert distinct.tolist() == first
+    assert code.tolist() == [first.index(v) for v in values]
+    assert code.dtype == np.int64 and distinct.dtype == np.int64

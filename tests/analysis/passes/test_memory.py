@@ -408,7 +408,10 @@ def test_replay_without_totals(tmp_path: Path) -> None:
         assert [s["start_bytes"] for s in doc["steps"]] == [0, 100]
 
 
-def test_device_rows_replay_peak_is_the_timelines_device_total(tmp_path: Path) -> None:
+@pytest.mark.parametrize("few", [16, 0])  # a pass per device, or one sort (many devices)
+def test_device_rows_replay_peak_is_the_timelines_device_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, few: int
+) -> None:
     """The memory section's per-device replay peak (computed from the replay's events,
     without building the timeline) equals the largest device_total_bytes of the
     timeline table's rows of that (level, device), on a trace of two levels, three
@@ -430,6 +433,7 @@ def test_device_rows_replay_peak_is_the_timelines_device_total(tmp_path: Path) -
             n = rnd.randrange(1, 5000)
             blocks.append((addr, n))
             rows.append((ts, "alloc", level, n, addr, rnd.choice(CATS), dev))
+    monkeypatch.setattr(memory_replay, "_FEW_DEVICES", few)
     tr = _trace(tmp_path, rows)
     want: dict[tuple[str, int], int] = {}
     for r in memory.timeline(tr).to_pylist():
