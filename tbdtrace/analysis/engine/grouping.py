@@ -41,10 +41,10 @@ def dict_codes(tbl: pa.Table, name: str) -> tuple[npt.NDArray[np.int64], list[st
 def dense_codes(x: npt.NDArray[np.integer]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(code per element, the distinct values in first-seen order): a hash, linear time;
     a column of one value (a trace's one rank, pid or level) without hashing."""
-    x = np.ascontiguousarray(x, dtype=np.int64)
-    if x.size and x.min() == x.max():
-        return np.zeros(x.size, dtype=np.int64), x[:1].copy()
-    enc = pc.dictionary_encode(pa.array(x))
+    v: npt.NDArray[np.int64] = np.ascontiguousarray(x, dtype=np.int64)
+    if v.size and v.min() == v.max():
+        return np.zeros(v.size, dtype=np.int64), v[:1].copy()
+    enc = pc.dictionary_encode(pa.array(v))
     return int_values(enc.indices), int_values(enc.dictionary)
 
 
