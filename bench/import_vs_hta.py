@@ -146,7 +146,10 @@ def tbdtrace_cmd(code: Path) -> list[str]:
     """``python -m tbdtrace`` of checkout ``code`` (its own .venv, its sources first)."""
     if code.resolve() == ROOT:
         return [PY, "-m", "tbdtrace"]
-    return ["env", f"PYTHONPATH={code}", str(code / ".venv" / "bin" / "python"), "-m", "tbdtrace"]
+    # Run in its folder: `python -m` puts the working directory first on sys.path.
+    code = code.resolve()
+    py = str(code / ".venv" / "bin" / "python")
+    return ["env", "-C", str(code), f"PYTHONPATH={code}", py, "-m", "tbdtrace"]
 
 
 def bench_file(path: Path, hta_limit_bytes: int | None, rounds: int, codes: list[Path]) -> Rounds:
@@ -169,11 +172,13 @@ def bench_file(path: Path, hta_limit_bytes: int | None, rounds: int, codes: list
             mine.imp.append(
                 measure(
                     f"tbdtrace import{tag}",
-                    [*tb, "import", str(path), "--out", str(trace), "--force"],
+                    [*tb, "import", str(path.resolve()), "--out", str(trace), "--force"],
                 )
             )
             mine.rep.append(measure(f"tbdtrace report{tag}", [*tb, "report", str(trace)]))
-            mine.one.append(measure(f"tbdtrace report FILE{tag}", [*tb, "report", str(path)]))
+            mine.one.append(
+                measure(f"tbdtrace report FILE{tag}", [*tb, "report", str(path.resolve())])
+            )
         got.hta.append(
             measure(
                 "HTA load + kernel breakdown",
