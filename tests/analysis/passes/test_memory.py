@@ -442,3 +442,24 @@ def test_device_rows_replay_peak_is_the_timelines_device_total(
     doc = memory_replay.summarize(tr)
     got = {(d["level"], d["device_id"]): d["replay_peak_bytes"] for d in doc["devices"]}
     assert got == want and len(got) == 6
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_pairing_rows_in_time_order_skips_the_four_key_sort_with_the_same_blocks(
+    groups: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows in time order (a stored table) are paired after a sort by (device, address)
+    only; the blocks are those of the sort by (device, address, time, row)."""
+    import numpy as np
+
+    from tbdtrace.analysis.engine import memory_blocks
+
+    rng = np.random.default_rng(groups)
+    n = 3000
+    rows, ts = np.arange(n), np.sort(rng.integers(0, 400, n))
+    addr, grp = rng.integers(0, 40, n), rng.integers(0, groups, n)
+    alloc, nbytes = rng.random(n) < 0.5, rng.integers(1, 100, n)
+    fast = memory_blocks._pair_by_address(rows, grp, addr, ts, alloc, nbytes)
+    monkeypatch.setattr(memory_blocks, "is_sorted", lambda _: False)
+    full = memory_blocks._pair_by_address(rows, grp, addr, ts, alloc, nbytes)
+    assert fast.tolist() == full.tolist()
