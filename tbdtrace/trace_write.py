@@ -116,11 +116,16 @@ def _write_files(
                 raise ValueError(f"{name}: streamed batches do not have the table's schema")
             rows = tablefile.write_batches(tmp / file, decl, data.batches(), write_id, compression)
             return file, entry(file, want, rows, (tmp / file).stat().st_size, write_id)
+        counted = None
+        if isinstance(data, trace_io.Counted):
+            counted, data = data.written, data.data
         tbl = data if isinstance(data, pa.Table) else trace_io.to_table(name, data)
         if tbl.schema != want:
             tbl = trace_io._conform(tbl, want, tmp / name)
         tbl = trace_io.stored(decl, tbl)
         tablefile.write(tmp / file, decl, tbl, write_id, compression)
+        if counted is not None:
+            counted(tbl.num_rows)
         return file, entry(file, want, tbl.num_rows, (tmp / file).stat().st_size, write_id)
 
     calls = [lambda n=n, d=d: one(n, d) for n, d in tables.items()]
