@@ -5,7 +5,8 @@ reads (gzip inflated by ``isal``, as ``tbdtrace/importers/kineto/feed.py`` does)
 counts the events' ``"ph"`` keys with ``bytes.count`` (a memchr-speed scan of every
 byte, no ``json.loads``), then prints the count. Without ``--bare`` it first imports
 numpy and pyarrow, so it costs what any analysis command must pay before its own work:
-the interpreter, the two libraries, and the bytes. With ``--bare``: the interpreter and
+the interpreter, the two libraries (numpy without its BLAS thread pool, as the CLI
+loads it), and the bytes. With ``--bare``: the interpreter and
 the bytes only (the floor of a multi-gigabyte file, where the imports are noise).
 
 The performance gate (``bench/perf_gate.py``) and the streaming-import benchmark
@@ -14,6 +15,7 @@ The performance gate (``bench/perf_gate.py``) and the streaming-import benchmark
 
 from __future__ import annotations
 
+import os
 import sys
 
 PIECE_BYTES = 1 << 20  # decompressed bytes per piece (feed.PIECE_BYTES)
@@ -53,6 +55,9 @@ def main(argv: list[str]) -> int:
         print("usage: floor.py FILE [--bare]", file=sys.stderr)
         return 2
     if not bare:
+        # As the CLI's analysis commands (tbdtrace.cli.one_blas_thread): without a BLAS
+        # thread pool spinning on the cores, ~50 ms of CPU less.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         import numpy  # noqa: F401 - the libraries every analysis command loads
         import pyarrow  # noqa: F401
 

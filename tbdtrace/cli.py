@@ -156,6 +156,17 @@ def keep_freed_memory(big: bool = True) -> None:
     libc.mallopt(m_arena_max, 1)
 
 
+def one_blas_thread() -> None:
+    """No BLAS thread pool in an analysis process (nothing in tbdtrace multiplies
+    matrices): numpy's OpenBLAS starts a thread per core at import, and they spin on the
+    cores for a while: ~50 ms of CPU per command on 2 cores, a quarter of what starting
+    Python with numpy and pyarrow costs, and on a busy machine wall time taken from the
+    analysis (docs/DECISIONS.md py.1). Read when numpy loads; an explicit choice in the
+    environment stays. Worker processes an analysis starts inherit it; a captured
+    program never does (``capture`` is not an analysis command)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def _positionals(argv: list[str]) -> list[str]:
     """The command name and the paths after it (arguments not starting with -)."""
     return [a for a in argv if not a.startswith("-")]
@@ -229,6 +240,7 @@ def _tune_process(command: str | None, paths: list[str]) -> None:
     called from Python, where they would outlive the call): the glibc heap settings of
     analysis commands and the no-pandas rule (docs/DECISIONS.md 15, 17)."""
     if command in ANALYSIS_COMMANDS:
+        one_blas_thread()
         keep_freed_memory(input_is_big(paths, EXPORT_SCALE if command == "export" else 1))
     if command in NO_PANDAS_COMMANDS:
         from tbdtrace import _pandas_gate

@@ -340,9 +340,19 @@ class Streamed:
         self.batches = batches
 
 
+class Counted:
+    """A table held in memory for :func:`write` (an Arrow table or a column mapping), and
+    a call made with its rows once its file is written (a progress display counts them;
+    it may come from another thread)."""
+
+    def __init__(self, data: Any, written: Any):
+        self.data = data
+        self.written = written
+
+
 def write(
     path: str | os.PathLike[str],
-    tables: Mapping[str, pa.Table | Mapping[str, Any] | Streamed],
+    tables: Mapping[str, pa.Table | Mapping[str, Any] | Streamed | Counted],
     meta: Mapping[str, Any],
     files: Mapping[str, bytes] | None = None,
     compression: Any = tablefile.COMPRESSION,
@@ -350,7 +360,8 @@ def write(
     """Write a trace directory and return its path.
 
     ``tables`` maps table names to Arrow tables (conforming to the schema), to column
-    mappings for :func:`to_table`, or to :class:`Streamed` batches. ``meta`` gets
+    mappings for :func:`to_table`, or to :class:`Streamed` batches (either of the first
+    two may come in a :class:`Counted`). ``meta`` gets
     ``schema_version`` filled in. ``files`` adds other files to the trace (name ->
     content, e.g. ``capture.log``). ``compression``: the table files' page codec (None
     for a temporary trace that is read once).

@@ -106,7 +106,8 @@ def _write_files(
     write_id = uuid.uuid4().hex
     names: list[str] = []
     manifest: dict[str, Any] = {}
-    for name, data in tables.items():
+
+    def one(name: str, data: Any) -> tuple[str, dict[str, Any]]:
         decl = schema.table(name)
         want = decl.arrow_schema()
         file = f"{name}{trace_io.TABLE_SUFFIX}"
@@ -114,15 +115,29 @@ def _write_files(
             if data.schema != want:
                 raise ValueError(f"{name}: streamed batches do not have the table's schema")
             rows = tablefile.write_batches(tmp / file, decl, data.batches(), write_id, compression)
-            manifest[name] = entry(file, want, rows, (tmp / file).stat().st_size, write_id)
-            names.append(file)
-            continue
+            return file, entry(file, want, rows, (tmp / file).stat().st_size, write_id)
+        counted = None
+        if isinstance(data, trace_io.Counted):
+            counted, data = data.written, data.data
         tbl = data if isinstance(data, pa.Table) else trace_io.to_table(name, data)
         if tbl.schema != want:
             tbl = trace_io._conform(tbl, want, tmp / name)
         tbl = trace_io.stored(decl, tbl)
         tablefile.write(tmp / file, decl, tbl, write_id, compression)
-        manifest[name] = entry(file, want, tbl.num_rows, (tmp / file).stat().st_size, write_id)
+        if counted is not None:
+            counted(tbl.num_rows)
+        return file, entry(file, want, tbl.num_rows, (tmp / file).stat().st_size, write_id)
+
+    calls = [lambda n=n, d=d: one(n, d) for n, d in tables.items()]
+    if any(isinstance(d, trace_io.Streamed) for d in tables.values()):
+        written = [c() for c in calls]  # merges read spool files: one table at a time
+    else:
+        # Tables held in memory (an in-memory import): sorted and encoded side by side,
+        # a thread each (Arrow's sort and Parquet's encoder release the GIL); the same
+        # files, listed in the same order.
+        written = trace_io._concurrently(calls)
+    for name, (file, got) in zip(tables, written, strict=True):
+        manifest[name] = got
         names.append(file)
     for name, content in files.items():
         if "/" in name or name in (trace_io.META_FILE, outdir.MARKER) or outdir.is_private(name):

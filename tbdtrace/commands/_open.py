@@ -135,9 +135,10 @@ def show_writing(tables: dict[str, Any], rows: dict[str, int], label: str) -> An
     from tbdtrace import progress
     from tbdtrace import trace as trace_io
 
-    # The streamed tables' rows (the few rows of the others, e.g. devices, are written
-    # at once).
-    total = sum(rows.get(n, 0) for n, t in tables.items() if isinstance(t, trace_io.Streamed))
+    # The event tables' rows: streamed ones counted batch by batch, ones held in memory
+    # (an in-memory import) table by table as their files are written; the devices' few
+    # rows are written at once.
+    total = sum(rows.get(n, 0) for n in tables if n != "devices")
     task = progress.task(label, total, "rows", progress.is_big(rows=total))
     if not task.shown:
         return _Shown(tables, task)
@@ -147,10 +148,13 @@ def show_writing(tables: dict[str, Any], rows: dict[str, int], label: str) -> An
             yield b
             task.update(advance=b.num_rows)
 
+    def written(n: int) -> None:
+        task.update(advance=n)
+
     out = {
         n: trace_io.Streamed(t.schema, lambda t=t: counted(t.batches()))
         if isinstance(t, trace_io.Streamed)
-        else t
+        else (t if n == "devices" else trace_io.Counted(t, written))
         for n, t in tables.items()
     }
     return _Shown(out, task)

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tbdtrace import importers, outdir, output_policy, trace
+from tbdtrace import importers, outdir, output_policy
 from tbdtrace.commands import _args, _open, _perrank
 from tbdtrace.errors import TraceError
 from tbdtrace.safe_text import printable
@@ -74,15 +74,32 @@ def _run(args: argparse.Namespace) -> int:
         # The parse starts at once, in batches: a Kineto file of any size goes through a
         # spool in the output folder and its tables are written row group by row group
         # (tbdtrace/importers/kineto/stream.py); memory holds a bounded window of rows.
+        # One file whose events all come in the first batch (_open.IN_MEMORY_ROWS, as
+        # `report FILE`) is written from memory instead, without the spool: the same
+        # tables (docs/DECISIONS.md py.2). numpy and pyarrow are loaded after the parse has
+        # started (on its own thread).
         files = list(args.files)
         spool = None
         try:
             while True:
-                pending = importers.begin_import(files, args.format, streamed=True)
+                small = len(files) == 1 and not _open.is_big(Path(files[0]))
+                pending = importers.begin_import(
+                    files,
+                    args.format,
+                    streamed=True,
+                    batch_rows=_open.IN_MEMORY_ROWS if small else 0,
+                )
                 reading = _open.show_reading(pending, [Path(f) for f in files])
-                spool = Path(tempfile.mkdtemp(prefix=outdir.SPOOL_PREFIX, dir=claimed.path))
                 try:
-                    tables, meta, rows = pending.streamed(spool)
+                    got = None
+                    if small and pending.fmt == "kineto" and pending.job is not None:
+                        got = pending.in_memory_or_none()
+                    if got is not None:
+                        tables, meta = got
+                        rows = {t: n for t in tables if (n := importers.table_rows(tables[t]))}
+                    else:
+                        spool = Path(tempfile.mkdtemp(prefix=outdir.SPOOL_PREFIX, dir=claimed.path))
+                        tables, meta, rows = pending.streamed(spool)
                 except OSError as e:
                     if e.errno not in (errno.ENOSPC, errno.EDQUOT):
                         raise
@@ -108,7 +125,9 @@ def _run(args: argparse.Namespace) -> int:
                     return 1
                 drop = {src for src, _ in again}
                 files = [f for f in files if str(f) not in drop]
-                shutil.rmtree(spool, ignore_errors=True)
+                if spool is not None:
+                    shutil.rmtree(spool, ignore_errors=True)
+                    spool = None
             skipped = validate.summary(meta.get("skipped_events") or {})
             if skipped and args.strict:
                 print(
@@ -117,6 +136,8 @@ def _run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 1
+            from tbdtrace import trace  # numpy and pyarrow, loaded while the file parsed
+
             with _open.show_writing(tables, rows, "writing the trace") as shown:
                 out = trace.write(claimed.path, shown, meta)
         finally:

@@ -110,3 +110,31 @@ def test_export_counts_a_smaller_trace_as_big(tmp_path) -> None:
         (d / "kernels.parquet").write_bytes(b"\0" * (mib << 20))
         assert cli.input_is_big([str(d)]) is False
         assert cli.input_is_big([str(d)], cli.EXPORT_SCALE) is export_big
+
+
+@pytest.mark.parametrize("command", ["report", "import", "capture"])
+def test_analysis_commands_load_numpy_without_a_blas_thread_pool(command: str) -> None:
+    """An analysis command's process loads numpy with one BLAS thread (no pool spinning
+    on the cores); ``capture`` leaves the setting to the program it captures, and an
+    explicit choice in the environment stays."""
+    code = (
+        "import os, sys\n"
+        "from tbdtrace import cli\n"
+        f"cli._tune_process({command!r}, [])\n"
+        "import numpy\n"
+        "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS', '-'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    threads, setting = out.stdout.split()
+    if command == "capture":
+        assert setting == "-"
+    else:
+        assert (threads, setting) == ("1", "1")
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.split()[1] == "2"

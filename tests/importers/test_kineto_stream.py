@@ -153,3 +153,22 @@ def test_report_of_a_big_file_goes_through_a_removed_temporary_trace(tmp_path: P
         outs.append(r.stdout)
     assert outs[0] == outs[1]
     assert json.loads(outs[0])["trace"]["path"] == str(src)
+
+
+def test_import_of_one_small_file_is_written_from_memory_as_streamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tbdtrace import` of one file whose events come in one batch writes it from memory,
+    without the spool (refused here), the same tables and meta as the streamed import."""
+    from tbdtrace import cli
+
+    src = fixture("kineto/hta/nccl_data.json.gz")
+    streamed = _written(_mkdir(tmp_path / "s"), [src], True)
+
+    def no_spool(*_: object, **__: object) -> None:
+        raise AssertionError("the spool was used")
+
+    monkeypatch.setattr(stream, "spool_files", no_spool)
+    out = tmp_path / "cli"
+    assert cli.main(["import", str(src), "--out", str(out)]) == 0
+    _same_traces(streamed, out)

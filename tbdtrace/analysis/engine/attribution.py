@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from tbdtrace.analysis.engine import shared_arrays
 from tbdtrace.analysis.engine.cache import Entry
-from tbdtrace.analysis.engine.intervals import innermost
+from tbdtrace.analysis.engine.intervals import by_start_then_longer, innermost
 from tbdtrace.analysis.engine.joins import NULL_ID, join_pairs
 from tbdtrace.arrow_ints import int_column
 
@@ -129,7 +129,10 @@ def outermost(ctx: AnalysisContext, has: npt.NDArray[np.bool_]) -> npt.NDArray[n
         shared_arrays.ints(ctx, "ops", "end_ns")[rows],
     )
     for g in thread_groups(pid, tid).values():
-        order = g[np.lexsort((-e[g], s[g]))]
+        # A thread's rows in table order are already by (start, longer first) in a
+        # stored table: the sort is skipped then (the same order; lexsort is stable).
+        sg, eg = s[g], e[g]
+        order = g if by_start_then_longer(sg, eg) else g[np.lexsort((-eg, sg))]
         ends = e[order]
         prev_max = np.maximum.accumulate(ends)[:-1]
         inside = np.zeros(order.size, dtype=bool)

@@ -300,7 +300,7 @@ class WindowRows(ColumnStore):
             # (10M kernels: ~0.5 GiB).
             tbl = tbl.slice(kept[0], kept[1] - kept[0])
         elif kept is not None:
-            tbl = tbl.take(pa.array(kept))
+            tbl = _take_rows(tbl, kept)
         out = {}
         for c in cols:
             col = tbl.column(c)
@@ -310,6 +310,25 @@ class WindowRows(ColumnStore):
                 arr = pa.array(np.zeros(len(arr), dtype=bool))
             out[(decl.name, c)] = arr
         return out
+
+
+def _take_rows(tbl: pa.Table, kept: npt.NDArray[np.int64]) -> pa.Table:
+    """``tbl.take(kept)`` for ascending row numbers. A window keeps one long run of rows
+    and a few outside it (ranges that began before the window and reach into it): the
+    run is sliced (copied once when the chunks are combined), only the others gathered;
+    the same rows in the same order."""
+    if kept.size > 1024:
+        cut = np.flatnonzero(np.diff(kept) != 1) + 1
+        starts, ends = np.r_[0, cut], np.r_[cut, kept.size]
+        j = int(np.argmax(ends - starts))
+        a, b = int(starts[j]), int(ends[j])
+        if 2 * (b - a) >= kept.size:
+            parts = [tbl.take(pa.array(kept[:a]))] if a else []
+            parts.append(tbl.slice(int(kept[a]), b - a))
+            if b < kept.size:
+                parts.append(tbl.take(pa.array(kept[b:])))
+            return pa.concat_tables(parts)
+    return tbl.take(pa.array(kept))
 
 
 def _samples_covering(

@@ -165,7 +165,7 @@ def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
     t_in = np.asarray(t, dtype=np.int64)
     if n == 0 or t_in.size == 0:
         return np.full(t_in.shape, -1, dtype=np.int64)
-    if _by_start_then_longer(starts, ends):
+    if by_start_then_longer(starts, ends):
         order, s, e = None, starts, ends
     else:
         order = np.lexsort((-ends, starts))
@@ -210,7 +210,8 @@ def _innermost_sorted(s: I64, e: I64, t_in: I64) -> I64:
 _MAX_STEPS = 64  # chain steps before the sparse-table search takes over
 
 
-def _by_start_then_longer(s: I64, e: I64) -> bool:
+def by_start_then_longer(s: I64, e: I64) -> bool:
+    """Are the ranges (s, e) sorted by start, then the longer first (storage order)?"""
     ds = s[1:] - s[:-1]
     return bool((ds >= 0).all() and ((ds > 0) | (e[1:] <= e[:-1])).all())
 

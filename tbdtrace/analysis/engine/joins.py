@@ -63,6 +63,39 @@ def _dense_lookup(b: I64) -> tuple[np.ndarray, int] | None:
     return lut, lo
 
 
+def _dense_pairs(
+    a_hi: I64, a_lo: I64, a_ok: np.ndarray, b_hi: I64, b_lo: I64, b_ok: np.ndarray
+) -> I64 | None:
+    """:func:`join_pairs` through a lookup table, without a sort: when the non-null pairs
+    of ``b`` span at most ~4 keys per row (correlation and external ids are consecutive
+    numbers per rank, each rank's a similar range). Duplicate pairs keep their first
+    row: the table is filled in reverse row order and then checked to hold, for every row
+    of ``b``, a row at or before it (else None, and the caller sorts). None when the
+    span is too wide."""
+    rows = np.flatnonzero(b_ok)
+    if rows.size == 0:
+        return None
+    bl, bh = b_lo[rows], b_hi[rows]
+    lo_min, hi_min = int(bl.min()), int(bh.min())
+    span = int(bl.max()) - lo_min + 1
+    width = span * (int(bh.max()) - hi_min + 1)
+    if width > 4 * rows.size + 1024:
+        return None
+    small: type[np.signedinteger[Any]] = np.int32 if b_lo.size < 2**31 else np.int64
+    bk = (bh - hi_min) * span + (bl - lo_min)
+    lut: npt.NDArray[np.signedinteger[Any]] = np.full(width, -1, dtype=small)
+    lut[bk[::-1]] = rows[::-1].astype(small)  # the first row of each pair written last
+    if not bool((lut[bk] <= rows).all()):  # not in order: no "first" guarantee; sort
+        return None
+    out = np.full(a_lo.size, -1, dtype=np.int64)
+    for s in range(0, a_lo.size, _BLOCK):  # blocks: small temporaries at 10M rows
+        al, ah = a_lo[s : s + _BLOCK] - lo_min, a_hi[s : s + _BLOCK] - hi_min
+        ok = a_ok[s : s + _BLOCK] & (al >= 0) & (al < span) & (ah >= 0) & (ah * span < width)
+        k = np.where(ok, ah * span + al, 0)
+        out[s : s + _BLOCK] = np.where(ok, lut[k], -1)
+    return out
+
+
 def join_pairs(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
     """For each (a_hi, a_lo), the index of the first equal (b_hi, b_lo) pair, -1 if none."""
     out = np.full(a_lo.size, -1, dtype=np.int64)
@@ -76,6 +109,9 @@ def join_pairs(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
         and hi_all.min() >= -1
         and hi_all.max() < (1 << 20) - 1
     ):
+        dense = _dense_pairs(a_hi, a_lo, a_ok, b_hi, b_lo, b_ok)
+        if dense is not None:
+            return dense
         # Both ids fit one int64 key: a single sort and search.
         ak = ((a_hi + 1) << 42) | np.where(a_ok, a_lo, 0)
         bk = np.where(b_ok, ((b_hi + 1) << 42) | np.where(b_ok, b_lo, 0), -1)

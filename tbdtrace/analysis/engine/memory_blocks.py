@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.grouping import dense_codes, dict_codes
+from tbdtrace.analysis.engine.intervals import is_sorted
 from tbdtrace.arrow_ints import int_column
 
 if TYPE_CHECKING:
@@ -157,7 +158,13 @@ def _pair_by_address(
     owns the next row of its key when that is a free; a following alloc closes it (lost
     free); a free not preceded by an alloc of its key is unmatched. Returns a (7, blocks)
     array: alloc_row, free_row, alloc_ts, free_ts, bytes, group, address."""
-    o = np.lexsort((rows, ts, addr, group))
+    if rows.size > 1 and is_sorted(ts) and is_sorted(rows):
+        # A stored table's rows are in time order: (group, address) decides, stably
+        # (the same order as the four-key sort, one or two keys sorted instead).
+        one_group = group.min() == group.max()
+        o = np.argsort(addr, kind="stable") if one_group else np.lexsort((addr, group))
+    else:
+        o = np.lexsort((rows, ts, addr, group))
     r, g, ad, t, al, nb = rows[o], group[o], addr[o], ts[o], is_alloc[o], nbytes[o]
     same_next = np.zeros(r.size, dtype=bool)
     if r.size > 1:

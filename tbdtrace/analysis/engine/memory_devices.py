@@ -23,6 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace.analysis.engine.grouping import dict_codes
+from tbdtrace.analysis.engine.intervals import is_sorted
 from tbdtrace.analysis.engine.memory_blocks import group_codes
 from tbdtrace.arrow_ints import int_column
 from tbdtrace.schema import MEMORY_CATEGORIES
@@ -76,9 +77,14 @@ def series(mem: pa.Table, keys: list[tuple[object, ...]], ev: Events, totals: bo
     signed = sign[acodes] * int_column(mem, "bytes", 0) if mem.num_rows else ts
     # Rows by (device, time, row order) and events by device (stable: their time order
     # kept), each device's part a slice of one sort.
-    order = np.lexsort((np.arange(ts.size), ts, row_grp))
+    # A stored memory table is in time order: a stable sort by device alone then (none
+    # for one device).
+    if is_sorted(ts):
+        order = _stable_order(row_grp)
+    else:
+        order = np.lexsort((np.arange(ts.size), ts, row_grp))
     row_cut = np.searchsorted(row_grp[order], np.arange(len(keys) + 1))
-    ev_order = np.argsort(ev.group, kind="stable")
+    ev_order = _stable_order(ev.group)
     ev_cut = np.searchsorted(ev.group[ev_order], np.arange(len(keys) + 1))
     out = []
     for g, key in enumerate(keys):
@@ -95,6 +101,13 @@ def series(mem: pa.Table, keys: list[tuple[object, ...]], ev: Events, totals: bo
         else:
             out.append(_replayed(key, ev.ts[m], live, reserved))
     return out
+
+
+def _stable_order(codes: I64) -> I64:
+    """``np.argsort(codes, kind="stable")``, without sorting when every code is equal."""
+    if codes.size == 0 or codes.min() == codes.max():
+        return np.arange(codes.size, dtype=np.int64)
+    return np.argsort(codes, kind="stable")
 
 
 def _replay(cat: I64, delta: I64) -> I64:

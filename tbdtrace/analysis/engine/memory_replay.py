@@ -182,14 +182,11 @@ def _timeline(
     delta = np.zeros((n, len(MEMORY_CATEGORIES)), dtype=np.int64)
     delta[np.arange(n), ev.category] = ev.delta
     live = np.zeros_like(delta)
-    dev_total = np.zeros(n, dtype=np.int64)
     grp = ev.group
     for lv in np.unique(lvl):
         m = lvl == lv
         live[m] = np.cumsum(delta[m], axis=0)
-    for g in np.unique(grp):
-        m = grp == g
-        dev_total[m] = np.cumsum(ev.delta[m])
+    dev_total = _device_totals(ev)
     ts, cat = ev.ts, ev.category
     nbytes = ev.sign * ev.delta
     keys = blocks.group_keys
@@ -209,6 +206,16 @@ def _timeline(
     cols["total_bytes"] = pa.array(live.sum(axis=1), pa.int64())
     cols["device_total_bytes"] = pa.array(dev_total, pa.int64())
     return pa.table(cols)
+
+
+def _device_totals(ev: Events) -> npt.NDArray[np.int64]:
+    """Live bytes of each event's device (its replay group) just after the event: the
+    timeline's device_total_bytes."""
+    out = np.zeros(ev.ts.size, dtype=np.int64)
+    for g in np.flatnonzero(np.bincount(ev.group)) if ev.group.size else ():
+        m = ev.group == g
+        out[m] = np.cumsum(ev.delta[m])
+    return out
 
 
 def _take(values: list[Any], idx: npt.NDArray[np.int64], typ: pa.DataType) -> pa.Array:
@@ -397,7 +404,7 @@ def summarize(
                 window_start_bytes=w["start_bytes"],
             )
         doc["levels"] = _levels(all_series, head, span)
-    doc["devices"] = _device_rows(all_series, _devices(timeline(ctx)), window)
+    doc["devices"] = _device_rows(all_series, _devices(blocks, r.events), window)
     doc["steps"] = _steps(head, ctx.table("steps", ["step", "start_ns", "end_ns"]))
     doc["event_count"] = mem.num_rows
     doc["first_ts_ns"] = int(pa.compute.min(mem.column("ts_ns")).as_py()) if mem.num_rows else None
@@ -538,19 +545,42 @@ def _reported_max(mem: pa.Table, head: Series | None, col: str) -> int | None:
     return int(got) if got is not None else None
 
 
-def _devices(tl: pa.Table) -> list[dict[str, Any]]:
-    """Peak of ``device_total_bytes`` per (level, device_type, device_id, rank, pid), in
-    key order with nulls last; the first moment of the maximum wins."""
-    if tl.num_rows == 0:
+def _devices(blocks: Blocks, events: tuple[Events, npt.NDArray[np.int64]]) -> list[dict[str, Any]]:
+    """Peak of the timeline's ``device_total_bytes`` per (level, device_type, device_id,
+    rank, pid), in key order with nulls last; the first moment of the maximum wins. From
+    the replay's events (the rows of :func:`timeline`, which the text report does not
+    build): each event's key is its group's, with the event's level as the timeline
+    writes it."""
+    ev, lvl = events
+    if ev.ts.size == 0:
         return []
-    group, keys = group_codes(tl)
-    total = int_column(tl, "device_total_bytes", 0)
-    ts = int_column(tl, "ts_ns", 0)
-    order = np.lexsort((-total, group))  # stable: the first row of a group holds its max
-    first = order[np.searchsorted(group[order], np.arange(len(keys)))]
+    # The timeline's key of each event: its group's device, with the event's level (one
+    # per group) as the timeline writes it; groups whose keys are alike share a key.
+    gk = blocks.group_keys
+    level_of = np.zeros(len(gk), dtype=np.int64)
+    level_of[ev.group] = lvl
+    keys: list[tuple[object, ...]] = []
+    index: dict[tuple[object, ...], int] = {}
+    code_of = np.zeros(len(gk), dtype=np.int64)
+    for g in np.flatnonzero(np.bincount(ev.group, minlength=len(gk))).tolist():
+        key = (MEMORY_LEVELS[int(level_of[g])], *gk[g][1:])
+        code_of[g] = index.setdefault(key, len(keys))
+        if code_of[g] == len(keys):
+            keys.append(key)
+    group = code_of[ev.group]
+    total = _device_totals(ev)
+    # The first moment of each key's maximum: a pass per key for a few devices, else a
+    # sort by (key, -total), stable (the first row of a key holds its maximum).
+    if len(keys) <= _FEW_DEVICES:
+        first = [int(np.argmax(np.where(group == c, total, _I64_MIN))) for c in range(len(keys))]
+    else:
+        order = np.lexsort((-total, group))
+        first = order[np.searchsorted(group[order], np.arange(len(keys)))].tolist()
     out = [
         dict(
-            zip(_DEVICE_KEY, key, strict=True), peak_bytes=int(total[row]), peak_ts_ns=int(ts[row])
+            zip(_DEVICE_KEY, key, strict=True),
+            peak_bytes=int(total[row]),
+            peak_ts_ns=int(ev.ts[row]),
         )
         for key, row in zip(keys, first, strict=True)
     ]
@@ -558,4 +588,6 @@ def _devices(tl: pa.Table) -> list[dict[str, Any]]:
     return out
 
 
+_I64_MIN = np.iinfo(np.int64).min
+_FEW_DEVICES = 16  # (level, device) keys found by a pass each in _devices; more: a sort
 _DEVICE_KEY = ("level", "device_type", "device_id", "rank", "pid")

@@ -21,7 +21,7 @@ from tbdtrace.analysis.engine import flop_formulas as ff
 from tbdtrace.analysis.engine import shared_arrays
 from tbdtrace.analysis.engine.attribution import on_threads, outermost, thread_groups
 from tbdtrace.analysis.engine.cache import Entry
-from tbdtrace.analysis.engine.grouping import dict_codes
+from tbdtrace.analysis.engine.grouping import dict_codes, unique_rows
 from tbdtrace.arrow_ints import int_column
 
 if TYPE_CHECKING:
@@ -70,9 +70,7 @@ def _op_counts(ctx: AnalysisContext) -> OpCounts:
         return OpCounts(flops, prec, source, np.zeros(n, dtype=bool))
     sub = ops.take(pa.array(idx))
     cols = [dict_codes(sub, c) for c in _OPS_COLS]
-    key = np.stack([c for c, _ in cols], axis=1)
-    uniq, inv = np.unique(key, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    uniq, inv = unique_rows(*(c for c, _ in cols))
     tf32 = tf32_allowed(ctx.meta)
     u_flops = np.full(len(uniq), -1, dtype=np.int64)
     u_prec = np.full(len(uniq), -1, dtype=np.int64)

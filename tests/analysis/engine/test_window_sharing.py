@@ -173,3 +173,32 @@ def test_one_rank_key(tmp_path: Path):
         keys = grouping.row_rank_keys(context.of(tr), "kernels")
         if want is not None:
             assert set(keys.tolist()) == {want}
+
+
+@pytest.mark.parametrize("pattern", ["run-and-strays", "scattered", "short", "two-runs"])
+def test_window_rows_taken_as_a_run_and_strays_equal_a_take(pattern: str) -> None:
+    """A window's kept rows (one long run and a few rows before and after it) read as
+    the same column values as ``Table.take`` of them."""
+    import pyarrow as pa
+
+    from tbdtrace.analysis.engine.context import _take_rows
+    from tbdtrace.tablefile import combine
+
+    rng = np.random.default_rng(1)
+    n = 20_000
+    tbl = pa.table(
+        {
+            "t": pa.array(rng.integers(0, 1 << 40, n)),
+            "name": pa.array(rng.integers(0, 9, n).astype(str)).dictionary_encode(),
+            "v": pa.array(np.where(rng.random(n) < 0.2, None, rng.integers(0, 5, n))),
+        }
+    )
+    kept = {
+        "run-and-strays": np.r_[[3, 40], np.arange(500, n - 300), [n - 7]],
+        "scattered": np.sort(rng.choice(n, 3000, replace=False)),
+        "short": np.arange(10, 20),
+        "two-runs": np.r_[np.arange(0, 2000), np.arange(5000, 9000)],
+    }[pattern]
+    got, want = _take_rows(tbl, kept), tbl.take(pa.array(kept))
+    for c in tbl.column_names:
+        assert combine(got.column(c)).to_pylist() == combine(want.column(c)).to_pylist(), c

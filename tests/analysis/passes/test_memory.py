@@ -406,3 +406,60 @@ def test_replay_without_totals(tmp_path: Path) -> None:
         assert (doc["peak_bytes"], doc["peak_ts_ns"]) == (150, 30)
         assert doc["breakdown_at_peak"]["pre_existing"] == 0
         assert [s["start_bytes"] for s in doc["steps"]] == [0, 100]
+
+
+@pytest.mark.parametrize("few", [16, 0])  # a pass per device, or one sort (many devices)
+def test_device_rows_replay_peak_is_the_timelines_device_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, few: int
+) -> None:
+    """The memory section's per-device replay peak (computed from the replay's events,
+    without building the timeline) equals the largest device_total_bytes of the
+    timeline table's rows of that (level, device), on a trace of two levels, three
+    devices and blocks freed out of order."""
+    import random
+
+    rnd = random.Random(7)
+    rows: list[tuple[Any, ...]] = []
+    live: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
+    addr = 0
+    for ts in range(0, 3000, 10):
+        level, dev = rnd.choice(("allocated", "reserved")), rnd.randrange(3)
+        blocks = live[level, dev]
+        if blocks and rnd.random() < 0.45:
+            a, n = blocks.pop(rnd.randrange(len(blocks)))
+            rows.append((ts, "free", level, n, a, None, dev))
+        else:
+            addr += 1
+            n = rnd.randrange(1, 5000)
+            blocks.append((addr, n))
+            rows.append((ts, "alloc", level, n, addr, rnd.choice(CATS), dev))
+    monkeypatch.setattr(memory_replay, "_FEW_DEVICES", few)
+    tr = _trace(tmp_path, rows)
+    want: dict[tuple[str, int], int] = {}
+    for r in memory.timeline(tr).to_pylist():
+        k = (r["level"], r["device_id"])
+        want[k] = max(want.get(k, 0), r["device_total_bytes"])
+    doc = memory_replay.summarize(tr)
+    got = {(d["level"], d["device_id"]): d["replay_peak_bytes"] for d in doc["devices"]}
+    assert got == want and len(got) == 6
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_pairing_rows_in_time_order_skips_the_four_key_sort_with_the_same_blocks(
+    groups: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows in time order (a stored table) are paired after a sort by (device, address)
+    only; the blocks are those of the sort by (device, address, time, row)."""
+    import numpy as np
+
+    from tbdtrace.analysis.engine import memory_blocks
+
+    rng = np.random.default_rng(groups)
+    n = 3000
+    rows, ts = np.arange(n), np.sort(rng.integers(0, 400, n))
+    addr, grp = rng.integers(0, 40, n), rng.integers(0, groups, n)
+    alloc, nbytes = rng.random(n) < 0.5, rng.integers(1, 100, n)
+    fast = memory_blocks._pair_by_address(rows, grp, addr, ts, alloc, nbytes)
+    monkeypatch.setattr(memory_blocks, "is_sorted", lambda _: False)
+    full = memory_blocks._pair_by_address(rows, grp, addr, ts, alloc, nbytes)
+    assert fast.tolist() == full.tolist()
