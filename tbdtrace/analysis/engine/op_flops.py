@@ -57,14 +57,11 @@ _OPS_COLS = ("name", "input_shapes", "input_dtypes", "concrete_inputs")
 
 
 def _op_counts(ctx: AnalysisContext) -> OpCounts:
-    # Read for this once-per-trace table, not kept: the inputs' text columns and the
-    # framework counts are read by nothing else on a report's path (29M ops: ~0.6 GiB).
-    ops = ctx.table("ops", [*_OPS_COLS, "flops"], cache=False)
-    n = ops.num_rows
+    n = ctx.num_rows("ops")
     flops = np.full(n, -1, dtype=np.int64)
     prec = np.full(n, -1, dtype=np.int8)
     source = np.full(n, -1, dtype=np.int8)
-    codes, labels = dict_codes(ops, "name")
+    codes, labels = shared_arrays.codes(ctx, "ops", "name")
     fam = np.array([lbl in ff.NAMES for lbl in labels], dtype=bool)
     sel = fam[codes] if codes.size else np.zeros(0, dtype=bool)
     if codes.size:
@@ -72,7 +69,10 @@ def _op_counts(ctx: AnalysisContext) -> OpCounts:
     idx = np.flatnonzero(sel)
     if idx.size == 0:
         return OpCounts(flops, prec, source, np.zeros(n, dtype=bool))
-    sub = ops.take(pa.array(idx))
+    # The inputs' text columns and the framework counts of the matrix-math rows only,
+    # read for this once-per-trace table and not kept: nothing else on a report's path
+    # reads them (29M ops: 0.7 GiB of whole columns).
+    sub = ctx.table("ops", [*_OPS_COLS, "flops"], cache=False).take(pa.array(idx))
     cols = [dict_codes(sub, c) for c in _OPS_COLS]
     key = np.stack([c for c, _ in cols], axis=1)
     uniq, inv = np.unique(key, axis=0, return_inverse=True)
