@@ -64,7 +64,11 @@ def thread_groups(pid: I64, tid: I64) -> Groups:
     if pid.size == 0:
         return {}
     if pid.min() >= -1 and pid.max() < (1 << 30) and tid.min() >= -1 and tid.max() < (1 << 32) - 1:
-        enc = pc.dictionary_encode(pa.array(((pid + 1) << 32) | (tid + 1)))
+        packed = pid + 1  # built in place: one temporary at a time (29M ops: 0.45 GB less)
+        packed <<= 32
+        packed |= tid + 1
+        enc = pc.dictionary_encode(pa.array(packed))
+        del packed
         keys = [((k >> 32) - 1, (k & 0xFFFFFFFF) - 1) for k in enc.dictionary.to_pylist()]
         code = enc.indices
     else:
