@@ -99,6 +99,9 @@ class AnalysisContext:
     def constant(self, name: str, column: str) -> tuple[Any] | None:
         return self._rows.constant(name, column)
 
+    def min_max(self, name: str, column: str) -> tuple[int, int] | None:
+        return self._rows.min_max(name, column)
+
     def table(
         self, name: str, columns: Iterable[str] | None = None, cache: bool = True
     ) -> pa.Table:

@@ -269,6 +269,12 @@ def time_bounds(ctx: AnalysisContext, table: str, key: int | None = None) -> tup
     several passes ask for the same bounds."""
 
     def compute() -> tuple[int, int]:
+        if key is None:
+            # A whole trace's table: from the file's statistics when they tell (no null
+            # time), without decoding the columns (29M ops: 0.65 CPU s, 223 MB kept).
+            lo, hi = ctx.min_max(table, "start_ns"), ctx.min_max(table, "end_ns")
+            if lo is not None and hi is not None:
+                return lo[0], hi[1]
         if key is not None and not isinstance(rows_of(ctx, table, key), slice):
             s, e = spans(ctx, table, key)
         else:
