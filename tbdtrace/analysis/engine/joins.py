@@ -79,6 +79,22 @@ def _pack(hi: I64, lo: I64, ok: npt.NDArray[np.bool_]) -> I64:
     return key
 
 
+def join_ids(a: I64, b: I64) -> I64:
+    """:func:`join_pairs` where every row of both sides has one and the same ``hi`` (one
+    rank): for each ``a``, the index of the first equal ``b``, -1 if none (``NULL_ID``
+    never matches). No key is built: the ids are sorted as they are (29M ops: 0.45 GB
+    less than the pairs' keys at the peak)."""
+    out = np.full(a.size, -1, dtype=np.int64)
+    if a.size == 0 or b.size == 0:
+        return out
+    order = np.argsort(b, kind="stable")  # b's nulls (NULL_ID) sort first; a's never match
+    sb = b[order]
+    pos = np.clip(np.searchsorted(sb, a, side="left"), 0, sb.size - 1)
+    ok = (a != NULL_ID) & (sb[pos] == a)
+    out[ok] = order[pos[ok]]
+    return out
+
+
 def join_pairs(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
     """For each (a_hi, a_lo), the index of the first equal (b_hi, b_lo) pair, -1 if none."""
     out = np.full(a_lo.size, -1, dtype=np.int64)

@@ -49,3 +49,18 @@ def test_ids_past_the_packed_key_take_the_general_path() -> None:
             assert got[i] == -1
         else:
             assert (b_hi[got[i]], b_lo[got[i]]) == (a_hi[i], a_lo[i])
+
+
+def test_join_ids_is_the_pair_join_of_one_rank() -> None:
+    from tbdtrace.analysis.engine.joins import join_ids
+
+    rng = np.random.default_rng(13)
+    b = rng.integers(-5, 60, 500)  # negative ids too, repeated ids
+    a = rng.integers(-5, 80, 800)
+    a[::4] = NULL_ID
+    b[::6] = NULL_ID
+    one_a, one_b = np.full(a.size, 2), np.full(b.size, 2)
+    ref = _first_pairs(one_a, a, one_b, b)
+    assert join_ids(a, b).tolist() == ref
+    assert sum(r >= 0 for r in ref) > 100
+    assert join_ids(a[:0], b).tolist() == [] and join_ids(a, b[:0]).tolist() == [-1] * a.size
