@@ -166,7 +166,7 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     none = np.broadcast_to(np.int64(-1), (n,))
     n_ops = ctx.num_rows("ops")
     o_codes, o_labels = shared_arrays.codes(ctx, "ops", "name")
-    if n_ops and ctx.column("kernels", "external_id").null_count < n:
+    if n_ops and shared_arrays.has_values(ctx, "kernels", "external_id"):
         by_ext = _by_external_id(ctx)
     else:
         by_ext = none
