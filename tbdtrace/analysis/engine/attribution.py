@@ -115,10 +115,12 @@ def on_threads(
         rows = ranges.get(th)
         if rows is None:
             continue
-        rows = rows[keep[rows]]
+        kept = keep[rows]
+        if not kept.all():
+            rows = rows[kept]
         if rows.size == 0:
             continue
-        hit = innermost(s[rows], e[rows], q_t[qsel])
+        hit = innermost(s, e, q_t[qsel], rows)  # the thread's ranges read in place
         good = hit >= 0
         out[qsel[good]] = rows[hit[good]]
     return out

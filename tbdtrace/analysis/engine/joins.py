@@ -89,7 +89,8 @@ def join_ids(a: I64, b: I64) -> I64:
         return out
     order = np.argsort(b, kind="stable")  # b's nulls (NULL_ID) sort first; a's never match
     sb = b[order]
-    pos = np.clip(np.searchsorted(sb, a, side="left"), 0, sb.size - 1)
+    pos = np.searchsorted(sb, a, side="left")
+    np.clip(pos, 0, sb.size - 1, out=pos)
     ok = (a != NULL_ID) & (sb[pos] == a)
     out[ok] = order[pos[ok]]
     return out
