@@ -239,6 +239,21 @@ def constant(meta: Any, column: str) -> tuple[Any] | None:
     return (values.pop(),)
 
 
+def null_free(meta: Any, column: str) -> bool | None:
+    """True when the footer ``meta``'s statistics count no null in ``column``, False when
+    they count one; None when they do not tell (a row group without a null count)."""
+    leaf = [j for j in range(meta.num_columns) if meta.schema.column(j).path == column]
+    if not leaf:
+        return None
+    nulls = 0
+    for g in range(meta.num_row_groups):
+        st = meta.row_group(g).column(leaf[0]).statistics
+        if st is None or not st.has_null_count:
+            return None
+        nulls += st.null_count
+    return nulls == 0
+
+
 def min_max(meta: Any, column: str) -> tuple[int, int] | None:
     """(minimum, maximum) of an integer ``column`` over every row, as the footer ``meta``'s
     statistics prove; None when they do not tell (a row group without statistics or with

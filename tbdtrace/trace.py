@@ -56,6 +56,11 @@ class ColumnStore:
         when known without decoding it (no row null); None when unknown."""
         return None
 
+    def null_free(self, name: str, column: str) -> bool | None:
+        """Whether no row of ``column`` of table ``name`` is null, when known without
+        decoding it; None when unknown (then read the column)."""
+        return None
+
     def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
         """Read ``cols`` of ``decl`` (one pass over the table)."""
         raise NotImplementedError
@@ -181,6 +186,12 @@ class Trace(ColumnStore):
         statistics prove (no row null) without decoding it; None when they do not tell."""
         meta = self._footer(name)
         return None if meta is None else tablefile.min_max(meta, column)
+
+    def null_free(self, name: str, column: str) -> bool | None:
+        """Whether no row of ``column`` is null, as the table file's statistics count;
+        None when they do not tell."""
+        meta = self._footer(name)
+        return None if meta is None else tablefile.null_free(meta, column)
 
     def _footer(self, name: str) -> Any | None:
         if name not in self._footers:

@@ -108,9 +108,9 @@ def _kernels(n: int, **cols):
     return {**base, **cols}
 
 
-def test_min_max_comes_from_the_statistics_of_every_row_group(tmp_path, monkeypatch):
+def test_min_max_and_nulls_come_from_the_statistics_of_every_row_group(tmp_path, monkeypatch):
     from tbdtrace import tablefile
-    from tbdtrace.analysis.engine import context, shared_arrays
+    from tbdtrace.analysis.engine import context, shared_arrays, window
 
     monkeypatch.setattr(tablefile, "ROW_GROUP_ROWS", 2)  # 5 rows: three row groups
     starts = [40, 10, 30, 0, 20]  # not in order: the extremes sit in different groups
@@ -128,6 +128,11 @@ def test_min_max_comes_from_the_statistics_of_every_row_group(tmp_path, monkeypa
     assert tr.min_max("ops", "pid") is None  # a null: the statistics do not tell
     assert tr.min_max("ops", "name") is None  # not integer
     assert tr.min_max("markers", "start_ns") is None  # no such table
+    assert tr.null_free("ops", "start_ns") is True and tr.null_free("ops", "pid") is False
+    assert tr.null_free("markers", "pid") is None
+    # a window's rows of a column without nulls have none; with nulls, unknown
+    win = context.WindowRows(context.of(tr), window.resolve(context.of(tr), None))
+    assert win.null_free("ops", "start_ns") is True and win.null_free("ops", "pid") is None
     # the whole trace's bounds from the statistics, no column decoded
     ctx = context.of(tr)
     assert shared_arrays.time_bounds(ctx, "ops") == (0, 95)

@@ -102,6 +102,9 @@ class AnalysisContext:
     def min_max(self, name: str, column: str) -> tuple[int, int] | None:
         return self._rows.min_max(name, column)
 
+    def null_free(self, name: str, column: str) -> bool | None:
+        return self._rows.null_free(name, column)
+
     def table(
         self, name: str, columns: Iterable[str] | None = None, cache: bool = True
     ) -> pa.Table:
@@ -176,6 +179,11 @@ class WindowRows(ColumnStore):
         """The base's constant column (:meth:`Trace.constant`), when the window keeps
         any of its rows: a subset of equal values holds the same value."""
         return self.base.constant(name, column) if self.num_rows(name) else None
+
+    def null_free(self, name: str, column: str) -> bool | None:
+        """True when the base has no null in the column (nor has any subset of its rows);
+        else unknown."""
+        return True if self.base.null_free(name, column) else None
 
     def prefetch_tables(self, wanted: Iterable[tuple[str, Iterable[str]]]) -> None:
         wanted = [(name, list(cols)) for name, cols in wanted]

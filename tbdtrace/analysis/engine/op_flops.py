@@ -190,7 +190,7 @@ def _old_backward_from_children(
         return
     q = thread_groups(
         shared_arrays.ints(ctx, "ops", "pid", keep=False)[krows],
-        shared_arrays.ints(ctx, "ops", "tid")[krows],
+        shared_arrays.ints(ctx, "ops", "tid", keep=False)[krows],
     )
     parent = on_threads(ctx, "ops", keep, q, shared_arrays.ints(ctx, "ops", "start_ns")[krows])
     grads = np.bincount(parent[parent >= 0], minlength=keep.size)[parents]

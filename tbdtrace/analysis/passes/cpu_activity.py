@@ -70,9 +70,9 @@ def _threads(
         if one_rank is not None and one_rank[0] is not None
         else ("rank", "pid", "tid")
     )
-    # Read for their null counts; pid and rank are not kept (the grouping makes its own
-    # int64 copy of pid, and drops it), tid is (its int64 values are the column's).
-    if any(ctx.table("ops", [c], cache=c == "tid").column(0).null_count for c in ids):
+    # Null counts from the file's statistics, else read for them and not kept (the
+    # grouping reads the ids once, and keeps only its groups).
+    if any(_has_nulls(ctx, c) for c in ids):
         return _sorted_threads(ctx)
     start = shared_arrays.ints(ctx, "ops", "start_ns")
     end = shared_arrays.ints(ctx, "ops", "end_ns")
@@ -89,6 +89,13 @@ def _threads(
             sel = idx if len(ranks) == 1 else idx[r == rk]
             out.append(((int(rk), pid, tid), sel))
     return start, end, out
+
+
+def _has_nulls(ctx: AnalysisContext, column: str) -> bool:
+    known = ctx.null_free("ops", column)
+    if known is not None:
+        return not known
+    return bool(ctx.table("ops", [column], cache=False).column(0).null_count)
 
 
 def _sorted_threads(
