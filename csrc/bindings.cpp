@@ -258,8 +258,8 @@ int64_t last_at_least(const std::vector<int64_t>& tree, size_t leaves, int64_t j
 // or one thread's rows of a whole table: no gathered copies). P: the type of the chain
 // links (int32 below 2^31 ranges: half the memory).
 template <class P, class At>
-void innermost_at(const int64_t* s, const int64_t* e, size_t n, At at, const int64_t* t,
-                  size_t q, int64_t* o) {
+void innermost_at(const int64_t* s, const int64_t* e, size_t n, At at, const int64_t* t, size_t q,
+                  int64_t* o) {
   std::vector<P> prev(n);
   std::vector<P> stack;
   for (size_t i = 0; i < n; ++i) {
@@ -275,8 +275,10 @@ void innermost_at(const int64_t* s, const int64_t* e, size_t n, At at, const int
     size_t lo = 0, hi = n;  // the first position starting after t (upper_bound)
     while (lo < hi) {
       const size_t mid = lo + (hi - lo) / 2;
-      if (s[at(mid)] <= t[k]) lo = mid + 1;
-      else hi = mid;
+      if (s[at(mid)] <= t[k])
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     int64_t j = static_cast<int64_t>(lo) - 1;
     int steps = 0;
@@ -286,8 +288,7 @@ void innermost_at(const int64_t* s, const int64_t* e, size_t n, At at, const int
           while (leaves < n) leaves <<= 1;
           tree.assign(2 * leaves, std::numeric_limits<int64_t>::min());
           for (size_t i = 0; i < n; ++i) tree[leaves + i] = e[at(i)];
-          for (size_t i = leaves - 1; i >= 1; --i)
-            tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
+          for (size_t i = leaves - 1; i >= 1; --i) tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
         }
         j = last_at_least(tree, leaves, j, t[k]);
         break;
@@ -299,8 +300,8 @@ void innermost_at(const int64_t* s, const int64_t* e, size_t n, At at, const int
 }
 
 template <class At>
-void innermost_any(const int64_t* s, const int64_t* e, size_t n, At at, const int64_t* t,
-                   size_t q, int64_t* o) {
+void innermost_any(const int64_t* s, const int64_t* e, size_t n, At at, const int64_t* t, size_t q,
+                   int64_t* o) {
   if (n < static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     innermost_at<int32_t>(s, e, n, at, t, q, o);
   else
@@ -326,8 +327,7 @@ py::array_t<int64_t> innermost_sorted(I64Array starts, I64Array ends, I64Array t
 }
 
 py::array_t<int64_t> innermost_rows(I64Array starts, I64Array ends,
-                                    py::array_t<int32_t, py::array::c_style> rows,
-                                    I64Array times) {
+                                    py::array_t<int32_t, py::array::c_style> rows, I64Array times) {
   if (starts.ndim() != 1 || ends.ndim() != 1 || rows.ndim() != 1 || times.ndim() != 1 ||
       starts.shape(0) != ends.shape(0))
     throw py::value_error("starts and ends: one-dimensional, of one length; rows, times: 1-D");
