@@ -254,6 +254,60 @@ int64_t last_at_least(const std::vector<int64_t>& tree, size_t leaves, int64_t j
   return -1;
 }
 
+// The search over the ranges at positions at(0) < at(1) < ... of starts/ends (every row,
+// or one thread's rows of a whole table: no gathered copies). P: the type of the chain
+// links (int32 below 2^31 ranges: half the memory).
+template <class P, class At>
+void innermost_at(const int64_t* s, const int64_t* e, size_t n, At at, const int64_t* t, size_t q,
+                  int64_t* o) {
+  std::vector<P> prev(n);
+  std::vector<P> stack;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t ei = e[at(i)];
+    while (!stack.empty() && e[at(static_cast<size_t>(stack.back()))] < ei) stack.pop_back();
+    prev[i] = stack.empty() ? P(-1) : stack.back();
+    stack.push_back(static_cast<P>(i));
+  }
+  std::vector<P>().swap(stack);
+  std::vector<int64_t> tree;  // built on the first query that walks too far
+  size_t leaves = 1;
+  for (size_t k = 0; k < q; ++k) {
+    size_t lo = 0, hi = n;  // the first position starting after t (upper_bound)
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (s[at(mid)] <= t[k])
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    int64_t j = static_cast<int64_t>(lo) - 1;
+    int steps = 0;
+    while (j >= 0 && e[at(static_cast<size_t>(j))] < t[k]) {
+      if (++steps > 64) {
+        if (tree.empty()) {
+          while (leaves < n) leaves <<= 1;
+          tree.assign(2 * leaves, std::numeric_limits<int64_t>::min());
+          for (size_t i = 0; i < n; ++i) tree[leaves + i] = e[at(i)];
+          for (size_t i = leaves - 1; i >= 1; --i) tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
+        }
+        j = last_at_least(tree, leaves, j, t[k]);
+        break;
+      }
+      j = static_cast<int64_t>(prev[static_cast<size_t>(j)]);
+    }
+    o[k] = j;
+  }
+}
+
+template <class At>
+void innermost_any(const int64_t* s, const int64_t* e, size_t n, At at, const int64_t* t, size_t q,
+                   int64_t* o) {
+  if (n < static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    innermost_at<int32_t>(s, e, n, at, t, q, o);
+  else
+    innermost_at<int64_t>(s, e, n, at, t, q, o);
+}
+
 py::array_t<int64_t> innermost_sorted(I64Array starts, I64Array ends, I64Array times) {
   if (starts.ndim() != 1 || ends.ndim() != 1 || times.ndim() != 1 ||
       starts.shape(0) != ends.shape(0))
@@ -267,34 +321,31 @@ py::array_t<int64_t> innermost_sorted(I64Array starts, I64Array ends, I64Array t
   int64_t* o = out.mutable_data();
   {
     py::gil_scoped_release nogil;
-    std::vector<int64_t> prev(n);
-    std::vector<int64_t> stack;
-    for (size_t i = 0; i < n; ++i) {
-      while (!stack.empty() && e[stack.back()] < e[i]) stack.pop_back();
-      prev[i] = stack.empty() ? -1 : stack.back();
-      stack.push_back(static_cast<int64_t>(i));
-    }
-    std::vector<int64_t> tree;  // built on the first query that walks too far
-    size_t leaves = 1;
-    for (size_t k = 0; k < q; ++k) {
-      int64_t j = static_cast<int64_t>(std::upper_bound(s, s + n, t[k]) - s) - 1;
-      int steps = 0;
-      while (j >= 0 && e[j] < t[k]) {
-        if (++steps > 64) {
-          if (tree.empty()) {
-            while (leaves < n) leaves <<= 1;
-            tree.assign(2 * leaves, std::numeric_limits<int64_t>::min());
-            std::copy(e, e + n, tree.begin() + static_cast<std::ptrdiff_t>(leaves));
-            for (size_t i = leaves - 1; i >= 1; --i)
-              tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
-          }
-          j = last_at_least(tree, leaves, j, t[k]);
-          break;
-        }
-        j = prev[j];
-      }
-      o[k] = j;
-    }
+    innermost_any(s, e, n, [](size_t i) { return i; }, t, q, o);
+  }
+  return out;
+}
+
+py::array_t<int64_t> innermost_rows(I64Array starts, I64Array ends,
+                                    py::array_t<int32_t, py::array::c_style> rows, I64Array times) {
+  if (starts.ndim() != 1 || ends.ndim() != 1 || rows.ndim() != 1 || times.ndim() != 1 ||
+      starts.shape(0) != ends.shape(0))
+    throw py::value_error("starts and ends: one-dimensional, of one length; rows, times: 1-D");
+  const size_t n = static_cast<size_t>(rows.shape(0));
+  const size_t size = static_cast<size_t>(starts.shape(0));
+  const int32_t* r = rows.data();
+  for (size_t i = 0; i < n; ++i)
+    if (r[i] < 0 || static_cast<size_t>(r[i]) >= size)
+      throw py::index_error("innermost_rows: a row outside starts and ends");
+  const size_t q = static_cast<size_t>(times.shape(0));
+  py::array_t<int64_t> out(static_cast<py::ssize_t>(q));
+  const int64_t* s = starts.data();
+  const int64_t* e = ends.data();
+  const int64_t* t = times.data();
+  int64_t* o = out.mutable_data();
+  {
+    py::gil_scoped_release nogil;
+    innermost_any(s, e, n, [r](size_t i) { return static_cast<size_t>(r[i]); }, t, q, o);
   }
   return out;
 }
@@ -302,6 +353,10 @@ py::array_t<int64_t> innermost_sorted(I64Array starts, I64Array ends, I64Array t
 void bind_intervals(py::module_& m) {
   m.def("innermost_sorted", &innermost_sorted, py::arg("starts"), py::arg("ends"), py::arg("times"),
         "per time, the last range (sorted by start, then end descending) holding it; -1 if none");
+  m.def("innermost_rows", &innermost_rows, py::arg("starts"), py::arg("ends"), py::arg("rows"),
+        py::arg("times"),
+        "innermost_sorted over the ranges at int32 positions rows of starts/ends (a thread's "
+        "rows of a table, in order), without gathering them; positions into rows, -1 if none");
 }
 
 }  // namespace

@@ -239,6 +239,47 @@ def constant(meta: Any, column: str) -> tuple[Any] | None:
     return (values.pop(),)
 
 
+def null_free(meta: Any, column: str) -> bool | None:
+    """True when the footer ``meta``'s statistics count no null in ``column``, False when
+    they count one; None when they do not tell (a row group without a null count)."""
+    leaf = [j for j in range(meta.num_columns) if meta.schema.column(j).path == column]
+    if not leaf:
+        return None
+    nulls = 0
+    for g in range(meta.num_row_groups):
+        st = meta.row_group(g).column(leaf[0]).statistics
+        if st is None or not st.has_null_count:
+            return None
+        nulls += st.null_count
+    return nulls == 0
+
+
+def min_max(meta: Any, column: str) -> tuple[int, int] | None:
+    """(minimum, maximum) of an integer ``column`` over every row, as the footer ``meta``'s
+    statistics prove; None when they do not tell (a row group without statistics or with
+    a null, a column that is not integer, an empty file)."""
+    if meta.num_rows == 0:
+        return None
+    leaf = [j for j in range(meta.num_columns) if meta.schema.column(j).path == column]
+    if not leaf:
+        return None
+    lo: int | None = None
+    hi: int | None = None
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        if rg.num_rows == 0:
+            continue
+        st = rg.column(leaf[0]).statistics
+        if st is None or not st.has_null_count or st.null_count or not st.has_min_max:
+            return None
+        a, b = st.min, st.max
+        if type(a) is not int or type(b) is not int:
+            return None
+        lo = a if lo is None else min(lo, a)
+        hi = b if hi is None else max(hi, b)
+    return None if lo is None or hi is None else (lo, hi)
+
+
 def _all_null_columns(meta: Any, cols: list[str]) -> set[str]:
     """Columns of ``cols`` whose statistics count every row of every row group as null
     (a file without statistics, or with none for a column, reads it as usual)."""

@@ -51,6 +51,16 @@ class ColumnStore:
         ``value`` without decoding it (``(None,)``: every row null); None when unknown."""
         return None
 
+    def min_max(self, name: str, column: str) -> tuple[int, int] | None:
+        """(minimum, maximum) of an integer ``column`` of table ``name`` over every row,
+        when known without decoding it (no row null); None when unknown."""
+        return None
+
+    def null_free(self, name: str, column: str) -> bool | None:
+        """Whether no row of ``column`` of table ``name`` is null, when known without
+        decoding it; None when unknown (then read the column)."""
+        return None
+
     def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
         """Read ``cols`` of ``decl`` (one pass over the table)."""
         raise NotImplementedError
@@ -168,11 +178,26 @@ class Trace(ColumnStore):
         """``(value,)`` when every row of ``column`` of table ``name`` holds ``value``
         (``(None,)``: every row null), as the table file's statistics prove without
         decoding it; None when they do not tell (then read the column)."""
+        meta = self._footer(name)
+        return None if meta is None else tablefile.constant(meta, column)
+
+    def min_max(self, name: str, column: str) -> tuple[int, int] | None:
+        """(minimum, maximum) of an integer ``column`` over every row, as the table file's
+        statistics prove (no row null) without decoding it; None when they do not tell."""
+        meta = self._footer(name)
+        return None if meta is None else tablefile.min_max(meta, column)
+
+    def null_free(self, name: str, column: str) -> bool | None:
+        """Whether no row of ``column`` is null, as the table file's statistics count;
+        None when they do not tell."""
+        meta = self._footer(name)
+        return None if meta is None else tablefile.null_free(meta, column)
+
+    def _footer(self, name: str) -> Any | None:
         if name not in self._footers:
             f = self._file(name)
             self._footers[name] = None if f is None else tablefile.footer(f)
-        meta = self._footers[name]
-        return None if meta is None else tablefile.constant(meta, column)
+        return self._footers[name]
 
     def df(self, name: str, columns: Iterable[str] | None = None) -> Any:
         """Table ``name`` as a pandas DataFrame (dictionary columns become categoricals)."""

@@ -108,6 +108,41 @@ def _kernels(n: int, **cols):
     return {**base, **cols}
 
 
+def test_min_max_and_nulls_come_from_the_statistics_of_every_row_group(tmp_path, monkeypatch):
+    from tbdtrace import tablefile
+    from tbdtrace.analysis.engine import context, shared_arrays, window
+
+    monkeypatch.setattr(tablefile, "ROW_GROUP_ROWS", 2)  # 5 rows: three row groups
+    starts = [40, 10, 30, 0, 20]  # not in order: the extremes sit in different groups
+    ends = [45, 95, 35, 5, 25]
+    ops = {
+        "start_ns": starts,
+        "end_ns": ends,
+        "name": ["a"] * 5,
+        "pid": [1, 1, None, 1, 1],  # one null
+    }
+    tbdtrace.write(tmp_path / "t", {"ops": ops}, {})
+    tr = tbdtrace.open(tmp_path / "t")
+    assert tr.min_max("ops", "start_ns") == (min(starts), max(starts)) == (0, 40)
+    assert tr.min_max("ops", "end_ns") == (min(ends), max(ends)) == (5, 95)
+    assert tr.min_max("ops", "pid") is None  # a null: the statistics do not tell
+    assert tr.min_max("ops", "name") is None  # not integer
+    assert tr.min_max("markers", "start_ns") is None  # no such table
+    assert tr.null_free("ops", "start_ns") is True and tr.null_free("ops", "pid") is False
+    assert tr.null_free("markers", "pid") is None
+    # a window's rows of a column without nulls have none; with nulls, unknown
+    win = context.WindowRows(context.of(tr), window.resolve(context.of(tr), None))
+    assert win.null_free("ops", "start_ns") is True and win.null_free("ops", "pid") is None
+    # the whole trace's bounds from the statistics, no column decoded
+    ctx = context.of(tr)
+    assert shared_arrays.time_bounds(ctx, "ops") == (0, 95)
+    assert ("ops", "start_ns") not in tr._columns and ("ops", "end_ns") not in tr._columns
+    # a trace in memory has no statistics: the same bounds from the decoded columns
+    mem = tbdtrace.trace.from_tables({"ops": ops}, {})
+    assert mem.min_max("ops", "start_ns") is None
+    assert shared_arrays.time_bounds(context.of(mem), "ops") == (0, 95)
+
+
 def test_constant_columns_come_from_the_statistics_of_every_row_group(tmp_path, monkeypatch):
     from tbdtrace import tablefile
 

@@ -30,7 +30,7 @@ from tbdtrace import schema
 from tbdtrace.analysis.engine.cache import PassCache
 from tbdtrace.analysis.engine.grouping import one_rank_key, row_rank_keys
 from tbdtrace.analysis.engine.window import pre_trace_count, pre_trace_rows, row_times
-from tbdtrace.arrow_ints import int_column
+from tbdtrace.arrow_ints import int_column, int_values
 from tbdtrace.tablefile import combine as _combine
 from tbdtrace.trace import ColumnStore, Trace
 
@@ -99,6 +99,12 @@ class AnalysisContext:
     def constant(self, name: str, column: str) -> tuple[Any] | None:
         return self._rows.constant(name, column)
 
+    def min_max(self, name: str, column: str) -> tuple[int, int] | None:
+        return self._rows.min_max(name, column)
+
+    def null_free(self, name: str, column: str) -> bool | None:
+        return self._rows.null_free(name, column)
+
     def table(
         self, name: str, columns: Iterable[str] | None = None, cache: bool = True
     ) -> pa.Table:
@@ -156,6 +162,9 @@ class WindowRows(ColumnStore):
         # Per table: None (every row), (first, end) for one run of rows (a window that
         # cuts a time-ordered table's ends: no index array), or the kept row indices.
         self._kept: dict[str, tuple[int, int] | npt.NDArray[np.int64] | None] = {}
+        # A range table's times, read whole to decide its rows: the window's own columns
+        # are made from them (:meth:`_kept_of`), so the whole trace does not keep them.
+        self._range_times: dict[str, dict[str, pa.Array]] = {}
 
     def has(self, name: str) -> bool:
         return self.base.has(name)
@@ -170,6 +179,11 @@ class WindowRows(ColumnStore):
         """The base's constant column (:meth:`Trace.constant`), when the window keeps
         any of its rows: a subset of equal values holds the same value."""
         return self.base.constant(name, column) if self.num_rows(name) else None
+
+    def null_free(self, name: str, column: str) -> bool | None:
+        """True when the base has no null in the column (nor has any subset of its rows);
+        else unknown."""
+        return True if self.base.null_free(name, column) else None
 
     def prefetch_tables(self, wanted: Iterable[tuple[str, Iterable[str]]]) -> None:
         wanted = [(name, list(cols)) for name, cols in wanted]
@@ -198,8 +212,20 @@ class WindowRows(ColumnStore):
 
     def _kept_of(self, name: str) -> tuple[int, int] | npt.NDArray[np.int64] | None:
         if name not in self._kept:
-            self._kept[name] = self._select(name)
+            kept = self._kept[name] = self._select(name)
+            for c, arr in self._range_times.pop(name, {}).items():
+                # The window's rows of the times the selection read (as _load makes them)
+                if (name, c) not in self._columns:
+                    self._columns[(name, c)] = self._rows_of(arr, kept)
         return self._kept[name]
+
+    @staticmethod
+    def _rows_of(arr: pa.Array, kept: tuple[int, int] | npt.NDArray[np.int64] | None) -> pa.Array:
+        if kept is None:
+            return arr
+        if isinstance(kept, tuple):
+            return arr.slice(kept[0], kept[1] - kept[0])
+        return arr.take(pa.array(kept))
 
     def _select(self, name: str) -> tuple[int, int] | npt.NDArray[np.int64] | None:
         decl = schema.table(name)
@@ -232,9 +258,12 @@ class WindowRows(ColumnStore):
             rlo = np.where(hit, lo[safe] if keys.size else dlo, dlo)
             rhi = np.where(hit, hi[safe] if keys.size else dhi, dhi)
         if name in _RANGES:
-            s = row_times(self.base, name)
-            e = self.base.table(name, ["end_ns"], cache=False).column(0)
-            end = np.asarray(e.to_numpy(), dtype=np.int64)
+            # Read for this decision and for the window's own columns, not kept by the
+            # whole trace (29M ops: 0.45 GB, and one decoding of end_ns instead of two).
+            s_arr, e_arr = self.base.read_columns(name, ["start_ns", "end_ns"])
+            self._range_times[name] = {"start_ns": s_arr, "end_ns": e_arr}
+            s = int_values(s_arr)
+            end = int_values(e_arr)
             # [s, e) overlaps [lo, hi); a mark (e == s) when lo <= s < hi.
             keep = (s < rhi) & ((end > rlo) | ((end == s) & (s >= rlo)))
         elif name == "host_samples":

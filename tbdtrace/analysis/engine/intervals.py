@@ -149,7 +149,9 @@ def covered_in_merged(
     return covered_before(ms, me, we, cum) - covered_before(ms, me, ws, cum)
 
 
-def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
+def innermost(
+    starts: I64, ends: I64, t: I64, rows: npt.NDArray[np.integer[Any]] | None = None
+) -> npt.NDArray[np.int64]:
     """For each time ``t``, the index of the latest-starting range with start <= t <= end.
 
     ``starts``/``ends`` describe ranges on one thread (any order; cheapest when sorted by
@@ -160,9 +162,29 @@ def innermost(starts: I64, ends: I64, t: I64) -> npt.NDArray[np.int64]:
     step ends before the range stepped from, so it cannot contain t either; the walk is as
     long as the nesting is deep. Queries still walking after ``_MAX_STEPS`` finish in a
     sparse-table search (:func:`_innermost_table`).
+
+    ``rows``: the ranges are ``starts[rows]``, ``ends[rows]`` (one thread's rows of a
+    table) and the indices returned are positions in ``rows``. Where they are int32 and
+    in (start, end descending) order, the compiled search reads them in place: no
+    gathered copies (a thread of 29M ops: 0.45 GB).
     """
-    n = starts.size
     t_in = np.asarray(t, dtype=np.int64)
+    if rows is not None:
+        if rows.size == 0 or t_in.size == 0:
+            return np.full(t_in.shape, -1, dtype=np.int64)
+        by_rows = _native_innermost_rows()
+        if (
+            by_rows is not None
+            and rows.dtype == np.int32
+            and starts.dtype == np.int64
+            and ends.dtype == np.int64
+            and by_start_then_longer(starts, ends, rows)
+        ):
+            flat = np.ascontiguousarray(t_in.reshape(-1))
+            got: npt.NDArray[np.int64] = by_rows(starts, ends, rows, flat).reshape(t_in.shape)
+            return got
+        starts, ends = starts[rows], ends[rows]
+    n = starts.size
     if n == 0 or t_in.size == 0:
         return np.full(t_in.shape, -1, dtype=np.int64)
     if by_start_then_longer(starts, ends):
@@ -190,6 +212,15 @@ def _native_innermost() -> Any:
     return getattr(_native, "innermost_sorted", None)
 
 
+def _native_innermost_rows() -> Any:
+    """``_native.innermost_rows``; None where the extension is missing or older."""
+    try:
+        from tbdtrace import _native
+    except ImportError:
+        return None
+    return getattr(_native, "innermost_rows", None)
+
+
 def _innermost_sorted(s: I64, e: I64, t_in: I64) -> I64:
     """:func:`innermost` for ranges sorted by (start, -end), in numpy."""
     pg = previous_ge(e)
@@ -210,10 +241,25 @@ def _innermost_sorted(s: I64, e: I64, t_in: I64) -> I64:
 _MAX_STEPS = 64  # chain steps before the sparse-table search takes over
 
 
-def by_start_then_longer(s: I64, e: I64) -> bool:
-    """Are the ranges (s, e) sorted by start, then the longer first (storage order)?"""
-    ds = s[1:] - s[:-1]
-    return bool((ds >= 0).all() and ((ds > 0) | (e[1:] <= e[:-1])).all())
+_CHECK_ROWS = 1 << 22  # rows compared at a time by the order check
+
+
+def by_start_then_longer(s: I64, e: I64, rows: npt.NDArray[np.integer[Any]] | None = None) -> bool:
+    """Sorted by start, then end descending (``s[rows]``, ``e[rows]`` when ``rows`` is
+    given)? Checked a block of rows at a time, so its temporaries stay small (a thread
+    of 29M ops: ~0.3 GB of differences and masks)."""
+    n = s.size if rows is None else rows.size
+    for lo in range(0, max(n - 1, 0), _CHECK_ROWS):
+        hi = min(lo + _CHECK_ROWS, n - 1)
+        if rows is None:
+            bs, be = s[lo : hi + 1], e[lo : hi + 1]
+        else:
+            part = rows[lo : hi + 1]
+            bs, be = s[part], e[part]
+        ds = bs[1:] - bs[:-1]
+        if not ((ds >= 0).all() and ((ds > 0) | (be[1:] <= be[:-1])).all()):
+            return False
+    return True
 
 
 def previous_ge(e: I64) -> I64:

@@ -96,27 +96,105 @@ def _dense_pairs(
     return out
 
 
+def _min_max(x: I64, ok: npt.NDArray[np.bool_]) -> tuple[int, int]:
+    """(min, max) of ``x`` where ``ok``; (0, 0) when none is (an empty side fits any key)."""
+    if ok.all():
+        return (int(x.min()), int(x.max())) if x.size else (0, 0)
+    v = x[ok]
+    return (int(v.min()), int(v.max())) if v.size else (0, 0)
+
+
+def _pack(hi: I64, lo: I64, ok: npt.NDArray[np.bool_]) -> I64:
+    """((hi + 1) << 42) | lo, lo as 0 where not ``ok``."""
+    key = hi + 1
+    key <<= 42
+    key |= lo if ok.all() else np.where(ok, lo, 0)
+    return key
+
+
+def _dense_ids(a: I64, b: I64) -> I64 | None:
+    """:func:`join_ids` through a lookup table, without a sort, when ``b``'s non-null ids
+    span at most ~4 keys per row (as :func:`_dense_pairs`, one rank). The table is filled
+    block by block from the last row back, so each id keeps its first row, and checked
+    (else None, and the caller sorts); every temporary is one block's (29M ops)."""
+    lo = hi = 0
+    count = 0
+    for s in range(0, b.size, _BLOCK):
+        v = b[s : s + _BLOCK]
+        v = v[v != NULL_ID]
+        if v.size:
+            vlo, vhi = int(v.min()), int(v.max())
+            lo, hi = (vlo, vhi) if count == 0 else (min(lo, vlo), max(hi, vhi))
+            count += v.size
+    if count == 0 or hi - lo + 1 > 4 * count + 1024:
+        return None
+    small: type[np.signedinteger[Any]] = np.int32 if b.size < 2**31 else np.int64
+    lut: npt.NDArray[np.signedinteger[Any]] = np.full(hi - lo + 1, -1, dtype=small)
+    starts = range(0, b.size, _BLOCK)
+    for s in reversed(starts):  # the first row of each id written last
+        v = b[s : s + _BLOCK]
+        ok = v != NULL_ID
+        lut[(v[ok] - lo)[::-1]] = (np.flatnonzero(ok) + s)[::-1].astype(small)
+    for s in starts:  # every row finds a row at or before it: first-row semantics held
+        v = b[s : s + _BLOCK]
+        ok = v != NULL_ID
+        if not bool((lut[v[ok] - lo] <= np.flatnonzero(ok) + s).all()):
+            return None
+    out = np.full(a.size, -1, dtype=np.int64)
+    for s in range(0, a.size, _BLOCK):
+        x = a[s : s + _BLOCK]
+        ok = (x != NULL_ID) & (x >= lo) & (x <= hi)
+        k = np.where(ok, x - lo, 0)
+        out[s : s + _BLOCK] = np.where(ok, lut[k], -1)
+    return out
+
+
+def join_ids(a: I64, b: I64) -> I64:
+    """:func:`join_pairs` where every row of both sides has one and the same ``hi`` (one
+    rank): for each ``a``, the index of the first equal ``b``, -1 if none (``NULL_ID``
+    never matches). No key is built: dense ids through a lookup table, else the ids sorted
+    as they are (29M ops: 0.45 GB less than the pairs' keys at the peak)."""
+    out = np.full(a.size, -1, dtype=np.int64)
+    if a.size == 0 or b.size == 0:
+        return out
+    dense = _dense_ids(a, b)
+    if dense is not None:
+        return dense
+    order = np.argsort(b, kind="stable")  # b's nulls (NULL_ID) sort first; a's never match
+    sb = b[order]
+    pos = np.searchsorted(sb, a, side="left")
+    np.clip(pos, 0, sb.size - 1, out=pos)
+    ok = (a != NULL_ID) & (sb[pos] == a)
+    out[ok] = order[pos[ok]]
+    return out
+
+
 def join_pairs(a_hi: I64, a_lo: I64, b_hi: I64, b_lo: I64) -> I64:
     """For each (a_hi, a_lo), the index of the first equal (b_hi, b_lo) pair, -1 if none."""
     out = np.full(a_lo.size, -1, dtype=np.int64)
     if a_lo.size == 0 or b_lo.size == 0:
         return out
     a_ok, b_ok = a_lo != NULL_ID, b_lo != NULL_ID
-    lo_all = np.concatenate([a_lo[a_ok], b_lo[b_ok]])
-    hi_all = np.concatenate([a_hi, b_hi])
+    # Ranges side by side, not of concatenated copies (29M ops: 0.6 GB less at the peak).
+    a_mm, b_mm = _min_max(a_lo, a_ok), _min_max(b_lo, b_ok)
+    lo_range = (min(a_mm[0], b_mm[0]), max(a_mm[1], b_mm[1]))
     if (
-        (lo_all.size == 0 or (lo_all.min() >= 0 and lo_all.max() < 1 << 42))
-        and hi_all.min() >= -1
-        and hi_all.max() < (1 << 20) - 1
+        lo_range[0] >= 0
+        and lo_range[1] < 1 << 42
+        and min(int(a_hi.min()), int(b_hi.min())) >= -1
+        and max(int(a_hi.max()), int(b_hi.max())) < (1 << 20) - 1
     ):
         dense = _dense_pairs(a_hi, a_lo, a_ok, b_hi, b_lo, b_ok)
         if dense is not None:
             return dense
-        # Both ids fit one int64 key: a single sort and search.
-        ak = ((a_hi + 1) << 42) | np.where(a_ok, a_lo, 0)
-        bk = np.where(b_ok, ((b_hi + 1) << 42) | np.where(b_ok, b_lo, 0), -1)
+        # Both ids fit one int64 key: a single sort and search. The keys are built in
+        # place: one temporary at a time.
+        ak = _pack(a_hi, a_lo, a_ok)
+        bk = _pack(b_hi, b_lo, b_ok)
+        bk[~b_ok] = -1
         order = np.argsort(bk, kind="stable")
         sk = bk[order]
+        del bk
         pos = np.clip(np.searchsorted(sk, ak, side="left"), 0, sk.size - 1)
         ok = a_ok & (sk[pos] == ak)
         out[ok] = order[pos[ok]]

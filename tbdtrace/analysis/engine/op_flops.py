@@ -29,17 +29,19 @@ if TYPE_CHECKING:
 
 
 I64 = npt.NDArray[np.int64]
+I8 = npt.NDArray[np.int8]
 
 
 @dataclass(frozen=True)
 class OpCounts:
     """Per ops row: FLOPs (-1 = not counted), precision index into ``ff.PRECISIONS``
     (-1 unknown), source index into ``SOURCES`` (1 framework, 2 analytic), and whether
-    it is a counted (outermost) op."""
+    it is a counted (outermost) op. The two indices are int8 (a handful of values: 29M
+    ops hold 56 MB of them, not 470 MB of int64)."""
 
     flops: I64
-    precision: I64
-    source: I64
+    precision: I8
+    source: I8
     counted: npt.NDArray[np.bool_]
 
 
@@ -55,12 +57,11 @@ _OPS_COLS = ("name", "input_shapes", "input_dtypes", "concrete_inputs")
 
 
 def _op_counts(ctx: AnalysisContext) -> OpCounts:
-    ops = ctx.table("ops", [*_OPS_COLS, "flops"])
-    n = ops.num_rows
+    n = ctx.num_rows("ops")
     flops = np.full(n, -1, dtype=np.int64)
-    prec = np.full(n, -1, dtype=np.int64)
-    source = np.full(n, -1, dtype=np.int64)
-    codes, labels = dict_codes(ops, "name")
+    prec = np.full(n, -1, dtype=np.int8)
+    source = np.full(n, -1, dtype=np.int8)
+    codes, labels = shared_arrays.codes(ctx, "ops", "name")
     fam = np.array([lbl in ff.NAMES for lbl in labels], dtype=bool)
     sel = fam[codes] if codes.size else np.zeros(0, dtype=bool)
     if codes.size:
@@ -68,7 +69,10 @@ def _op_counts(ctx: AnalysisContext) -> OpCounts:
     idx = np.flatnonzero(sel)
     if idx.size == 0:
         return OpCounts(flops, prec, source, np.zeros(n, dtype=bool))
-    sub = ops.take(pa.array(idx))
+    # The inputs' text columns and the framework counts of the matrix-math rows only,
+    # read for this once-per-trace table and not kept: nothing else on a report's path
+    # reads them (29M ops: 0.7 GiB of whole columns).
+    sub = ctx.table("ops", [*_OPS_COLS, "flops"], cache=False).take(pa.array(idx))
     cols = [dict_codes(sub, c) for c in _OPS_COLS]
     uniq, inv = unique_rows(*(c for c, _ in cols))
     tf32 = tf32_allowed(ctx.meta)
@@ -138,8 +142,8 @@ def _forward_from_nodes(
     if node_rows.size == 0:
         return
     rank, seq = (
-        shared_arrays.ints(ctx, "ops", "rank"),
-        shared_arrays.ints(ctx, "ops", "sequence_number"),
+        shared_arrays.ints(ctx, "ops", "rank", keep=False),
+        shared_arrays.ints(ctx, "ops", "sequence_number", keep=False),
     )
     nkey = (rank[node_rows] + 1) * (1 << 40) + seq[node_rows]
     order = np.argsort(nkey, kind="stable")
@@ -183,8 +187,8 @@ def _old_backward_from_children(
     if krows.size == 0:
         return
     q = thread_groups(
-        shared_arrays.ints(ctx, "ops", "pid")[krows],
-        shared_arrays.ints(ctx, "ops", "tid")[krows],
+        shared_arrays.ints(ctx, "ops", "pid", keep=False)[krows],
+        shared_arrays.ints(ctx, "ops", "tid", keep=False)[krows],
     )
     parent = on_threads(ctx, "ops", keep, q, shared_arrays.ints(ctx, "ops", "start_ns")[krows])
     grads = np.bincount(parent[parent >= 0], minlength=keep.size)[parents]

@@ -90,6 +90,9 @@ def ints(ctx: AnalysisContext, table: str, column: str, fill: int = -1, keep: bo
     ``keep=False`` for a column read once to derive something that is itself kept (ids
     for a join, launch sizes): neither the column nor this array stays in memory."""
     cache = ctx.cache
+    same = _constant_ints(ctx, table, column, fill)
+    if same is not None:
+        return same
     if not keep and not cache.contains(INTS, table, column, fill):
         return _ro(int_column(ctx.table(table, [column], cache=False), column, fill))
     return cache.get(
@@ -101,8 +104,24 @@ def ints(ctx: AnalysisContext, table: str, column: str, fill: int = -1, keep: bo
     )
 
 
+def _constant_ints(ctx: AnalysisContext, table: str, column: str, fill: int) -> I64 | None:
+    """A column whose every row the file's statistics prove equal (one rank, a GPU
+    kernel's null thread id, a process id) as a read-only broadcast of its value: no
+    column decoded, no memory (10M kernels: 76 MB per column). None when not known."""
+    known = ctx.constant(table, column)
+    if known is None or not (known[0] is None or isinstance(known[0], int)):
+        return None
+    v = fill if known[0] is None else int(known[0])
+    out: I64 = np.broadcast_to(np.int64(v), (ctx.num_rows(table),))
+    return out
+
+
 def has_values(ctx: AnalysisContext, table: str, column: str) -> bool:
-    """True when some row of the column is not null."""
+    """True when some row of the column is not null (from the file's statistics when
+    they tell: an all-null column is not decoded)."""
+    known = ctx.constant(table, column)
+    if known is not None:
+        return known[0] is not None
     return ctx.column(table, column).null_count < ctx.num_rows(table)
 
 
@@ -269,6 +288,12 @@ def time_bounds(ctx: AnalysisContext, table: str, key: int | None = None) -> tup
     several passes ask for the same bounds."""
 
     def compute() -> tuple[int, int]:
+        if key is None:
+            # A whole trace's table: from the file's statistics when they tell (no null
+            # time), without decoding the columns (29M ops: 0.65 CPU s, 223 MB kept).
+            lo, hi = ctx.min_max(table, "start_ns"), ctx.min_max(table, "end_ns")
+            if lo is not None and hi is not None:
+                return lo[0], hi[1]
         if key is not None and not isinstance(rows_of(ctx, table, key), slice):
             s, e = spans(ctx, table, key)
         else:

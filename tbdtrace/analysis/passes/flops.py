@@ -41,8 +41,8 @@ from tbdtrace.analysis.engine import flop_formulas as ff
 from tbdtrace.analysis.engine.attribution import on_threads, thread_groups
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
-from tbdtrace.analysis.engine.grouping import decode_device_key
-from tbdtrace.analysis.engine.op_flops import op_counts, tf32_allowed
+from tbdtrace.analysis.engine.grouping import decode_device_key, one_rank_key, row_rank_keys
+from tbdtrace.analysis.engine.op_flops import I8, op_counts, tf32_allowed
 from tbdtrace.analysis.engine.peaks import DeviceProps, device_props
 from tbdtrace.analysis.passes import steps as steps_pass
 from tbdtrace.arrow_ints import int_column
@@ -330,9 +330,13 @@ def _hardware(ctx: AnalysisContext, k: _Kernels) -> tuple[PerPrecision | None, i
 
 def _ops(ctx: AnalysisContext, r: int, w: RankSpan, k: _Kernels) -> tuple[PerPrecision, int, int]:
     oc = op_counts(ctx)
-    sel = oc.counted & (shared_arrays.ints(ctx, "ops", "rank") == r)
+    one = one_rank_key(ctx, "ops")  # one rank (the common case): no int64 copy of ranks
+    if one is None:
+        sel = oc.counted & (row_rank_keys(ctx, "ops") == r)
+    else:
+        sel = oc.counted if one == r else np.zeros(oc.counted.size, dtype=bool)
     if w.bounded:  # a window's view holds the ops overlapping it: those starting in it
-        sel &= in_window(shared_arrays.ints(ctx, "ops", "start_ns"), w)
+        sel = sel & in_window(shared_arrays.ints(ctx, "ops", "start_ns"), w)  # sel may be oc's
     per: PerPrecision = {}
     prec = op_precisions(ctx)
     for pc_ in np.unique(prec[sel]).tolist():
@@ -381,17 +385,17 @@ _TF32_SOURCE = {
 }
 
 
-OP_PRECISIONS: Entry[I64] = Entry("flops.op_precisions", "per ops row, its precision index")
+OP_PRECISIONS: Entry[I8] = Entry("flops.op_precisions", "per ops row, its precision index")
 
 
-def op_precisions(ctx: Source) -> I64:
+def op_precisions(ctx: Source) -> I8:
     """Per ops row, the precision index (``op_counts``'s, with fp32 ops that launched a
     TF32 kernel, by its name, as tf32); computed once per trace."""
     ctx = of(ctx)
     return ctx.cache.get(OP_PRECISIONS, lambda: _op_precisions(ctx))
 
 
-def _op_precisions(ctx: AnalysisContext) -> I64:
+def _op_precisions(ctx: AnalysisContext) -> I8:
     oc = op_counts(ctx)
     prec = oc.precision
     if not prec.size or not oc.counted.any():

@@ -82,3 +82,30 @@ def test_several_devices_and_streams_in_report(tmp_path):
     assert rows[0]["compute_busy_ns"] == 30 and rows[0]["kernel_time_ns"] == 35
     assert rows[1]["span_ns"] == 20 and rows[1]["busy_ns"] == 20
     assert rows[1]["utilization"] == 1.0
+
+
+def test_order_check_by_blocks_agrees_with_the_whole_comparison(monkeypatch):
+    import numpy as np
+
+    from tbdtrace.analysis.engine import intervals as iv
+
+    monkeypatch.setattr(iv, "_CHECK_ROWS", 3)  # blocks of 3 comparisons
+    rng = np.random.default_rng(21)
+
+    def whole(s, e):  # the definition, over all rows at once
+        ds = np.diff(s)
+        return bool(((ds > 0) | ((ds == 0) & (np.diff(e) <= 0))).all())
+
+    s = np.sort(rng.integers(0, 30, 20))
+    e = s + rng.integers(0, 5, 20)
+    order = np.lexsort((-e, s))
+    s, e = s[order], e[order]
+    assert iv.by_start_then_longer(s, e) and whole(s, e)
+    for i in range(1, 20):  # a violation at every position, block edges included
+        t = s.copy()
+        t[i] = t[i - 1] - 1
+        assert iv.by_start_then_longer(t, e) == whole(t, e) is False
+    tie = np.array([0, 1, 1, 2]), np.array([5, 2, 3, 4])  # equal starts, the longer second
+    assert iv.by_start_then_longer(*tie) == whole(*tie) is False
+    for n in (0, 1):
+        assert iv.by_start_then_longer(s[:n], e[:n])

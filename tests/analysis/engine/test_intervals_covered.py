@@ -140,3 +140,42 @@ def test_previous_ge_matches_a_scan() -> None:
     for e in (rng.integers(0, 20, 300), np.arange(50), np.arange(50)[::-1], np.zeros(5)):
         want = [next((j for j in range(i - 1, -1, -1) if e[j] >= e[i]), -1) for i in range(e.size)]
         assert previous_ge(np.asarray(e, dtype=np.int64)).tolist() == want
+
+
+def test_innermost_over_rows_in_place_is_the_search_over_their_copies(monkeypatch) -> None:
+    """A thread's rows of a table searched in place (int32 rows: the compiled search reads
+    them without gathering) give the positions the search over the gathered copies gives,
+    deep nesting (the max-tree descent) and ties on start included."""
+    if intervals._native_innermost_rows() is None:
+        pytest.skip("tbdtrace._native has no innermost_rows (make native)")
+    calls = []
+    real = intervals._native_innermost_rows()
+    monkeypatch.setattr(
+        intervals, "_native_innermost_rows", lambda: lambda *a: calls.append(1) or real(*a)
+    )
+    rng = np.random.default_rng(22)
+    for depth in (1, 3, 70, 300):
+        base = np.repeat(np.sort(rng.integers(0, 10**6, 40)) * 10**4, depth)
+        lvl = np.tile(np.arange(depth), 40)
+        s = (base + lvl).astype(np.int64)
+        e = (base + 2 * depth + 10**3 - lvl - rng.integers(0, 2, lvl.size)).astype(np.int64)
+        order = np.lexsort((-e, s))
+        s, e = s[order], e[order]
+        # the thread's rows: every other stack's rows and some single rows left out
+        rows = np.flatnonzero(rng.random(s.size) < 0.7).astype(np.int32)
+        q = np.concatenate([rng.integers(0, 10**10, 2000), s[::7], e[::5], e[::5] + 1])
+        want = innermost(s[rows], e[rows], q)
+        n_calls = len(calls)
+        assert innermost(s, e, q, rows).tolist() == want.tolist()
+        assert len(calls) == n_calls + 1  # read in place
+        # int64 rows, or rows out of order: the gathered search, the same answer
+        assert innermost(s, e, q, rows.astype(np.int64)).tolist() == want.tolist()
+        shuffled = rows[::-1].copy()
+        assert (
+            innermost(s, e, q, shuffled).tolist() == innermost(s[shuffled], e[shuffled], q).tolist()
+        )
+        assert len(calls) == n_calls + 1
+    empty = np.zeros(0, np.int32)
+    assert innermost(s, e, q[:3], empty).tolist() == [-1, -1, -1]
+    with pytest.raises(IndexError):
+        real(s, e, np.array([0, s.size], np.int32), q[:2])

@@ -1,4 +1,5 @@
-"""join_pairs: the first equal (hi, lo) pair of b for each pair of a, on every path."""
+"""join_pairs and join_ids: the first equal (hi, lo) pair (or id) of b for each of a, on
+every path, nulls never matching."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ def _first(a_hi: np.ndarray, a_lo: np.ndarray, b_hi: np.ndarray, b_lo: np.ndarra
         -1 if lo == NULL_ID else first.get((h, lo), -1)
         for h, lo in zip(a_hi.tolist(), a_lo.tolist(), strict=True)
     ]
+
+
+_first_pairs = _first
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -47,3 +51,80 @@ def test_dense_path_taken_for_consecutive_ids_and_refused_for_sparse_ones() -> N
     assert got is not None and got.tolist() == list(range(10))
     # Too sparse for a table of ~4 keys per row: the caller sorts.
     assert joins._dense_pairs(b_hi, b_lo, ok, b_hi, b_lo * 100, ok) is None
+
+
+def test_first_equal_pair_with_nulls_on_both_sides() -> None:
+    rng = np.random.default_rng(11)
+    b_hi, b_lo = rng.integers(-1, 3, 400), rng.integers(0, 60, 400)  # repeated pairs
+    a_hi, a_lo = rng.integers(-1, 4, 700), rng.integers(0, 80, 700)
+    a_lo[::5] = NULL_ID
+    b_lo[::3] = NULL_ID
+    got = join_pairs(a_hi, a_lo, b_hi, b_lo)
+    assert got.tolist() == _first_pairs(a_hi, a_lo, b_hi, b_lo)
+    assert (got >= 0).sum() > 100  # the case matches rows, not only -1
+
+
+def test_one_side_all_null_matches_nothing() -> None:
+    a_hi, a_lo = np.zeros(5, np.int64), np.full(5, NULL_ID, np.int64)
+    b_hi, b_lo = np.zeros(3, np.int64), np.arange(3, dtype=np.int64)
+    assert join_pairs(a_hi, a_lo, b_hi, b_lo).tolist() == [-1] * 5
+    assert join_pairs(b_hi, b_lo, a_hi, a_lo).tolist() == [-1] * 3
+
+
+def test_ids_past_the_packed_key_take_the_general_path() -> None:
+    rng = np.random.default_rng(12)
+    b_hi, b_lo = rng.integers(-1, 3, 300), rng.integers(0, 50, 300) + (1 << 50)
+    a_hi, a_lo = rng.integers(-1, 3, 300), rng.integers(0, 60, 300) + (1 << 50)
+    got = join_pairs(a_hi, a_lo, b_hi, b_lo)
+    ref = _first_pairs(a_hi, a_lo, b_hi, b_lo)
+    # the general path finds an equal pair (not necessarily the first of repeats)
+    for i, r in enumerate(ref):
+        if r < 0:
+            assert got[i] == -1
+        else:
+            assert (b_hi[got[i]], b_lo[got[i]]) == (a_hi[i], a_lo[i])
+
+
+def test_join_ids_is_the_pair_join_of_one_rank() -> None:
+    from tbdtrace.analysis.engine.joins import join_ids
+
+    rng = np.random.default_rng(13)
+    b = rng.integers(-5, 60, 500)  # negative ids too, repeated ids
+    a = rng.integers(-5, 80, 800)
+    a[::4] = NULL_ID
+    b[::6] = NULL_ID
+    one_a, one_b = np.full(a.size, 2), np.full(b.size, 2)
+    ref = _first_pairs(one_a, a, one_b, b)
+    assert join_ids(a, b).tolist() == ref
+    assert sum(r >= 0 for r in ref) > 100
+    assert join_ids(a[:0], b).tolist() == [] and join_ids(a, b[:0]).tolist() == [-1] * a.size
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_join_ids_dense_and_sparse_paths_give_the_first_equal_id(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tbdtrace.analysis.engine.joins import join_ids
+
+    # Small blocks: the table is filled over several blocks, last block first.
+    monkeypatch.setattr(joins, "_BLOCK", int(np.random.default_rng(seed).integers(1, 64)))
+    rng = np.random.default_rng(100 + seed)
+    nb, na = int(rng.integers(1, 400)), int(rng.integers(1, 400))
+    if seed % 2:  # dense ids (external ids of one rank): the lookup table
+        b = rng.permutation(nb).astype(np.int64) + int(rng.integers(-40, 40))
+        if seed % 4 == 1:
+            b[rng.integers(0, nb, 7)] = b[int(rng.integers(0, nb))]  # repeats: first row wins
+    else:  # sparse ids: the sort
+        b = rng.integers(0, 50 * nb + 9000, nb)
+    b[rng.random(nb) < 0.1] = NULL_ID
+    a = np.concatenate([rng.choice(b, na // 2), rng.integers(-50, nb + 60, na - na // 2)])
+    a[rng.random(na) < 0.1] = NULL_ID
+    one_a, one_b = np.zeros(a.size, np.int64), np.zeros(b.size, np.int64)
+    assert join_ids(a, b).tolist() == _first(one_a, a, one_b, b)
+
+
+def test_join_ids_takes_the_table_for_dense_ids_only() -> None:
+    b = np.arange(5000, dtype=np.int64)[::-1].copy()
+    got = joins._dense_ids(np.array([0, 4999, 5000, NULL_ID], np.int64), b)
+    assert got is not None and got.tolist() == [4999, 0, -1, -1]
+    assert joins._dense_ids(b, b * 100) is None  # too sparse for ~4 keys per row

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tbdtrace
 from tbdtrace.analysis.engine import context, intervals, shared_arrays
 from tbdtrace.analysis.engine.joins import NULL_ID, join_sorted
 from tbdtrace.analysis.passes import hotspots, idle
@@ -142,3 +143,31 @@ def test_device_rows_split_in_file_order(tmp_path: Path):
     assert by_dev == {2: [0, 2], 1: [1, 3]}  # key holds device_id + 1
     one = make(tmp_path, {"kernels": kernels([(0, 1, "a"), (2, 3, "b")])}, name="one")
     assert [r for _, r in shared_arrays.device_rows(context.of(one), "kernels")] == [slice(None)]
+
+
+def test_constant_columns_are_broadcast_from_the_statistics(tmp_path: Path):
+    from tbdtrace.analysis.engine.joins import NULL_ID as NULL
+
+    k = kernels(
+        [(0, 1, "a"), (2, 3, "b"), (4, 6, "c")],
+        rank=[4, 4, 4],  # one rank
+        tid=[None, None, None],  # a GPU kernel has no thread
+        pid=[7, 8, 7],  # differs
+        flops=[None, None, None],
+    )
+    tr = make(tmp_path, {"kernels": k})
+    ctx = context.of(tr)
+    rank = shared_arrays.ints(ctx, "kernels", "rank")
+    tid = shared_arrays.ints(ctx, "kernels", "tid", NULL)
+    assert rank.tolist() == [4, 4, 4] and tid.tolist() == [NULL] * 3
+    assert rank.strides == (0,) and not rank.flags.writeable  # a view of one value
+    assert shared_arrays.ints(ctx, "kernels", "pid").tolist() == [7, 8, 7]
+    assert not shared_arrays.has_values(ctx, "kernels", "flops")
+    assert shared_arrays.has_values(ctx, "kernels", "pid")
+    # none of the constant columns was decoded; the one that differs was
+    assert {c for t, c in tr._columns if t == "kernels"} == {"pid"}
+    # the same values where the statistics are not there (a trace in memory)
+    mem = context.of(tbdtrace.trace.from_tables({"kernels": k}, {}))
+    assert shared_arrays.ints(mem, "kernels", "rank").tolist() == [4, 4, 4]
+    assert shared_arrays.ints(mem, "kernels", "tid", NULL).tolist() == [NULL] * 3
+    assert not shared_arrays.has_values(mem, "kernels", "flops")
