@@ -235,10 +235,19 @@ def _concurrently(calls: list[Any]) -> list[Any]:
     workers = min(len(calls), _cores())
     if workers < 2:
         return [c() for c in calls]
-    from concurrent.futures import ThreadPoolExecutor
+    # A trace written at exit (a profiled child's is) may start no thread: importing the
+    # pool or submitting to it raises RuntimeError then, and the calls run in turn here.
+    futures: list[Any] = []
+    try:
+        from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(lambda call: call(), calls))
+        with ThreadPoolExecutor(workers) as pool:
+            for call in calls:
+                futures.append(pool.submit(call))
+    except RuntimeError:  # no new thread (a call's own error is raised by result())
+        pass
+    rest = [c() for c in calls[len(futures) :]]
+    return [f.result() for f in futures] + rest
 
 
 def _cores() -> int:

@@ -207,3 +207,32 @@ def test_an_error_on_a_reading_thread_reaches_the_caller(tmp_path, monkeypatch):
     monkeypatch.setattr(trace_mod.tablefile, "read", fails)
     with pytest.raises(TraceError, match="runtime.parquet"):
         tr.prefetch_tables([("kernels", ["start_ns"]), ("runtime", ["start_ns"])])
+
+
+@pytest.mark.parametrize("pool_loaded", [False, True])
+def test_write_at_interpreter_exit_keeps_every_table(tmp_path, pool_loaded):
+    """A profiled child writes its trace from an exit handler, when no new thread may
+    start (the pool's module cannot load, or a loaded pool refuses work): the tables that
+    would be written side by side are written in turn."""
+    import subprocess
+    import sys
+
+    prog = ("import concurrent.futures.thread\n" if pool_loaded else "") + f"""
+import atexit
+import tbdtrace
+from tbdtrace import trace
+trace._cores = lambda: 4  # side by side, as on any machine of two cores or more
+tables = {{
+    "kernels": {{"start_ns": [1, 5], "end_ns": [2, 9]}},
+    "ops": {{"start_ns": [0, 3, 4], "end_ns": [10, 4, 6]}},
+    "memcpy": {{"start_ns": [1], "end_ns": [2], "bytes": [8]}},
+}}
+# One table first (written on this thread): what pyarrow loads lazily loads now, not
+# at exit; the thread pool is not imported yet.
+tbdtrace.write({str(tmp_path / "one")!r}, {{"memcpy": tables["memcpy"]}}, {{}})
+atexit.register(lambda: tbdtrace.write({str(tmp_path / "t")!r}, tables, {{}}))
+"""
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and not r.stderr, r.stderr[-2000:]
+    tr = tbdtrace.open(tmp_path / "t")
+    assert [tr.num_rows(n) for n in ("kernels", "ops", "memcpy")] == [2, 3, 1]
