@@ -51,7 +51,7 @@ PY = sys.executable
 BUDGETS: dict[str, tuple[str, str, float]] = {
     # fixture (216k events, 54 MB of JSON): 2.4x measured at load ~15 (main before
     # issue 35: 2.9x); its wall time was 2.0x the floor's in the same runs. The floor
-    # then lost numpy's OpenBLAS thread pool (~50 ms of CPU, docs/DECISIONS.md py.1):
+    # then lost numpy's OpenBLAS thread pool (~50 ms of CPU, docs/DECISIONS.md 225):
     # 2.60x measured against it at load 2.5-3.5 (3.01x for the code before); 2.9x of
     # the new floor (~0.18 s) allows ~0.51 s, less than 2.6x of the old one (~0.60 s).
     "fixture: report / floor": ("fixture report", "fixture floor", 2.9),

@@ -161,7 +161,7 @@ def one_blas_thread() -> None:
     matrices): numpy's OpenBLAS starts a thread per core at import, and they spin on the
     cores for a while: ~50 ms of CPU per command on 2 cores, a quarter of what starting
     Python with numpy and pyarrow costs, and on a busy machine wall time taken from the
-    analysis (docs/DECISIONS.md py.1). Read when numpy loads; an explicit choice in the
+    analysis (docs/DECISIONS.md 225). Read when numpy loads; an explicit choice in the
     environment stays. Worker processes an analysis starts inherit it; a captured
     program never does (``capture`` is not an analysis command)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

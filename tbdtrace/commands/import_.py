@@ -76,7 +76,7 @@ def _run(args: argparse.Namespace) -> int:
         # (tbdtrace/importers/kineto/stream.py); memory holds a bounded window of rows.
         # One file whose events all come in the first batch (_open.IN_MEMORY_ROWS, as
         # `report FILE`) is written from memory instead, without the spool: the same
-        # tables (docs/DECISIONS.md py.2). numpy and pyarrow are loaded after the parse has
+        # tables (docs/DECISIONS.md 226). numpy and pyarrow are loaded after the parse has
         # started (on its own thread).
         files = list(args.files)
         spool = None
