@@ -217,7 +217,9 @@ def test_write_at_interpreter_exit_keeps_every_table(tmp_path, pool_loaded):
     import subprocess
     import sys
 
-    prog = ("import concurrent.futures.thread\n" if pool_loaded else "") + f"""
+    prog = (
+        ("import concurrent.futures.thread\n" if pool_loaded else "")
+        + f"""
 import atexit
 import tbdtrace
 from tbdtrace import trace
@@ -232,6 +234,7 @@ tables = {{
 tbdtrace.write({str(tmp_path / "one")!r}, {{"memcpy": tables["memcpy"]}}, {{}})
 atexit.register(lambda: tbdtrace.write({str(tmp_path / "t")!r}, tables, {{}}))
 """
+    )
     r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and not r.stderr, r.stderr[-2000:]
     tr = tbdtrace.open(tmp_path / "t")
