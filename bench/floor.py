@@ -19,7 +19,7 @@ import os
 import sys
 
 PIECE_BYTES = 1 << 20  # decompressed bytes per piece (feed.PIECE_BYTES)
-READ_BYTES = 1 << 18  # compressed bytes read at a time (feed.READ_BYTES)
+READ_BYTES = 1 << 17  # compressed bytes read at a time (feed.READ_BYTES)
 
 
 def scan(path: str) -> int:

@@ -46,7 +46,11 @@ try:
 except ImportError:  # pragma: no cover - the extension is built by `make native`
     _native = None  # type: ignore[assignment]
 
-READ_BYTES = 1 << 18  # compressed bytes read at a time
+# Compressed bytes read at a time. Each decompress call hands back the input it has not
+# consumed yet as a new bytes object (``unconsumed_tail``), so a larger read copies more:
+# inflating the 1M-kernel file (155 MiB) took 0.84 CPU s with 256 KiB reads, 0.62 s with
+# 128 KiB, 0.63-0.66 s with 64 and 32 KiB (docs/DECISIONS.md 236).
+READ_BYTES = 1 << 17
 PIECE_BYTES = 1 << 20  # most decompressed bytes handed to the parser at a time
 PREFETCH_PIECES = 2  # pieces decompressed ahead of the parser
 
