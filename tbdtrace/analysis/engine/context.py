@@ -286,8 +286,8 @@ class WindowRows(ColumnStore):
             end = keep.size - int(np.argmax(keep[::-1]))
             if keep[first:end].all():
                 return first, end
-        # Kept for the window's life: int32 below 2^31 rows (10M kernels less the few
-        # launched before the trace: 38 MB, not 76).
+        # Kept for the window's life: int32 below 2^31 rows (all but a few of 10M
+        # kernels: 38 MB, not 76).
         rows: np.ndarray = np.flatnonzero(keep)
         return rows.astype(np.int32) if keep.size < 2**31 else rows
 
