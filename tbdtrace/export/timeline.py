@@ -248,7 +248,7 @@ def _labels(ctx: AnalysisContext, tl: Timeline, table: str, column: str, none: s
 def _flows(ctx: AnalysisContext) -> dict[str, I64]:
     """Per device table, the flow id of each row (runtime row index + 1; 0 = none)."""
     return {
-        t: shared_arrays.runtime_match(ctx, t) + 1
+        t: np.add(shared_arrays.runtime_match(ctx, t), 1, dtype=np.int64)
         for t in ("kernels", "memcpy", "memset")
         if ctx.num_rows(t) and ctx.num_rows("runtime")
     }

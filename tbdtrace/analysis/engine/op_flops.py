@@ -34,22 +34,40 @@ I8 = npt.NDArray[np.int8]
 
 @dataclass(frozen=True)
 class OpCounts:
-    """Per ops row: FLOPs (-1 = not counted), precision index into ``ff.PRECISIONS``
-    (-1 unknown), source index into ``SOURCES`` (1 framework, 2 analytic), and whether
-    it is a counted (outermost) op. The two indices are int8 (a handful of values: 29M
-    ops hold 56 MB of them, not 470 MB of int64)."""
+    """The ops rows with FLOPs (``rows``, ascending: the matrix-math rows whose count is
+    known) with their ``flops`` and source index into ``SOURCES`` (1 framework, 2
+    analytic); per ops row, the precision index into ``ff.PRECISIONS`` (-1 unknown) and
+    whether it is a counted (outermost) op. Only matrix-math ops have FLOPs, so they are
+    held for those rows alone (29M ops: not 234 MB of int64 -1s); the indices are int8."""
 
+    rows: I64
     flops: I64
-    precision: I8
     source: I8
+    precision: I8
     counted: npt.NDArray[np.bool_]
 
+    def flops_of(self, rows: I64) -> I64:
+        """FLOPs of ops ``rows``; -1 where a row has none."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.rows.size == 0:
+            return np.full(rows.size, -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.rows, rows), self.rows.size - 1)
+        return np.where(self.rows[pos] == rows, self.flops[pos], -1)
 
-OP_COUNTS: Entry[OpCounts] = Entry("op_flops.counts", "FLOPs of every ops row")
+    def has_flops(self) -> npt.NDArray[np.bool_]:
+        """Per ops row, whether it has FLOPs."""
+        out = np.zeros(self.counted.size, dtype=bool)
+        out[self.rows] = True
+        return out
+
+
+OP_COUNTS: Entry[OpCounts] = Entry(
+    "op_flops.counts", "the ops rows' FLOPs, precisions, counted rows"
+)
 
 
 def op_counts(ctx: AnalysisContext) -> OpCounts:
-    """FLOPs of every ops row (computed once per trace)."""
+    """The ops rows' FLOPs, precisions and counted rows (computed once per trace)."""
     return ctx.cache.get(OP_COUNTS, lambda: _op_counts(ctx))
 
 
@@ -58,9 +76,7 @@ _OPS_COLS = ("name", "input_shapes", "input_dtypes", "concrete_inputs")
 
 def _op_counts(ctx: AnalysisContext) -> OpCounts:
     n = ctx.num_rows("ops")
-    flops = np.full(n, -1, dtype=np.int64)
     prec = np.full(n, -1, dtype=np.int8)
-    source = np.full(n, -1, dtype=np.int8)
     codes, labels = shared_arrays.codes(ctx, "ops", "name")
     fam = np.array([lbl in ff.NAMES for lbl in labels], dtype=bool)
     sel = fam[codes] if codes.size else np.zeros(0, dtype=bool)
@@ -68,7 +84,8 @@ def _op_counts(ctx: AnalysisContext) -> OpCounts:
         sel |= _counted_foreign(ctx)
     idx = np.flatnonzero(sel)
     if idx.size == 0:
-        return OpCounts(flops, prec, source, np.zeros(n, dtype=bool))
+        none = np.zeros(0, dtype=np.int64)
+        return OpCounts(none, none, np.zeros(0, dtype=np.int8), prec, np.zeros(n, dtype=bool))
     # The inputs' text columns and the framework counts of the matrix-math rows only,
     # read for this once-per-trace table and not kept: nothing else on a report's path
     # reads them (29M ops: 0.7 GiB of whole columns).
@@ -90,10 +107,14 @@ def _op_counts(ctx: AnalysisContext) -> OpCounts:
     an = u_flops[inv]
     if (an < 0).any():
         an = _without_concrete_inputs(ctx, idx, cols[0], cols[1][0], cols[1][1], an)
-    flops[idx] = np.where(fw >= 0, fw, an)
-    source[idx] = np.where(fw >= 0, 1, np.where(an >= 0, 2, -1))
     prec[idx] = u_prec[inv]
-    return OpCounts(flops, prec, source, outermost(ctx, flops >= 0))
+    flops = np.where(fw >= 0, fw, an)
+    has = flops >= 0
+    source = np.where(fw[has] >= 0, 1, 2).astype(np.int8)
+    rows = idx[has]
+    mask = np.zeros(n, dtype=bool)
+    mask[rows] = True
+    return OpCounts(rows, flops[has], source, prec, outermost(ctx, mask))
 
 
 # Op categories of other frameworks whose ``ops.flops`` count only matrix math (the

@@ -152,12 +152,15 @@ def attribute(ctx: AnalysisContext) -> SourceLines:
 
 def _attribute(ctx: AnalysisContext) -> SourceLines:
     n = ctx.num_rows("kernels")
-    none = np.full(n, -1, dtype=np.int64)
+    # Without Python stacks no kernel has a source line: a read-only view of one value,
+    # no memory (kept per context: 10M kernels, 76 MB each).
+    unattributed: I64 = np.broadcast_to(np.int64(-1), (n,))
     if n == 0 or ctx.num_rows("ops") == 0:
-        return SourceLines(none, [], False)
+        return SourceLines(unattributed, [], False)
     is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
     if not is_py.any():
-        return SourceLines(none, [], False)
+        return SourceLines(unattributed, [], False)
+    none = np.full(n, -1, dtype=np.int64)
     name_codes, names = shared_arrays.codes(ctx, "ops", "name")
     frames = [parse_frame(x) if x is not None else None for x in names]
     user_frame = np.array([f is not None and is_user_file(f[0]) for f in frames] + [False])

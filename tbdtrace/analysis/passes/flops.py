@@ -229,7 +229,7 @@ def _rank_rows(
 
 @dataclass(frozen=True)
 class _Kernels:
-    rows: I64  # kernel rows of the rank's devices (every row of the trace given)
+    rows: I64  # kernel rows of the rank's devices (every row of the trace given; int32 < 2^31)
     bearing: npt.NDArray[np.bool_]  # per row of ``rows``: FLOP-bearing category
     dur: I64
 
@@ -273,6 +273,8 @@ def _kernels_in(ctx: AnalysisContext, rkeys: list[int], w: RankSpan) -> _Kernels
             else:
                 parts.append(rows)
     rows = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+    if ctx.num_rows("kernels") < 2**31:  # kept: 10M kernels' rows in 38 MB, not 76
+        rows = rows.astype(np.int32, copy=False)
     codes, labels = shared_arrays.codes(ctx, "kernels", "name")
     # One classification for every section: the categories pass's (name, else launching op).
     cat = categories.kernel_codes(ctx).code
@@ -338,11 +340,13 @@ def _ops(ctx: AnalysisContext, r: int, w: RankSpan, k: _Kernels) -> tuple[PerPre
     if w.bounded:  # a window's view holds the ops overlapping it: those starting in it
         sel = sel & in_window(shared_arrays.ints(ctx, "ops", "start_ns"), w)  # sel may be oc's
     per: PerPrecision = {}
-    prec = op_precisions(ctx)
-    for pc_ in np.unique(prec[sel]).tolist():
+    # Counted ops have FLOPs: the selection over the rows that have them.
+    s = sel[oc.rows]
+    prec = op_precisions(ctx)[oc.rows]
+    for pc_ in np.unique(prec[s]).tolist():
         p = ff.PRECISIONS[pc_] if pc_ >= 0 else "unknown"
         for si in (1, 2):
-            m = sel & (prec == pc_) & (oc.source == si)
+            m = s & (prec == pc_) & (oc.source == si)
             if m.any():
                 per.setdefault(p, {})[SOURCES[si]] = int(oc.flops[m].sum())
     # The denominator: kernels of a FLOP-bearing category, and every kernel launched from

@@ -64,7 +64,10 @@ def _rank(
         ok = launcher >= 0
         counts = np.bincount(launcher[ok]) if ok.any() else np.zeros(0, np.int64)
         known = ok & (counts[np.clip(launcher, 0, None)] == 1) if ok.any() else ok
-        f = np.where(known, oc.flops[np.clip(launcher, 0, None)], -1) if ok.any() else hw
+        f = hw
+        if ok.any():
+            f = np.full(launcher.size, -1, dtype=np.int64)
+            f[known] = oc.flops_of(launcher[known])
         source = "the launching op's FLOPs (an op that launched this kernel only)"
     if not known.any():
         return []

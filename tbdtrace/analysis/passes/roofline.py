@@ -127,7 +127,7 @@ def _rows(ctx: AnalysisContext) -> list[dict[str, Any]]:
     has_bytes = np.array([b is not None for b in nbytes], dtype=bool)
     # The outermost counted op owns the kernels under it (aten::linear those of its
     # addmm and transposes): its FLOPs and bytes are what they did, counted once.
-    counted = outermost(ctx, has_bytes | (counts.flops >= 0))
+    counted = outermost(ctx, has_bytes | counts.has_flops())
     owner = _kernel_ops(ctx, counted)
     dur = shared_arrays.durations(ctx, "kernels")
     sel = owner >= 0
@@ -135,7 +135,8 @@ def _rows(ctx: AnalysisContext) -> list[dict[str, Any]]:
     k_n = np.bincount(owner[sel], minlength=counted.size)
     roofs = _roofs(ctx)
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for i in np.flatnonzero(k_n > 0):
+    with_kernels = np.flatnonzero(k_n > 0)
+    for i, f in zip(with_kernels.tolist(), counts.flops_of(with_kernels).tolist(), strict=True):
         name = ops["name"][i]
         key = (ops["rank"][i], name, ops["input_shapes"][i], ops["input_dtypes"][i])
         g = groups.get(key)
@@ -163,7 +164,6 @@ def _rows(ctx: AnalysisContext) -> list[dict[str, Any]]:
         g["count"] += 1
         g["kernel_count"] += int(k_n[i])
         g["kernel_ns"] += int(k_ns[i])
-        f = int(counts.flops[i])
         g["flops"] = None if g["flops"] is None or f < 0 else g["flops"] + f
         b = nbytes[i]
         g["bytes"] = None if g["bytes"] is None or b is None else g["bytes"] + b

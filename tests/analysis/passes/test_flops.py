@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tbdtrace.analysis.engine import flop_formulas as ff
 from tbdtrace.analysis.engine import peaks
+from tbdtrace.analysis.engine.op_flops import OpCounts
 from tbdtrace.analysis.passes import flops
 from tests.analysis.tiny import US, make, measured
 
@@ -218,6 +220,28 @@ def _mixed_trace(tmp_path: Path, meta: dict | None = None):
         },
     }
     return make(tmp_path, tables, meta=meta or {"source": "test"})
+
+
+def test_op_counts_hold_flops_for_the_rows_that_have_them() -> None:
+    # Rows 2, 5 and 9 of ten ops have FLOPs; every other row reads -1.
+    oc = OpCounts(
+        rows=np.array([2, 5, 9]),
+        flops=np.array([10, 20, 30]),
+        source=np.array([1, 2, 2], dtype=np.int8),
+        precision=np.full(10, -1, dtype=np.int8),
+        counted=np.zeros(10, dtype=bool),
+    )
+    assert oc.flops_of(np.array([0, 2, 3, 5, 9, 8, 2])).tolist() == [-1, 10, -1, 20, 30, -1, 10]
+    assert np.flatnonzero(oc.has_flops()).tolist() == [2, 5, 9]
+    none = OpCounts(
+        np.zeros(0, np.int64),
+        np.zeros(0, np.int64),
+        np.zeros(0, np.int8),
+        np.full(3, -1, np.int8),
+        np.zeros(3, dtype=bool),
+    )
+    assert none.flops_of(np.array([0, 2])).tolist() == [-1, -1]
+    assert not none.has_flops().any()
 
 
 def test_precision_split_coverage_and_peaks(tmp_path: Path) -> None:
