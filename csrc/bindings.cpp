@@ -308,11 +308,10 @@ void innermost_any(const int64_t* s, const int64_t* e, size_t n, At at, const in
     innermost_at<int64_t>(s, e, n, at, t, q, o);
 }
 
-py::array_t<int64_t> innermost_sorted(I64Array starts, I64Array ends, I64Array times) {
-  if (starts.ndim() != 1 || ends.ndim() != 1 || times.ndim() != 1 ||
-      starts.shape(0) != ends.shape(0))
-    throw py::value_error("starts and ends: one-dimensional, of one length; times: 1-D");
-  const size_t n = static_cast<size_t>(starts.shape(0));
+// The search over n ranges (position i at at(i)) for every time, without the GIL.
+template <class At>
+py::array_t<int64_t> innermost_of(I64Array& starts, I64Array& ends, size_t n, At at,
+                                  I64Array& times) {
   const size_t q = static_cast<size_t>(times.shape(0));
   py::array_t<int64_t> out(static_cast<py::ssize_t>(q));
   const int64_t* s = starts.data();
@@ -321,9 +320,17 @@ py::array_t<int64_t> innermost_sorted(I64Array starts, I64Array ends, I64Array t
   int64_t* o = out.mutable_data();
   {
     py::gil_scoped_release nogil;
-    innermost_any(s, e, n, [](size_t i) { return i; }, t, q, o);
+    innermost_any(s, e, n, at, t, q, o);
   }
   return out;
+}
+
+py::array_t<int64_t> innermost_sorted(I64Array starts, I64Array ends, I64Array times) {
+  if (starts.ndim() != 1 || ends.ndim() != 1 || times.ndim() != 1 ||
+      starts.shape(0) != ends.shape(0))
+    throw py::value_error("starts and ends: one-dimensional, of one length; times: 1-D");
+  const size_t n = static_cast<size_t>(starts.shape(0));
+  return innermost_of(starts, ends, n, [](size_t i) { return i; }, times);
 }
 
 py::array_t<int64_t> innermost_rows(I64Array starts, I64Array ends,
@@ -337,17 +344,7 @@ py::array_t<int64_t> innermost_rows(I64Array starts, I64Array ends,
   for (size_t i = 0; i < n; ++i)
     if (r[i] < 0 || static_cast<size_t>(r[i]) >= size)
       throw py::index_error("innermost_rows: a row outside starts and ends");
-  const size_t q = static_cast<size_t>(times.shape(0));
-  py::array_t<int64_t> out(static_cast<py::ssize_t>(q));
-  const int64_t* s = starts.data();
-  const int64_t* e = ends.data();
-  const int64_t* t = times.data();
-  int64_t* o = out.mutable_data();
-  {
-    py::gil_scoped_release nogil;
-    innermost_any(s, e, n, [r](size_t i) { return static_cast<size_t>(r[i]); }, t, q, o);
-  }
-  return out;
+  return innermost_of(starts, ends, n, [r](size_t i) { return static_cast<size_t>(r[i]); }, times);
 }
 
 void bind_intervals(py::module_& m) {
