@@ -71,6 +71,12 @@ native: $(VENV)/.stamp
 # `test` (two instrumented builds). failed_start leaks the pool CUPTI still holds on
 # purpose, so LeakSanitizer is off for that one scenario only.
 SEAM_SCENARIOS := periodic burst exhaustion buffers stop_during_flush second_start failed_start pause_resume sigterm sigint
+# Then _native (the Kineto parser's bindings, the interval search, the Perfetto encoder, the
+# JSON writer) under ASan + UBSan, through the tests that call it (-s: a report is printed
+# before the abort, not captured).
+SANITIZED_TESTS := tests/report/test_json_text.py tests/importers/test_kineto_parser.py \
+  tests/importers/test_kineto_stream.py tests/importers/test_kineto.py tests/native/test_kineto_layout.py \
+  tests/analysis/engine/test_intervals_covered.py tests/export/test_export.py
 SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 sanitize:
 	set -e; export PATH="$(CURDIR)/$(VENV)/bin:$$PATH"; for san in address thread; do \
@@ -83,7 +89,17 @@ sanitize:
 	      build/sanitize-$$san/tbdtrace_seam_test $$s $$d || { echo "sanitize: $$san $$s failed"; exit 1; }; \
 	    rm -rf $$d; \
 	  done; \
-	done; echo "sanitize: all scenarios clean under ASan/UBSan and TSan"
+	done
+	cmake --build build/sanitize-address --target _native
+	rm -rf build/sanitize-address/pkg && mkdir -p build/sanitize-address/pkg
+	cp -rs $(CURDIR)/tbdtrace build/sanitize-address/pkg/  # links to this checkout's files
+	rm -f build/sanitize-address/pkg/tbdtrace/_native.*.so  # a link: replaced, never written through
+	cp build/sanitize-address/_native.*.so build/sanitize-address/pkg/tbdtrace/
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 $(SAN_ENV) \
+	  $(PY) tests/native/run_sanitized.py build/sanitize-address/pkg -q -s -p no:cacheprovider \
+	  $(SANITIZED_TESTS) || { echo "sanitize: _native under ASan/UBSan failed"; exit 1; }
+	echo "sanitize: all scenarios clean under ASan/UBSan and TSan; _native's tests clean under ASan/UBSan"
 
 # The GPU machine has Python 3.12 and no package index: the GPU check's cupti-python oracle
 # (tests/gpu/cupti_oracle.py) needs these cp312 wheels carried in the tree (wheels/gpu,

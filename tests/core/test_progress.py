@@ -90,6 +90,24 @@ def test_import_shows_bytes_read_and_rows_written(tmp_path: Path) -> None:
     assert {int(t.replace(",", "")) for _, t in rows} == {sum(counts)}
 
 
+def test_the_streamed_import_shows_its_files_and_rows(tmp_path: Path) -> None:
+    """Two files go through the streaming import (a spool, row group by row group): the
+    line names both files and their bytes, then the rows written of the import's total."""
+    a = fixture("kineto/hta/sampled_rank-0.json.gz")
+    b = fixture("kineto/hta/sampled_rank-1.json.gz")
+    rc, _, term = on_pty(["import", str(a), str(b), "-o", str(tmp_path / "t")])
+    assert rc == 0, term[-2000:]
+    size_mb = f"{(a.stat().st_size + b.stat().st_size) / 1e6:,.0f} MB"
+    assert re.search(rf"reading 2 files .*/ {re.escape(size_mb)}", term), term[-3000:]
+    rows = re.findall(r"writing the trace .*?([\d,]+) / ([\d,]+) ?\n? *rows", term)
+    assert rows, term[-3000:]
+    wrote = re.search(r"wrote .*\((.*)\)", term)
+    assert wrote is not None
+    counts = [int(x.split()[0]) for x in wrote.group(1).split(", ") if "devices" not in x]
+    assert {int(t.replace(",", "")) for _, t in rows} == {sum(counts)}
+    assert all(int(d.replace(",", "")) <= sum(counts) for d, _ in rows)
+
+
 def test_report_shows_the_section_and_leaves_stdout_alone(tmp_path: Path) -> None:
     src = fixture(FIXTURE)
     rc, out, term = on_pty(["report", str(src), "--format", "json"])
