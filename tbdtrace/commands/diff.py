@@ -9,7 +9,7 @@ from typing import Any
 from tbdtrace.commands import _args, _rankset, _window
 from tbdtrace.commands._open import open_or_import
 
-FORMATS = ("text", "json", "csv", "markdown", "html")
+FORMATS = ("text", "json", "csv", "markdown", "html", "xlsx")
 
 EPILOG = """\
 Times are compared per measured step (each side's window total / its measured steps).

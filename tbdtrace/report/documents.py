@@ -107,10 +107,10 @@ def rank_by_rank(
 class DiffDoc(_Doc):
     """A comparison (:func:`tbdtrace.report.diff_view.document`): its JSON is the
     document, a section and the CSV come from its flat tables; Markdown (a CI summary,
-    ``top`` rows per table) and an HTML page."""
+    ``top`` rows per table), an HTML page and a workbook (a sheet per flat table)."""
 
     prog = "diff"
-    formats: tuple[str, ...] = ("text", "json", "csv", "markdown", "html")
+    formats: tuple[str, ...] = ("text", "json", "csv", "markdown", "html", "xlsx")
 
     def __init__(self, data: dict[str, Any], top: int = 5):
         super().__init__(data)

@@ -166,3 +166,36 @@ def test_sheet_names_are_valid_and_unique_and_long_tables_say_they_are_cut(
     big = contents[-1]
     assert big[2] == 7.0 and "first 5 rows" in big[3]
     assert book["big"][1:] == [[float(i), f"={i}"] for i in range(5)]
+
+
+def test_diff_writes_a_workbook_of_its_csv_tables(tmp_path: Path) -> None:
+    """``diff --format xlsx``: a sheet per table the CSV folder holds, every cell the same
+    (numbers as numbers), read back with the tests' own reader."""
+    import csv
+
+    from tests.conftest import fixture
+
+    a = fixture("kineto/hta/sampled_rank-0.json.gz")
+    b = fixture("kineto/hta/sampled_rank-1.json.gz")
+    out = tmp_path / "d.xlsx"
+    _run("diff", str(a), str(b), "--format", "xlsx", "-o", str(out))
+    _run("diff", str(a), str(b), "--format", "csv", "--raw-csv", "-o", str(tmp_path / "csv"))
+    book = read_workbook(out)
+    listed = {row[1]: row[0] for row in book["contents"][1:]}
+    files = sorted(p.stem for p in (tmp_path / "csv").glob("*.csv"))
+    assert sorted(listed) == files and {"kernels", "ops", "categories"} <= set(files)
+    cells = 0
+    for table, sheet in listed.items():
+        with open(tmp_path / "csv" / f"{table}.csv", newline="", encoding="utf-8") as f:
+            want_rows = list(csv.reader(f))
+        got_rows = book[sheet]
+        assert len(got_rows) == len(want_rows), table
+        for got_row, want_row in zip(got_rows, want_rows, strict=True):
+            got_row = got_row + [None] * (len(want_row) - len(got_row))
+            for got, want in zip(got_row, want_row, strict=True):
+                if isinstance(got, float):
+                    assert got == pytest.approx(float(want), rel=1e-15), (table, got, want)
+                else:
+                    assert (got if got is not None else "") == want, (table, got, want)
+                cells += 1
+    assert cells > 500
