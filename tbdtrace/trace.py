@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tbdtrace import schema, tablefile
 from tbdtrace.arrow_ints import int_values
@@ -406,6 +405,8 @@ def _as_array(data: Any, col: schema.Column) -> pa.Array | pa.ChunkedArray:
             return arr
         if not pa.types.is_string(arr.type):
             arr = arr.cast(pa.string())
+        import pyarrow.compute as pc  # writing only: reading a trace needs none of it
+
         return pc.dictionary_encode(arr).cast(schema.STR)
     if isinstance(data, pa.Array):
         return data if data.type == col.type else data.cast(col.type, safe=True)
@@ -473,6 +474,8 @@ def _ordered(s: np.ndarray, e: np.ndarray) -> bool:
 
 def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
     """``tbl`` as it is kept on disk: in time order (see the schema's storage notes)."""
+    import pyarrow.compute as pc  # ~30 ms to import: not for a command that only reads
+
     tc = decl.time_column
     if tc is not None and tbl.num_rows > 1:
         t = int_values(tbl.column(tc), 0)
