@@ -485,10 +485,18 @@ def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
             e = int_values(tbl.column("end_ns"), 0)
             if not _ordered(t, e):
                 keys = [("start_ns", "ascending"), ("end_ns", "descending")]
-                tbl = tbl.take(pc.sort_indices(tbl, keys))  # stable
+                tbl = _permuted(tbl, pc.sort_indices(tbl, keys))  # stable
         elif not (t[1:] >= t[:-1]).all():
-            tbl = tbl.take(pc.sort_indices(tbl, [(tc, "ascending")]))  # stable
+            tbl = _permuted(tbl, pc.sort_indices(tbl, [(tc, "ascending")]))  # stable
     return tbl.combine_chunks()
+
+
+def _permuted(tbl: pa.Table, order: pa.Array) -> pa.Table:
+    """The rows of ``tbl`` in ``order``, a permutation of its rows (a sort's indices):
+    every index is in range, so the take checks none (~a fifth of its time)."""
+    import pyarrow.compute as pc
+
+    return pc.take(tbl, order, boundscheck=False)
 
 
 def _full_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
