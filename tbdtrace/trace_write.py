@@ -134,13 +134,8 @@ def _write_files(
     else:
         # Tables held in memory (an in-memory import): sorted and encoded side by side,
         # a thread each (Arrow's sort and Parquet's encoder release the GIL); the same
-        # files, listed in the same order. The largest go first (rows x columns), so the
-        # threads end together instead of one writing the largest table alone at the end
-        # (docs/DECISIONS.md hta.1).
-        held = [d.data if isinstance(d, trace_io.Counted) else d for d in tables.values()]
-        order = sorted(range(len(calls)), key=lambda i: -_cells(held[i]))
-        done = trace_io._concurrently([calls[i] for i in order])
-        written = [done[order.index(i)] for i in range(len(calls))]
+        # files, listed in the same order.
+        written = trace_io._concurrently(calls)
     for name, (file, got) in zip(tables, written, strict=True):
         manifest[name] = got
         names.append(file)
@@ -154,16 +149,6 @@ def _write_files(
     names.append(trace_io.META_FILE)
     (tmp / outdir.MARKER).write_text(outdir.marker_text(names, manifest))
     return [*names, outdir.MARKER], manifest
-
-
-def _cells(data: Any) -> int:
-    """Rows x columns of a table held in memory (an Arrow table or a column mapping):
-    the work of sorting and encoding it."""
-    if isinstance(data, pa.Table):
-        return int(data.num_rows) * data.num_columns
-    if isinstance(data, Mapping):
-        return sum(len(v) if hasattr(v, "__len__") else 1 for v in data.values())
-    return 0
 
 
 def remove_stale_staging(out: Path) -> None:
