@@ -86,8 +86,9 @@ class PendingOpen:
             tr = trace_io.from_tables(tables, meta, self.path)
             _trim_heap()
             return tr
-        tr = self.opening.trace() if self.opening is not None else None
-        if tr is None:
+        if self.opening is not None:
+            tr = self.opening.trace()
+        else:
             tr = trace_io.open(self.path, strict=self.strict)
         _note_problems(tr)
         return tr
@@ -172,7 +173,8 @@ class _OpenAhead:
         self.opened.wait()
         if isinstance(self.got, BaseException):
             raise self.got
-        return self.got
+        tr: Trace = self.got
+        return tr
 
 
 def show_reading(pending: Any, files: list[Path]) -> Any:
