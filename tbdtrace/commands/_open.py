@@ -86,12 +86,11 @@ class PendingOpen:
             tr = trace_io.from_tables(tables, meta, self.path)
             _trim_heap()
             return tr
-        if self.opening is not None:
-            tr = self.opening.trace()
-        else:
-            tr = trace_io.open(self.path, strict=self.strict)
-        _note_problems(tr)
-        return tr
+        opened = self.opening.trace() if self.opening is not None else None
+        if opened is None:
+            opened = trace_io.open(self.path, strict=self.strict)
+        _note_problems(opened)
+        return opened
 
     def _through_directory(self) -> Trace:
         """The file imported into a temporary trace directory (uncompressed table files,
@@ -167,13 +166,17 @@ class _OpenAhead:
             if ahead is not None:
                 ahead()
 
-        threading.Thread(target=run, name="tbdtrace-read-ahead", daemon=True).start()
+        try:
+            threading.Thread(target=run, name="tbdtrace-read-ahead", daemon=True).start()
+        except RuntimeError:  # no new thread (a process at its limit): opened when asked
+            self.opened.set()
 
-    def trace(self) -> Trace:
+    def trace(self) -> Trace | None:
+        """The trace, or None when no thread could open it (then the caller opens it)."""
         self.opened.wait()
         if isinstance(self.got, BaseException):
             raise self.got
-        tr: Trace = self.got
+        tr: Trace | None = self.got
         return tr
 
 

@@ -318,3 +318,32 @@ def test_read_ahead_gives_the_columns_a_plain_read_gives(tmp_path):
     assert tr2.column("memcpy", "end_ns").to_pylist() == [2]
     with pytest.raises(tbdtrace.TraceError, match="kernels.parquet"):
         tr2.table("kernels", ["start_ns"])
+
+
+def test_a_trace_opened_ahead_is_the_trace_open_gives(tmp_path, monkeypatch):
+    """`begin_open(..., read_ahead=...)` of a trace directory: the trace of `open`, its
+    columns read ahead; the open's error raised by `.trace()`, not before; and without a
+    thread to open it (the process at its limit), opened when asked."""
+    import threading
+
+    from tbdtrace.commands import _open
+
+    tbdtrace.write(tmp_path / "t", {"kernels": _mixed_kernels(1000)}, {"source": "x"})
+    wanted = [("kernels", ["start_ns", "name"])]
+    tr = _open.begin_open(str(tmp_path / "t"), read_ahead=wanted).trace()
+    tr._wait_ahead("kernels", ["start_ns", "name"])
+    assert ("kernels", "name") in tr._columns and tr.meta["source"] == "x"
+    raw = _raw(tmp_path / "t", "kernels")
+    assert tr.table("kernels", ["name"]).column(0).to_pylist() == raw["name"].to_pylist()
+
+    (tmp_path / "not-a-trace").mkdir()
+    pending = _open.begin_open(str(tmp_path / "not-a-trace"), read_ahead=wanted)
+    with pytest.raises(tbdtrace.TraceError, match="no meta.json"):
+        pending.trace()
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    tr = _open.begin_open(str(tmp_path / "t"), read_ahead=wanted).trace()
+    assert not tr._columns and tr.num_rows("kernels") == 1000
