@@ -38,11 +38,54 @@ BOOL = pa.bool_()
 ROWS_KEY = b"tbdtrace.rows"  # version 2: schema metadata of each IPC file, its row count
 
 
+# Values the Parquet writer encodes at a time (its default: 1,024). Each batch pays a
+# fixed cost (statistics, the page-size check); 8,192 writes the same bytes (a page ends
+# after the batch that fills it: at most 8,192 values past its 1 MiB) for ~9% less CPU
+# (docs/DECISIONS.md hta.3).
+WRITE_BATCH_ROWS = 8192
 WRITE_ID_KEY = b"tbdtrace.write_id"  # key-value metadata: the write the file belongs to
 WRITE_BUFFER_BYTES = 1 << 20
 # Rows per row group of a table written in batches (write_batches): what is held while
 # a group is gathered. Reading combines a column's groups into one array.
 STREAM_GROUP_ROWS = 1 << 20
+
+
+def load_parquet() -> Any:
+    """pyarrow's Parquet reader and writer (``pyarrow._parquet``, the extension module
+    behind ``pyarrow.parquet``), imported on first use. ``pyarrow.parquet`` itself also
+    loads pyarrow's file systems (S3, GCS, Azure, HDFS: ssl, sockets) to resolve paths
+    and URIs, ~20 ms of every command that reads or writes a table file; a trace's files
+    are local paths, which the reader and writer below open themselves
+    (docs/DECISIONS.md hta.2)."""
+    import pyarrow._parquet as pq_ext
+
+    return pq_ext
+
+
+# What pyarrow.parquet.ParquetWriter passes to the extension's writer besides the
+# caller's options (its defaults): the same file, byte for byte, as pq.write_table.
+_WRITER_DEFAULTS: dict[str, Any] = {
+    "version": "2.6",
+    "write_statistics": True,
+    "use_deprecated_int96_timestamps": False,
+    "writer_engine_version": "V2",
+    "data_page_version": "1.0",
+    "use_compliant_nested_type": True,
+    "store_schema": True,
+}
+
+
+def _writer(sink: Any, want: pa.Schema, options: dict[str, Any]) -> Any:
+    """A Parquet writer on ``sink`` (an Arrow output stream) for tables of ``want``."""
+    return load_parquet().ParquetWriter(sink, want, **_WRITER_DEFAULTS, **options)
+
+
+def _reader(file: Path) -> Any:
+    """An open Parquet reader of ``file`` (memory-mapped), as ``pyarrow.parquet.ParquetFile``
+    opens a local path: ``.metadata``, ``.schema_arrow``, ``.read_all(indices)``."""
+    reader = load_parquet().ParquetReader()
+    reader.open(str(file), use_memory_map=True, pre_buffer=True, arrow_extensions_enabled=True)
+    return reader
 
 
 def _options(decl: schema.Table, compression: str | None) -> dict[str, Any]:
@@ -57,6 +100,7 @@ def _options(decl: schema.Table, compression: str | None) -> dict[str, Any]:
     }
     if compression == "zstd":
         kw["compression_level"] = ZSTD_LEVEL
+    kw["write_batch_size"] = WRITE_BATCH_ROWS
     return kw
 
 
@@ -77,14 +121,16 @@ def write(
     ``write_id`` (the trace write it belongs to, which the trace's marker also records)
     goes into the file's key-value metadata; ``compression``: the pages' codec (zstd;
     None for a temporary trace read once)."""
-    import pyarrow.parquet as pq  # ~11 ms: not for commands that never touch a file
-
     if write_id is not None:
         tbl = tbl.replace_schema_metadata({WRITE_ID_KEY: write_id.encode()})
     # Through a 1 MiB buffer: Parquet's writer makes a write per page header and page
     # (hundreds of system calls for a small trace), the buffer one per MiB.
     with pa.output_stream(str(file), buffer_size=WRITE_BUFFER_BYTES) as sink:
-        pq.write_table(tbl, sink, row_group_size=ROW_GROUP_ROWS, **_options(decl, compression))
+        w = _writer(sink, tbl.schema, _options(decl, compression))
+        try:
+            w.write_table(tbl, row_group_size=ROW_GROUP_ROWS)
+        finally:
+            w.close()
 
 
 def write_batches(
@@ -97,25 +143,24 @@ def write_batches(
     """Write record batches (conforming to ``decl``, in storage order) to ``file`` as row
     groups of :data:`STREAM_GROUP_ROWS` rows, holding one group at a time; returns the
     rows written. ``write_id`` and ``compression`` as for :func:`write`."""
-    import pyarrow.parquet as pq
-
     want = decl.arrow_schema()
     rows = 0
     pending: list[pa.RecordBatch] = []
     held = 0
-    with (
-        pa.output_stream(str(file), buffer_size=WRITE_BUFFER_BYTES) as sink,
-        pq.ParquetWriter(sink, _with_id(want, write_id), **_options(decl, compression)) as w,
-    ):
-        for b in batches:
-            pending.append(b)
-            held += b.num_rows
-            if held >= STREAM_GROUP_ROWS:
-                w.write_table(pa.Table.from_batches(pending, want), row_group_size=held)
-                rows, pending, held = rows + held, [], 0
-        if pending or rows == 0:
-            w.write_table(pa.Table.from_batches(pending, want), row_group_size=max(held, 1))
-            rows += held
+    with pa.output_stream(str(file), buffer_size=WRITE_BUFFER_BYTES) as sink:
+        w = _writer(sink, _with_id(want, write_id), _options(decl, compression))
+        try:
+            for b in batches:
+                pending.append(b)
+                held += b.num_rows
+                if held >= STREAM_GROUP_ROWS:
+                    w.write_table(pa.Table.from_batches(pending, want), row_group_size=held)
+                    rows, pending, held = rows + held, [], 0
+            if pending or rows == 0:
+                w.write_table(pa.Table.from_batches(pending, want), row_group_size=max(held, 1))
+                rows += held
+        finally:
+            w.close()
     return rows
 
 
@@ -123,9 +168,7 @@ def num_rows(file: Path) -> int:
     """Rows of a table file of any version."""
     try:
         if file.suffix == PARQUET_SUFFIX:
-            import pyarrow.parquet as pq
-
-            return int(pq.read_metadata(str(file)).num_rows)
+            return int(_reader(file).metadata.num_rows)
         with pa.memory_map(str(file)) as src:
             reader = pa.ipc.open_file(src)
             meta = reader.schema.metadata or {}
@@ -148,10 +191,8 @@ def read(
     footer differs now was replaced meanwhile (TraceError), and is not read."""
     if file.suffix != PARQUET_SUFFIX:
         return read_arrow(file, decl, cols)
-    import pyarrow.parquet as pq
-
     try:
-        pf = pq.ParquetFile(str(file), memory_map=True)
+        pf = _reader(file)
         if expect is not None and not _same_file(pf.metadata, expect):
             raise TraceError(
                 f"{file}: replaced while this command read the trace (another tbdtrace "
@@ -175,7 +216,8 @@ def read(
         batches = [present] if groups < 2 else [[c] for c in present]
         read = {}
         for names_ in batches:
-            tbl = pf.read(columns=names_, use_threads=False)
+            idx = [pf.column_name_idx(c) for c in names_]
+            tbl = pf.read_all(column_indices=idx, use_threads=False)
             read.update({c: combine(tbl.column(c)) for c in names_})
             del tbl
     except (pa.ArrowInvalid, OSError, ValueError) as e:
@@ -204,10 +246,8 @@ def footer(file: Path) -> Any | None:
     None for versions 1 and 2 (Arrow IPC files carry no statistics)."""
     if file.suffix != PARQUET_SUFFIX:
         return None
-    import pyarrow.parquet as pq
-
     try:
-        return pq.read_metadata(str(file))
+        return _reader(file).metadata
     except (pa.ArrowInvalid, OSError, ValueError) as e:
         raise _unreadable(file, e) from e
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tbdtrace import schema, tablefile
 from tbdtrace.arrow_ints import int_values
@@ -38,6 +38,9 @@ class ColumnStore:
 
     def __init__(self) -> None:
         self._columns: dict[tuple[str, str], pa.Array] = {}
+        # Columns being decoded ahead (read_ahead), each with the event set once its
+        # table's pass is done: a read of one waits for it instead of decoding it again.
+        self._ahead: dict[tuple[str, str], threading.Event] = {}
 
     def has(self, name: str) -> bool:
         """True when the store has table ``name`` (it may still have zero rows)."""
@@ -78,6 +81,7 @@ class ColumnStore:
         cols = tuple(columns) if columns is not None else tuple(decl.column_names)
         fields = [decl.arrow_schema().field(decl.column(c).name) for c in cols]
         want = pa.schema(fields)
+        self._wait_ahead(name, cols)
         missing = [c for c in cols if (name, c) not in self._columns]
         got = self._load(decl, missing) if missing else {}
         if cache:
@@ -97,11 +101,52 @@ class ColumnStore:
         loads = []
         for name, columns in wanted:
             decl = schema.table(name)
+            self._wait_ahead(name, [decl.column(c).name for c in columns])
             missing = [c for c in columns if (name, decl.column(c).name) not in self._columns]
             if missing:
                 loads.append((decl, missing))
         for got in _concurrently([lambda d=d, m=m: self._load(d, m) for d, m in loads]):
             self._columns.update(got)
+
+    def read_ahead(self, wanted: Iterable[tuple[str, Iterable[str]]]) -> Any:
+        """Columns a caller is about to read, decoded by the call this returns (for a
+        thread of its own: the caller goes on meanwhile), table by table in the order of
+        ``wanted`` and kept; a read of one of them before its table is done waits for it
+        instead of decoding it again. Tables the store lacks are passed over; a table
+        that fails to read is left for the caller's own read to meet its error."""
+        loads = []
+        for name, columns in wanted:
+            if not self.has(name):
+                continue
+            decl = schema.table(name)
+            names = [decl.column(c).name for c in columns]
+            known = self._columns.keys() | self._ahead.keys()
+            missing = [c for c in names if (name, c) not in known]
+            if missing:
+                done = threading.Event()
+                self._ahead.update({(name, c): done for c in missing})
+                loads.append((decl, missing, done))
+
+        def run() -> None:
+            for decl, cols, done in loads:
+                try:
+                    self._columns.update(self._load(decl, cols))
+                except Exception:  # noqa: S110 - raised again by the read that needs it
+                    pass
+                finally:
+                    for c in cols:
+                        self._ahead.pop((decl.name, c), None)
+                    done.set()
+
+        return run
+
+    def _wait_ahead(self, name: str, columns: Iterable[str]) -> None:
+        """Wait for the columns of table ``name`` being read ahead, if any."""
+        if self._ahead:
+            for c in columns:
+                done = self._ahead.get((name, c))
+                if done is not None:
+                    done.wait()
 
     def read_columns(self, name: str, columns: Iterable[str]) -> list[pa.Array]:
         """Columns of table ``name`` for one use, not kept (``table(..., cache=False)``),
@@ -110,6 +155,7 @@ class ColumnStore:
         cols = [decl.column(c).name for c in columns]
 
         def one(c: str) -> pa.Array:
+            self._wait_ahead(name, [c])
             if (name, c) in self._columns:
                 return self._columns[(name, c)]
             return self._load(decl, [c])[(name, c)]
@@ -118,6 +164,7 @@ class ColumnStore:
 
     def column(self, name: str, column: str) -> pa.Array:
         """One column of table ``name`` as a single Arrow array (decoded, cached)."""
+        self._wait_ahead(name, [column])
         if (name, column) not in self._columns:
             decl = schema.table(name)
             self._columns.update(self._load(decl, [decl.column(column).name]))
@@ -358,6 +405,8 @@ def _as_array(data: Any, col: schema.Column) -> pa.Array | pa.ChunkedArray:
             return arr
         if not pa.types.is_string(arr.type):
             arr = arr.cast(pa.string())
+        import pyarrow.compute as pc  # writing only: reading a trace needs none of it
+
         return pc.dictionary_encode(arr).cast(schema.STR)
     if isinstance(data, pa.Array):
         return data if data.type == col.type else data.cast(col.type, safe=True)
@@ -425,6 +474,8 @@ def _ordered(s: np.ndarray, e: np.ndarray) -> bool:
 
 def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
     """``tbl`` as it is kept on disk: in time order (see the schema's storage notes)."""
+    import pyarrow.compute as pc  # ~30 ms to import: not for a command that only reads
+
     tc = decl.time_column
     if tc is not None and tbl.num_rows > 1:
         t = int_values(tbl.column(tc), 0)
@@ -434,10 +485,19 @@ def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
             e = int_values(tbl.column("end_ns"), 0)
             if not _ordered(t, e):
                 keys = [("start_ns", "ascending"), ("end_ns", "descending")]
-                tbl = tbl.take(pc.sort_indices(tbl, keys))  # stable
+                tbl = _permuted(tbl, pc.sort_indices(tbl, keys))  # stable
         elif not (t[1:] >= t[:-1]).all():
-            tbl = tbl.take(pc.sort_indices(tbl, [(tc, "ascending")]))  # stable
+            tbl = _permuted(tbl, pc.sort_indices(tbl, [(tc, "ascending")]))  # stable
     return tbl.combine_chunks()
+
+
+def _permuted(tbl: pa.Table, order: pa.Array) -> pa.Table:
+    """The rows of ``tbl`` in ``order``, a permutation of its rows (a sort's indices):
+    every index is in range, so the take checks none (a third of its time;
+    docs/DECISIONS.md hta.4)."""
+    import pyarrow.compute as pc
+
+    return pc.take(tbl, order, boundscheck=False)
 
 
 def _full_meta(meta: Mapping[str, Any]) -> dict[str, Any]:

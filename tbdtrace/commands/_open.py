@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,14 +31,23 @@ _temporary: list[Path] = []  # folders of temporary traces, removed at exit
 class PendingOpen:
     """A trace being opened: :meth:`trace` gives it."""
 
-    def __init__(self, arg: str, strict: bool = False, stream: bool | None = None):
+    def __init__(
+        self,
+        arg: str,
+        strict: bool = False,
+        stream: bool | None = None,
+        read_ahead: Any = None,
+    ):
         self.path = Path(arg)
         self.strict = strict
         self.pending: Any = None
         self.error: TraceError | None = None
         self.stream = False
         self.reading: Any = None  # the progress line of the file's parse
-        if self.path.is_file():
+        self.opening: Any = None  # a trace directory opened on a thread (read_ahead)
+        if read_ahead and self.path.is_dir():
+            self.opening = _OpenAhead(self.path, strict, read_ahead)
+        elif self.path.is_file():
             from tbdtrace import importers
 
             self.stream = is_big(self.path) if stream is None else stream
@@ -76,9 +86,11 @@ class PendingOpen:
             tr = trace_io.from_tables(tables, meta, self.path)
             _trim_heap()
             return tr
-        tr = trace_io.open(self.path, strict=self.strict)
-        _note_problems(tr)
-        return tr
+        opened = self.opening.trace() if self.opening is not None else None
+        if opened is None:
+            opened = trace_io.open(self.path, strict=self.strict)
+        _note_problems(opened)
+        return opened
 
     def _through_directory(self) -> Trace:
         """The file imported into a temporary trace directory (uncompressed table files,
@@ -113,6 +125,59 @@ class PendingOpen:
             shutil.rmtree(spool, ignore_errors=True)
         _trim_heap()  # the import's freed batches, before the analysis grows the heap
         return trace_io.open(out, shown_as=self.path)
+
+
+# A trace directory of at most this many event rows is read ahead (READ_AHEAD of the
+# command): its columns held for the whole command cost little memory (~8 bytes per row
+# and column), and a bigger trace keeps the memory of the columns its passes read once.
+READ_AHEAD_ROWS = 2 << 20
+
+
+class _OpenAhead:
+    """A trace directory opened on a thread of its own, which then decodes the columns
+    the command will read first (``wanted``: (table, columns) pairs, in the order it
+    reads them; :meth:`tbdtrace.trace.ColumnStore.read_ahead`) while the command loads
+    its analysis modules and starts on the first columns: Parquet decoding releases the
+    GIL, so on a machine of two cores or more the decoding and the analysis go side by
+    side (docs/DECISIONS.md hta.5). Only a small trace (:data:`READ_AHEAD_ROWS`); an
+    error of the open is raised by :meth:`trace`, where the open would have raised it."""
+
+    def __init__(self, path: Path, strict: bool, wanted: Any):
+        # Everything the thread runs is imported here first: two threads importing the
+        # same modules at once could meet in an import cycle.
+        from tbdtrace import meta, outdir, safe_text, schema, tablefile, trace_check  # noqa: F401
+        from tbdtrace import trace as trace_io
+
+        tablefile.load_parquet()
+        self.opened = threading.Event()
+        self.got: Any = None
+
+        def run() -> None:
+            try:
+                tr = trace_io.open(path, strict=strict)
+            except BaseException as e:  # raised by trace(), on the command's thread
+                self.got = e
+                self.opened.set()
+                return
+            rows = sum(tr.num_rows(t.name) for t in schema.TABLES if t.name != "devices")
+            ahead = tr.read_ahead(wanted) if rows <= READ_AHEAD_ROWS else None
+            self.got = tr
+            self.opened.set()
+            if ahead is not None:
+                ahead()
+
+        try:
+            threading.Thread(target=run, name="tbdtrace-read-ahead", daemon=True).start()
+        except RuntimeError:  # no new thread (a process at its limit): opened when asked
+            self.opened.set()
+
+    def trace(self) -> Trace | None:
+        """The trace, or None when no thread could open it (then the caller opens it)."""
+        self.opened.wait()
+        if isinstance(self.got, BaseException):
+            raise self.got
+        tr: Trace | None = self.got
+        return tr
 
 
 def show_reading(pending: Any, files: list[Path]) -> Any:
@@ -222,14 +287,18 @@ def _trim_heap() -> None:
         libc.malloc_trim(0)
 
 
-def begin_open(arg: str, strict: bool = False, stream: bool | None = None) -> PendingOpen:
+def begin_open(
+    arg: str, strict: bool = False, stream: bool | None = None, read_ahead: Any = None
+) -> PendingOpen:
     """Start opening ``arg``: a trace directory, or a profiler file imported in memory
     (nothing written; a big one through a temporary trace directory, ``stream``
     overriding the size rule), whose parse starts on a background thread; the caller can
     load what it needs meanwhile, then call ``.trace()``. A trace directory's table files
     are checked (tbdtrace/trace_check.py): each one left out is named on stderr, or with
-    ``strict`` refused."""
-    return PendingOpen(arg, strict, stream)
+    ``strict`` refused. ``read_ahead``: (table, columns) pairs the command reads first,
+    decoded on a thread of their own meanwhile (a small trace directory's; see
+    :class:`_OpenAhead`)."""
+    return PendingOpen(arg, strict, stream, read_ahead)
 
 
 def open_or_import(arg: str, strict: bool = False) -> Trace:

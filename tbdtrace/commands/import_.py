@@ -93,6 +93,7 @@ def _run(args: argparse.Namespace) -> int:
                 try:
                     got = None
                     if small and pending.fmt == "kineto" and pending.job is not None:
+                        _load_writer()
                         got = pending.in_memory_or_none()
                     if got is not None:
                         tables, meta = got
@@ -148,6 +149,17 @@ def _run(args: argparse.Namespace) -> int:
     if skipped:
         print(f"tbdtrace: {skipped}; see skipped_events in {out}/meta.json", file=sys.stderr)
     return 0
+
+
+def _load_writer() -> None:
+    """Load the trace writer's modules (Parquet's among them) now, while the file is
+    parsed on other threads and this one would only wait: after the parse they would
+    delay the write (~12 ms; docs/DECISIONS.md hta.1)."""
+    import concurrent.futures  # noqa: F401 - the writer's thread pool
+
+    from tbdtrace import tablefile, trace, trace_check, trace_write  # noqa: F401
+
+    tablefile.load_parquet()
 
 
 def _run_rank_by_rank(args: argparse.Namespace) -> int:

@@ -72,6 +72,46 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=_run)
 
 
+# The columns the default report reads first of a trace directory, in the order its
+# sections ask for them (the window, kernels and API calls, their joins, the CPU ops,
+# markers, launches, copies, shapes, memory): a small trace's are decoded on a second
+# thread while this one loads the analysis and computes (commands/_open.py, _OpenAhead).
+# A column the report no longer reads costs its decoding only; one it reads that is not
+# here is read when asked, as before.
+READ_AHEAD = (
+    ("kernels", ("start_ns", "end_ns", "name")),
+    ("runtime", ("start_ns", "end_ns", "name")),
+    ("steps", ("step", "start_ns", "end_ns", "rank", "samples", "warmup", "source")),
+    ("kernels", ("correlation_id", "external_id")),
+    ("runtime", ("correlation_id", "tid")),
+    ("memcpy", ("correlation_id", "start_ns", "end_ns", "bytes")),
+    ("memset", ("correlation_id", "start_ns", "end_ns")),
+    ("ops", ("start_ns", "end_ns", "tid", "name", "external_id", "category")),
+    ("markers", ("start_ns", "end_ns", "name", "kind", "tid")),
+    ("kernels", ("grid_x", "grid_y", "grid_z", "block_x", "block_y")),
+    ("memcpy", ("device_id", "device_type", "rank", "copy_kind")),
+    ("ops", ("input_shapes", "input_dtypes", "concrete_inputs", "flops")),
+    (
+        "memory",
+        (
+            "ts_ns",
+            "action",
+            "level",
+            "bytes",
+            "address",
+            "device_id",
+            "device_type",
+            "rank",
+            "pid",
+            "category",
+            "total_allocated_bytes",
+            "total_reserved_bytes",
+            "tid",
+        ),
+    ),
+)
+
+
 def _run(args: argparse.Namespace) -> int:
     usage = _args.output_usage(args, "report")
     if usage:
@@ -94,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     # A profiler file starts parsing now, on its own thread, while numpy, pyarrow and the
     # passes load (the window's options load them); its errors are raised by .trace().
-    pending = None if ranks else begin_open(args.trace[0], args.strict)
+    pending = None if ranks else begin_open(args.trace[0], args.strict, read_ahead=READ_AHEAD)
     win = _window.spec(args, "report")
     if win is None:
         return 2

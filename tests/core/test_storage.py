@@ -211,3 +211,139 @@ def test_all_null_columns_read_from_the_statistics(tmp_path):
     assert got["grid_x"].to_pylist() == k["grid_x"]
     assert got["name"].to_pylist() == k["name"]
     assert tablefile._all_null_columns(pq.ParquetFile(f).metadata, ["flops", "grid_x"]) == {"flops"}
+
+
+def _mixed_kernels(n: int) -> dict[str, object]:
+    rng = np.random.default_rng(7)
+    start = rng.integers(0, 10**12, n)
+    return {
+        "start_ns": start,
+        "end_ns": start + rng.integers(0, 10**6, n),
+        "correlation_id": [None if i % 5 == 0 else int(i) for i in range(n)],
+        "name": [f"kernel_{i % 37}" for i in range(n)],
+        "grid_x": [None if i % 3 == 0 else i % 9 for i in range(n)],
+    }
+
+
+def test_table_files_are_pyarrow_parquets_own_bytes(tmp_path):
+    """The writer (pyarrow's Parquet extension, without pyarrow.parquet) writes the file
+    pq.write_table writes with the same options, byte for byte, in one group and in
+    batches; and the reader gives pq.read_table's columns."""
+    decl = schema.table("kernels")
+    tbl = trace_mod.stored(decl, trace_mod.to_table("kernels", _mixed_kernels(20_000)))
+    ours, theirs = tmp_path / "ours.parquet", tmp_path / "theirs.parquet"
+    opts = tablefile._options(decl, tablefile.COMPRESSION)
+    for batched in (False, True):
+        if batched:
+            batches = tbl.to_batches(max_chunksize=3000)
+            rows = tablefile.write_batches(ours, decl, iter(batches), "w1")
+            assert rows == tbl.num_rows
+            with pq.ParquetWriter(theirs, tablefile._with_id(tbl.schema, "w1"), **opts) as w:
+                w.write_table(tbl.replace_schema_metadata(None), row_group_size=tbl.num_rows)
+        else:
+            tablefile.write(ours, decl, tbl, "w1")
+            meta = {tablefile.WRITE_ID_KEY: b"w1"}
+            pq.write_table(tbl.replace_schema_metadata(meta), theirs, row_group_size=2**24, **opts)
+        assert ours.read_bytes() == theirs.read_bytes(), f"batched={batched}"
+        got = tablefile.read(ours, decl, ["start_ns", "correlation_id", "name", "grid_x"])
+        raw = pq.read_table(theirs)
+        for c, arr in got.items():
+            assert arr.to_pylist() == raw.column(c).to_pylist(), c
+        assert tablefile.num_rows(ours) == tbl.num_rows == tablefile.footer(ours).num_rows
+
+
+def test_tables_are_listed_in_the_order_given_whatever_their_size(tmp_path):
+    """Written largest first across threads, the marker and meta still list the tables as
+    given, each with its own rows."""
+    tables = {
+        "steps": {"step": [1, 2], "start_ns": [0, 10], "end_ns": [10, 20]},
+        "kernels": _mixed_kernels(30_000),
+        "memcpy": {"start_ns": [5], "end_ns": [6], "bytes": [64]},
+        "runtime": {"start_ns": list(range(2000)), "end_ns": list(range(1, 2001))},
+    }
+    tbdtrace.write(tmp_path / "t", tables, {})
+    marker = json.loads((tmp_path / "t" / ".tbdtrace-trace.json").read_text())
+    assert list(marker["tables"]) == list(tables)
+    assert {t: e["rows"] for t, e in marker["tables"].items()} == {
+        "steps": 2,
+        "kernels": 30_000,
+        "memcpy": 1,
+        "runtime": 2000,
+    }
+    for t in tables:
+        assert _raw(tmp_path / "t", t).num_rows == marker["tables"][t]["rows"]
+
+
+def test_read_ahead_gives_the_columns_a_plain_read_gives(tmp_path):
+    """Columns read ahead on another thread are pyarrow's own read of the file; a read
+    while they are decoded waits for them; a table that fails to read ahead fails the
+    caller's own read with the usual error, and the others are still read."""
+    import threading
+
+    tbdtrace.write(
+        tmp_path / "t",
+        {
+            "kernels": _mixed_kernels(50_000),
+            "memcpy": {"start_ns": [1], "end_ns": [2], "bytes": [8]},
+        },
+        {},
+    )
+    tr = tbdtrace.open(tmp_path / "t")
+    gate = threading.Event()
+    real = tr._load
+    loads: list[str] = []
+
+    def held(decl, cols):  # the first table waits until the caller is inside a read
+        loads.append(decl.name)
+        if decl.name == "kernels":
+            gate.wait(5)
+        return real(decl, cols)
+
+    tr._load = held  # type: ignore[method-assign]
+    run = tr.read_ahead([("kernels", ["start_ns", "name", "grid_x"]), ("memcpy", ["start_ns"])])
+    worker = threading.Thread(target=run)
+    worker.start()
+    threading.Timer(0.2, gate.set).start()
+    got = tr.table("kernels", ["start_ns", "name", "grid_x"])  # waits for the thread
+    worker.join()
+    raw = _raw(tmp_path / "t", "kernels")
+    for c in got.column_names:
+        assert got.column(c).to_pylist() == raw.column(c).to_pylist(), c
+    assert tr.column("memcpy", "start_ns").to_pylist() == [1]
+    assert loads == ["kernels", "memcpy"]  # each decoded once, on the thread
+
+    tr2 = tbdtrace.open(tmp_path / "t")
+    (tmp_path / "t" / "kernels.parquet").write_bytes(b"not parquet any more")
+    tr2.read_ahead([("kernels", ["start_ns"]), ("memcpy", ["end_ns"])])()
+    assert tr2.column("memcpy", "end_ns").to_pylist() == [2]
+    with pytest.raises(tbdtrace.TraceError, match="kernels.parquet"):
+        tr2.table("kernels", ["start_ns"])
+
+
+def test_a_trace_opened_ahead_is_the_trace_open_gives(tmp_path, monkeypatch):
+    """`begin_open(..., read_ahead=...)` of a trace directory: the trace of `open`, its
+    columns read ahead; the open's error raised by `.trace()`, not before; and without a
+    thread to open it (the process at its limit), opened when asked."""
+    import threading
+
+    from tbdtrace.commands import _open
+
+    tbdtrace.write(tmp_path / "t", {"kernels": _mixed_kernels(1000)}, {"source": "x"})
+    wanted = [("kernels", ["start_ns", "name"])]
+    tr = _open.begin_open(str(tmp_path / "t"), read_ahead=wanted).trace()
+    tr._wait_ahead("kernels", ["start_ns", "name"])
+    assert ("kernels", "name") in tr._columns and tr.meta["source"] == "x"
+    raw = _raw(tmp_path / "t", "kernels")
+    assert tr.table("kernels", ["name"]).column(0).to_pylist() == raw["name"].to_pylist()
+
+    (tmp_path / "not-a-trace").mkdir()
+    pending = _open.begin_open(str(tmp_path / "not-a-trace"), read_ahead=wanted)
+    with pytest.raises(tbdtrace.TraceError, match="no meta.json"):
+        pending.trace()
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    tr = _open.begin_open(str(tmp_path / "t"), read_ahead=wanted).trace()
+    assert not tr._columns and tr.num_rows("kernels") == 1000
