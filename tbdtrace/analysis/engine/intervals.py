@@ -262,6 +262,34 @@ def by_start_then_longer(s: I64, e: I64, rows: npt.NDArray[np.integer[Any]] | No
     return True
 
 
+def by_start_then_longer_rows(
+    s: I64, e: I64, rows: npt.NDArray[np.integer[Any]]
+) -> npt.NDArray[np.integer[Any]]:
+    """``rows`` reordered by (``s[rows]``, ``e[rows]`` descending), ties in the order of
+    ``rows`` (what ``rows[np.lexsort((-e[rows], s[rows]))]`` gives); ``rows`` itself when
+    already in that order. Rows sorted by start whose only disorder is in ties (ranges
+    starting together, the shorter first: a profiler writes them so) are reordered tie
+    run by tie run, not by a sort of every row (2M ops of a thread: ~0.1 s less)."""
+    if rows.size < 2 or by_start_then_longer(s, e, rows):
+        return rows
+    sg, eg = s[rows], e[rows]
+    ds = sg[1:] - sg[:-1]
+    if not (ds >= 0).all():
+        return rows[np.lexsort((-eg, sg))]
+    # Rows in a run of equal starts (a run ends where the start grows).
+    tie = np.zeros(rows.size, dtype=bool)
+    eq = ds == 0
+    tie[1:] |= eq
+    tie[:-1] |= eq
+    at = np.flatnonzero(tie)
+    del ds, eq, tie
+    out = rows.copy()
+    # The runs are sorted by start and each holds one start: sorting their rows by
+    # (start, -end) stably reorders each run within its own place.
+    out[at] = rows[at[np.lexsort((-eg[at], sg[at]))]]
+    return out
+
+
 def previous_ge(e: I64) -> I64:
     """For each i, the nearest j < i with e[j] >= e[i]; -1 when there is none.
 
