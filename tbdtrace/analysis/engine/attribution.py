@@ -132,7 +132,9 @@ def on_threads(
             rows = rows[kept]
         if rows.size == 0:
             continue
-        hit = innermost(s, e, q_t[qsel], rows)  # the thread's ranges read in place
+        # The thread's ranges read in place, in the order range_groups keeps them (a
+        # subset of rows in that order is in that order too).
+        hit = innermost(s, e, q_t[qsel], rows, ordered=True)
         good = hit >= 0
         out[qsel[good]] = rows[hit[good]]
     return out
