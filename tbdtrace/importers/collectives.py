@@ -88,6 +88,8 @@ def kernel_op(name: str) -> str | None:
 def _distinct(arr: pa.Array) -> tuple[np.ndarray, list[Any]]:
     """(per-row index into distinct values, the values); null rows get -1."""
     d = arr if pa.types.is_dictionary(arr.type) else pc.dictionary_encode(arr)
+    if d.indices.null_count == 0:  # the indices as they are (int32), no filled copy
+        return d.indices.to_numpy(), d.dictionary.to_pylist()
     idx = d.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     return idx, d.dictionary.to_pylist()
 
@@ -245,7 +247,9 @@ def host_op_rows(ops: dict[str, pa.Array]) -> np.ndarray:
     nccl:*, c10d::*, gloo:*, with an external id."""
     idx, names = _distinct(ops["name"])
     is_comm = np.array([bool(_HOST_OP_RE.match(str(x))) for x in names] + [False], bool)[idx]
-    is_comm &= ops["external_id"].is_valid().to_numpy(zero_copy_only=False)
+    ext = ops["external_id"]
+    if ext.null_count:
+        is_comm &= ext.is_valid().to_numpy(zero_copy_only=False)
     return np.flatnonzero(is_comm)
 
 
