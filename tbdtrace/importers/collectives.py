@@ -88,6 +88,8 @@ def kernel_op(name: str) -> str | None:
 def _distinct(arr: pa.Array) -> tuple[np.ndarray, list[Any]]:
     """(per-row index into distinct values, the values); null rows get -1."""
     d = arr if pa.types.is_dictionary(arr.type) else pc.dictionary_encode(arr)
+    if d.indices.null_count == 0:  # the indices as they are (int32), no filled copy
+        return d.indices.to_numpy(), d.dictionary.to_pylist()
     idx = d.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     return idx, d.dictionary.to_pylist()
 
@@ -107,17 +109,17 @@ def from_kernels(
     per-kernel-row arg columns of :data:`ARGS` (None: absent); ``ops`` the ops table's
     columns for the host join. None when no kernel is a collective."""
     n = len(kern["start_ns"])
+    # Each row's op as a code into OP_NAMES (-1: none), looked up once per distinct
+    # name: no string per row (1M kernels: ~40 ms of object arrays).
     name_idx, names = _distinct(kern["name"])
-    by_name = [kernel_op(str(x)) if x is not None else None for x in names] + [None]
-    name_op = np.array([o or "" for o in by_name], object)[name_idx]
+    name_lut = [kernel_op(str(x)) if x is not None else None for x in names]
+    op_code = _op_codes(name_lut)[name_idx]
     coll = args.get("coll_name")
     if coll is not None and coll.null_count < len(coll):
         cidx, cnames = _distinct(coll)
-        arg_op = np.array([normalize_op(str(c)) for c in cnames] + [""], object)[cidx]
-    else:
-        arg_op = np.full(n, "", object)
-    op = np.where(arg_op != "", arg_op, name_op)
-    keep = np.flatnonzero(op != "")
+        arg_code = _op_codes([normalize_op(str(c)) for c in cnames])[cidx]
+        op_code = np.where(arg_code >= 0, arg_code, op_code)
+    keep = np.flatnonzero(op_code >= 0)
     if not len(keep):
         return None
     take = int_array(keep, pa.int64())
@@ -134,7 +136,7 @@ def from_kernels(
         )
         if c in kern
     }
-    out["op"] = _encoded(op[keep])
+    out["op"] = _encoded_codes(op_code[keep])
     for src, dst in (
         ("coll_name", "collective_name"),
         ("coll_pg_name", "process_group"),
@@ -164,15 +166,26 @@ def from_kernels(
 
 
 _NONE = np.iinfo(np.int64).min
+# The ops a collective can have (normalize_op's values), in a fixed order: the codes of
+# from_kernels.
+OP_NAMES = tuple(dict.fromkeys([op for _, op in _OPS] + ["other"]))
+_OP_CODE = {op: i for i, op in enumerate(OP_NAMES)}
 
 
-def _encoded(values: np.ndarray) -> pa.Array:
-    """Strings (an object array, no nulls) as a dictionary array in first-appearance
+def _op_codes(ops: list[str | None]) -> np.ndarray:
+    """Per distinct value, its op's code in OP_NAMES; then -1 (a null row's index -1
+    reads the last entry)."""
+    return np.array([_OP_CODE[o] if o else -1 for o in ops] + [-1], np.int64)
+
+
+def _encoded_codes(codes: np.ndarray) -> pa.Array:
+    """Op codes (no -1) as a dictionary array of the ops' names in first-appearance
     order, as ``dictionary_encode`` numbers them, without a string per row."""
-    uniq, first, inv = np.unique(values, return_index=True, return_inverse=True)
+    uniq, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")
     rank = np.empty(len(uniq), np.int32)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq), dtype=np.int32)
-    labels = [str(uniq[i]) for i in np.argsort(first, kind="stable")]
+    rank[by_first] = np.arange(len(uniq), dtype=np.int32)
+    labels = [OP_NAMES[int(uniq[i])] for i in by_first]
     return pa.DictionaryArray.from_arrays(
         int_array(rank[inv.reshape(-1)], pa.int32()), str_array(labels)
     )
@@ -234,7 +247,9 @@ def host_op_rows(ops: dict[str, pa.Array]) -> np.ndarray:
     nccl:*, c10d::*, gloo:*, with an external id."""
     idx, names = _distinct(ops["name"])
     is_comm = np.array([bool(_HOST_OP_RE.match(str(x))) for x in names] + [False], bool)[idx]
-    is_comm &= ops["external_id"].is_valid().to_numpy(zero_copy_only=False)
+    ext = ops["external_id"]
+    if ext.null_count:
+        is_comm &= ext.is_valid().to_numpy(zero_copy_only=False)
     return np.flatnonzero(is_comm)
 
 

@@ -21,6 +21,13 @@ from tbdtrace.analysis.engine.summaries import measured_steps
 from tbdtrace.arrow_ints import int_column
 
 SCHEMA = outputs.STEP_TIMELINE.arrow_schema()  # declared in analysis/engine/outputs.py
+# A device's rows out of start order are sorted once for every window's search up to
+# this many rows (the sorted copies: 32 bytes a row); a larger one is scanned per window.
+_SORTED_ROWS = 1 << 22
+I64 = npt.NDArray[np.int64]
+# Per (table, device key): running maximum of the ends (None: the rows are scanned), the
+# order that sorts the rows by start (None: already sorted), starts, ends in that order.
+Reach = tuple[I64 | None, I64 | None, I64, I64]
 
 
 def choose(steps: pa.Table) -> int | None:
@@ -61,8 +68,8 @@ def events(ctx: Source, steps: pa.Table, max_events: int) -> tuple[pa.Table, int
     # What every part of a table reads, made on its first part: the stream column (the
     # one column no other pass reads: decoded for this call only) and, for kernels, the
     # category of each name.
-    columns: dict[str, tuple[pa.ChunkedArray, npt.NDArray[np.str_] | None]] = {}
-    reach: dict[tuple[str, int], npt.NDArray[np.int64] | None] = {}
+    columns: dict[str, tuple[pa.ChunkedArray, pa.Array | None]] = {}
+    reach: dict[tuple[str, int], Reach] = {}
     for r, ws, we in zip(
         int_column(win, "rank"),
         int_column(win, "start_ns"),
@@ -96,11 +103,12 @@ def _overlapping(
     rank: int,
     ws: int,
     we: int,
-    bounds: dict[tuple[str, int], npt.NDArray[np.int64] | None],
+    bounds: dict[tuple[str, int], Reach],
 ) -> list[tuple[int, npt.NDArray[np.int64]]]:
     """(device key, rows) of ``table`` on ``rank``'s devices (every device for rank -1:
     no rank) that overlap [ws, we), from the per-device arrays passes share (_frame);
-    ``bounds`` keeps each device's running maximum of ends between calls."""
+    ``bounds`` keeps each device's running maximum of ends (its rows in start order)
+    between calls."""
     found = []
     for key, rows in shared_arrays.device_rows(ctx, table):
         key_rank = decode_device_key(key)[0]
@@ -111,29 +119,35 @@ def _overlapping(
             # Rows in start order (as traces are written): the running maximum of the
             # ends bounds which rows can reach a window, so a window's search reads its
             # own stretch of rows instead of the whole device (533 windows of one step
-            # over 10M kernels: 4 s).
-            bounds[(table, key)] = np.maximum.accumulate(e) if is_sorted(s) else None
-        reach = bounds[(table, key)]
+            # over 10M kernels: 4 s). Rows out of order (kernels of several streams, each
+            # in order) are put in start order once, for every window, up to
+            # _SORTED_ROWS rows (the copies' memory); beyond, each window scans them.
+            in_order, order = is_sorted(s), None
+            if not in_order and s.size <= _SORTED_ROWS:
+                order = np.argsort(s, kind="stable")
+                s, e, in_order = s[order], e[order], True
+            bounds[(table, key)] = (np.maximum.accumulate(e) if in_order else None, order, s, e)
+        reach, order, s, e = bounds[(table, key)]
         if reach is None:
             hit = np.flatnonzero((s < we) & (e > ws))
         else:
             lo = int(np.searchsorted(reach, ws, side="right"))
             hi = int(np.searchsorted(s, we, side="left"))
             hit = lo + np.flatnonzero(e[lo:hi] > ws) if hi > lo else np.zeros(0, np.int64)
+            if order is not None:
+                hit = np.sort(order[hit])  # the rows in file order, as a scan finds them
         if hit.size:
             found.append((key, hit if isinstance(rows, slice) else rows[hit]))
     return found
 
 
-def _columns(
-    ctx: AnalysisContext, table: str
-) -> tuple[pa.ChunkedArray, npt.NDArray[np.str_] | None]:
+def _columns(ctx: AnalysisContext, table: str) -> tuple[pa.ChunkedArray, pa.Array | None]:
     """``table``'s stream column, and for kernels the category of each name code."""
     stream = ctx.table(table, ["stream_id"], cache=False).column(0)
     if table != "kernels":
         return stream, None
     _, labels = shared_arrays.codes(ctx, "kernels", "name")
-    return stream, np.array([categories.classify(lbl) for lbl in labels] or ["other"])
+    return stream, pa.array([categories.classify(lbl) for lbl in labels] or ["other"], pa.string())
 
 
 def _part(
@@ -144,7 +158,7 @@ def _part(
     ws: int,
     we: int,
     streams: pa.ChunkedArray,
-    lut: npt.NDArray[np.str_] | None,
+    lut: pa.Array | None,
 ) -> pa.Table:
     n = len(idx)
     rank, dtype, dev = decode_device_key(key)
@@ -153,19 +167,24 @@ def _part(
     e = np.minimum(shared_arrays.ints(ctx, table, "end_ns")[idx], we)
     if lut is not None:
         codes, _ = shared_arrays.codes(ctx, "kernels", "name")
-        cats = pa.array(lut[codes[idx]].tolist(), pa.string())
+        cats = lut.take(pa.array(codes[idx]))  # each name's category, no string per row
     else:
-        cats = pa.array([table] * n, pa.string())
+        cats = _repeat(table, pa.string(), n)
     return pa.table(
         {
-            "rank": pa.array([rank] * n, pa.int32()),
-            "device_type": pa.array([dtype] * n, pa.string()),
-            "device_id": pa.array([dev] * n, pa.int32()),
+            "rank": _repeat(rank, pa.int32(), n),
+            "device_type": _repeat(dtype, pa.string(), n),
+            "device_id": _repeat(dev, pa.int32(), n),
             "stream_id": stream.cast(pa.int64()),
-            "kind": pa.array(["kernel" if table == "kernels" else table] * n),
+            "kind": _repeat("kernel" if table == "kernels" else table, pa.string(), n),
             "category": cats,
             "offset_ns": s - ws,
             "duration_ns": e - s,
         },
         schema=SCHEMA,
     )
+
+
+def _repeat(value: object, typ: pa.DataType, n: int) -> pa.Array:
+    """``n`` rows of ``value`` (None: nulls) of type ``typ``."""
+    return pa.repeat(pa.scalar(value, typ), n)

@@ -84,7 +84,8 @@ def _threads(
             out.append(((int(one_rank[0]), pid, tid), idx))
             continue
         r = rank[idx]
-        ranks = np.unique(r).tolist()
+        # One rank on the thread (the common case) without hashing its rows.
+        ranks = [int(r[0])] if r.size and r.min() == r.max() else np.unique(r).tolist()
         for rk in ranks:
             sel = idx if len(ranks) == 1 else idx[r == rk]
             out.append(((int(rk), pid, tid), sel))

@@ -109,3 +109,25 @@ def test_order_check_by_blocks_agrees_with_the_whole_comparison(monkeypatch):
     assert iv.by_start_then_longer(*tie) == whole(*tie) is False
     for n in (0, 1):
         assert iv.by_start_then_longer(s[:n], e[:n])
+
+
+@pytest.mark.parametrize("case", ["ties", "unsorted", "sorted", "duplicates"])
+def test_rows_by_start_then_longer_is_the_stable_lexsort(case):
+    """The reordered rows are those of a stable sort by (start, end descending), written
+    here as Python's sort of (start, -end, position) on the rows the thread holds."""
+    rng = np.random.default_rng(7)
+    n = 400
+    s = np.sort(rng.integers(0, 60, n)) if case != "unsorted" else rng.integers(0, 60, n)
+    e = s + rng.integers(0, 4 if case == "duplicates" else 50, n)
+    if case == "sorted":
+        order = sorted(range(n), key=lambda i: (int(s[i]), -int(e[i]), i))
+        s, e = s[order], e[order]
+    rows = np.flatnonzero(rng.random(n) < 0.7).astype(np.int32)  # one thread's rows
+    want = sorted(rows.tolist(), key=lambda r: (int(s[r]), -int(e[r]), r))
+    got = intervals.by_start_then_longer_rows(s, e, rows)
+    assert got.tolist() == want
+    assert got.dtype == rows.dtype
+    if case == "sorted":
+        assert got is rows  # already in order: no copy
+    if case == "ties":
+        assert got is not rows  # equal starts with the shorter first were reordered

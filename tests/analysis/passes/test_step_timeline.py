@@ -66,3 +66,42 @@ def test_no_steps_no_timeline(tmp_path: Path) -> None:
     tr = make(tmp_path, {"kernels": kernels([(0, 5, "k")])})
     assert step_timeline.run(tr).num_rows == 0
     assert step_timeline.windows(tr).num_rows == 0
+
+
+def test_rows_out_of_start_order_found_as_by_a_scan(monkeypatch) -> None:
+    """Kernels of several streams, out of start order (as a profiler file lists them):
+    every event overlapping the window, in the order a scan of every row finds them (the
+    order decides ties of the final sort), against a brute-force list written here."""
+    import numpy as np
+
+    import tbdtrace
+    from tbdtrace.analysis.engine import step_events
+
+    rng = np.random.default_rng(5)
+    n = 300
+    start = rng.integers(0, 400, n)
+    dur = rng.integers(0, 30, n)
+    rows = [(int(s), int(s + d), "volta_sgemm_128x64_nn") for s, d in zip(start, dur, strict=True)]
+    streams = rng.integers(7, 10, n).tolist()
+    steps = {"step": [1, 2], "start_ns": [0, 150 * US], "end_ns": [150 * US, 260 * US]}
+    steps["warmup"] = [False, False]
+    # In memory, in the given order (a written trace is stored in start order).
+    tr = tbdtrace.trace.from_tables(
+        {"steps": steps, "kernels": kernels(rows, stream_id=streams)}, {"source": "test"}
+    )
+    assert not step_events.is_sorted(np.asarray(tr.column("kernels", "start_ns")))
+    cfg = step_timeline.StepTimelineConfig(max_events=10_000)
+    win = step_timeline.windows(tr, cfg).to_pylist()
+    assert len(win) == 1
+    ws, we = win[0]["start_ns"], win[0]["end_ns"]
+    want = sorted(
+        (max(s * US, ws) - ws, streams[i], min(e * US, we) - max(s * US, ws))
+        for i, (s, e, _) in enumerate(rows)
+        if s * US < we and e * US > ws
+    )
+    got_rows, total = step_timeline.events(tr, cfg)
+    got = [(r["offset_ns"], r["stream_id"], r["duration_ns"]) for r in got_rows.to_pylist()]
+    assert total == len(want) and sorted(got) == want
+    monkeypatch.setattr(step_events, "_SORTED_ROWS", 0)  # each window scans every row
+    scanned, _ = step_timeline.events(tr, cfg)
+    assert scanned.equals(got_rows)
