@@ -116,6 +116,10 @@ class ColumnStore:
 
         return _concurrently([lambda c=c: one(c) for c in cols])
 
+    def holds(self, name: str, column: str) -> bool:
+        """Is ``column`` of table ``name`` read and kept (:meth:`column` costs nothing)?"""
+        return (name, column) in self._columns
+
     def column(self, name: str, column: str) -> pa.Array:
         """One column of table ``name`` as a single Arrow array (decoded, cached)."""
         if (name, column) not in self._columns:

@@ -170,35 +170,25 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     n_ops = ctx.num_rows("ops")
     o_codes, o_labels = shared_arrays.codes(ctx, "ops", "name")
     k_ids = _kernel_external_ids(ctx) if n_ops else None
-    by_ext = none if k_ids is None else _by_external_id(ctx, k_ids)
+    by_ext = none if k_ids is None else _row_numbers(_by_external_id(ctx, k_ids), n_ops)
     del k_ids
     m_codes, m_labels = shared_arrays.codes(ctx, "markers", "name")
     if n_ops == 0 and ctx.num_rows("markers") == 0:
         # No host ranges to search: the launch threads are not looked up (a native
         # capture without ops: 10M kernels, ~0.1 GB of tids and runtime matches).
-        op_idx, mod_idx, mark_idx = by_ext, none, none
+        op, module, marker = _codes(by_ext, o_codes), none, none
     else:
         points = launch_points(ctx)
         if points is None:
-            op_idx, mod_idx, mark_idx = by_ext, none, none
+            op, module, marker = _codes(by_ext, o_codes), none, none
         else:
-            op_idx, mod_idx, mark_idx = _on_launch_threads(ctx, points, by_ext, o_codes, o_labels)
-        # The launch points and the join are freed before the codes are made, and each
-        # row index once its codes are (10M kernels: 0.3 GB less at this pass's peak).
+            op, module, marker = _on_launch_threads(
+                ctx, points, by_ext, (o_codes, o_labels), m_codes
+            )
+        # The launch points and the join are freed before the attribution is kept
+        # (10M kernels: 0.3 GB less at this pass's peak).
         del points
     del by_ext
-
-    def codes(idx: I64, c: I64) -> I64:
-        if idx is none or not c.size:
-            return none
-        return np.where(idx >= 0, c[np.clip(idx, 0, None)], -1)
-
-    op = codes(op_idx, o_codes)
-    del op_idx
-    module = codes(mod_idx, o_codes)
-    del mod_idx
-    marker = codes(mark_idx, m_codes)
-    del mark_idx
     return Attribution(
         op=op,
         op_labels=_labels(o_labels),
@@ -207,6 +197,28 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
         marker=marker,
         marker_labels=_labels(m_labels),
     )
+
+
+def _row_type(rows: int) -> type[np.integer[Any]]:
+    """The dtype of row numbers of a table of ``rows`` rows (-1: none): int32 below 2^31
+    rows, half the bytes (10M kernels: 38 MB per array of a kernel's op row, not 76)."""
+    return np.int32 if rows < 2**31 else np.int64
+
+
+def _row_numbers(idx: I64, rows: int) -> npt.NDArray[np.integer[Any]]:
+    """``idx``, row numbers of a table of ``rows`` rows, as :func:`_row_type`."""
+    return idx.astype(_row_type(rows), copy=False)
+
+
+def _codes(idx: npt.NDArray[np.integer[Any]], c: I64) -> I64:
+    """Per row of ``idx``, the code ``c`` of the row it names; -1 where it names none.
+    Nothing attributed (``idx`` a broadcast -1) or no codes: a broadcast -1, no memory."""
+    if idx.strides == (0,) and (idx.size == 0 or idx[0] < 0):
+        return np.broadcast_to(np.int64(-1), idx.shape)
+    if not c.size:
+        return np.broadcast_to(np.int64(-1), idx.shape)
+    out: I64 = np.where(idx >= 0, c[np.clip(idx, 0, None)], -1)
+    return out
 
 
 def _kernel_external_ids(ctx: AnalysisContext) -> I64 | None:
@@ -278,30 +290,43 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
 def _on_launch_threads(
     ctx: AnalysisContext,
     points: Points,
-    by_ext: I64,
-    o_codes: I64,
-    o_labels: list[str | None],
+    by_ext: npt.NDArray[np.integer[Any]],
+    ops_names: tuple[I64, list[str | None]],
+    m_codes: I64,
 ) -> tuple[I64, I64, I64]:
-    """(op, module, marker) row per kernel, searched on the launch thread of the kernels
-    of ``points`` (:func:`launch_points`; rules 1-4 of the module docstring)."""
+    """(op, module, marker) codes per kernel (names of ``ops_names`` and ``m_codes``),
+    searched on the launch thread of the kernels of ``points`` (:func:`launch_points`;
+    rules 1-4 of the module docstring). Each search's row numbers become codes before
+    the next search runs (10M kernels: two row-number arrays fewer at the peak)."""
     n = ctx.num_rows("kernels")
     tq, queries, q_t, h = points
+    o_codes, o_labels = ops_names
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
     is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module
-    op_idx = np.full(n, -1, dtype=np.int64)
+    del is_py
     found = on_threads(ctx, "ops", keep, queries, q_t)
-    op_idx[tq] = _skip_own_op(ctx, tq, found, h, queries, q_t, keep)
-    op_idx = np.where(op_idx >= 0, op_idx, by_ext)
-    mod_idx = np.full(n, -1, dtype=np.int64)
-    mod_idx[tq] = on_threads(ctx, "ops", is_module, queries, q_t)
+    found = _skip_own_op(ctx, tq, found, h, queries, q_t, keep)
+    del keep
+    # Found on the launch thread, else by external id (rule 2).
+    op_idx = np.array(by_ext, dtype=_row_type(ctx.num_rows("ops")))
+    got = found >= 0
+    op_idx[tq[got]] = found[got]
+    del found, got
+    op = _codes(op_idx, o_codes)
+    del op_idx
+    rows = np.full(n, -1, dtype=_row_type(ctx.num_rows("ops")))
+    rows[tq] = on_threads(ctx, "ops", is_module, queries, q_t)
+    module = _codes(rows, o_codes)
+    del is_module
     is_step = shared_arrays.label_mask(
         ctx, "markers", "name", lambda x: x.startswith("ProfilerStep#")
     )
     is_range = shared_arrays.label_mask(ctx, "markers", "kind", lambda x: x == "range")
-    mark_idx = np.full(n, -1, dtype=np.int64)
-    mark_idx[tq] = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
-    return op_idx, mod_idx, mark_idx
+    rows = np.full(n, -1, dtype=_row_type(ctx.num_rows("markers")))
+    rows[tq] = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
+    marker = _codes(rows, m_codes)
+    return op, module, marker
 
 
 def _skip_own_op(

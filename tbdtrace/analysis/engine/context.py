@@ -113,6 +113,10 @@ class AnalysisContext:
     def column(self, name: str, column: str) -> pa.Array:
         return self._rows.column(name, column)
 
+    def holds(self, name: str, column: str) -> bool:
+        """Is the column read and kept by this context (see ``ColumnStore.holds``)?"""
+        return self._rows.holds(name, column)
+
     def prefetch(self, name: str, columns: Iterable[str]) -> None:
         self._rows.prefetch(name, columns)
 
