@@ -175,6 +175,11 @@ def read(
         batches = [present] if groups < 2 else [[c] for c in present]
         read = {}
         for names_ in batches:
+            if len(names_) == 1 and groups > 1:
+                one = _read_by_groups(pf, names_[0], n)
+                if one is not None:
+                    read[names_[0]] = one
+                    continue
             tbl = pf.read(columns=names_, use_threads=False)
             read.update({c: combine(tbl.column(c)) for c in names_})
             del tbl
@@ -187,6 +192,32 @@ def read(
         _check_type(file, col, arr)
         out[c] = arr
     return out
+
+
+def _read_by_groups(pf: Any, column: str, rows: int) -> pa.Array | None:
+    """A fixed-width column without nulls (times, ids) of a file of several row groups,
+    decoded a row group at a time into one array: the column is held once, not as its
+    chunks and their combination side by side (29M ops: 0.23 GB less per column being
+    read). None for another type, or when a row group has nulls (read as before)."""
+    typ = pf.schema_arrow.field(column).type
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+        return None
+    dt = np.dtype(typ.to_pandas_dtype())
+    out = np.empty(rows, dtype=dt)
+    at = 0
+    for g in range(pf.metadata.num_row_groups):
+        col = pf.read_row_group(g, columns=[column], use_threads=False).column(0)
+        for chunk in col.chunks:
+            if chunk.null_count or at + len(chunk) > rows:
+                return None
+            vals = np.frombuffer(
+                chunk.buffers()[1], dtype=dt, count=len(chunk), offset=chunk.offset * dt.itemsize
+            )
+            out[at : at + len(chunk)] = vals
+            at += len(chunk)
+    if at != rows:
+        return None
+    return pa.Array.from_buffers(typ, rows, [None, pa.py_buffer(out)])
 
 
 def _same_file(now: Any, then: Any) -> bool:
