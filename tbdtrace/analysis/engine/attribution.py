@@ -64,18 +64,47 @@ def thread_groups(pid: I64, tid: I64) -> Groups:
     np.unique."""
     if pid.size == 0:
         return {}
-    if pid.min() >= -1 and pid.max() < (1 << 30) and tid.min() >= -1 and tid.max() < (1 << 32) - 1:
-        packed = pid + 1  # built in place: one temporary at a time (29M ops: 0.45 GB less)
-        packed <<= 32
-        packed |= tid + 1
-        enc = pc.dictionary_encode(pa.array(packed))
-        del packed
-        keys = [((k >> 32) - 1, (k & 0xFFFFFFFF) - 1) for k in enc.dictionary.to_pylist()]
-        code = enc.indices
-    else:
+    got = _thread_codes(lambda: pid, lambda: tid)
+    if got is None:
         uniq, inv = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
-        keys = [(int(a), int(b)) for a, b in uniq]
-        code = pa.array(inv.reshape(-1).astype(np.int32))
+        got = [(int(a), int(b)) for a, b in uniq], pa.array(inv.reshape(-1).astype(np.int32))
+    return _groups(*got)
+
+
+_PACK_ROWS = 1 << 20  # rows packed at a time (the temporaries of one block only)
+
+
+def _thread_codes(
+    pid_of: Callable[[], I64], tid_of: Callable[[], I64]
+) -> tuple[list[tuple[int, int]], pa.Array] | None:
+    """(thread keys, per row the code of its key) of the ids ``pid_of()`` and
+    ``tid_of()`` packed into one int64 a block at a time, the process ids before the
+    thread ids are asked for (a caller that reads them for this drops one before
+    reading the other: 29M ops, 0.45 GB less); None when they do not pack."""
+    pid = pid_of()
+    n = pid.size
+    if n == 0 or pid.min() < -1 or pid.max() >= 1 << 30:
+        return None
+    packed = np.empty(n, dtype=np.int64)
+    for lo in range(0, n, _PACK_ROWS):
+        part = packed[lo : lo + _PACK_ROWS]
+        np.add(pid[lo : lo + _PACK_ROWS], 1, out=part)
+        part <<= 32
+    del pid
+    tid = tid_of()
+    if tid.size != n or tid.min() < -1 or tid.max() >= (1 << 32) - 1:
+        return None
+    for lo in range(0, n, _PACK_ROWS):
+        packed[lo : lo + _PACK_ROWS] |= tid[lo : lo + _PACK_ROWS] + 1
+    del tid
+    enc = pc.dictionary_encode(pa.array(packed))
+    del packed
+    keys = [((k >> 32) - 1, (k & 0xFFFFFFFF) - 1) for k in enc.dictionary.to_pylist()]
+    return keys, enc.indices
+
+
+def _groups(keys: list[tuple[int, int]], code: pa.Array) -> Groups:
+    """Rows per key of ``keys`` (``code``: per row, its key's index), ascending."""
     order = pc.array_sort_indices(code).to_numpy()  # stable counting sort (uint64)
     if order.size < 2**31:
         # int32 row indices: a range table's groups are kept for the report (29M ops:
@@ -92,16 +121,24 @@ THREAD_GROUPS: Entry[Groups] = Entry(
 
 def range_groups(ctx: AnalysisContext, table: str) -> Groups:
     """:func:`thread_groups` of a range table (ops, markers), once per trace."""
-    return ctx.cache.get(
-        THREAD_GROUPS,
-        # The ids are read for this grouping only: the groups are what is kept (29M ops:
-        # 112 MB of int32 rows, not 0.34 GB of Arrow ids)
-        lambda: thread_groups(
-            shared_arrays.ints(ctx, table, "pid", keep=False),
-            shared_arrays.ints(ctx, table, "tid", keep=False),
-        ),
-        table,
-    )
+
+    def compute() -> Groups:
+        # The ids are read for this grouping only, one after the other: the groups are
+        # what is kept (29M ops: 112 MB of int32 rows, not 0.34 GB of Arrow ids).
+        if ctx.num_rows(table) == 0:
+            return {}
+        got = _thread_codes(
+            lambda: shared_arrays.ints(ctx, table, "pid", keep=False),
+            lambda: shared_arrays.ints(ctx, table, "tid", keep=False),
+        )
+        if got is None:  # ids that do not pack: read again, grouped by np.unique
+            return thread_groups(
+                shared_arrays.ints(ctx, table, "pid", keep=False),
+                shared_arrays.ints(ctx, table, "tid", keep=False),
+            )
+        return _groups(*got)
+
+    return ctx.cache.get(THREAD_GROUPS, compute, table)
 
 
 def on_threads(
