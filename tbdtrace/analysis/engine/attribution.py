@@ -316,12 +316,18 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
     h = hit[tq]
 
     def at_launch(col: str) -> I64:
+        # The kernel's own value, replaced in place by its runtime call's where it has
+        # one: no full-size copies of both (10M kernels: 0.15 GB less per column).
         r = shared_arrays.ints(ctx, "runtime", col)
-        own = shared_arrays.ints(ctx, "kernels", col)
-        return np.where(h, r[mc] if r.size else -1, own[tq])
+        out: I64 = shared_arrays.ints(ctx, "kernels", col)[tq]
+        out[h] = r[mc[h]] if r.size else -1
+        return out
 
     q_t = at_launch("start_ns")
-    return tq, thread_groups(at_launch("pid"), at_launch("tid")), q_t, h
+    # The launch threads' process ids are packed before their thread ids are made.
+    got = _thread_codes(lambda: at_launch("pid"), lambda: at_launch("tid"))
+    groups = thread_groups(at_launch("pid"), at_launch("tid")) if got is None else _groups(*got)
+    return tq, groups, q_t, h
 
 
 def _on_launch_threads(
