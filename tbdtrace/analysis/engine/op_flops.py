@@ -93,10 +93,7 @@ def _op_counts(ctx: AnalysisContext) -> OpCounts:
     # column of 0.1-0.2 GiB held at once, not all five).
     take = pa.array(idx)
     sub = pa.table(
-        {
-            c: ctx.table("ops", [c], cache=False).column(0).take(take)
-            for c in (*_OPS_COLS, "flops")
-        }
+        {c: ctx.table("ops", [c], cache=False).column(0).take(take) for c in (*_OPS_COLS, "flops")}
     )
     cols = [dict_codes(sub, c) for c in _OPS_COLS]
     uniq, inv = unique_rows(*(c for c, _ in cols))

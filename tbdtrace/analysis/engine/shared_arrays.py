@@ -479,10 +479,8 @@ def _small_codes(
             return None
         dt = np.int8 if len(labels) < 2**7 - 1 else np.int16
         # A null takes the code after the last label, whose mask value is False.
-        if arr.null_count:
-            idx = int_values(arr.indices, len(labels))
-        else:
-            idx = arr.indices.to_numpy()
+        nulls = arr.null_count
+        idx = int_values(arr.indices, len(labels)) if nulls else arr.indices.to_numpy()
         return _ro(idx.astype(dt)), labels
 
     return ctx.cache.get(SMALL_CODES, compute, table, column)

@@ -192,7 +192,8 @@ def test_label_mask_of_a_column_nothing_holds_keeps_small_codes(tmp_path: Path):
     assert anno.tolist() == [c is not None and c.endswith("annotation") for c in cats]
     assert not ctx.holds("ops", "category")
     small, labels = ctx.cache.get(shared_arrays.SMALL_CODES, lambda: None, "ops", "category")
-    assert small.dtype == np.int8 and [labels[c] if c < len(labels) else None for c in small] == cats
+    assert small.dtype == np.int8
+    assert [labels[c] if c < len(labels) else None for c in small] == cats
     # a column already held is read from the column (the same masks)
     ctx.column("ops", "name")
     odd = shared_arrays.label_mask(ctx, "ops", "name", lambda x: int(x[2:]) % 2 == 1)
