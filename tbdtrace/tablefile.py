@@ -16,6 +16,7 @@ traces open unchanged and ``tbdtrace upgrade`` rewrites them.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +217,11 @@ def read(
         batches = [present] if groups < 2 else [[c] for c in present]
         read = {}
         for names_ in batches:
+            if len(names_) == 1 and groups > 1:
+                one = _read_by_groups(file, pf, names_[0], n)
+                if one is not None:
+                    read[names_[0]] = one
+                    continue
             idx = [pf.column_name_idx(c) for c in names_]
             tbl = pf.read_all(column_indices=idx, use_threads=False)
             read.update({c: combine(tbl.column(c)) for c in names_})
@@ -229,6 +235,53 @@ def read(
         _check_type(file, col, arr)
         out[c] = arr
     return out
+
+
+def _read_by_groups(file: Path, pf: Any, column: str, rows: int) -> pa.Array | None:
+    """A fixed-width column without nulls (times, ids) of a file of several row groups
+    (``pf``, opened), decoded a row group at a time into one array: the column is held
+    once, not as its chunks and their combination side by side (29M ops: 0.23 GB less
+    per column being read). Each row group is read through a mapping of its own, let go
+    of once read: the file's pages are not all mapped at once (they count as resident
+    memory while mapped; an uncompressed 29M-op column: 0.23 GB). None for another
+    type, or when a row group has nulls (read as before)."""
+    typ = pf.schema_arrow.field(column).type
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+        return None
+    dt = np.dtype(typ.to_pandas_dtype())
+    out = np.empty(rows, dtype=dt)
+    at = 0
+    before = _identity(file)
+    idx = pf.column_name_idx(column)
+    for g in range(pf.metadata.num_row_groups):
+        part = load_parquet().ParquetReader()
+        part.open(str(file), use_memory_map=True, metadata=pf.metadata)
+        try:
+            col = part.read_row_group(g, column_indices=[idx], use_threads=False).column(0)
+        finally:
+            part.close()
+        for chunk in col.chunks:
+            if chunk.null_count or at + len(chunk) > rows:
+                return None
+            vals = np.frombuffer(
+                chunk.buffers()[1], dtype=dt, count=len(chunk), offset=chunk.offset * dt.itemsize
+            )
+            out[at : at + len(chunk)] = vals
+            at += len(chunk)
+    if at != rows:
+        return None
+    if _identity(file) != before:
+        raise TraceError(
+            f"{file}: replaced while this command read the trace (another tbdtrace "
+            "process wrote it); run the command again"
+        )
+    return pa.Array.from_buffers(typ, rows, [None, pa.py_buffer(out)])
+
+
+def _identity(file: Path) -> tuple[int, int, int]:
+    """(inode, size, modification time) of ``file``: changes when it is replaced."""
+    st = os.stat(file)
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _same_file(now: Any, then: Any) -> bool:

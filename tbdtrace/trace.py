@@ -162,6 +162,14 @@ class ColumnStore:
 
         return _concurrently([lambda c=c: one(c) for c in cols])
 
+    def forget(self, name: str, column: str) -> None:
+        """Let go of ``column`` of table ``name`` (read again when asked for)."""
+        self._columns.pop((name, column), None)
+
+    def holds(self, name: str, column: str) -> bool:
+        """Is ``column`` of table ``name`` read and kept (:meth:`column` costs nothing)?"""
+        return (name, column) in self._columns
+
     def column(self, name: str, column: str) -> pa.Array:
         """One column of table ``name`` as a single Arrow array (decoded, cached)."""
         self._wait_ahead(name, [column])

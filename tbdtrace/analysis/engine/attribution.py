@@ -68,18 +68,47 @@ def thread_groups(pid: I64, tid: I64) -> Groups:
     np.unique."""
     if pid.size == 0:
         return {}
-    if pid.min() >= -1 and pid.max() < (1 << 30) and tid.min() >= -1 and tid.max() < (1 << 32) - 1:
-        packed = pid + 1  # built in place: one temporary at a time (29M ops: 0.45 GB less)
-        packed <<= 32
-        packed |= tid + 1
-        enc = pc.dictionary_encode(pa.array(packed))
-        del packed
-        keys = [((k >> 32) - 1, (k & 0xFFFFFFFF) - 1) for k in enc.dictionary.to_pylist()]
-        code = enc.indices
-    else:
+    got = _thread_codes(lambda: pid, lambda: tid)
+    if got is None:
         uniq, inv = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
-        keys = [(int(a), int(b)) for a, b in uniq]
-        code = pa.array(inv.reshape(-1).astype(np.int32))
+        got = [(int(a), int(b)) for a, b in uniq], pa.array(inv.reshape(-1).astype(np.int32))
+    return _groups(*got)
+
+
+_PACK_ROWS = 1 << 20  # rows packed at a time (the temporaries of one block only)
+
+
+def _thread_codes(
+    pid_of: Callable[[], I64], tid_of: Callable[[], I64]
+) -> tuple[list[tuple[int, int]], pa.Array] | None:
+    """(thread keys, per row the code of its key) of the ids ``pid_of()`` and
+    ``tid_of()`` packed into one int64 a block at a time, the process ids before the
+    thread ids are asked for (a caller that reads them for this drops one before
+    reading the other: 29M ops, 0.45 GB less); None when they do not pack."""
+    pid = pid_of()
+    n = pid.size
+    if n == 0 or pid.min() < -1 or pid.max() >= 1 << 30:
+        return None
+    packed = np.empty(n, dtype=np.int64)
+    for lo in range(0, n, _PACK_ROWS):
+        part = packed[lo : lo + _PACK_ROWS]
+        np.add(pid[lo : lo + _PACK_ROWS], 1, out=part)
+        part <<= 32
+    del pid
+    tid = tid_of()
+    if tid.size != n or tid.min() < -1 or tid.max() >= (1 << 32) - 1:
+        return None
+    for lo in range(0, n, _PACK_ROWS):
+        packed[lo : lo + _PACK_ROWS] |= tid[lo : lo + _PACK_ROWS] + 1
+    del tid
+    enc = pc.dictionary_encode(pa.array(packed))
+    del packed
+    keys = [((k >> 32) - 1, (k & 0xFFFFFFFF) - 1) for k in enc.dictionary.to_pylist()]
+    return keys, enc.indices
+
+
+def _groups(keys: list[tuple[int, int]], code: pa.Array) -> Groups:
+    """Rows per key of ``keys`` (``code``: per row, its key's index), ascending."""
     order = pc.array_sort_indices(code).to_numpy()  # stable counting sort (uint64)
     if order.size < 2**31:
         # int32 row indices: a range table's groups are kept for the report (29M ops:
@@ -101,15 +130,26 @@ def range_groups(ctx: AnalysisContext, table: str) -> Groups:
     :func:`innermost` searches in place)."""
 
     def compute() -> Groups:
-        # The ids are read for this grouping only: the groups are what is kept (29M ops:
-        # 112 MB of int32 rows, not 0.34 GB of Arrow ids)
-        groups = thread_groups(
-            shared_arrays.ints(ctx, table, "pid", keep=False),
-            shared_arrays.ints(ctx, table, "tid", keep=False),
+        # The ids are read for this grouping only, one after the other: the groups are
+        # what is kept (29M ops: 112 MB of int32 rows, not 0.34 GB of Arrow ids).
+        if ctx.num_rows(table) == 0:
+            return {}
+        got = _thread_codes(
+            lambda: shared_arrays.ints(ctx, table, "pid", keep=False),
+            lambda: shared_arrays.ints(ctx, table, "tid", keep=False),
         )
+        if got is None:  # ids that do not pack: read again, grouped by np.unique
+            groups = thread_groups(
+                shared_arrays.ints(ctx, table, "pid", keep=False),
+                shared_arrays.ints(ctx, table, "tid", keep=False),
+            )
+        else:
+            groups = _groups(*got)
         s = shared_arrays.ints(ctx, table, "start_ns")
         e = shared_arrays.ints(ctx, table, "end_ns")
-        return {th: by_start_then_longer_rows(s, e, rows) for th, rows in groups.items()}
+        for th, rows in groups.items():  # in place: one thread's rows held twice at most
+            groups[th] = by_start_then_longer_rows(s, e, rows)
+        return groups
 
     return ctx.cache.get(THREAD_GROUPS, compute, table)
 
@@ -182,35 +222,25 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     n_ops = ctx.num_rows("ops")
     o_codes, o_labels = shared_arrays.codes(ctx, "ops", "name")
     k_ids = _kernel_external_ids(ctx) if n_ops else None
-    by_ext = none if k_ids is None else _by_external_id(ctx, k_ids)
+    by_ext = none if k_ids is None else _row_numbers(_by_external_id(ctx, k_ids), n_ops)
     del k_ids
     m_codes, m_labels = shared_arrays.codes(ctx, "markers", "name")
     if n_ops == 0 and ctx.num_rows("markers") == 0:
         # No host ranges to search: the launch threads are not looked up (a native
         # capture without ops: 10M kernels, ~0.1 GB of tids and runtime matches).
-        op_idx, mod_idx, mark_idx = by_ext, none, none
+        op, module, marker = _codes(by_ext, o_codes), none, none
     else:
         points = launch_points(ctx)
         if points is None:
-            op_idx, mod_idx, mark_idx = by_ext, none, none
+            op, module, marker = _codes(by_ext, o_codes), none, none
         else:
-            op_idx, mod_idx, mark_idx = _on_launch_threads(ctx, points, by_ext, o_codes, o_labels)
-        # The launch points and the join are freed before the codes are made, and each
-        # row index once its codes are (10M kernels: 0.3 GB less at this pass's peak).
+            op, module, marker = _on_launch_threads(
+                ctx, points, by_ext, (o_codes, o_labels), m_codes
+            )
+        # The launch points and the join are freed before the attribution is kept
+        # (10M kernels: 0.3 GB less at this pass's peak).
         del points
     del by_ext
-
-    def codes(idx: I64, c: I64) -> I64:
-        if idx is none or not c.size:
-            return none
-        return np.where(idx >= 0, c[np.clip(idx, 0, None)], -1)
-
-    op = codes(op_idx, o_codes)
-    del op_idx
-    module = codes(mod_idx, o_codes)
-    del mod_idx
-    marker = codes(mark_idx, m_codes)
-    del mark_idx
     return Attribution(
         op=op,
         op_labels=_labels(o_labels),
@@ -219,6 +249,28 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
         marker=marker,
         marker_labels=_labels(m_labels),
     )
+
+
+def _row_type(rows: int) -> type[np.integer[Any]]:
+    """The dtype of row numbers of a table of ``rows`` rows (-1: none): int32 below 2^31
+    rows, half the bytes (10M kernels: 38 MB per array of a kernel's op row, not 76)."""
+    return np.int32 if rows < 2**31 else np.int64
+
+
+def _row_numbers(idx: I64, rows: int) -> npt.NDArray[np.integer[Any]]:
+    """``idx``, row numbers of a table of ``rows`` rows, as :func:`_row_type`."""
+    return idx.astype(_row_type(rows), copy=False)
+
+
+def _codes(idx: npt.NDArray[np.integer[Any]], c: I64) -> I64:
+    """Per row of ``idx``, the code ``c`` of the row it names; -1 where it names none.
+    Nothing attributed (``idx`` a broadcast -1) or no codes: a broadcast -1, no memory."""
+    if idx.strides == (0,) and (idx.size == 0 or idx[0] < 0):
+        return np.broadcast_to(np.int64(-1), idx.shape)
+    if not c.size:
+        return np.broadcast_to(np.int64(-1), idx.shape)
+    out: I64 = np.where(idx >= 0, c[np.clip(idx, 0, None)], -1)
+    return out
 
 
 def _kernel_external_ids(ctx: AnalysisContext) -> I64 | None:
@@ -279,41 +331,60 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
     h = hit[tq]
 
     def at_launch(col: str) -> I64:
+        # The kernel's own value, replaced in place by its runtime call's where it has
+        # one: no full-size copies of both (10M kernels: 0.15 GB less per column).
         r = shared_arrays.ints(ctx, "runtime", col)
-        own = shared_arrays.ints(ctx, "kernels", col)
-        return np.where(h, r[mc] if r.size else -1, own[tq])
+        out: I64 = shared_arrays.ints(ctx, "kernels", col)[tq]
+        out[h] = r[mc[h]] if r.size else -1
+        return out
 
     q_t = at_launch("start_ns")
-    return tq, thread_groups(at_launch("pid"), at_launch("tid")), q_t, h
+    # The launch threads' process ids are packed before their thread ids are made.
+    got = _thread_codes(lambda: at_launch("pid"), lambda: at_launch("tid"))
+    groups = thread_groups(at_launch("pid"), at_launch("tid")) if got is None else _groups(*got)
+    return tq, groups, q_t, h
 
 
 def _on_launch_threads(
     ctx: AnalysisContext,
     points: Points,
-    by_ext: I64,
-    o_codes: I64,
-    o_labels: list[str | None],
+    by_ext: npt.NDArray[np.integer[Any]],
+    ops_names: tuple[I64, list[str | None]],
+    m_codes: I64,
 ) -> tuple[I64, I64, I64]:
-    """(op, module, marker) row per kernel, searched on the launch thread of the kernels
-    of ``points`` (:func:`launch_points`; rules 1-4 of the module docstring)."""
+    """(op, module, marker) codes per kernel (names of ``ops_names`` and ``m_codes``),
+    searched on the launch thread of the kernels of ``points`` (:func:`launch_points`;
+    rules 1-4 of the module docstring). Each search's row numbers become codes before
+    the next search runs (10M kernels: two row-number arrays fewer at the peak)."""
     n = ctx.num_rows("kernels")
     tq, queries, q_t, h = points
+    o_codes, o_labels = ops_names
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
     is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module
-    op_idx = np.full(n, -1, dtype=np.int64)
+    del is_py
     found = on_threads(ctx, "ops", keep, queries, q_t)
-    op_idx[tq] = _skip_own_op(ctx, tq, found, h, queries, q_t, keep)
-    op_idx = np.where(op_idx >= 0, op_idx, by_ext)
-    mod_idx = np.full(n, -1, dtype=np.int64)
-    mod_idx[tq] = on_threads(ctx, "ops", is_module, queries, q_t)
+    found = _skip_own_op(ctx, tq, found, h, queries, q_t, keep)
+    del keep
+    # Found on the launch thread, else by external id (rule 2).
+    op_idx = np.array(by_ext, dtype=_row_type(ctx.num_rows("ops")))
+    got = found >= 0
+    op_idx[tq[got]] = found[got]
+    del found, got
+    op = _codes(op_idx, o_codes)
+    del op_idx
+    rows = np.full(n, -1, dtype=_row_type(ctx.num_rows("ops")))
+    rows[tq] = on_threads(ctx, "ops", is_module, queries, q_t)
+    module = _codes(rows, o_codes)
+    del is_module
     is_step = shared_arrays.label_mask(
         ctx, "markers", "name", lambda x: x.startswith("ProfilerStep#")
     )
     is_range = shared_arrays.label_mask(ctx, "markers", "kind", lambda x: x == "range")
-    mark_idx = np.full(n, -1, dtype=np.int64)
-    mark_idx[tq] = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
-    return op_idx, mod_idx, mark_idx
+    rows = np.full(n, -1, dtype=_row_type(ctx.num_rows("markers")))
+    rows[tq] = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
+    marker = _codes(rows, m_codes)
+    return op, module, marker
 
 
 def _skip_own_op(

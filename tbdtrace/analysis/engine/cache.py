@@ -53,6 +53,13 @@ class PassCache:
         """True when the value of ``entry`` for ``args`` is already computed."""
         return (entry.name, *args) in self._values
 
+    def forget(self, entries: tuple[str, ...], *args: Hashable) -> None:
+        """Drop the values of the entries named ``entries`` whose arguments begin with
+        ``args`` (computed again when asked for)."""
+        n = len(args)
+        for key in [k for k in self._values if k[0] in entries and k[1 : 1 + n] == args]:
+            del self._values[key]
+
     def __len__(self) -> int:
         return len(self._values)
 

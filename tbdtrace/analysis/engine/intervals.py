@@ -3,7 +3,7 @@ module the passes use for it.
 
 * :func:`merge`, :func:`merge_first`, :func:`merge_merged`: unions of half-open
   intervals as sorted, disjoint intervals; :func:`union_length`, :func:`span`,
-  :func:`overlap_length`: their lengths;
+  :func:`overlap_length`, :func:`span_and_union_of_rows`: their lengths;
 * :func:`covered_before`, :func:`covered_in_windows`, :func:`covered_in_merged`: per
   time or window, the length of a merged interval set before or inside it;
 * :func:`innermost`: per query time, the latest-starting range of a set that contains it.
@@ -79,6 +79,51 @@ def union_length(starts: npt.ArrayLike, ends: npt.ArrayLike) -> int:
     """Total length covered by the union of the intervals, in the input's unit."""
     ms, me = merge(starts, ends)
     return int((me - ms).sum())
+
+
+def span_and_union_of_rows(
+    starts: I64, ends: I64, rows: npt.NDArray[np.integer[Any]], block_rows: int = 1 << 20
+) -> tuple[int, int]:
+    """(:func:`span`, :func:`union_length`) of ``starts[rows]``, ``ends[rows]``, the same
+    values, gathered ``block_rows`` rows at a time: each block is merged with the merged
+    interval still open after the blocks before it, which is exact while no interval of
+    a block starts before that open one (rows in start order, as a thread's ops are), so
+    no gathered copy of every row is made (a thread of 20M ops: 0.3 GB of copies and
+    0.5 GB of the merge's temporaries). Otherwise the rows are merged whole, as
+    :func:`union_length` does."""
+    n = rows.size
+    if n == 0:
+        return 0, 0
+    lo_t: int | None = None
+    hi_t: int | None = None
+    total = 0
+    open_s: int | None = None  # the merged interval still open after the last block
+    open_e = 0
+    for lo in range(0, n, block_rows):
+        part = rows[lo : lo + block_rows]
+        s, e = starts[part], ends[part]
+        b_lo, b_hi = int(s.min()), int(e.max())
+        lo_t = b_lo if lo_t is None else min(lo_t, b_lo)
+        hi_t = b_hi if hi_t is None else max(hi_t, b_hi)
+        keep = e > s
+        if not keep.all():
+            s, e = s[keep], e[keep]
+        if s.size == 0:
+            continue
+        if open_s is not None and int(s.min()) < open_s:
+            # A start before the open interval's: merged whole.
+            sel_s, sel_e = starts[rows], ends[rows]
+            return span(sel_s, sel_e), union_length(sel_s, sel_e)
+        if open_s is not None:
+            s = np.concatenate([[open_s], s])
+            e = np.concatenate([[open_e], e])
+        ms, me = merge(s, e)
+        total += int((me[:-1] - ms[:-1]).sum())
+        open_s, open_e = int(ms[-1]), int(me[-1])
+    if open_s is not None:
+        total += open_e - open_s
+    assert lo_t is not None and hi_t is not None
+    return hi_t - lo_t, total
 
 
 def span(starts: npt.ArrayLike, ends: npt.ArrayLike) -> int:

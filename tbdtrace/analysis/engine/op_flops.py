@@ -89,7 +89,12 @@ def _op_counts(ctx: AnalysisContext) -> OpCounts:
     # The inputs' text columns and the framework counts of the matrix-math rows only,
     # read for this once-per-trace table and not kept: nothing else on a report's path
     # reads them (29M ops: 0.7 GiB of whole columns).
-    sub = ctx.table("ops", [*_OPS_COLS, "flops"], cache=False).take(pa.array(idx))
+    # A column at a time, each cut to those rows before the next is read (29M ops: one
+    # column of 0.1-0.2 GiB held at once, not all five).
+    take = pa.array(idx)
+    sub = pa.table(
+        {c: ctx.table("ops", [c], cache=False).column(0).take(take) for c in (*_OPS_COLS, "flops")}
+    )
     cols = [dict_codes(sub, c) for c in _OPS_COLS]
     uniq, inv = unique_rows(*(c for c, _ in cols))
     tf32 = tf32_allowed(ctx.meta)

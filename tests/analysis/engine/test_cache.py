@@ -55,3 +55,21 @@ def test_shared_arrays_are_kept_read_only(tmp_path):
         is ms
     )
     assert isinstance(ms, np.ndarray)
+
+
+def test_forget_drops_the_named_entries_of_those_arguments(tmp_path):
+    cache = context.of(make(tmp_path, {"kernels": kernels([(0, 1, "k")])})).cache
+    other: Entry[list[int]] = Entry("test.other", "another entry")
+    for e, args in (
+        (ENTRY, ("kernels", "start_ns", -1)),
+        (ENTRY, ("kernels", "start_ns", 0)),
+        (ENTRY, ("kernels", "end_ns", -1)),
+        (other, ("kernels", "start_ns")),
+    ):
+        cache.get(e, lambda: [1], *args)
+    cache.forget((ENTRY.name,), "kernels", "start_ns")
+    assert not cache.contains(ENTRY, "kernels", "start_ns", -1)
+    assert not cache.contains(ENTRY, "kernels", "start_ns", 0)
+    assert cache.contains(ENTRY, "kernels", "end_ns", -1)
+    assert cache.contains(other, "kernels", "start_ns")
+    assert len(cache) == 2

@@ -131,3 +131,34 @@ def test_rows_by_start_then_longer_is_the_stable_lexsort(case):
         assert got is rows  # already in order: no copy
     if case == "ties":
         assert got is not rows  # equal starts with the shorter first were reordered
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if CASES[n]])
+@pytest.mark.parametrize("block", [1, 2, 3, 1000])
+def test_span_and_union_of_rows_by_blocks(name, block):
+    # The rows in the table's own order and reversed (a start before the open interval:
+    # merged whole); expected values from the brute-force coverage count.
+    iv = CASES[name]
+    s = np.array([a for a, _ in iv], dtype=np.int64)
+    e = np.array([b for _, b in iv], dtype=np.int64)
+    for rows in (np.arange(s.size, dtype=np.int32), np.arange(s.size, dtype=np.int32)[::-1]):
+        want_span = max(e) - min(s)
+        got = intervals.span_and_union_of_rows(s, e, rows, block_rows=block)
+        assert got == (want_span, brute_union(iv))
+
+
+def test_span_and_union_of_rows_random_subsets_against_brute_force():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 40))
+        s = np.sort(rng.integers(0, 200, n)).astype(np.int64)  # a thread's rows: by start
+        e = s + rng.integers(0, 30, n)
+        rows = np.flatnonzero(rng.random(n) < 0.6).astype(np.int32)
+        if rows.size == 0:
+            continue
+        if rng.random() < 0.3:
+            rng.shuffle(rows)  # out of order too
+        sub = [(int(s[i]), int(e[i])) for i in rows]
+        want = (max(b for _, b in sub) - min(a for a, _ in sub), brute_union(sub))
+        got = intervals.span_and_union_of_rows(s, e, rows, block_rows=int(rng.integers(1, 8)))
+        assert got == want

@@ -171,3 +171,31 @@ def test_constant_columns_are_broadcast_from_the_statistics(tmp_path: Path):
     assert shared_arrays.ints(mem, "kernels", "rank").tolist() == [4, 4, 4]
     assert shared_arrays.ints(mem, "kernels", "tid", NULL).tolist() == [NULL] * 3
     assert not shared_arrays.has_values(mem, "kernels", "flops")
+
+
+def test_label_mask_of_a_column_nothing_holds_keeps_small_codes(tmp_path: Path):
+    # ops.category read for its masks only: kept as int8 codes, not as a column; the
+    # masks equal a per-row comparison of the labels written (a null matches nothing).
+    cats = ["cpu_op", "python_function", None, "python_function", "user_annotation"]
+    n = len(cats)
+    ops = {
+        "start_ns": list(range(n)),
+        "end_ns": [i + 1 for i in range(n)],
+        "name": [f"op{i}" for i in range(n)],
+        "category": cats,
+    }
+    tr = make(tmp_path, {"ops": ops})
+    ctx = context.of(tr)
+    py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
+    assert py.tolist() == [c == "python_function" for c in cats]
+    anno = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x.endswith("annotation"))
+    assert anno.tolist() == [c is not None and c.endswith("annotation") for c in cats]
+    assert not ctx.holds("ops", "category")
+    small, labels = ctx.cache.get(shared_arrays.SMALL_CODES, lambda: None, "ops", "category")
+    assert small.dtype == np.int8
+    assert [labels[c] if c < len(labels) else None for c in small] == cats
+    # a column already held is read from the column (the same masks)
+    ctx.column("ops", "name")
+    odd = shared_arrays.label_mask(ctx, "ops", "name", lambda x: int(x[2:]) % 2 == 1)
+    assert odd.tolist() == [i % 2 == 1 for i in range(n)]
+    assert not ctx.cache.contains(shared_arrays.SMALL_CODES, "ops", "name")

@@ -202,3 +202,27 @@ def test_window_rows_taken_as_a_run_and_strays_equal_a_take(pattern: str) -> Non
     got, want = _take_rows(tbl, kept), tbl.take(pa.array(kept))
     for c in tbl.column_names:
         assert combine(got.column(c)).to_pylist() == combine(want.column(c)).to_pylist(), c
+
+
+@pytest.mark.parametrize("queued", [False, True])
+def test_whole_trace_lets_go_of_the_columns_a_window_copies(tmp_path: Path, queued: bool):
+    tr = make(tmp_path, _tables(queued))
+    whole = context.of(tr)
+    view = whole.windowed(window.resolve(whole))
+    cols = [("kernels", ["start_ns", "end_ns", "name"])]
+    whole.prefetch_tables(cols)
+    shared_arrays.ints(whole, "kernels", "start_ns")  # a cached int64 view of the column
+    view.prefetch_tables(cols)
+    context.release_copied(view, cols)
+    # Rows kept by index are copies: the whole trace lets go of its columns and views;
+    # one run of rows is a slice of them: kept.
+    assert tr.holds("kernels", "start_ns") is not queued
+    assert whole.cache.contains(shared_arrays.INTS, "kernels", "start_ns", -1) is not queued
+    assert view.holds("kernels", "start_ns")
+    # Both read the rows written (the whole trace's read again where let go of).
+    kernels = _kernels(queued)
+    rows = view.kept_rows("kernels").tolist()
+    starts = shared_arrays.ints(view, "kernels", "start_ns").tolist()
+    assert starts == [kernels[i][0] * US for i in rows]
+    ends = shared_arrays.ints(whole, "kernels", "end_ns").tolist()
+    assert ends == [e * US for _, e, *_ in kernels]
