@@ -429,7 +429,7 @@ py::bytes encode_rows(const py::list& kinds, py::array_t<int8_t, py::array::c_st
   return out;
 }
 
-// ---- JSON text of a report document (tbdtrace/report/emit.py json_text, DECISIONS json.1) ----
+// ---- JSON text of a report document (tbdtrace/report/emit.py json_text, DECISIONS 239) ----
 // Byte for byte what Python's json.dumps(value, indent=2) writes (ensure_ascii, NaN and
 // Infinity allowed, keys in dict order), for the exact types a document is made of: dict
 // with str keys, list, tuple, str, int, float, bool and None. Anything else (a subclass, a

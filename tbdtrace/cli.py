@@ -118,7 +118,7 @@ EXPORT_SCALE = 8
 # `import` holds a profiler file's events three times over as it goes (the parser's
 # staging rows, the assembled columns, their sorted copies written to Parquet): a file
 # is big for it at 1/4 the size. On the 14 MiB fixture repeated 5 times (1.08M events),
-# 40 ms less system CPU (page zeroing) and 4% less peak RSS (docs/DECISIONS.md hta.6).
+# 40 ms less system CPU (page zeroing) and 4% less peak RSS (docs/DECISIONS.md 246).
 IMPORT_SCALE = 4
 
 

@@ -42,7 +42,7 @@ ROWS_KEY = b"tbdtrace.rows"  # version 2: schema metadata of each IPC file, its 
 # Values the Parquet writer encodes at a time (its default: 1,024). Each batch pays a
 # fixed cost (statistics, the page-size check); 8,192 writes the same bytes (a page ends
 # after the batch that fills it: at most 8,192 values past its 1 MiB) for ~9% less CPU
-# (docs/DECISIONS.md hta.3).
+# (docs/DECISIONS.md 243).
 WRITE_BATCH_ROWS = 8192
 WRITE_ID_KEY = b"tbdtrace.write_id"  # key-value metadata: the write the file belongs to
 WRITE_BUFFER_BYTES = 1 << 20
@@ -57,7 +57,7 @@ def load_parquet() -> Any:
     loads pyarrow's file systems (S3, GCS, Azure, HDFS: ssl, sockets) to resolve paths
     and URIs, ~20 ms of every command that reads or writes a table file; a trace's files
     are local paths, which the reader and writer below open themselves
-    (docs/DECISIONS.md hta.2)."""
+    (docs/DECISIONS.md 242)."""
     import pyarrow._parquet as pq_ext
 
     return pq_ext

@@ -502,7 +502,7 @@ def stored(decl: schema.Table, tbl: pa.Table) -> pa.Table:
 def _permuted(tbl: pa.Table, order: pa.Array) -> pa.Table:
     """The rows of ``tbl`` in ``order``, a permutation of its rows (a sort's indices):
     every index is in range, so the take checks none (a third of its time;
-    docs/DECISIONS.md hta.4)."""
+    docs/DECISIONS.md 244)."""
     import pyarrow.compute as pc
 
     return pc.take(tbl, order, boundscheck=False)

@@ -139,7 +139,7 @@ class _OpenAhead:
     reads them; :meth:`tbdtrace.trace.ColumnStore.read_ahead`) while the command loads
     its analysis modules and starts on the first columns: Parquet decoding releases the
     GIL, so on a machine of two cores or more the decoding and the analysis go side by
-    side (docs/DECISIONS.md hta.5). Only a small trace (:data:`READ_AHEAD_ROWS`); an
+    side (docs/DECISIONS.md 245). Only a small trace (:data:`READ_AHEAD_ROWS`); an
     error of the open is raised by :meth:`trace`, where the open would have raised it."""
 
     def __init__(self, path: Path, strict: bool, wanted: Any):

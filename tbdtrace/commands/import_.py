@@ -154,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
 def _load_writer() -> None:
     """Load the trace writer's modules (Parquet's among them) now, while the file is
     parsed on other threads and this one would only wait: after the parse they would
-    delay the write (~12 ms; docs/DECISIONS.md hta.1)."""
+    delay the write (~12 ms; docs/DECISIONS.md 241)."""
     import concurrent.futures  # noqa: F401 - the writer's thread pool
 
     from tbdtrace import tablefile, trace, trace_check, trace_write  # noqa: F401
