@@ -140,7 +140,7 @@ robustness: native
 # on a generated 1M-kernel file against a floor measured in the same run, as ratios with
 # their budgets; .ci/run runs it. The import budget is tests/perf/test_import_budget.py.
 perf-gate: native
-	$(PY) bench/perf_gate.py --runs 9 --kernels 1000000 --synthetic-runs 3
+	$(PY) bench/perf_gate.py --runs 9 --kernels 1000000 --synthetic-runs 5
 
 # The quick tier: tests not marked `heavy` (no training run, capture, workload, process
 # cluster, browser or C++ build); at most 2 minutes on two quiet cores. TBDTRACE_TEST_QUICK=1
