@@ -1,0 +1,53 @@
+"""``report DIR``'s read-ahead list (``READ_AHEAD`` in tbdtrace/commands/report.py) names
+columns the default report reads: the list copies the sections' order of reads by hand,
+so a section that stops reading a column leaves an entry that only costs decoding time.
+Here the default report of two imported fixtures is built with every column decode
+recorded (``Trace._load``), and each listed column must be among those decoded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tbdtrace import schema
+from tbdtrace import trace as trace_mod
+from tbdtrace.commands.report import READ_AHEAD
+from tbdtrace.report import ReportOptions, build
+from tests.conftest import fixture
+from tests.inprocess import tbd
+
+FIXTURES = ("kineto/hta/df_index_resolver.json.gz", "kineto/hta/nccl_data.json.gz")
+
+
+def _decoded(src: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> set[tuple[str, str]]:
+    tbd("import", str(src), "-o", str(out))
+    seen: set[tuple[str, str]] = set()
+    load = trace_mod.Trace._load
+
+    def recording(self: Any, decl: schema.Table, cols: list[str]) -> Any:
+        seen.update((decl.name, c) for c in cols)
+        return load(self, decl, cols)
+
+    with monkeypatch.context() as m:
+        m.setattr(trace_mod.Trace, "_load", recording)
+        build(trace_mod.open(out), ReportOptions())
+    return seen
+
+
+def test_every_column_read_ahead_is_one_the_report_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: set[tuple[str, str]] = set()
+    for i, name in enumerate(FIXTURES):
+        decoded |= _decoded(fixture(name), tmp_path / f"t{i}", monkeypatch)
+    listed = [(t, c) for t, cols in READ_AHEAD for c in cols]
+    for t, c in listed:
+        schema.table(t).column(c)  # a declared column (raises for a name the schema lacks)
+    assert len(set(listed)) == len(listed), "a column listed twice"
+    stale = sorted(set(listed) - decoded)
+    assert not stale, f"READ_AHEAD lists columns the default report no longer reads: {stale}"
+    # the list covers the report's big reads: the kernels', API calls' and ops' times
+    for key in [("kernels", "start_ns"), ("runtime", "start_ns"), ("ops", "start_ns")]:
+        assert key in decoded and key in listed
