@@ -81,12 +81,27 @@ def _writer(sink: Any, want: pa.Schema, options: dict[str, Any]) -> Any:
     return load_parquet().ParquetWriter(sink, want, **_WRITER_DEFAULTS, **options)
 
 
-def _reader(file: Path) -> Any:
+def _reader(file: Path, metadata: Any = None) -> Any:
     """An open Parquet reader of ``file`` (memory-mapped), as ``pyarrow.parquet.ParquetFile``
-    opens a local path: ``.metadata``, ``.schema_arrow``, ``.read_all(indices)``."""
+    opens a local path: ``.metadata``, ``.schema_arrow``, ``.read_all(indices)``;
+    ``metadata``: the file's footer when already read (not parsed again)."""
     reader = load_parquet().ParquetReader()
-    reader.open(str(file), use_memory_map=True, pre_buffer=True, arrow_extensions_enabled=True)
+    reader.open(
+        str(file),
+        use_memory_map=True,
+        pre_buffer=True,
+        arrow_extensions_enabled=True,
+        metadata=metadata,
+    )
     return reader
+
+
+def replaced(file: Path | str) -> TraceError:
+    """The one line for a trace file (or folder) another process rewrote mid-read."""
+    return TraceError(
+        f"{file}: replaced while this command read the trace (another tbdtrace "
+        "process wrote it); run the command again"
+    )
 
 
 def _options(decl: schema.Table, compression: str | None) -> dict[str, Any]:
@@ -195,10 +210,7 @@ def read(
     try:
         pf = _reader(file)
         if expect is not None and not _same_file(pf.metadata, expect):
-            raise TraceError(
-                f"{file}: replaced while this command read the trace (another tbdtrace "
-                "process wrote it); run the command again"
-            )
+            raise replaced(file)
         names = pf.schema_arrow.names
         n = pf.metadata.num_rows
         # A column every row of which is null (by the file's statistics) is not decoded:
@@ -254,8 +266,7 @@ def _read_by_groups(file: Path, pf: Any, column: str, rows: int) -> pa.Array | N
     before = _identity(file)
     idx = pf.column_name_idx(column)
     for g in range(pf.metadata.num_row_groups):
-        part = load_parquet().ParquetReader()
-        part.open(str(file), use_memory_map=True, metadata=pf.metadata)
+        part = _reader(file, pf.metadata)
         try:
             col = part.read_row_group(g, column_indices=[idx], use_threads=False).column(0)
         finally:
@@ -271,10 +282,7 @@ def _read_by_groups(file: Path, pf: Any, column: str, rows: int) -> pa.Array | N
     if at != rows:
         return None
     if _identity(file) != before:
-        raise TraceError(
-            f"{file}: replaced while this command read the trace (another tbdtrace "
-            "process wrote it); run the command again"
-        )
+        raise replaced(file)
     return pa.Array.from_buffers(typ, rows, [None, pa.py_buffer(out)])
 
 

@@ -234,10 +234,7 @@ def check(path: Path, strict: bool = False) -> Checked:
     if out.problems and marker is not None and outdir.read_marker(path) != marker:
         # Another process rewrote the trace while its files were checked: the mismatches
         # are that write's, not damage; one line, as a table replaced mid-read says.
-        raise TraceError(
-            f"{printable(str(path))}: replaced while this command read the trace (another "
-            "tbdtrace process wrote it); run the command again"
-        )
+        raise tablefile.replaced(printable(str(path)))
     if strict and out.problems:
         more = f" (and {len(out.problems) - 1} more)" if len(out.problems) > 1 else ""
         raise TraceError(f"{out.problems[0]}{more}; --strict: the trace is refused")

@@ -159,8 +159,7 @@ class _OpenAhead:
                 self.got = e
                 self.opened.set()
                 return
-            rows = sum(tr.num_rows(t.name) for t in schema.TABLES if t.name != "devices")
-            ahead = tr.read_ahead(wanted) if rows <= READ_AHEAD_ROWS else None
+            ahead = tr.read_ahead(wanted) if event_rows(tr) <= READ_AHEAD_ROWS else None
             self.got = tr
             self.opened.set()
             if ahead is not None:
@@ -178,6 +177,13 @@ class _OpenAhead:
             raise self.got
         tr: Trace | None = self.got
         return tr
+
+
+def event_rows(tr: Trace) -> int:
+    """Rows of a trace's event tables (every table but ``devices``)."""
+    from tbdtrace import schema
+
+    return sum(tr.num_rows(t.name) for t in schema.TABLES if t.name != "devices")
 
 
 def show_reading(pending: Any, files: list[Path]) -> Any:

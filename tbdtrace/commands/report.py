@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tbdtrace.commands import _args, _perrank, _window
-from tbdtrace.commands._open import begin_open
+from tbdtrace.commands._open import begin_open, event_rows
 
 if TYPE_CHECKING:
     from tbdtrace.trace import Trace
@@ -221,7 +221,7 @@ def _emit(tr: Trace, args: argparse.Namespace, win: Any) -> int:
     # The text report computes only the sections it shows (not the series for plots).
     text_only = args.format == "text"
     count = len(text_sections()) if text_only else len(SECTIONS)
-    big = progress.on_terminal() and progress.is_big(rows=_event_rows(tr))
+    big = progress.on_terminal() and progress.is_big(rows=event_rows(tr))
     with progress.task("analysing", count, "sections", big) as shown:
         done = [0]
 
@@ -231,12 +231,6 @@ def _emit(tr: Trace, args: argparse.Namespace, win: Any) -> int:
 
         doc = build(tr, opts, on_section if shown.shown else None, text_only)
     return _write(ReportDoc(doc, opts), args)
-
-
-def _event_rows(tr: Trace) -> int:
-    from tbdtrace import schema
-
-    return sum(tr.num_rows(t.name) for t in schema.TABLES if t.name != "devices")
 
 
 def _write(doc: Any, args: argparse.Namespace) -> int:
