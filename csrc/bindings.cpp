@@ -182,6 +182,8 @@ void bind_kineto(py::module_& m) {
                return f(kind, py::bytes(s, n)).cast<std::string>();
              });
            })
+      .def("set_threads", &kt::Parser::set_threads, py::arg("n"),
+           py::arg("min_split_bytes") = kt::Parser::kMinSplitBytes)
       .def("feed",
            [](kt::Parser& p, py::buffer b) {
              py::buffer_info info = b.request();
@@ -198,6 +200,7 @@ void bind_kineto(py::module_& m) {
       .def("header", [](const kt::Parser& p) { return py::bytes(p.header()); })
       .def_property_readonly("top_level_list", &kt::Parser::top_level_list)
       .def_property_readonly("events", &kt::Parser::events)
+      .def_property_readonly("parts_taken", &kt::Parser::parts_taken)
       .def_property_readonly("num_strings", &kt::Parser::num_strings)
       .def("rows", &kt::Parser::rows)
       .def("skipped",

@@ -100,6 +100,39 @@ void ColumnTable::clear() {
   rows_ = 0;
 }
 
+void ColumnTable::append(const ColumnTable& src, const int32_t* str_map) {
+  const size_t n = src.rows_;
+  if (n == 0) return;
+  while (rows_ + n > cap_) grow();
+  for (size_t i = 0; i < cols_.size(); ++i) {
+    Column& d = cols_[i];
+    const Column& s = src.cols_[i];
+    const uint8_t* sv = s.valid;
+    char* out = static_cast<char*>(d.data) + rows_ * d.width();
+    if (d.type == ColType::STR) {
+      auto* o = reinterpret_cast<int32_t*>(out);
+      const auto* in = static_cast<const int32_t*>(s.data);
+      if (sv == nullptr) {
+        for (size_t r = 0; r < n; ++r) o[r] = str_map[in[r]];
+      } else {
+        for (size_t r = 0; r < n; ++r) o[r] = (sv[r >> 3] >> (r & 7) & 1) ? str_map[in[r]] : 0;
+      }
+    } else {
+      std::memcpy(out, s.data, n * d.width());
+    }
+    if (sv != nullptr) {  // rows past rows_ are valid until marked (make_bitmap, grow)
+      if (d.valid == nullptr) make_bitmap(d);
+      for (size_t r = 0; r < n; ++r) {
+        if (!(sv[r >> 3] >> (r & 7) & 1)) {
+          size_t row = rows_ + r;
+          d.valid[row >> 3] &= static_cast<uint8_t>(~(1u << (row & 7)));
+        }
+      }
+    }
+  }
+  rows_ += n;
+}
+
 std::vector<TakenColumn> ColumnTable::take() {
   std::vector<TakenColumn> out;
   for (size_t i = 0; i < cols_.size(); ++i) {

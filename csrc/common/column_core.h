@@ -163,6 +163,9 @@ class ColumnTable {
 
   // Forgets the rows, keeps the value buffers (the collector after a spill).
   void clear();
+  // Appends the rows of `src` (a table of the same definition), string codes through
+  // `str_map` (src's code -> this table's; a null keeps code 0).
+  void append(const ColumnTable& src, const int32_t* str_map);
   // Hands every column over (trimmed to the row count) and empties the table.
   std::vector<TakenColumn> take();
 

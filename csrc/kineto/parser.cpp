@@ -1,8 +1,11 @@
 #include "kineto/parser.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 namespace tbdtrace::kineto {
 
@@ -204,6 +207,104 @@ Parser::Parser(const std::vector<std::pair<std::string, int>>& routes) : routes_
   for (const auto& d : staging_defs()) tables_.emplace_back(d);
 }
 
+// The second thread of set_threads(2): a parser of its own, which parses one part of a
+// piece (post) while the owner parses the part before it, then waits (wait).
+struct Parser::Helper {
+  explicit Helper(const Parser& owner) : parser(owner.routes_) { parser.body_only_ = true; }
+  ~Helper() {
+    if (thread.joinable()) {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        quit = true;
+      }
+      cv.notify_all();
+      thread.join();
+    }
+  }
+
+  Parser parser;
+  std::vector<int32_t> map;  // parser's string code -> the owner's (those taken over so far)
+  size_t min_split = kMinSplitBytes;
+  bool broken = false;  // its strings no longer follow the owner's: not used again
+
+  std::thread thread;
+  std::mutex mu;
+  std::condition_variable cv;
+  const char* p = nullptr;
+  size_t n = 0;
+  bool job = false, quit = false;
+  // The job's result: bytes consumed (whole units), or failed (any exception).
+  size_t used = 0;
+  bool failed = false;
+
+  void post(const char* data, size_t size) {
+    if (!thread.joinable()) thread = std::thread([this] { run(); });
+    {
+      std::lock_guard<std::mutex> l(mu);
+      p = data;
+      n = size;
+      job = true;
+    }
+    cv.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [this] { return !job; });
+  }
+  // Drops the rows of a part not taken over; strings the owner has not interned make the
+  // helper unusable (the owner's dictionary must stay in first-appearance order).
+  void discard() {
+    for (auto& t : parser.tables_) t.clear();
+    if (parser.dict_.size() > map.size()) broken = true;
+  }
+  void run() {
+    std::unique_lock<std::mutex> l(mu);
+    for (;;) {
+      cv.wait(l, [this] { return job || quit; });
+      if (quit) return;
+      l.unlock();
+      size_t u = 0;
+      bool bad = false;
+      try {
+        u = parser.parse(p, n, 0, SIZE_MAX);
+      } catch (...) {  // the owner parses the part again and meets the error itself
+        bad = true;
+      }
+      l.lock();
+      used = u;
+      failed = bad;
+      job = false;
+      cv.notify_all();
+    }
+  }
+};
+
+Parser::~Parser() = default;
+
+void Parser::set_hook(Hook h) {
+  hook_ = std::move(h);
+  if (helper_) helper_->parser.hook_ = hook_;
+}
+
+void Parser::set_threads(int n, size_t min_split_bytes) {
+  if (n < 1 || n > 2) throw std::invalid_argument("threads must be 1 or 2");
+  if (n == 1) {
+    helper_.reset();
+    return;
+  }
+  if (!helper_) {
+    helper_ = std::make_unique<Helper>(*this);
+    helper_->parser.hook_ = hook_;
+    helper_->parser.max_unit_ = max_unit_;
+  }
+  helper_->min_split = std::max<size_t>(min_split_bytes, 2);
+}
+
+std::pair<Owned, Owned> Parser::take_strings() {
+  if (helper_) helper_->broken = true;  // its codes map into the dictionary handed over
+  return dict_.take();
+}
+
 void Parser::begin_file() {
   state_ = kStart;
   top_list_ = seen_events_ = final_ = false;
@@ -339,11 +440,94 @@ void Parser::feed(const char* data, size_t n) {
       }
     }
   }
-  size_t used = parse(data + off, n - off, fed_ + off, SIZE_MAX);
+  size_t used = parse_split(data + off, n - off, fed_ + off);
   buf_.assign(data + off + used, n - off - used);
   buf_offset_ = fed_ + off + used;
   fed_ += n;
   check_unit_size();
+}
+
+namespace {
+
+// A '{' at or after `from` that likely starts an event of the list, or null. Only a guess:
+// the parse that reaches it says whether it does (Parser::parse_split). A line break is
+// never inside a JSON string (a raw control character is invalid there), so one followed
+// by '{' (Kineto writes an event per line) is outside any string; in a file without line
+// breaks, the first '{' after "}," (which a string may hold: then the guess is wrong).
+const char* event_start_after(const char* from, const char* end) {
+  constexpr ptrdiff_t kLook = ptrdiff_t{1} << 16;  // line breaks looked at after `from`
+  const char* limit = end - from > kLook ? from + kLook : end;
+  bool lines = false;
+  for (const char* q = from; q < limit;) {
+    const auto* nl = static_cast<const char*>(std::memchr(q, '\n', static_cast<size_t>(limit - q)));
+    if (nl == nullptr) break;
+    lines = true;
+    const char* s = Cur::skip_ws(nl, end);
+    if (s < end && *s == '{') return s;
+    q = nl + 1;
+  }
+  if (lines) return nullptr;
+  // No line break: a '{' after ',' after '}' (whitespace between them allowed).
+  for (const char* q = from; q < limit;) {
+    const auto* b = static_cast<const char*>(std::memchr(q, '{', static_cast<size_t>(limit - q)));
+    if (b == nullptr) break;
+    const char* k = b;
+    while (k > from && Cur::is_ws(k[-1])) --k;
+    if (k > from && k[-1] == ',') {
+      --k;
+      while (k > from && Cur::is_ws(k[-1])) --k;
+      if (k > from && k[-1] == '}') return b;
+    }
+    q = b + 1;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// parse(p, n, at, SIZE_MAX), on two threads when set_threads(2) and the input is in the
+// body of traceEvents (see set_threads).
+size_t Parser::parse_split(const char* p, size_t n, uint64_t at) {
+  Helper* h = helper_.get();
+  if (h == nullptr || h->broken || n < h->min_split || (state_ != kArrComma && state_ != kArrNext))
+    return parse(p, n, at, SIZE_MAX);
+  const char* s = event_start_after(p + n / 2, p + n);
+  if (s == nullptr) return parse(p, n, at, SIZE_MAX);
+  const size_t split = static_cast<size_t>(s - p);
+  Parser& q = h->parser;
+  q.state_ = kArrComma;
+  q.events_ = 0;
+  q.skipped_file_.fill(0);
+  q.base_ = base_;
+  q.has_base_ = has_base_;
+  q.final_ = false;
+  h->post(s, n - split);
+  size_t used;
+  try {
+    used = parse(p, n, at, split);
+  } catch (...) {
+    h->wait();
+    h->discard();
+    throw;
+  }
+  h->wait();
+  if (used != split || state_ != kArrComma || h->failed) {  // not an event of the list
+    h->discard();
+    return used + parse(p + used, n - used, at + used, SIZE_MAX);
+  }
+  ++parts_taken_;
+  // Taken over: its strings first (in its order, which is their order of appearance),
+  // then its rows, its counts and where it stopped.
+  for (size_t k = h->map.size(); k < q.dict_.size(); ++k) h->map.push_back(dict_.intern(q.dict_.at(k)));
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    tables_[t].append(q.tables_[t], h->map.data());
+    q.tables_[t].clear();
+  }
+  events_ += q.events_;
+  for (int r = 0; r < kNumSkipReasons; ++r) skipped_file_[r] += q.skipped_file_[r];
+  state_ = q.state_;
+  used = split + h->used;
+  return used + parse(p + used, n - used, at + used, SIZE_MAX);
 }
 
 void Parser::finish() {
@@ -380,6 +564,7 @@ size_t Parser::parse(const char* p, size_t n, uint64_t at, size_t stop) {
         state_ = kArrComma;
         continue;
       }
+      if (body_only_) break;  // the second thread's part ends here
       if (state_ == kDone) {
         while (c.p < c.end && Cur::is_ws(*c.p)) ++c.p;
         if (c.p < c.end) c.fail("extra data after the JSON document");

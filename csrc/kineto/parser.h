@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -37,6 +38,7 @@ class Parser {
  public:
   // routes: category string -> staging table (Route) for "X" events.
   explicit Parser(const std::vector<std::pair<std::string, int>>& routes);
+  ~Parser();
 
   void begin_file();  // resets the per-file state; tables and strings carry on
   // Per file, after begin_file: add `base` (its baseTimeNanoseconds) to every time, an event
@@ -61,7 +63,20 @@ class Parser {
   // Without a hook those values throw KinetoError (the fuzz harness runs without one).
   enum HookKind : int { kHookTime, kHookInt, kHookText, kHookStep, kHookDump };
   using Hook = std::function<std::string(int kind, const char* s, size_t n)>;
-  void set_hook(Hook h) { hook_ = std::move(h); }
+  void set_hook(Hook h);
+  // Threads for the body of traceEvents (1: this one only). With 2, a piece of at least
+  // `min_split_bytes` left to parse is cut in two at a line break that starts an event;
+  // a second thread parses the second part into a parser of its own, while this one
+  // parses the first. Its rows, strings and counts are taken over, in order, only when
+  // this parser then stands exactly at that event inside traceEvents; otherwise (a line
+  // break inside an event, an error, a value the second parser could not take) this one
+  // parses the part again itself. Rows, errors and their byte offsets are those of the
+  // one-thread parse (docs/DECISIONS.md). Called with the hook already set or not; the
+  // hook is shared with the second thread (it takes Python's GIL itself).
+  void set_threads(int n, size_t min_split_bytes = kMinSplitBytes);
+  static constexpr size_t kMinSplitBytes = size_t{1} << 16;
+  // Parts the second thread parsed and this parser took over (all files).
+  int64_t parts_taken() const { return parts_taken_; }
   void feed(const char* data, size_t n);
   void finish();
   // The largest unit (one event, one top-level member) the parser holds while waiting for
@@ -93,7 +108,7 @@ class Parser {
   // This file's skips (reset by begin_file).
   const std::array<int64_t, kNumSkipReasons>& skipped() const { return skipped_file_; }
   std::vector<std::vector<TakenColumn>> take_tables();
-  std::pair<Owned, Owned> take_strings() { return dict_.take(); }
+  std::pair<Owned, Owned> take_strings();
   // The rows parsed since the last take, handed over as a batch; the string dictionary
   // stays (strings are interned once per parse, whatever the batches). Each string
   // column's codes are renumbered into the batch's own dictionary of that column (first
@@ -188,6 +203,11 @@ class Parser {
   };
 
   size_t parse(const char* p, size_t n, uint64_t at, size_t stop);
+  size_t parse_split(const char* p, size_t n, uint64_t at);
+  struct Helper;  // the second thread and its parser (parser.cpp)
+  std::unique_ptr<Helper> helper_;
+  bool body_only_ = false;  // the second parser: stop at anything but an event or a comma
+  int64_t parts_taken_ = 0;
   void step(Cur& c);
   void member(Cur& c);
   void item(Cur& c);

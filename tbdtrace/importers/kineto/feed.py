@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import queue
 import threading
 import types
@@ -53,6 +54,9 @@ except ImportError:  # pragma: no cover - the extension is built by `make native
 READ_BYTES = 1 << 17
 PIECE_BYTES = 1 << 20  # most decompressed bytes handed to the parser at a time
 PREFETCH_PIECES = 2  # pieces decompressed ahead of the parser
+# The least of a piece worth cutting in two for the parser's second thread
+# (``KinetoParser.set_threads``; a piece is up to PIECE_BYTES).
+SPLIT_BYTES = 1 << 16
 
 
 # Parser::HookKind and TimeState (csrc/kineto/parser.h, json.h).
@@ -61,8 +65,20 @@ _TIME_STATES = {"time_not_finite": 3, "time_out_of_range": 4, "time_not_a_number
 
 
 def available() -> bool:
-    """The extension is built, from sources as new as this package (the hook)."""
-    return _native is not None and hasattr(getattr(_native, "KinetoParser", None), "set_hook")
+    """The extension is built, from sources as new as this package (the two-thread
+    parse)."""
+    return _native is not None and hasattr(getattr(_native, "KinetoParser", None), "set_threads")
+
+
+def parse_threads() -> int:
+    """Threads for the body of traceEvents (``KinetoParser.set_threads``): 2 where this
+    process may run on more than one CPU (docs/DECISIONS.md), else 1. The parse's
+    result is the same either way."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return 2 if cpus > 1 else 1
 
 
 def python_value(kind: int, data: bytes) -> bytes:
@@ -205,6 +221,7 @@ def start(
         )
     job = ParseJob(list(files), _native.KinetoParser(ROUTES), dict(fixes or {}))
     job.parser.set_hook(python_value)
+    job.parser.set_threads(parse_threads(), SPLIT_BYTES)
     if batch_rows > 0:
         assert background, "batch mode hands batches to another thread"
         job.batch_rows = batch_rows
