@@ -225,6 +225,7 @@ struct Parser::Helper {
   Parser parser;
   std::vector<int32_t> map;  // parser's string code -> the owner's (those taken over so far)
   size_t min_split = kMinSplitBytes;
+  bool may_take_back = true;
   bool broken = false;  // its strings no longer follow the owner's: not used again
 
   std::thread thread;
@@ -233,6 +234,7 @@ struct Parser::Helper {
   const char* p = nullptr;
   size_t n = 0;
   bool job = false, quit = false;
+  bool started = false;  // the thread has begun the job posted last
   // The job's result: bytes consumed (whole units), or failed (any exception).
   size_t used = 0;
   bool failed = false;
@@ -244,8 +246,17 @@ struct Parser::Helper {
       p = data;
       n = size;
       job = true;
+      started = false;
     }
     cv.notify_all();
+  }
+  // Takes the job back when the thread has not begun it (no CPU was free for it: the
+  // owner parses the part itself, and nothing is copied); true if taken back.
+  bool take_back() {
+    std::lock_guard<std::mutex> l(mu);
+    if (!job || started) return false;
+    job = false;
+    return true;
   }
   void wait() {
     std::unique_lock<std::mutex> l(mu);
@@ -262,6 +273,7 @@ struct Parser::Helper {
     for (;;) {
       cv.wait(l, [this] { return job || quit; });
       if (quit) return;
+      started = true;
       l.unlock();
       size_t u = 0;
       bool bad = false;
@@ -286,7 +298,7 @@ void Parser::set_hook(Hook h) {
   if (helper_) helper_->parser.hook_ = hook_;
 }
 
-void Parser::set_threads(int n, size_t min_split_bytes) {
+void Parser::set_threads(int n, size_t min_split_bytes, bool take_back) {
   if (n < 1 || n > 2) throw std::invalid_argument("threads must be 1 or 2");
   if (n == 1) {
     helper_.reset();
@@ -298,6 +310,7 @@ void Parser::set_threads(int n, size_t min_split_bytes) {
     helper_->parser.max_unit_ = max_unit_;
   }
   helper_->min_split = std::max<size_t>(min_split_bytes, 2);
+  helper_->may_take_back = take_back;
 }
 
 std::pair<Owned, Owned> Parser::take_strings() {
@@ -510,6 +523,7 @@ size_t Parser::parse_split(const char* p, size_t n, uint64_t at) {
     h->discard();
     throw;
   }
+  if (h->may_take_back && h->take_back()) return used + parse(p + used, n - used, at + used, SIZE_MAX);
   h->wait();
   if (used != split || state_ != kArrComma || h->failed) {  // not an event of the list
     h->discard();

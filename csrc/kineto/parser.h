@@ -72,8 +72,11 @@ class Parser {
   // break inside an event, an error, a value the second parser could not take) this one
   // parses the part again itself. Rows, errors and their byte offsets are those of the
   // one-thread parse (docs/DECISIONS.md). Called with the hook already set or not; the
-  // hook is shared with the second thread (it takes Python's GIL itself).
-  void set_threads(int n, size_t min_split_bytes = kMinSplitBytes);
+  // hook is shared with the second thread (it takes Python's GIL itself). `take_back`:
+  // when the second thread has not begun its part by the time this one is done with the
+  // first (no CPU was free for it), this one parses it, with nothing to copy (tests turn
+  // it off to see the second thread's parts used).
+  void set_threads(int n, size_t min_split_bytes = kMinSplitBytes, bool take_back = true);
   static constexpr size_t kMinSplitBytes = size_t{1} << 16;
   // Parts the second thread parsed and this parser took over (all files).
   int64_t parts_taken() const { return parts_taken_; }
