@@ -75,6 +75,7 @@ SEAM_SCENARIOS := periodic burst exhaustion buffers stop_during_flush second_sta
 # JSON writer) under ASan + UBSan, through the tests that call it (-s: a report is printed
 # before the abort, not captured).
 SANITIZED_TESTS := tests/report/test_json_text.py tests/importers/test_kineto_parser.py \
+  tests/importers/test_kineto_threads.py \
   tests/importers/test_kineto_stream.py tests/importers/test_kineto.py tests/native/test_kineto_layout.py \
   tests/analysis/engine/test_intervals_covered.py tests/export/test_export.py
 SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1

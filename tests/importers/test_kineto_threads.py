@@ -109,10 +109,13 @@ def test_two_threads_give_what_one_gives_wherever_pieces_end() -> None:
 def test_split_inside_an_event_or_a_string_is_parsed_again() -> None:
     # One big event per line with objects on lines of their own, and names holding
     # "},{": most guessed starts are not events; the result is still the same.
-    inner = ",\n".join('{"k": "},{", "n": [\n{"x": %d}]}' % i for i in range(50))
+    objs = (json.dumps({"k": "},{", "n": [{"x": i}]}) for i in range(50))
+    inner = ",\n".join(o.replace("[", "[\n") for o in objs)
     events = [
-        '{"ph": "X", "cat": "kernel", "name": "},{%d", "ts": %d, "dur": 1, "args": {"o": [\n%s]}}'
-        % (i, i, inner)
+        json.dumps({"ph": "X", "cat": "kernel", "name": f"}},{{{i}", "ts": i, "dur": 1})[:-1]
+        + ', "args": {"o": [\n'
+        + inner
+        + "]}}"
         for i in range(20)
     ]
     data = doc_text(events).encode()
