@@ -523,7 +523,8 @@ size_t Parser::parse_split(const char* p, size_t n, uint64_t at) {
     h->discard();
     throw;
   }
-  if (h->may_take_back && h->take_back()) return used + parse(p + used, n - used, at + used, SIZE_MAX);
+  if (h->may_take_back && h->take_back())
+    return used + parse(p + used, n - used, at + used, SIZE_MAX);
   h->wait();
   if (used != split || state_ != kArrComma || h->failed) {  // not an event of the list
     h->discard();
@@ -532,7 +533,8 @@ size_t Parser::parse_split(const char* p, size_t n, uint64_t at) {
   ++parts_taken_;
   // Taken over: its strings first (in its order, which is their order of appearance),
   // then its rows, its counts and where it stopped.
-  for (size_t k = h->map.size(); k < q.dict_.size(); ++k) h->map.push_back(dict_.intern(q.dict_.at(k)));
+  for (size_t k = h->map.size(); k < q.dict_.size(); ++k)
+    h->map.push_back(dict_.intern(q.dict_.at(k)));
   for (size_t t = 0; t < tables_.size(); ++t) {
     tables_[t].append(q.tables_[t], h->map.data());
     q.tables_[t].clear();
