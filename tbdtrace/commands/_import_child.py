@@ -150,8 +150,12 @@ def start(path: Path, folder: Path) -> Child | None:
     except (OSError, ValueError):  # EAGAIN, ENOMEM, no executable: in this process then
         return None
     child = Child(path, folder, proc, stderr is subprocess.PIPE)
-    _stopped_on_sigterm(child)
+    _children.append(child)
+    _stop_on_sigterm()
     return child
+
+
+_children: list[Child] = []  # the children this process started (stopped on SIGTERM)
 
 
 def _command() -> str:
@@ -159,22 +163,23 @@ def _command() -> str:
     return next((a for a in sys.argv[1:] if not a.startswith("-")), "report")
 
 
-def _stopped_on_sigterm(child: Child) -> None:
-    """SIGTERM of this process stops the child and removes the temporary folders before
-    this process ends by it (Python's default would end it at once, leaving both)."""
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return  # a handler of the program's own
+def _on_sigterm(signum: int, _frame: Any) -> None:
+    from tbdtrace.commands import _open
 
-    def on_sigterm(signum: int, _frame: Any) -> None:
-        from tbdtrace.commands import _open
-
+    for child in _children:
         child.stop()
-        _open.remove_temporary()
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
+    _open.remove_temporary()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
-    with contextlib.suppress(ValueError):  # not the main thread
-        signal.signal(signal.SIGTERM, on_sigterm)
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM of this process stops the children and removes the temporary folders
+    before this process ends by it (Python's default would end it at once, leaving
+    both); only where the program has no handler of its own."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        with contextlib.suppress(ValueError):  # not the main thread
+            signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 # -- the child -------------------------------------------------------------------------
@@ -186,6 +191,9 @@ def main(argv: list[str]) -> None:
     exits 0 or 1."""
     root, parent, command, quiet, big_bytes, big_rows, file, where = argv
     folder = Path(where)
+    global _reply_fd
+    _reply_fd = os.dup(1)  # the answer's pipe; anything else printed goes to stderr
+    os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops this process
     signal.signal(signal.SIGTERM, lambda *_: _gone(folder))
     _die_with_parent(int(parent), folder)
@@ -227,11 +235,14 @@ def _import(path: Path, folder: Path) -> dict[str, int]:
     return dict(meta.get("skipped_events") or {})
 
 
+_reply_fd = 1  # the child's answer: its stdout as the parent gave it
+
+
 def _reply(obj: dict[str, Any]) -> None:
     data = memoryview(json.dumps(obj).encode())
     with contextlib.suppress(OSError):  # the parent is gone
         while data:
-            data = data[os.write(1, data) :]
+            data = data[os.write(_reply_fd, data) :]
 
 
 def _gone(folder: Path) -> None:
