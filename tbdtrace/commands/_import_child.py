@@ -43,11 +43,13 @@ STOP_WAIT_S = 5.0
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding tbdtrace/
-# The child's first lines: this package's folder on the path in place of the current
-# directory (which could hold another tbdtrace), unless the interpreter's own path has it.
+# The child's first lines: the current directory off the path (it could hold another
+# tbdtrace), this package's folder first on it unless the interpreter's own path has it
+# (an installed package: its site-packages). main() checks which tbdtrace it got.
 _BOOT = (
     "import sys; r = sys.argv[1]; "
-    "sys.path[0:1] = [] if r in sys.path[1:] else [r]; "
+    "sys.path[0:1] = [] if sys.path[:1] == [''] else sys.path[:1]; "
+    "sys.path[0:0] = [] if r in sys.path else [r]; "
     "from tbdtrace.commands import _import_child; _import_child.main(sys.argv[1:])"
 )
 
