@@ -108,7 +108,7 @@ def ended(rc: int | None) -> str:
         why = (
             " (the system's out-of-memory killer sends it: give the machine more memory, "
             "or import the file with `tbdtrace import` where it has more)"
-            if -rc == signal.SIGKILL
+            if -rc == getattr(signal, "SIGKILL", 9)
             else ""
         )
         return f"its import (a process of its own) was ended by {name} before it finished{why}"
