@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 
 # A profiler file this large is imported through a temporary trace directory, in bounded
-# memory (tbdtrace/importers/kineto/stream.py); a smaller one in memory, which is faster.
+# memory (tbdtrace/importers/kineto/stream.py) and in a child process whose heap is gone
+# before the analysis (_import_child.py); a smaller one in memory, which is faster.
 # Sizes of the file as stored: gzip shrinks Kineto JSON ~8-10x, so both mean ~2 GiB of
 # JSON, which the in-memory import holds as ~1.1 GiB of tables (docs/DECISIONS.md 137).
 STREAM_GZIP_BYTES = 256 << 20
@@ -116,9 +117,12 @@ class PendingOpen:
             folder = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
         except OSError:
             return False  # the import in this process says why, as before
-        _temporary.append(folder)
         self.child = _import_child.start(self.path, folder)
-        return self.child is not None
+        if self.child is None:
+            folder.rmdir()
+            return False
+        _temporary.append(folder)
+        return True
 
     def _from_child(self) -> Trace:
         from tbdtrace import trace as trace_io
@@ -137,20 +141,22 @@ class PendingOpen:
 
         folder = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
         _temporary.append(folder)
-        out, meta = import_into(self.pending, self.reading, self.path, folder)
+        out, _ = import_into(
+            self.pending, self.reading, self.path, folder, lambda m: _note_skipped(self.path, m)
+        )
         self.pending = None
-        _note_skipped(self.path, meta)
         _trim_heap()  # the import's freed batches, before the analysis grows the heap
         return trace_io.open(out, shown_as=self.path)
 
 
 def import_into(
-    pending: Any, reading: Any, path: Path, folder: Path
+    pending: Any, reading: Any, path: Path, folder: Path, parsed: Any = None
 ) -> tuple[Path, dict[str, Any]]:
     """``pending`` (the import of ``path``, streamed; ``reading``: its progress line)
     written as a trace directory ``folder/trace`` (uncompressed table files, read once)
     through a spool in ``folder/spool``, removed after: (the trace directory, its meta).
-    ``folder``: a private temporary folder, removed by the caller."""
+    ``folder``: a private temporary folder, removed by the caller; ``parsed``: called
+    with the meta once the file is parsed, before the tables are written."""
     import shutil
 
     from tbdtrace import trace as trace_io
@@ -162,6 +168,8 @@ def import_into(
             tables, meta, rows = pending.streamed(spool)
         finally:
             reading.close()
+        if parsed is not None:
+            parsed(meta)
         with show_writing(tables, rows, "importing into a temporary trace") as shown:
             out = trace_io.write(folder / "trace", shown, meta, compression=None)
     except OSError as e:
