@@ -8,7 +8,8 @@ import that ``malloc_trim`` does not return, under the analysis that follows. Ru
 child process, all of it goes back to the system when the child exits
 (docs/DECISIONS.md, child.1).
 
-The parent (:func:`start`, :class:`Child`) and the child (:func:`main`) are both here:
+The parent's side is here (:func:`start`, :class:`Child`), the child's in
+:mod:`tbdtrace.commands._import_child_main`:
 
 * the child is the same interpreter (``sys.executable``) importing the same package (its
   folder first on the path; checked), started with ``subprocess`` (fork and exec: nothing
@@ -33,6 +34,8 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,6 @@ from tbdtrace.errors import TraceError
 
 # How long the parent waits for a child it asked to stop (SIGTERM) before it kills it.
 STOP_WAIT_S = 5.0
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding tbdtrace/
 # The child's first lines: the current directory off the path (it could hold another
@@ -50,7 +52,7 @@ _BOOT = (
     "import sys; r = sys.argv[1]; "
     "sys.path[0:1] = [] if sys.path[:1] == [''] else sys.path[:1]; "
     "sys.path[0:0] = [] if r in sys.path else [r]; "
-    "from tbdtrace.commands import _import_child; _import_child.main(sys.argv[1:])"
+    "from tbdtrace.commands import _import_child_main as m; m.main(sys.argv[1:])"
 )
 
 
@@ -84,18 +86,25 @@ class Child:
         raise TraceError(f"{self.path}: {ended(rc)}")
 
     def stop(self) -> None:
-        """Stop the child (SIGTERM, then SIGKILL after STOP_WAIT_S) and wait for it."""
-        proc = self.proc
-        if proc.poll() is not None:
+        """Stop the child (SIGTERM, then SIGKILL after STOP_WAIT_S) and reap it. System
+        calls only: the SIGTERM handler calls this, maybe while ``Popen.wait`` holds the
+        Popen's lock on this same thread."""
+        pid = self.proc.pid
+        if self.proc.returncode is not None:
             return
         try:
-            proc.terminate()
-            proc.wait(STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        except ProcessLookupError:
-            pass
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + STOP_WAIT_S
+            done, status = os.waitpid(pid, os.WNOHANG)
+            while not done and time.monotonic() < deadline:
+                time.sleep(0.02)
+                done, status = os.waitpid(pid, os.WNOHANG)
+            if not done:
+                os.kill(pid, signal.SIGKILL)
+                done, status = os.waitpid(pid, 0)
+        except (ChildProcessError, ProcessLookupError):  # reaped already
+            return
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
 
 
 def ended(rc: int | None) -> str:
@@ -118,10 +127,11 @@ def ended(rc: int | None) -> str:
     )
 
 
-def start(path: Path, folder: Path) -> Child | None:
+def start(path: Path, folder: Path, cleanup: Callable[[], None]) -> Child | None:
     """Start the child importing ``path`` into ``folder`` (an empty private folder the
-    caller removes); None when no child can be started (no memory or processes left, no
-    interpreter to run), for the caller to import in its own process instead."""
+    caller removes; ``cleanup`` removes it, called on SIGTERM of this process after the
+    child is stopped); None when no child can be started (no memory or processes left,
+    no interpreter to run), for the caller to import in its own process instead."""
     from tbdtrace import progress
 
     if threading.current_thread() is not threading.main_thread():
@@ -153,11 +163,13 @@ def start(path: Path, folder: Path) -> Child | None:
         return None
     child = Child(path, folder, proc, stderr is subprocess.PIPE)
     _children.append(child)
+    _cleanups.append(cleanup)
     _stop_on_sigterm()
     return child
 
 
 _children: list[Child] = []  # the children this process started (stopped on SIGTERM)
+_cleanups: list[Callable[[], None]] = []  # then called
 
 
 def _command() -> str:
@@ -166,11 +178,10 @@ def _command() -> str:
 
 
 def _on_sigterm(signum: int, _frame: Any) -> None:
-    from tbdtrace.commands import _open
-
     for child in _children:
         child.stop()
-    _open.remove_temporary()
+    for cleanup in _cleanups:
+        cleanup()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
@@ -182,87 +193,3 @@ def _stop_on_sigterm() -> None:
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         with contextlib.suppress(ValueError):  # not the main thread
             signal.signal(signal.SIGTERM, _on_sigterm)
-
-
-# -- the child -------------------------------------------------------------------------
-
-
-def main(argv: list[str]) -> None:
-    """The child: ``ROOT PARENT_PID COMMAND QUIET BIG_BYTES BIG_ROWS FILE FOLDER``.
-    Imports FILE into FOLDER/trace; writes its result (see :class:`Child`) on stdout;
-    exits 0 or 1."""
-    root, parent, command, quiet, big_bytes, big_rows, file, where = argv
-    folder = Path(where)
-    global _reply_fd
-    _reply_fd = os.dup(1)  # the answer's pipe; anything else printed goes to stderr
-    os.dup2(2, 1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops this process
-    signal.signal(signal.SIGTERM, lambda *_: _gone(folder))
-    _die_with_parent(int(parent), folder)
-    import tbdtrace
-
-    if Path(tbdtrace.__file__).resolve().parents[1] != Path(root).resolve():
-        _reply({"error": f"{file}: the import process loaded {tbdtrace.__file__}, not {root}"})
-        os._exit(1)
-    from tbdtrace import cli, progress
-
-    cli._tune_process("import", [file])  # the heap settings `tbdtrace import` gets
-    progress.set_quiet(quiet == "1")
-    progress.BIG_BYTES, progress.BIG_ROWS = int(big_bytes), int(big_rows)
-    rc = 1
-    try:
-        from tbdtrace import cli_errors
-
-        with cli_errors.escaped_stderr():
-            skipped = _import(Path(file), folder)
-        reply: dict[str, Any] = {"skipped_events": skipped}
-        rc = 0
-    except TraceError as e:
-        reply = {"error": str(e)}
-    except Exception as e:  # the line the CLI would print (a bug: its traceback too)
-        from tbdtrace import cli_errors
-
-        reply = {"error": cli_errors.line_for(e, [command, file])}
-    _reply(reply)
-    os._exit(rc)  # the import's heap and modules are not torn down: the process ends
-
-
-def _import(path: Path, folder: Path) -> dict[str, int]:
-    from tbdtrace import importers
-    from tbdtrace.commands import _open
-
-    pending = importers.begin_import([path], streamed=True, batch_rows=0)
-    reading = _open.show_reading(pending, [path])
-    _, meta = _open.import_into(pending, reading, path, folder)
-    return dict(meta.get("skipped_events") or {})
-
-
-_reply_fd = 1  # the child's answer: its stdout as the parent gave it
-
-
-def _reply(obj: dict[str, Any]) -> None:
-    data = memoryview(json.dumps(obj).encode())
-    with contextlib.suppress(OSError):  # the parent is gone
-        while data:
-            data = data[os.write(_reply_fd, data) :]
-
-
-def _gone(folder: Path) -> None:
-    """SIGTERM (from the parent stopping this import, or the parent's death): the
-    temporary folder removed (the parent, if alive, waits for this process first), and
-    out."""
-    import shutil
-
-    shutil.rmtree(folder, ignore_errors=True)
-    os._exit(128 + signal.SIGTERM)
-
-
-def _die_with_parent(parent: int, folder: Path) -> None:
-    """SIGTERM to this process when the parent dies (Linux); if it is already gone, out."""
-    from tbdtrace.heap import glibc
-
-    libc = glibc()
-    if libc is not None and hasattr(libc, "prctl"):
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    if os.getppid() != parent:
-        _gone(folder)

@@ -117,7 +117,7 @@ class PendingOpen:
             folder = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
         except OSError:
             return False  # the import in this process says why, as before
-        self.child = _import_child.start(self.path, folder)
+        self.child = _import_child.start(self.path, folder, remove_temporary)
         if self.child is None:
             folder.rmdir()
             return False

@@ -1,4 +1,5 @@
-"""A big profiler file's import in a process of its own (tbdtrace/commands/_import_child.py).
+"""A big profiler file's import in a process of its own (tbdtrace/commands/_import_child.py,
+_import_child_main.py).
 
 ``report FILE`` runs in its own process here with the size rule lowered to 0 bytes
 (``_open.STREAM_GZIP_BYTES``), so a generated Kineto file of a few thousand events goes
