@@ -7,9 +7,12 @@ time, CPU time and peak RSS from ``os.wait4``): the floor (``bench/floor.py --ba
 inflate the file with isal and scan every byte, the physical floor of reading it), then
 per checkout of tbdtrace (``--code``, default this one) ``tbdtrace import FILE -o DIR``
 and ``tbdtrace report FILE --format json``. Prints each command's ratio to the floor's wall
-time and its peak RSS, and whether the reports of the checkouts are identical. A command
-past ``--limit-gib`` of RSS is killed (a checkout that holds the whole file in memory may
-not fit the machine beside others' jobs). Generate the file with ``bench/gen_kineto.py``
+time and its peak RSS (the largest process's; for a command that runs part of its work in a
+child process, as ``report FILE`` does for a big file's import, also each process's own
+peak and the most they held at once, bench/measure.py), and whether the reports of the
+checkouts are identical. A command past ``--limit-gib`` of RSS (its processes together)
+is killed (a checkout that holds the whole file in memory may not fit the machine beside
+others' jobs). Generate the file with ``bench/gen_kineto.py``
 (the 10M-kernel file is ~1.5 GiB: under /tmp, never in the repository).
 
 Goals (issue 35): peak RSS at most 2 GiB for both commands; wall time at most 2.5x the
@@ -81,12 +84,19 @@ def main(argv: list[str] | None = None) -> int:
             f"{a.file} ({a.file.stat().st_size / 2**30:.2f} GiB), load average {load:.1f} before, "
             f"{os.getloadavg()[0]:.1f} after"
         )
-        print(f"{'command':<60} {'wall s':>8} {'CPU s':>8} {'x floor':>8} {'peak GiB':>9}")
+        # peak: the largest process's (wait4); own and child: each process's own peak,
+        # at once: the most the command's processes held together (both sampled, 50 ms)
+        print(
+            f"{'command':<48} {'wall s':>7} {'CPU s':>7} {'x floor':>7} {'peak GiB':>8} "
+            f"{'own':>6} {'child':>6} {'at once':>7}"
+        )
         for label, r in runs:
             killed = f"  (killed past {a.limit_gib:g} GiB)" if r.killed_at_limit else ""
             print(
-                f"{label[-60:]:<60} {r.wall_s:8.1f} {r.cpu_s:8.1f} {r.wall_s / floor.wall_s:8.2f} "
-                f"{r.peak_rss_bytes / 2**30:9.2f}{killed}"
+                f"{label[-48:]:<48} {r.wall_s:7.1f} {r.cpu_s:7.1f} {r.wall_s / floor.wall_s:7.2f} "
+                f"{r.peak_rss_bytes / 2**30:8.2f} {r.own_peak_rss_bytes / 2**30:6.2f} "
+                f"{r.children_peak_rss_bytes / 2**30:6.2f} {r.sum_peak_rss_bytes / 2**30:7.2f}"
+                f"{killed}"
             )
         if len(reports) > 1:
             first = next(iter(reports.values()))

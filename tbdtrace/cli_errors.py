@@ -161,25 +161,27 @@ def handle(e: BaseException, argv: list[str]) -> int:
         _devnull_stdout()
         _say(f"cannot write the standard output ({e.strerror or e})")
         return 1
-    if isinstance(e, OSError):
-        if e.filename is None:
-            _say(f"{_inputs(argv)}: {describe_os_error(e)}")
-            return 1
-        _say(describe_os_error(e))
-        return 1
-    if isinstance(e, MemoryError):  # C++ bad_alloc, numpy's and Arrow's out-of-memory
-        _say(out_of_memory(argv))
-        return 1
-    if _user_data_error(e):
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        _say(f"{_inputs(argv)}: {type(e).__name__}: {first}")
-        return 1
-    traceback.print_exception(e)
-    _say(
-        f"internal error ({type(e).__name__}); this is a bug in tbdtrace: please report it "
-        "with the command line and the traceback above"
-    )
+    _say(line_for(e, argv))
     return 1
 
 
-__all__ = ["handle", "quiet_stdout_if_broken"]
+def line_for(e: BaseException, argv: list[str]) -> str:
+    """The one line for an error of the command ``argv`` other than a TraceError (a bug:
+    its traceback is printed on stderr first)."""
+    if isinstance(e, OSError):
+        if e.filename is None:
+            return f"{_inputs(argv)}: {describe_os_error(e)}"
+        return describe_os_error(e)
+    if isinstance(e, MemoryError):  # C++ bad_alloc, numpy's and Arrow's out-of-memory
+        return out_of_memory(argv)
+    if _user_data_error(e):
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        return f"{_inputs(argv)}: {type(e).__name__}: {first}"
+    traceback.print_exception(e)
+    return (
+        f"internal error ({type(e).__name__}); this is a bug in tbdtrace: please report it "
+        "with the command line and the traceback above"
+    )
+
+
+__all__ = ["handle", "line_for", "quiet_stdout_if_broken"]

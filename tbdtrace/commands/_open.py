@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 
 # A profiler file this large is imported through a temporary trace directory, in bounded
-# memory (tbdtrace/importers/kineto/stream.py); a smaller one in memory, which is faster.
+# memory (tbdtrace/importers/kineto/stream.py) and in a child process whose heap is gone
+# before the analysis (_import_child.py); a smaller one in memory, which is faster.
 # Sizes of the file as stored: gzip shrinks Kineto JSON ~8-10x, so both mean ~2 GiB of
 # JSON, which the in-memory import holds as ~1.1 GiB of tables (docs/DECISIONS.md 137).
 STREAM_GZIP_BYTES = 256 << 20
@@ -45,12 +46,15 @@ class PendingOpen:
         self.stream = False
         self.reading: Any = None  # the progress line of the file's parse
         self.opening: Any = None  # a trace directory opened on a thread (read_ahead)
+        self.child: Any = None  # a big file's import in a process of its own
         if read_ahead and self.path.is_dir():
             self.opening = _OpenAhead(self.path, strict, read_ahead)
         elif self.path.is_file():
             from tbdtrace import importers
 
             self.stream = is_big(self.path) if stream is None else stream
+            if self.stream and self._start_child():
+                return
             try:
                 # Batches of the streaming import's size from the start for a big file;
                 # else a first batch of IN_MEMORY_ROWS, which holds a small file whole.
@@ -69,6 +73,8 @@ class PendingOpen:
 
         if self.error is not None:
             raise self.error
+        if self.child is not None:
+            return self._from_child()
         if self.pending is not None and self.stream:
             return self._through_directory()
         if self.pending is not None:
@@ -92,39 +98,91 @@ class PendingOpen:
         _note_problems(opened)
         return opened
 
+    def _start_child(self) -> bool:
+        """A big file's import started in a process of its own (its heap is the system's
+        again when it exits: tbdtrace/commands/_import_child.py), its format checked
+        here first (an error then raised by trace(), as the import's own); False when no
+        child could be started: the import runs in this process then."""
+        import tempfile
+
+        from tbdtrace import importers
+        from tbdtrace.commands import _import_child
+
+        try:
+            importers.begin_import([self.path], background=False)  # the file and its format
+        except TraceError as e:
+            self.error = e
+            return True
+        try:
+            folder = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+        except OSError:
+            return False  # the import in this process says why, as before
+        self.child = _import_child.start(self.path, folder, remove_temporary)
+        if self.child is None:
+            folder.rmdir()
+            return False
+        _temporary.append(folder)
+        return True
+
+    def _from_child(self) -> Trace:
+        from tbdtrace import trace as trace_io
+
+        out, skipped = self.child.result()
+        self.child = None
+        _note_skipped(self.path, {"skipped_events": skipped})
+        return trace_io.open(out, shown_as=self.path)
+
     def _through_directory(self) -> Trace:
-        """The file imported into a temporary trace directory (uncompressed table files,
-        read once), opened as a trace named after the file; removed at exit."""
-        import shutil
+        """The file imported into a temporary trace directory in this process (see
+        :func:`import_into`), opened as a trace named after the file; removed at exit."""
         import tempfile
 
         from tbdtrace import trace as trace_io
 
         folder = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
         _temporary.append(folder)
-        spool = folder / "spool"
-        spool.mkdir()
-        try:
-            try:
-                tables, meta, rows = self.pending.streamed(spool)
-            finally:
-                self.reading.close()
-            self.pending = None
-            _note_skipped(self.path, meta)
-            with show_writing(tables, rows, "importing into a temporary trace") as shown:
-                out = trace_io.write(folder / "trace", shown, meta, compression=None)
-        except OSError as e:
-            from tbdtrace import outdir
-
-            raise TraceError(
-                f"{self.path}: cannot import it through a temporary folder in "
-                f"{folder.parent} ({outdir.describe_os_error(e)}); free space there or "
-                "set TMPDIR to a folder with room, or import it with `tbdtrace import`"
-            ) from None
-        finally:
-            shutil.rmtree(spool, ignore_errors=True)
+        out, _ = import_into(
+            self.pending, self.reading, self.path, folder, lambda m: _note_skipped(self.path, m)
+        )
+        self.pending = None
         _trim_heap()  # the import's freed batches, before the analysis grows the heap
         return trace_io.open(out, shown_as=self.path)
+
+
+def import_into(
+    pending: Any, reading: Any, path: Path, folder: Path, parsed: Any = None
+) -> tuple[Path, dict[str, Any]]:
+    """``pending`` (the import of ``path``, streamed; ``reading``: its progress line)
+    written as a trace directory ``folder/trace`` (uncompressed table files, read once)
+    through a spool in ``folder/spool``, removed after: (the trace directory, its meta).
+    ``folder``: a private temporary folder, removed by the caller; ``parsed``: called
+    with the meta once the file is parsed, before the tables are written."""
+    import shutil
+
+    from tbdtrace import trace as trace_io
+
+    spool = folder / "spool"
+    spool.mkdir()
+    try:
+        try:
+            tables, meta, rows = pending.streamed(spool)
+        finally:
+            reading.close()
+        if parsed is not None:
+            parsed(meta)
+        with show_writing(tables, rows, "importing into a temporary trace") as shown:
+            out = trace_io.write(folder / "trace", shown, meta, compression=None)
+    except OSError as e:
+        from tbdtrace import outdir
+
+        raise TraceError(
+            f"{path}: cannot import it through a temporary folder in "
+            f"{folder.parent} ({outdir.describe_os_error(e)}); free space there or "
+            "set TMPDIR to a folder with room, or import it with `tbdtrace import`"
+        ) from None
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+    return out, meta
 
 
 # A trace directory of at most this many event rows is read ahead (READ_AHEAD of the
