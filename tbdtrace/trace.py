@@ -166,6 +166,10 @@ class ColumnStore:
         """Let go of ``column`` of table ``name`` (read again when asked for)."""
         self._columns.pop((name, column), None)
 
+    def held_columns(self, name: str) -> list[str]:
+        """The columns of table ``name`` read and kept."""
+        return [c for t, c in self._columns if t == name]
+
     def holds(self, name: str, column: str) -> bool:
         """Is ``column`` of table ``name`` read and kept (:meth:`column` costs nothing)?"""
         return (name, column) in self._columns

@@ -89,6 +89,18 @@ def _thread_codes(
     n = pid.size
     if n == 0 or pid.min() < -1 or pid.max() >= 1 << 30:
         return None
+    if pid.strides == (0,):
+        # One process (a broadcast of the file's constant): the thread ids are coded as
+        # they are, no packed copy (29M ops: 0.22 GB less at the grouping's peak). The
+        # same keys in the same order as packing them with the one pid gives.
+        one = int(pid[0])
+        del pid
+        tid = tid_of()
+        if tid.size != n or tid.min() < -1 or tid.max() >= (1 << 32) - 1:
+            return None
+        enc = pc.dictionary_encode(pa.array(tid))
+        del tid
+        return [(one, int(t)) for t in enc.dictionary.to_pylist()], enc.indices
     packed = np.empty(n, dtype=np.int64)
     for lo in range(0, n, _PACK_ROWS):
         part = packed[lo : lo + _PACK_ROWS]
@@ -107,15 +119,40 @@ def _thread_codes(
     return keys, enc.indices
 
 
+_SORT_ROWS = 1 << 22  # rows sorted at a time by _groups
+
+
 def _groups(keys: list[tuple[int, int]], code: pa.Array) -> Groups:
-    """Rows per key of ``keys`` (``code``: per row, its key's index), ascending."""
-    order = pc.array_sort_indices(code).to_numpy()  # stable counting sort (uint64)
-    if order.size < 2**31:
-        # int32 row indices: a range table's groups are kept for the report (29M ops:
-        # 112 MB, not 223 MB)
-        order = order.astype(np.int32)
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(code.to_numpy(), minlength=len(keys)))])
-    return {k: order[bounds[c] : bounds[c + 1]] for c, k in enumerate(keys)}
+    """Rows per key of ``keys`` (``code``: per row, its key's index), ascending.
+
+    A stable counting sort of the codes (Arrow's), a block of rows at a time, each
+    block's rows placed after the earlier blocks' rows of their key: only the int32
+    result is row-sized (29M ops: the groups kept for the report, 112 MB), not also a
+    uint64 order of every row (0.22 GB) beside it."""
+    c = code.to_numpy()
+    n = c.size
+    counts = np.bincount(c, minlength=len(keys))
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    order = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
+    at = bounds[:-1].copy()  # per key, where its next rows go
+    for lo in range(0, n, _SORT_ROWS):
+        part = code.slice(lo, _SORT_ROWS)
+        o = pc.array_sort_indices(part).to_numpy()  # stable counting sort (uint64)
+        pc_ = c[lo : lo + o.size]
+        got = np.bincount(pc_, minlength=len(keys))
+        if (got == o.size).any():  # one key in the block: its rows in order
+            k = int(np.argmax(got))
+            order[at[k] : at[k] + o.size] = np.arange(lo, lo + o.size)
+        else:
+            sk = pc_[o]
+            # Position of each sorted row: its key's next slot plus its rank among the
+            # block's rows of that key.
+            first = np.cumsum(got) - got
+            dest = np.arange(o.size, dtype=np.int64)
+            dest += (at - first)[sk]
+            order[dest] = o + lo
+        at += got
+    return {k: order[bounds[i] : bounds[i + 1]] for i, k in enumerate(keys)}
 
 
 THREAD_GROUPS: Entry[Groups] = Entry(
@@ -147,8 +184,13 @@ def range_groups(ctx: AnalysisContext, table: str) -> Groups:
             groups = _groups(*got)
         s = shared_arrays.ints(ctx, table, "start_ns")
         e = shared_arrays.ints(ctx, table, "end_ns")
-        for th, rows in groups.items():  # in place: one thread's rows held twice at most
-            groups[th] = by_start_then_longer_rows(s, e, rows)
+        for rows in groups.values():
+            # Reordered in place, in the one array of every group's rows: one thread's
+            # rows held twice at most, and only while it is reordered (a copy kept in its
+            # place would leave the whole array held too: 29M ops, 112 MB).
+            got = by_start_then_longer_rows(s, e, rows)
+            if got is not rows:
+                rows[...] = got
         return groups
 
     return ctx.cache.get(THREAD_GROUPS, compute, table)
@@ -160,7 +202,8 @@ def on_threads(
     """Per query, the innermost row of ``table`` (rows where ``keep``) on the query's
     thread containing its time ``q_t``; -1 if none. ``queries`` groups the queries by
     thread (:func:`thread_groups`)."""
-    out = np.full(q_t.size, -1, dtype=np.int64)
+    # Row numbers of ``table``: int32 below 2^31 rows (10M queries: 38 MB, not 76)
+    out = np.full(q_t.size, -1, dtype=_row_type(ctx.num_rows(table)))
     ranges = range_groups(ctx, table)
     s, e = shared_arrays.ints(ctx, table, "start_ns"), shared_arrays.ints(ctx, table, "end_ns")
     for th, qsel in queries.items():
@@ -324,7 +367,8 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
         if shared_arrays.has_values(ctx, "kernels", "tid")
         else hit
     )
-    tq = np.flatnonzero(launched)
+    # Kernel row numbers, int32 below 2^31 rows (10M kernels: 38 MB, not 76)
+    tq = np.flatnonzero(launched).astype(_row_type(launched.size), copy=False)
     if tq.size == 0:
         return None
     mc = np.where(hit, m, 0)[tq]
@@ -332,9 +376,17 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
 
     def at_launch(col: str) -> I64:
         # The kernel's own value, replaced in place by its runtime call's where it has
-        # one: no full-size copies of both (10M kernels: 0.15 GB less per column).
-        r = shared_arrays.ints(ctx, "runtime", col)
-        out: I64 = shared_arrays.ints(ctx, "kernels", col)[tq]
+        # one: no full-size copies of both (10M kernels: 0.15 GB less per column). The
+        # thread ids are read for this only, not kept (10M runtime calls: 76 MB each);
+        # the start times are the launch times other passes read too.
+        keep = col == "start_ns"
+        r = shared_arrays.ints(ctx, "runtime", col, keep=keep)
+        own = shared_arrays.ints(ctx, "kernels", col, keep=keep)
+        if r.strides == (0,) and r.size and (bool(h.all()) or _same_constant(own, r)):
+            # One value for every launch (one process: the file's statistics tell): a
+            # broadcast, no row-sized array (10M kernels: 76 MB)
+            return np.broadcast_to(r[0], tq.shape)
+        out: I64 = own[tq]
         out[h] = r[mc[h]] if r.size else -1
         return out
 
@@ -343,6 +395,11 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
     got = _thread_codes(lambda: at_launch("pid"), lambda: at_launch("tid"))
     groups = thread_groups(at_launch("pid"), at_launch("tid")) if got is None else _groups(*got)
     return tq, groups, q_t, h
+
+
+def _same_constant(a: I64, b: I64) -> bool:
+    """Are ``a`` and ``b`` both broadcasts of one value?"""
+    return a.strides == (0,) and b.strides == (0,) and a.size > 0 and a[0] == b[0]
 
 
 def _on_launch_threads(

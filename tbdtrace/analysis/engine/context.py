@@ -178,6 +178,17 @@ def release_copied(view: AnalysisContext, wanted: Iterable[tuple[str, Iterable[s
                 )
 
 
+def release_table(ctx: AnalysisContext, name: str, entries: Iterable[str] = ()) -> None:
+    """``ctx`` lets go of the columns of table ``name`` it holds, of its cache's values
+    of that table (int64 and code views, thread groups ...) and of the cache entries
+    named ``entries`` (values derived from that table alone). Read and computed again
+    when asked for: the same values."""
+    for col in ctx._rows.held_columns(name):
+        ctx._rows.forget(name, col)
+    ctx.cache.forget_of(name)
+    ctx.cache.forget(tuple(entries))
+
+
 class WindowRows(ColumnStore):
     """The rows of ``base`` (a whole-trace context) that ``window`` keeps, table by table."""
 
