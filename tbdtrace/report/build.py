@@ -91,5 +91,5 @@ def text_sections() -> list[Section]:
 # Columns most sections read, fetched together: the two files are decoded side by side.
 PREFETCH = (
     ("kernels", ("start_ns", "end_ns", "name")),
-    ("runtime", ("start_ns", "end_ns", "name")),
+    ("runtime", ("start_ns",)),
 )

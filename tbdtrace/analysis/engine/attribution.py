@@ -263,6 +263,10 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     # "Not attributed" for every kernel: a read-only view of one value, no memory.
     none = np.broadcast_to(np.int64(-1), (n,))
     n_ops = ctx.num_rows("ops")
+    if n_ops and n:
+        # The ops' thread groups, searched below, made first: their thread ids are read
+        # and coded while little else is held (29M ops: 0.3 GB lower peak).
+        range_groups(ctx, "ops")
     o_codes, o_labels = shared_arrays.codes(ctx, "ops", "name")
     k_ids = _kernel_external_ids(ctx) if n_ops else None
     by_ext = none if k_ids is None else _row_numbers(_by_external_id(ctx, k_ids), n_ops)
@@ -271,14 +275,14 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     if n_ops == 0 and ctx.num_rows("markers") == 0:
         # No host ranges to search: the launch threads are not looked up (a native
         # capture without ops: 10M kernels, ~0.1 GB of tids and runtime matches).
-        op, module, marker = _codes(by_ext, o_codes), none, none
+        op, module, marker = _codes(by_ext, o_codes, len(o_labels)), none, none
     else:
         points = launch_points(ctx)
         if points is None:
-            op, module, marker = _codes(by_ext, o_codes), none, none
+            op, module, marker = _codes(by_ext, o_codes, len(o_labels)), none, none
         else:
             op, module, marker = _on_launch_threads(
-                ctx, points, by_ext, (o_codes, o_labels), m_codes
+                ctx, points, by_ext, (o_codes, o_labels), (m_codes, len(m_labels))
             )
         # The launch points and the join are freed before the attribution is kept
         # (10M kernels: 0.3 GB less at this pass's peak).
@@ -305,15 +309,27 @@ def _row_numbers(idx: I64, rows: int) -> npt.NDArray[np.integer[Any]]:
     return idx.astype(_row_type(rows), copy=False)
 
 
-def _codes(idx: npt.NDArray[np.integer[Any]], c: I64) -> I64:
-    """Per row of ``idx``, the code ``c`` of the row it names; -1 where it names none.
-    Nothing attributed (``idx`` a broadcast -1) or no codes: a broadcast -1, no memory."""
+def _codes(idx: npt.NDArray[np.integer[Any]], c: I64, labels: int) -> I64:
+    """Per row of ``idx``, the code ``c`` of the row it names (one of ``labels`` labels);
+    -1 where it names none. Nothing attributed (``idx`` a broadcast -1) or no codes: a
+    broadcast -1, no memory. Kept by the attribution as :func:`code_type` of ``labels``."""
     if idx.strides == (0,) and (idx.size == 0 or idx[0] < 0):
         return np.broadcast_to(np.int64(-1), idx.shape)
     if not c.size:
         return np.broadcast_to(np.int64(-1), idx.shape)
-    out: I64 = np.where(idx >= 0, c[np.clip(idx, 0, None)], -1)
+    out: I64 = np.where(idx >= 0, c[np.clip(idx, 0, None)], -1).astype(
+        code_type(labels), copy=False
+    )
     return out
+
+
+def code_type(labels: int) -> type[np.integer[Any]]:
+    """The dtype of codes into ``labels`` labels, -1 for none: int16 below 2^15 - 1 labels
+    (op, module and marker names: 10M kernels, 19 MB per array, not 38), else int32, int64
+    past 2^31 - 1."""
+    if labels < 2**15 - 1:
+        return np.int16
+    return np.int32 if labels < 2**31 - 1 else np.int64
 
 
 def _kernel_external_ids(ctx: AnalysisContext) -> I64 | None:
@@ -382,10 +398,9 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
         keep = col == "start_ns"
         r = shared_arrays.ints(ctx, "runtime", col, keep=keep)
         own = shared_arrays.ints(ctx, "kernels", col, keep=keep)
-        if r.strides == (0,) and r.size and (bool(h.all()) or _same_constant(own, r)):
-            # One value for every launch (one process: the file's statistics tell): a
-            # broadcast, no row-sized array (10M kernels: 76 MB)
-            return np.broadcast_to(r[0], tq.shape)
+        one = one_launch_value(own, r, h)
+        if one is not None:
+            return one
         out: I64 = own[tq]
         out[h] = r[mc[h]] if r.size else -1
         return out
@@ -397,9 +412,17 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
     return tq, groups, q_t, h
 
 
-def _same_constant(a: I64, b: I64) -> bool:
-    """Are ``a`` and ``b`` both broadcasts of one value?"""
-    return a.strides == (0,) and b.strides == (0,) and a.size > 0 and a[0] == b[0]
+def one_launch_value(own: I64, runtime: I64, hit: npt.NDArray[np.bool_]) -> I64 | None:
+    """The launch values of ``hit.size`` kernels (``runtime``'s value where ``hit``, else
+    the kernel's ``own``) as a read-only broadcast when they are all one value (one
+    process: the file's statistics tell, a column of one value is a broadcast); else
+    None. No row-sized array (10M kernels: 76 MB)."""
+    if runtime.strides != (0,) or not runtime.size:
+        return None
+    if bool(hit.all()) or (own.strides == (0,) and own.size and own[0] == runtime[0]):
+        out: I64 = np.broadcast_to(runtime[0], hit.shape)
+        return out
+    return None
 
 
 def _on_launch_threads(
@@ -407,15 +430,16 @@ def _on_launch_threads(
     points: Points,
     by_ext: npt.NDArray[np.integer[Any]],
     ops_names: tuple[I64, list[str | None]],
-    m_codes: I64,
+    markers: tuple[I64, int],
 ) -> tuple[I64, I64, I64]:
-    """(op, module, marker) codes per kernel (names of ``ops_names`` and ``m_codes``),
+    """(op, module, marker) codes per kernel (names of ``ops_names`` and ``markers``),
     searched on the launch thread of the kernels of ``points`` (:func:`launch_points`;
     rules 1-4 of the module docstring). Each search's row numbers become codes before
     the next search runs (10M kernels: two row-number arrays fewer at the peak)."""
     n = ctx.num_rows("kernels")
     tq, queries, q_t, h = points
     o_codes, o_labels = ops_names
+    m_codes, m_count = markers
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
     is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module
@@ -428,11 +452,11 @@ def _on_launch_threads(
     got = found >= 0
     op_idx[tq[got]] = found[got]
     del found, got
-    op = _codes(op_idx, o_codes)
+    op = _codes(op_idx, o_codes, len(o_labels))
     del op_idx
     rows = np.full(n, -1, dtype=_row_type(ctx.num_rows("ops")))
     rows[tq] = on_threads(ctx, "ops", is_module, queries, q_t)
-    module = _codes(rows, o_codes)
+    module = _codes(rows, o_codes, len(o_labels))
     del is_module
     is_step = shared_arrays.label_mask(
         ctx, "markers", "name", lambda x: x.startswith("ProfilerStep#")
@@ -440,7 +464,7 @@ def _on_launch_threads(
     is_range = shared_arrays.label_mask(ctx, "markers", "kind", lambda x: x == "range")
     rows = np.full(n, -1, dtype=_row_type(ctx.num_rows("markers")))
     rows[tq] = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
-    marker = _codes(rows, m_codes)
+    marker = _codes(rows, m_codes, m_count)
     return op, module, marker
 
 

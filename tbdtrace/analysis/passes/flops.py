@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from tbdtrace.analysis.engine import categories, outputs, peaks, shared_arrays
 from tbdtrace.analysis.engine import flop_formulas as ff
-from tbdtrace.analysis.engine.attribution import on_threads, thread_groups
+from tbdtrace.analysis.engine.attribution import on_threads, one_launch_value, thread_groups
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
 from tbdtrace.analysis.engine.grouping import decode_device_key, one_rank_key, row_rank_keys
@@ -374,7 +374,12 @@ def launching_counted_op(ctx: Source, rows: I64) -> I64:
     mc = np.where(hit, m, 0)
 
     def at(col: str) -> I64:
-        own = shared_arrays.ints(ctx, "kernels", col)[rows]
+        own_all = shared_arrays.ints(ctx, "kernels", col)
+        if col != "start_ns" and hit.any():
+            one = one_launch_value(own_all, shared_arrays.ints(ctx, "runtime", col), hit)
+            if one is not None:  # one process: no row-sized copies of its id
+                return one
+        own = own_all[rows]
         if not hit.any():
             return own
         return np.where(hit, shared_arrays.ints(ctx, "runtime", col)[mc], own)
