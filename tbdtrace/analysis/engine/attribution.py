@@ -282,13 +282,15 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
         if points is None:
             op, module, marker = _codes(by_ext, o_codes, len(o_labels)), none, none
         else:
+            # The join handed over (``_on_launch_threads`` frees it once used)
+            held = [by_ext]
+            del by_ext
             op, module, marker = _on_launch_threads(
-                ctx, points, by_ext, (o_codes, o_labels), (m_codes, len(m_labels))
+                ctx, points, held, (o_codes, o_labels), (m_codes, len(m_labels))
             )
         # The launch points and the join are freed before the attribution is kept
         # (10M kernels: 0.3 GB less at this pass's peak).
         del points
-    del by_ext
     return Attribution(
         op=op,
         op_labels=_labels(o_labels),
@@ -429,13 +431,14 @@ def one_launch_value(own: I64, runtime: I64, hit: npt.NDArray[np.bool_]) -> I64 
 def _on_launch_threads(
     ctx: AnalysisContext,
     points: Points,
-    by_ext: npt.NDArray[np.integer[Any]],
+    held: list[npt.NDArray[np.integer[Any]]],
     ops_names: tuple[I64, list[str | None]],
     markers: tuple[I64, int],
 ) -> tuple[I64, I64, I64]:
     """(op, module, marker) codes per kernel (names of ``ops_names`` and ``markers``),
     searched on the launch thread of the kernels of ``points`` (:func:`launch_points`;
-    rules 1-4 of the module docstring). Each search's row numbers become codes before
+    rules 1-4 of the module docstring); ``held``: the ops rows by external id, handed
+    over (emptied here, freed once used). Each search's row numbers become codes before
     the next search runs (10M kernels: two row-number arrays fewer at the peak)."""
     n = ctx.num_rows("kernels")
     tq, queries, q_t, h = points
@@ -448,25 +451,41 @@ def _on_launch_threads(
     found = on_threads(ctx, "ops", keep, queries, q_t)
     found = _skip_own_op(ctx, tq, found, h, queries, q_t, keep)
     del keep
-    # Found on the launch thread, else by external id (rule 2).
-    op_idx = np.array(by_ext, dtype=_row_type(ctx.num_rows("ops")))
+    # Found on the launch thread, else by external id (rule 2): in the join's own array
+    # where it is one of the row type (made for this), else a copy.
+    by_ext = held.pop()
+    rt = _row_type(ctx.num_rows("ops"))
+    own = by_ext.dtype == rt and by_ext.strides != (0,) and by_ext.flags.writeable
+    op_idx = by_ext if own else np.array(by_ext, dtype=rt)
+    del by_ext
     got = found >= 0
     op_idx[tq[got]] = found[got]
     del found, got
     op = _codes(op_idx, o_codes, len(o_labels))
     del op_idx
-    rows = np.full(n, -1, dtype=_row_type(ctx.num_rows("ops")))
-    rows[tq] = on_threads(ctx, "ops", is_module, queries, q_t)
-    module = _codes(rows, o_codes, len(o_labels))
+    module = _codes(
+        _per_kernel(n, tq, on_threads(ctx, "ops", is_module, queries, q_t)), o_codes, len(o_labels)
+    )
     del is_module
     is_step = shared_arrays.label_mask(
         ctx, "markers", "name", lambda x: x.startswith("ProfilerStep#")
     )
     is_range = shared_arrays.label_mask(ctx, "markers", "kind", lambda x: x == "range")
-    rows = np.full(n, -1, dtype=_row_type(ctx.num_rows("markers")))
-    rows[tq] = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
-    marker = _codes(rows, m_codes, m_count)
+    found = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
+    marker = _codes(_per_kernel(n, tq, found), m_codes, m_count)
     return op, module, marker
+
+
+def _per_kernel(
+    n: int, tq: npt.NDArray[np.integer[Any]], found: npt.NDArray[np.integer[Any]]
+) -> npt.NDArray[np.integer[Any]]:
+    """Per kernel of ``n``, the row ``found`` for the kernels ``tq`` (ascending), -1 for
+    the others; ``found`` itself when ``tq`` is every kernel (no second array)."""
+    if tq.size == n:
+        return found
+    rows = np.full(n, -1, dtype=found.dtype)
+    rows[tq] = found
+    return rows
 
 
 def _skip_own_op(
