@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbdtrace.analysis.engine.context import AnalysisContext
 from tbdtrace.analysis.engine import shared_arrays
+from tbdtrace.analysis.engine.context import AnalysisContext
 from tbdtrace.analysis.passes import cpu_activity
 from tbdtrace.report.fmt import fmt_ns, fmt_pct
 from tbdtrace.report.section_api import ReportOptions, Section, table_records

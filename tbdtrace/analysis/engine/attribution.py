@@ -188,9 +188,9 @@ def range_groups(ctx: AnalysisContext, table: str) -> Groups:
             # Reordered in place, in the one array of every group's rows: one thread's
             # rows held twice at most, and only while it is reordered (a copy kept in its
             # place would leave the whole array held too: 29M ops, 112 MB).
-            got = by_start_then_longer_rows(s, e, rows)
-            if got is not rows:
-                rows[...] = got
+            ordered = by_start_then_longer_rows(s, e, rows)
+            if ordered is not rows:
+                rows[...] = ordered
         return groups
 
     return ctx.cache.get(THREAD_GROUPS, compute, table)
