@@ -390,8 +390,11 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
     tq = np.flatnonzero(launched).astype(_row_type(launched.size), copy=False)
     if tq.size == 0:
         return None
-    mc = np.where(hit, m, 0)[tq]
-    h = hit[tq]
+    # The matched calls of the launched kernels (every kernel, every match: no copies)
+    mc = m if bool(hit.all()) else np.where(hit, m, 0)
+    h = hit
+    if tq.size < launched.size:
+        mc, h = mc[tq], hit[tq]
 
     def at_launch(col: str) -> I64:
         # The kernel's own value, replaced in place by its runtime call's where it has
@@ -404,9 +407,14 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
         one = one_launch_value(own, r, h)
         if one is not None:
             return one
+        if all_hit:  # every launch from a runtime call: its values, one gather
+            got: I64 = r[mc]
+            return got
         out: I64 = own[tq]
         out[h] = r[mc[h]] if r.size else -1
         return out
+
+    all_hit = bool(h.all())
 
     q_t = at_launch("start_ns")
     # The launch threads' process ids are packed before their thread ids are made.
