@@ -286,6 +286,74 @@ def _read_by_groups(file: Path, pf: Any, column: str, rows: int) -> pa.Array | N
     return pa.Array.from_buffers(typ, rows, [None, pa.py_buffer(out)])
 
 
+def read_label_codes(
+    file: Path, decl: schema.Table, column: str, expect: Any = None
+) -> tuple[np.ndarray, list[str | None]] | None:
+    """A dictionary column of few labels as int8 codes (int16 past 126 labels) and its
+    labels, decoded a row group at a time: each group's indices are mapped to the
+    labels met so far and written into the one small array, so the column's int32
+    indices are never held whole, nor twice while combined (29M ops: 0.25 GB of
+    transients, against 29 MB kept). A null's code is the code after the last label.
+    None when the file is not Parquet, lacks the column or holds it as another type
+    than ``decl`` declares, when the statistics say every row is null, or past 2^15 - 2
+    labels: read the column then (:func:`read`)."""
+    if file.suffix != PARQUET_SUFFIX:
+        return None
+    try:
+        pf = _reader(file)
+        if expect is not None and not _same_file(pf.metadata, expect):
+            raise replaced(file)
+        names = pf.schema_arrow.names
+        typ = decl.column(column).type
+        if column not in names or not pa.types.is_dictionary(typ):
+            return None
+        if pf.schema_arrow.field(column).type != typ:
+            return None
+        if _all_null_columns(pf.metadata, [column]):
+            return None
+        rows = pf.metadata.num_rows
+        idx = pf.column_name_idx(column)
+        before = _identity(file)
+        labels: list[str | None] = []
+        code_of: dict[str | None, int] = {}
+        out = np.empty(rows, dtype=np.int8)
+        nulls = 0
+        at = 0
+        for g in range(pf.metadata.num_row_groups):
+            part = _reader(file, pf.metadata)
+            try:
+                col = part.read_row_group(g, column_indices=[idx], use_threads=False).column(0)
+            finally:
+                part.close()
+            for chunk in col.chunks:
+                if at + len(chunk) > rows:
+                    return None
+                lut = []
+                for label in chunk.dictionary.to_pylist():
+                    if label not in code_of:
+                        code_of[label] = len(labels)
+                        labels.append(label)
+                    lut.append(code_of[label])
+                if len(labels) >= 2**15 - 1:
+                    return None
+                if len(labels) >= 2**7 - 1 and out.dtype == np.int8:
+                    out = out.astype(np.int16)
+                # -1 marks a null until the number of labels is known
+                table = np.array([*lut, -1], dtype=out.dtype)
+                nulls += chunk.null_count
+                out[at : at + len(chunk)] = table[int_values(chunk.indices, len(lut))]
+                at += len(chunk)
+        if at != rows:
+            return None
+        if _identity(file) != before:
+            raise replaced(file)
+    except (pa.ArrowInvalid, OSError, ValueError, IndexError) as e:
+        raise _unreadable(file, e) from e
+    if nulls:
+        out[out == -1] = len(labels)
+    return out, labels
+
+
 def _identity(file: Path) -> tuple[int, int, int]:
     """(inode, size, modification time) of ``file``: changes when it is replaced."""
     st = os.stat(file)

@@ -117,6 +117,12 @@ class AnalysisContext:
         """Is the column read and kept by this context (see ``ColumnStore.holds``)?"""
         return self._rows.holds(name, column)
 
+    def label_codes(
+        self, name: str, column: str
+    ) -> tuple[npt.NDArray[np.integer[Any]], list[str | None]] | None:
+        """A dictionary column's codes and labels, read for them (``ColumnStore.label_codes``)."""
+        return self._rows.label_codes(name, column)
+
     def prefetch(self, name: str, columns: Iterable[str]) -> None:
         self._rows.prefetch(name, columns)
 
@@ -231,6 +237,21 @@ class WindowRows(ColumnStore):
     def read_columns(self, name: str, columns: Iterable[str]) -> list[pa.Array]:
         self._kept_of(name)  # decided here, before the reading threads ask for it
         return super().read_columns(name, columns)
+
+    def label_codes(
+        self, name: str, column: str
+    ) -> tuple[npt.NDArray[np.integer[Any]], list[str | None]] | None:
+        """The base's codes (read for them) of the window's rows."""
+        if self.holds(name, column) or self.base.holds(name, column):
+            return None
+        got = self.base.label_codes(name, column)
+        if got is None:
+            return None
+        c, labels = got
+        kept = self._kept_of(name)
+        if kept is not None:
+            c = c[kept[0] : kept[1]].copy() if isinstance(kept, tuple) else c[kept]
+        return c, labels
 
     def kept_rows(self, name: str) -> npt.NDArray[np.int64] | None:
         """Row indices of ``name`` in the base trace that the window keeps (None: all)."""

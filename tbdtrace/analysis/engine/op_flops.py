@@ -129,6 +129,18 @@ def _rows_of(ctx: AnalysisContext, column: str, take: pa.Array) -> pa.Array:
     known = ctx.constant("ops", column)
     if known is not None and known[0] is None:
         return null_array(len(take), schema.table("ops").column(column).type)
+    if not ctx.holds("ops", column) and ctx.cache.contains(shared_arrays.CODES, "ops", column):
+        # Codes kept instead of the column (shared_arrays.NARROW_CODES): those rows made
+        # from them, the same dictionary and indices, not the column read whole again.
+        codes, labels = shared_arrays.codes(ctx, "ops", column)
+        typ = schema.table("ops").column(column).type
+        nulls = bool(labels) and labels[-1] is None
+        values = labels[:-1] if nulls else labels
+        sub = codes[take.to_numpy()]
+        idx = pa.array(
+            sub.astype(np.int32), mask=(sub == len(values)) if nulls else None, type=pa.int32()
+        )
+        return pa.DictionaryArray.from_arrays(idx, pa.array(values, typ.value_type))
     return ctx.table("ops", [column], cache=False).column(0).take(take)
 
 
