@@ -504,9 +504,9 @@ def label_mask(ctx: AnalysisContext, table: str, column: str, pred: Any) -> npt.
     is read once, for this, and kept as int8 or int16 codes when its labels are few: a
     quarter or half of its int32 indices (29M ops: 28 MB, not 112)."""
     if ctx.cache.contains(CODES, table, column):  # codes made already: no read
-        c, labels = codes(ctx, table, column)
-        lut = np.array([x is not None and bool(pred(x)) for x in labels], dtype=np.bool_)
-        return lut[c] if c.size else np.zeros(0, dtype=np.bool_)
+        held, names = codes(ctx, table, column)
+        lut = np.array([x is not None and bool(pred(x)) for x in names], dtype=np.bool_)
+        return lut[held] if held.size else np.zeros(0, dtype=np.bool_)
     small = None if ctx.holds(table, column) else _small_codes(ctx, table, column)
     if small is not None:
         c, labels = small
