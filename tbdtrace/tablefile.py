@@ -260,8 +260,18 @@ def _read_by_groups(file: Path, pf: Any, column: str, rows: int) -> pa.Array | N
     typ = pf.schema_arrow.field(column).type
     if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
         return None
-    dt = np.dtype(typ.to_pandas_dtype())
-    out = np.empty(rows, dtype=dt)
+    out = np.empty(rows, dtype=np.dtype(typ.to_pandas_dtype()))
+    if not _groups_into(file, pf, column, out):
+        return None
+    return pa.Array.from_buffers(typ, rows, [None, pa.py_buffer(out)])
+
+
+def _groups_into(file: Path, pf: Any, column: str, out: np.ndarray) -> bool:
+    """Decode a fixed-width column of ``pf`` (``file``, opened) a row group at a time
+    into ``out`` (its values cast to ``out``'s type: the caller knows they fit), each
+    group through a mapping of its own; False when a group has nulls or the rows do not
+    add up (read the column whole then). TraceError when the file was replaced."""
+    rows = out.size
     at = 0
     before = _identity(file)
     idx = pf.column_name_idx(column)
@@ -273,17 +283,45 @@ def _read_by_groups(file: Path, pf: Any, column: str, rows: int) -> pa.Array | N
             part.close()
         for chunk in col.chunks:
             if chunk.null_count or at + len(chunk) > rows:
-                return None
+                return False
+            dt = np.dtype(chunk.type.to_pandas_dtype())
             vals = np.frombuffer(
                 chunk.buffers()[1], dtype=dt, count=len(chunk), offset=chunk.offset * dt.itemsize
             )
             out[at : at + len(chunk)] = vals
             at += len(chunk)
     if at != rows:
-        return None
+        return False
     if _identity(file) != before:
         raise replaced(file)
-    return pa.Array.from_buffers(typ, rows, [None, pa.py_buffer(out)])
+    return True
+
+
+def read_narrow_ints(
+    file: Path, decl: schema.Table, column: str, expect: Any = None
+) -> np.ndarray | None:
+    """An int64 column whose values the file's statistics prove to be int32 (every row
+    group's minimum and maximum, no null), decoded a row group at a time into one int32
+    array: half the bytes of the column (29M ops' thread ids: 112 MB, not 223), for a
+    caller that reads it once to derive something else. None when the file is not
+    Parquet, the column is not int64 as declared, or the statistics do not prove it."""
+    if file.suffix != PARQUET_SUFFIX or decl.column(column).type != pa.int64():
+        return None
+    try:
+        pf = _reader(file)
+        if expect is not None and not _same_file(pf.metadata, expect):
+            raise replaced(file)
+        if column not in pf.schema_arrow.names or pf.schema_arrow.field(column).type != pa.int64():
+            return None
+        bounds = min_max(pf.metadata, column)
+        info = np.iinfo(np.int32)
+        # below the largest int32: a caller's id + 1 does not wrap
+        if bounds is None or bounds[0] < info.min or bounds[1] >= info.max:
+            return None
+        out = np.empty(pf.metadata.num_rows, dtype=np.int32)
+        return out if _groups_into(file, pf, column, out) else None
+    except (pa.ArrowInvalid, OSError, ValueError) as e:
+        raise _unreadable(file, e) from e
 
 
 def read_label_codes(

@@ -69,6 +69,12 @@ class ColumnStore:
         """Read ``cols`` of ``decl`` (one pass over the table)."""
         raise NotImplementedError
 
+    def narrow_ints(self, name: str, column: str) -> npt.NDArray[np.int32] | None:
+        """An int64 column not read yet whose values fit int32 (as the file's statistics
+        prove, none null), read as int32 and not kept (:func:`tablefile.read_narrow_ints`);
+        None when the store cannot tell or cannot (then read the column)."""
+        return None
+
     def label_codes(
         self, name: str, column: str
     ) -> tuple[npt.NDArray[np.integer[Any]], list[str | None]] | None:
@@ -296,6 +302,12 @@ class Trace(ColumnStore):
             self._rows[decl.name] = len(next(iter(got.values())))
         # A version-2 file may add start_ns (read to decode end_ns); keep it too.
         return {(decl.name, c): a for c, a in got.items()}
+
+    def narrow_ints(self, name: str, column: str) -> npt.NDArray[np.int32] | None:
+        f = self._file(name)
+        if f is None or self.holds(name, column) or (name, column) in self._ahead:
+            return None
+        return tablefile.read_narrow_ints(f, schema.table(name), column, self._footers.get(name))
 
     def label_codes(
         self, name: str, column: str

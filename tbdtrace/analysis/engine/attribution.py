@@ -79,7 +79,7 @@ _PACK_ROWS = 1 << 20  # rows packed at a time (the temporaries of one block only
 
 
 def _thread_codes(
-    pid_of: Callable[[], I64], tid_of: Callable[[], I64]
+    pid_of: Callable[[], I64], tid_of: Callable[[], npt.NDArray[np.integer[Any]]]
 ) -> tuple[list[tuple[int, int]], pa.Array] | None:
     """(thread keys, per row the code of its key) of the ids ``pid_of()`` and
     ``tid_of()`` packed into one int64 a block at a time, the process ids before the
@@ -173,7 +173,7 @@ def range_groups(ctx: AnalysisContext, table: str) -> Groups:
             return {}
         got = _thread_codes(
             lambda: shared_arrays.ints(ctx, table, "pid", keep=False),
-            lambda: shared_arrays.ints(ctx, table, "tid", keep=False),
+            lambda: shared_arrays.ids_once(ctx, table, "tid"),
         )
         if got is None:  # ids that do not pack: read again, grouped by np.unique
             groups = thread_groups(

@@ -117,6 +117,10 @@ class AnalysisContext:
         """Is the column read and kept by this context (see ``ColumnStore.holds``)?"""
         return self._rows.holds(name, column)
 
+    def narrow_ints(self, name: str, column: str) -> npt.NDArray[np.int32] | None:
+        """An int64 column's values as int32, read for them (``ColumnStore.narrow_ints``)."""
+        return self._rows.narrow_ints(name, column)
+
     def label_codes(
         self, name: str, column: str
     ) -> tuple[npt.NDArray[np.integer[Any]], list[str | None]] | None:
@@ -237,6 +241,16 @@ class WindowRows(ColumnStore):
     def read_columns(self, name: str, columns: Iterable[str]) -> list[pa.Array]:
         self._kept_of(name)  # decided here, before the reading threads ask for it
         return super().read_columns(name, columns)
+
+    def narrow_ints(self, name: str, column: str) -> npt.NDArray[np.int32] | None:
+        """The base's int32 values (read for them) of the window's rows."""
+        if self.holds(name, column) or self.base.holds(name, column):
+            return None
+        got = self.base.narrow_ints(name, column)
+        kept = self._kept_of(name)
+        if got is None or kept is None:
+            return got
+        return got[kept[0] : kept[1]].copy() if isinstance(kept, tuple) else got[kept]
 
     def label_codes(
         self, name: str, column: str

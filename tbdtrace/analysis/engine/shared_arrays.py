@@ -105,6 +105,21 @@ def ints(ctx: AnalysisContext, table: str, column: str, fill: int = -1, keep: bo
     )
 
 
+def ids_once(ctx: AnalysisContext, table: str, column: str) -> npt.NDArray[np.integer[Any]]:
+    """:func:`ints` with ``keep=False`` (nulls as -1) of an id column read once to derive
+    something kept (thread ids for the thread groups), as int32 where the file's
+    statistics prove the values fit below the largest int32 and none is null: half the
+    bytes (29M ops: 112 MB, not 223), made a row group at a time. Values, not their type,
+    are what a caller may rely on."""
+    if _constant_ints(ctx, table, column, -1) is None and not ctx.cache.contains(
+        INTS, table, column, -1
+    ):
+        got = ctx.narrow_ints(table, column)
+        if got is not None:
+            return _ro(got)
+    return ints(ctx, table, column, keep=False)
+
+
 def _constant_ints(ctx: AnalysisContext, table: str, column: str, fill: int) -> I64 | None:
     """A column whose every row the file's statistics prove equal (one rank, a GPU
     kernel's null thread id, a process id) as a read-only broadcast of its value: no

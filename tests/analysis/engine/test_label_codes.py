@@ -1,6 +1,7 @@
 """Dictionary columns decoded a row group at a time into narrow codes (ops names and
 categories of a big report), against the rows as written and Arrow's own combination;
-and the launch search's hits placed a block at a time, against a brute-force search."""
+thread ids read as int32 where the statistics prove they fit; the launch search's hits
+placed a block at a time, against a brute-force search."""
 
 from __future__ import annotations
 
@@ -187,10 +188,70 @@ def test_report_the_same_with_the_columns_read(monkeypatch, stored: Path, kind: 
         asked.append((decl.name, column, out is not None))
         return out
 
+    narrow = tablefile.read_narrow_ints
+    ids: list[str] = []
+
+    def counted_ids(f: Path, decl: schema.Table, column: str, expect: object = None) -> object:
+        out = narrow(f, decl, column, expect)
+        if out is not None:
+            ids.append(f"{decl.name}.{column}")
+        return out
+
     monkeypatch.setattr(tablefile, "read_label_codes", counted)
+    monkeypatch.setattr(tablefile, "read_narrow_ints", counted_ids)
     got = doc()
-    # The narrow codes were made, from the row groups.
+    assert "ops.tid" in ids
+    # The narrow codes were made, from the row groups; the thread ids read as int32.
     assert ("ops", "name", True) in asked and ("ops", "category", True) in asked
     # The columns read whole instead (ops names as their int32 indices): the same.
     monkeypatch.setattr(tablefile, "read_label_codes", lambda *a, **k: None)
+    monkeypatch.setattr(tablefile, "read_narrow_ints", lambda *a, **k: None)
     assert doc() == got
+
+
+def _ints_file(path: Path, groups: list[list[int | None]]) -> Path:
+    with pq.ParquetWriter(path, pa.schema([("tid", pa.int64())])) as w:
+        for g in groups:
+            w.write_table(pa.table({"tid": pa.array(g, pa.int64())}))
+    return path
+
+
+def test_ids_read_narrow_where_the_statistics_prove_they_fit(tmp_path: Path) -> None:
+    groups = [[7, -1, 2**31 - 2], [5, 5], [-(2**31), 0, 9]]
+    f = _ints_file(tmp_path / "ops.parquet", groups)
+    got = tablefile.read_narrow_ints(f, OPS_DECL, "tid")
+    assert got is not None and got.dtype == np.int32
+    assert got.tolist() == [x for g in groups for x in g]
+    # The largest int32 (an id + 1 would wrap), a wider value, a null: not narrowed.
+    for bad in ([1, 2**31 - 1], [1, 2**31], [1, None]):
+        f = _ints_file(tmp_path / "b.parquet", [[3], bad])
+        assert tablefile.read_narrow_ints(f, OPS_DECL, "tid") is None
+    assert tablefile.read_narrow_ints(f, OPS_DECL, "name") is None  # not int64
+
+
+def test_thread_groups_the_same_from_narrow_ids(tmp_path: Path, monkeypatch) -> None:
+    tids = [9, 4, 9, 4, 11, 9]
+    ops = {
+        "start_ns": [i * US for i in range(6)],
+        "end_ns": [i * US + US // 2 for i in range(6)],
+        "pid": [1] * 6,
+        "tid": tids,
+        "name": ["a"] * 6,
+    }
+    tr = make(tmp_path, {"ops": ops})
+    ctx = context.of(tr)
+    assert shared_arrays.ids_once(ctx, "ops", "tid").dtype == np.int32
+    groups = attribution.range_groups(ctx, "ops")
+    # Rows per thread, in the order of the threads' first rows: written out from tids.
+    assert {k: v.tolist() for k, v in groups.items()} == {
+        (1, 9): [0, 2, 5],
+        (1, 4): [1, 3],
+        (1, 11): [4],
+    }
+    assert list(groups) == [(1, 9), (1, 4), (1, 11)]
+    assert not ctx.holds("ops", "tid")
+    # Read as int64 instead: the same groups, the same order.
+    monkeypatch.setattr(tablefile, "read_narrow_ints", lambda *a, **k: None)
+    wide = attribution.range_groups(context.of(tbdtrace.open(tr.path)), "ops")
+    assert list(wide) == list(groups)
+    assert all(wide[k].tolist() == groups[k].tolist() for k in groups)
