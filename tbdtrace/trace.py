@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from tbdtrace import schema, tablefile
@@ -67,6 +68,22 @@ class ColumnStore:
     def _load(self, decl: schema.Table, cols: list[str]) -> dict[tuple[str, str], pa.Array]:
         """Read ``cols`` of ``decl`` (one pass over the table)."""
         raise NotImplementedError
+
+    def narrow_ints(self, name: str, column: str) -> npt.NDArray[np.int32] | None:
+        """An int64 column not read yet whose values fit int32 (as the file's statistics
+        prove, none null), read as int32 and not kept (:func:`tablefile.read_narrow_ints`);
+        None when the store cannot tell or cannot (then read the column)."""
+        return None
+
+    def label_codes(
+        self, name: str, column: str
+    ) -> tuple[npt.NDArray[np.integer[Any]], list[str | None]] | None:
+        """A dictionary column not read yet, decoded straight into int8 codes (int16 past
+        126 labels) and its labels, a null as the code after the last label, without
+        keeping the column or holding its indices whole (:func:`tablefile.read_label_codes`).
+        None when the store cannot (the column is read, or is not stored that way): read
+        the column instead."""
+        return None
 
     def table(
         self, name: str, columns: Iterable[str] | None = None, cache: bool = True
@@ -165,6 +182,10 @@ class ColumnStore:
     def forget(self, name: str, column: str) -> None:
         """Let go of ``column`` of table ``name`` (read again when asked for)."""
         self._columns.pop((name, column), None)
+
+    def held_columns(self, name: str) -> list[str]:
+        """The columns of table ``name`` read and kept."""
+        return [c for t, c in self._columns if t == name]
 
     def holds(self, name: str, column: str) -> bool:
         """Is ``column`` of table ``name`` read and kept (:meth:`column` costs nothing)?"""
@@ -281,6 +302,20 @@ class Trace(ColumnStore):
             self._rows[decl.name] = len(next(iter(got.values())))
         # A version-2 file may add start_ns (read to decode end_ns); keep it too.
         return {(decl.name, c): a for c, a in got.items()}
+
+    def narrow_ints(self, name: str, column: str) -> npt.NDArray[np.int32] | None:
+        f = self._file(name)
+        if f is None or self.holds(name, column) or (name, column) in self._ahead:
+            return None
+        return tablefile.read_narrow_ints(f, schema.table(name), column, self._footers.get(name))
+
+    def label_codes(
+        self, name: str, column: str
+    ) -> tuple[npt.NDArray[np.integer[Any]], list[str | None]] | None:
+        f = self._file(name)
+        if f is None or self.holds(name, column) or (name, column) in self._ahead:
+            return None
+        return tablefile.read_label_codes(f, schema.table(name), column, self._footers.get(name))
 
 
 def _concurrently(calls: list[Any]) -> list[Any]:

@@ -27,7 +27,7 @@ def build(
     ``text_only``: the document is for the text report, which leaves out the sections
     that have no text (the series for plots: :func:`text_sections`)."""
     from tbdtrace.analysis.engine import context, window
-    from tbdtrace.report.contents import SECTIONS
+    from tbdtrace.report.contents import OPS_DERIVED, OPS_READERS, RELEASE_AFTER, SECTIONS
 
     opts = opts or ReportOptions()
     doc: dict[str, Any] = {
@@ -60,13 +60,24 @@ def build(
         early = {s.key: s.compute(whole, opts) for s in sections if s.whole_trace}
         view.prefetch_tables(PREFETCH)
         context.release_copied(view, PREFETCH)
-    for s in sections:
+    # The sections that read the ops table first, then the others (contents.OPS_READERS);
+    # the document in report order.
+    by_key = {s.key: s for s in sections}
+    first = [by_key[k] for k in OPS_READERS if k in by_key]
+    rest = [s for s in sections if s.key not in OPS_READERS]
+    done: dict[str, Any] = {}
+    for s in first + rest:
         if on_section is not None:
             on_section(s.key)
         if s.key in early:
-            doc[s.key] = early.pop(s.key)
+            done[s.key] = early.pop(s.key)
         else:
-            doc[s.key] = s.compute(whole if s.whole_trace else view, opts)
+            done[s.key] = s.compute(whole if s.whole_trace else view, opts)
+        if s.key in RELEASE_AFTER:  # no later section reads these (contents.py)
+            view.cache.forget(RELEASE_AFTER[s.key])
+        if first and s is first[-1]:
+            context.release_table(view, "ops", OPS_DERIVED)
+    doc.update((s.key, done[s.key]) for s in sections)
     return doc
 
 
@@ -80,5 +91,5 @@ def text_sections() -> list[Section]:
 # Columns most sections read, fetched together: the two files are decoded side by side.
 PREFETCH = (
     ("kernels", ("start_ns", "end_ns", "name")),
-    ("runtime", ("start_ns", "end_ns", "name")),
+    ("runtime", ("start_ns",)),
 )

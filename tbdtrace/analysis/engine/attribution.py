@@ -79,7 +79,7 @@ _PACK_ROWS = 1 << 20  # rows packed at a time (the temporaries of one block only
 
 
 def _thread_codes(
-    pid_of: Callable[[], I64], tid_of: Callable[[], I64]
+    pid_of: Callable[[], I64], tid_of: Callable[[], npt.NDArray[np.integer[Any]]]
 ) -> tuple[list[tuple[int, int]], pa.Array] | None:
     """(thread keys, per row the code of its key) of the ids ``pid_of()`` and
     ``tid_of()`` packed into one int64 a block at a time, the process ids before the
@@ -89,6 +89,18 @@ def _thread_codes(
     n = pid.size
     if n == 0 or pid.min() < -1 or pid.max() >= 1 << 30:
         return None
+    if pid.strides == (0,):
+        # One process (a broadcast of the file's constant): the thread ids are coded as
+        # they are, no packed copy (29M ops: 0.22 GB less at the grouping's peak). The
+        # same keys in the same order as packing them with the one pid gives.
+        one = int(pid[0])
+        del pid
+        tid = tid_of()
+        if tid.size != n or tid.min() < -1 or tid.max() >= (1 << 32) - 1:
+            return None
+        enc = pc.dictionary_encode(pa.array(tid))
+        del tid
+        return [(one, int(t)) for t in enc.dictionary.to_pylist()], enc.indices
     packed = np.empty(n, dtype=np.int64)
     for lo in range(0, n, _PACK_ROWS):
         part = packed[lo : lo + _PACK_ROWS]
@@ -107,15 +119,40 @@ def _thread_codes(
     return keys, enc.indices
 
 
+_SORT_ROWS = 1 << 22  # rows sorted at a time by _groups
+
+
 def _groups(keys: list[tuple[int, int]], code: pa.Array) -> Groups:
-    """Rows per key of ``keys`` (``code``: per row, its key's index), ascending."""
-    order = pc.array_sort_indices(code).to_numpy()  # stable counting sort (uint64)
-    if order.size < 2**31:
-        # int32 row indices: a range table's groups are kept for the report (29M ops:
-        # 112 MB, not 223 MB)
-        order = order.astype(np.int32)
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(code.to_numpy(), minlength=len(keys)))])
-    return {k: order[bounds[c] : bounds[c + 1]] for c, k in enumerate(keys)}
+    """Rows per key of ``keys`` (``code``: per row, its key's index), ascending.
+
+    A stable counting sort of the codes (Arrow's), a block of rows at a time, each
+    block's rows placed after the earlier blocks' rows of their key: only the int32
+    result is row-sized (29M ops: the groups kept for the report, 112 MB), not also a
+    uint64 order of every row (0.22 GB) beside it."""
+    c = code.to_numpy()
+    n = c.size
+    counts = np.bincount(c, minlength=len(keys))
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    order = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
+    at = bounds[:-1].copy()  # per key, where its next rows go
+    for lo in range(0, n, _SORT_ROWS):
+        part = code.slice(lo, _SORT_ROWS)
+        o = pc.array_sort_indices(part).to_numpy()  # stable counting sort (uint64)
+        pc_ = c[lo : lo + o.size]
+        got = np.bincount(pc_, minlength=len(keys))
+        if (got == o.size).any():  # one key in the block: its rows in order
+            k = int(np.argmax(got))
+            order[at[k] : at[k] + o.size] = np.arange(lo, lo + o.size)
+        else:
+            sk = pc_[o]
+            # Position of each sorted row: its key's next slot plus its rank among the
+            # block's rows of that key.
+            first = np.cumsum(got) - got
+            dest = np.arange(o.size, dtype=np.int64)
+            dest += (at - first)[sk]
+            order[dest] = o + lo
+        at += got
+    return {k: order[bounds[i] : bounds[i + 1]] for i, k in enumerate(keys)}
 
 
 THREAD_GROUPS: Entry[Groups] = Entry(
@@ -136,7 +173,7 @@ def range_groups(ctx: AnalysisContext, table: str) -> Groups:
             return {}
         got = _thread_codes(
             lambda: shared_arrays.ints(ctx, table, "pid", keep=False),
-            lambda: shared_arrays.ints(ctx, table, "tid", keep=False),
+            lambda: shared_arrays.ids_once(ctx, table, "tid"),
         )
         if got is None:  # ids that do not pack: read again, grouped by np.unique
             groups = thread_groups(
@@ -147,8 +184,13 @@ def range_groups(ctx: AnalysisContext, table: str) -> Groups:
             groups = _groups(*got)
         s = shared_arrays.ints(ctx, table, "start_ns")
         e = shared_arrays.ints(ctx, table, "end_ns")
-        for th, rows in groups.items():  # in place: one thread's rows held twice at most
-            groups[th] = by_start_then_longer_rows(s, e, rows)
+        for rows in groups.values():
+            # Reordered in place, in the one array of every group's rows: one thread's
+            # rows held twice at most, and only while it is reordered (a copy kept in its
+            # place would leave the whole array held too: 29M ops, 112 MB).
+            ordered = by_start_then_longer_rows(s, e, rows)
+            if ordered is not rows:
+                rows[...] = ordered
         return groups
 
     return ctx.cache.get(THREAD_GROUPS, compute, table)
@@ -160,7 +202,8 @@ def on_threads(
     """Per query, the innermost row of ``table`` (rows where ``keep``) on the query's
     thread containing its time ``q_t``; -1 if none. ``queries`` groups the queries by
     thread (:func:`thread_groups`)."""
-    out = np.full(q_t.size, -1, dtype=np.int64)
+    # Row numbers of ``table``: int32 below 2^31 rows (10M queries: 38 MB, not 76)
+    out = np.full(q_t.size, -1, dtype=_row_type(ctx.num_rows(table)))
     ranges = range_groups(ctx, table)
     s, e = shared_arrays.ints(ctx, table, "start_ns"), shared_arrays.ints(ctx, table, "end_ns")
     for th, qsel in queries.items():
@@ -173,11 +216,19 @@ def on_threads(
         if rows.size == 0:
             continue
         # The thread's ranges read in place, in the order range_groups keeps them (a
-        # subset of rows in that order is in that order too).
-        hit = innermost(s, e, q_t[qsel], rows, ordered=True)
-        good = hit >= 0
-        out[qsel[good]] = rows[hit[good]]
+        # subset of rows in that order is in that order too). The query times too where
+        # the thread has every query (ascending, distinct: all of them, in order).
+        hit = innermost(s, e, q_t if qsel.size == q_t.size else q_t[qsel], rows, ordered=True)
+        # The hits placed a block at a time: the masks and gathers of one block only
+        # (10M queries on one thread: ~0.2 GB of temporaries otherwise).
+        for lo in range(0, hit.size, _PLACE_ROWS):
+            h = hit[lo : lo + _PLACE_ROWS]
+            good = h >= 0
+            out[qsel[lo : lo + _PLACE_ROWS][good]] = rows[h[good]]
     return out
+
+
+_PLACE_ROWS = 1 << 20  # search results placed at a time (on_threads)
 
 
 def outermost(ctx: AnalysisContext, has: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
@@ -220,27 +271,34 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     # "Not attributed" for every kernel: a read-only view of one value, no memory.
     none = np.broadcast_to(np.int64(-1), (n,))
     n_ops = ctx.num_rows("ops")
-    o_codes, o_labels = shared_arrays.codes(ctx, "ops", "name")
     k_ids = _kernel_external_ids(ctx) if n_ops else None
     by_ext = none if k_ids is None else _row_numbers(_by_external_id(ctx, k_ids), n_ops)
     del k_ids
+    if n_ops and n:
+        # The ops' thread groups, searched below, made next: their thread ids are read
+        # and coded while little else is held, in the room the external ids just left
+        # (29M ops: 0.3 GB lower peak).
+        range_groups(ctx, "ops")
+    o_codes, o_labels = shared_arrays.codes(ctx, "ops", "name")
     m_codes, m_labels = shared_arrays.codes(ctx, "markers", "name")
     if n_ops == 0 and ctx.num_rows("markers") == 0:
         # No host ranges to search: the launch threads are not looked up (a native
         # capture without ops: 10M kernels, ~0.1 GB of tids and runtime matches).
-        op, module, marker = _codes(by_ext, o_codes), none, none
+        op, module, marker = _codes(by_ext, o_codes, len(o_labels)), none, none
     else:
         points = launch_points(ctx)
         if points is None:
-            op, module, marker = _codes(by_ext, o_codes), none, none
+            op, module, marker = _codes(by_ext, o_codes, len(o_labels)), none, none
         else:
+            # The join handed over (``_on_launch_threads`` frees it once used)
+            held = [by_ext]
+            del by_ext
             op, module, marker = _on_launch_threads(
-                ctx, points, by_ext, (o_codes, o_labels), m_codes
+                ctx, points, held, (o_codes, o_labels), (m_codes, len(m_labels))
             )
         # The launch points and the join are freed before the attribution is kept
         # (10M kernels: 0.3 GB less at this pass's peak).
         del points
-    del by_ext
     return Attribution(
         op=op,
         op_labels=_labels(o_labels),
@@ -262,15 +320,27 @@ def _row_numbers(idx: I64, rows: int) -> npt.NDArray[np.integer[Any]]:
     return idx.astype(_row_type(rows), copy=False)
 
 
-def _codes(idx: npt.NDArray[np.integer[Any]], c: I64) -> I64:
-    """Per row of ``idx``, the code ``c`` of the row it names; -1 where it names none.
-    Nothing attributed (``idx`` a broadcast -1) or no codes: a broadcast -1, no memory."""
+def _codes(idx: npt.NDArray[np.integer[Any]], c: I64, labels: int) -> I64:
+    """Per row of ``idx``, the code ``c`` of the row it names (one of ``labels`` labels);
+    -1 where it names none. Nothing attributed (``idx`` a broadcast -1) or no codes: a
+    broadcast -1, no memory. Kept by the attribution as :func:`code_type` of ``labels``."""
     if idx.strides == (0,) and (idx.size == 0 or idx[0] < 0):
         return np.broadcast_to(np.int64(-1), idx.shape)
     if not c.size:
         return np.broadcast_to(np.int64(-1), idx.shape)
-    out: I64 = np.where(idx >= 0, c[np.clip(idx, 0, None)], -1)
+    out: I64 = np.where(idx >= 0, c[np.clip(idx, 0, None)], -1).astype(
+        code_type(labels), copy=False
+    )
     return out
+
+
+def code_type(labels: int) -> type[np.integer[Any]]:
+    """The dtype of codes into ``labels`` labels, -1 for none: int16 below 2^15 - 1 labels
+    (op, module and marker names: 10M kernels, 19 MB per array, not 38), else int32, int64
+    past 2^31 - 1."""
+    if labels < 2**15 - 1:
+        return np.int16
+    return np.int32 if labels < 2**31 - 1 else np.int64
 
 
 def _kernel_external_ids(ctx: AnalysisContext) -> I64 | None:
@@ -324,19 +394,35 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
         if shared_arrays.has_values(ctx, "kernels", "tid")
         else hit
     )
-    tq = np.flatnonzero(launched)
+    # Kernel row numbers, int32 below 2^31 rows (10M kernels: 38 MB, not 76)
+    tq = np.flatnonzero(launched).astype(_row_type(launched.size), copy=False)
     if tq.size == 0:
         return None
-    mc = np.where(hit, m, 0)[tq]
-    h = hit[tq]
+    # The matched calls of the launched kernels (every kernel, every match: no copies)
+    mc = m if bool(hit.all()) else np.where(hit, m, 0)
+    h = hit
+    if tq.size < launched.size:
+        mc, h = mc[tq], hit[tq]
 
     def at_launch(col: str) -> I64:
         # The kernel's own value, replaced in place by its runtime call's where it has
-        # one: no full-size copies of both (10M kernels: 0.15 GB less per column).
-        r = shared_arrays.ints(ctx, "runtime", col)
-        out: I64 = shared_arrays.ints(ctx, "kernels", col)[tq]
+        # one: no full-size copies of both (10M kernels: 0.15 GB less per column). The
+        # thread ids are read for this only, not kept (10M runtime calls: 76 MB each);
+        # the start times are the launch times other passes read too.
+        keep = col == "start_ns"
+        r = shared_arrays.ints(ctx, "runtime", col, keep=keep)
+        own = shared_arrays.ints(ctx, "kernels", col, keep=keep)
+        one = one_launch_value(own, r, h)
+        if one is not None:
+            return one
+        if all_hit:  # every launch from a runtime call: its values, one gather
+            got: I64 = r[mc]
+            return got
+        out: I64 = own[tq]
         out[h] = r[mc[h]] if r.size else -1
         return out
+
+    all_hit = bool(h.all())
 
     q_t = at_launch("start_ns")
     # The launch threads' process ids are packed before their thread ids are made.
@@ -345,20 +431,35 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
     return tq, groups, q_t, h
 
 
+def one_launch_value(own: I64, runtime: I64, hit: npt.NDArray[np.bool_]) -> I64 | None:
+    """The launch values of ``hit.size`` kernels (``runtime``'s value where ``hit``, else
+    the kernel's ``own``) as a read-only broadcast when they are all one value (one
+    process: the file's statistics tell, a column of one value is a broadcast); else
+    None. No row-sized array (10M kernels: 76 MB)."""
+    if runtime.strides != (0,) or not runtime.size:
+        return None
+    if bool(hit.all()) or (own.strides == (0,) and own.size and own[0] == runtime[0]):
+        out: I64 = np.broadcast_to(runtime[0], hit.shape)
+        return out
+    return None
+
+
 def _on_launch_threads(
     ctx: AnalysisContext,
     points: Points,
-    by_ext: npt.NDArray[np.integer[Any]],
+    held: list[npt.NDArray[np.integer[Any]]],
     ops_names: tuple[I64, list[str | None]],
-    m_codes: I64,
+    markers: tuple[I64, int],
 ) -> tuple[I64, I64, I64]:
-    """(op, module, marker) codes per kernel (names of ``ops_names`` and ``m_codes``),
+    """(op, module, marker) codes per kernel (names of ``ops_names`` and ``markers``),
     searched on the launch thread of the kernels of ``points`` (:func:`launch_points`;
-    rules 1-4 of the module docstring). Each search's row numbers become codes before
+    rules 1-4 of the module docstring); ``held``: the ops rows by external id, handed
+    over (emptied here, freed once used). Each search's row numbers become codes before
     the next search runs (10M kernels: two row-number arrays fewer at the peak)."""
     n = ctx.num_rows("kernels")
     tq, queries, q_t, h = points
     o_codes, o_labels = ops_names
+    m_codes, m_count = markers
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
     is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module
@@ -366,25 +467,41 @@ def _on_launch_threads(
     found = on_threads(ctx, "ops", keep, queries, q_t)
     found = _skip_own_op(ctx, tq, found, h, queries, q_t, keep)
     del keep
-    # Found on the launch thread, else by external id (rule 2).
-    op_idx = np.array(by_ext, dtype=_row_type(ctx.num_rows("ops")))
+    # Found on the launch thread, else by external id (rule 2): in the join's own array
+    # where it is one of the row type (made for this), else a copy.
+    by_ext = held.pop()
+    rt = _row_type(ctx.num_rows("ops"))
+    own = by_ext.dtype == rt and by_ext.strides != (0,) and by_ext.flags.writeable
+    op_idx = by_ext if own else np.array(by_ext, dtype=rt)
+    del by_ext
     got = found >= 0
     op_idx[tq[got]] = found[got]
     del found, got
-    op = _codes(op_idx, o_codes)
+    op = _codes(op_idx, o_codes, len(o_labels))
     del op_idx
-    rows = np.full(n, -1, dtype=_row_type(ctx.num_rows("ops")))
-    rows[tq] = on_threads(ctx, "ops", is_module, queries, q_t)
-    module = _codes(rows, o_codes)
+    module = _codes(
+        _per_kernel(n, tq, on_threads(ctx, "ops", is_module, queries, q_t)), o_codes, len(o_labels)
+    )
     del is_module
     is_step = shared_arrays.label_mask(
         ctx, "markers", "name", lambda x: x.startswith("ProfilerStep#")
     )
     is_range = shared_arrays.label_mask(ctx, "markers", "kind", lambda x: x == "range")
-    rows = np.full(n, -1, dtype=_row_type(ctx.num_rows("markers")))
-    rows[tq] = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
-    marker = _codes(rows, m_codes)
+    found = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
+    marker = _codes(_per_kernel(n, tq, found), m_codes, m_count)
     return op, module, marker
+
+
+def _per_kernel(
+    n: int, tq: npt.NDArray[np.integer[Any]], found: npt.NDArray[np.integer[Any]]
+) -> npt.NDArray[np.integer[Any]]:
+    """Per kernel of ``n``, the row ``found`` for the kernels ``tq`` (ascending), -1 for
+    the others; ``found`` itself when ``tq`` is every kernel (no second array)."""
+    if tq.size == n:
+        return found
+    rows = np.full(n, -1, dtype=found.dtype)
+    rows[tq] = found
+    return rows
 
 
 def _skip_own_op(

@@ -60,6 +60,13 @@ class PassCache:
         for key in [k for k in self._values if k[0] in entries and k[1 : 1 + n] == args]:
             del self._values[key]
 
+    def forget_of(self, *args: Hashable) -> None:
+        """Drop the values of every entry whose arguments begin with ``args`` (a table's
+        columns, groups and codes: ``forget_of("ops")``); computed again when asked for."""
+        n = len(args)
+        for key in [k for k in self._values if k[1 : 1 + n] == args]:
+            del self._values[key]
+
     def __len__(self) -> int:
         return len(self._values)
 

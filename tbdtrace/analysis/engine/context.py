@@ -117,6 +117,16 @@ class AnalysisContext:
         """Is the column read and kept by this context (see ``ColumnStore.holds``)?"""
         return self._rows.holds(name, column)
 
+    def narrow_ints(self, name: str, column: str) -> npt.NDArray[np.int32] | None:
+        """An int64 column's values as int32, read for them (``ColumnStore.narrow_ints``)."""
+        return self._rows.narrow_ints(name, column)
+
+    def label_codes(
+        self, name: str, column: str
+    ) -> tuple[npt.NDArray[np.integer[Any]], list[str | None]] | None:
+        """A dictionary column's codes and labels, read for them (``ColumnStore.label_codes``)."""
+        return self._rows.label_codes(name, column)
+
     def prefetch(self, name: str, columns: Iterable[str]) -> None:
         self._rows.prefetch(name, columns)
 
@@ -178,6 +188,17 @@ def release_copied(view: AnalysisContext, wanted: Iterable[tuple[str, Iterable[s
                 )
 
 
+def release_table(ctx: AnalysisContext, name: str, entries: Iterable[str] = ()) -> None:
+    """``ctx`` lets go of the columns of table ``name`` it holds, of its cache's values
+    of that table (int64 and code views, thread groups ...) and of the cache entries
+    named ``entries`` (values derived from that table alone). Read and computed again
+    when asked for: the same values."""
+    for col in ctx._rows.held_columns(name):
+        ctx._rows.forget(name, col)
+    ctx.cache.forget_of(name)
+    ctx.cache.forget(tuple(entries))
+
+
 class WindowRows(ColumnStore):
     """The rows of ``base`` (a whole-trace context) that ``window`` keeps, table by table."""
 
@@ -220,6 +241,31 @@ class WindowRows(ColumnStore):
     def read_columns(self, name: str, columns: Iterable[str]) -> list[pa.Array]:
         self._kept_of(name)  # decided here, before the reading threads ask for it
         return super().read_columns(name, columns)
+
+    def narrow_ints(self, name: str, column: str) -> npt.NDArray[np.int32] | None:
+        """The base's int32 values (read for them) of the window's rows."""
+        if self.holds(name, column) or self.base.holds(name, column):
+            return None
+        got = self.base.narrow_ints(name, column)
+        kept = self._kept_of(name)
+        if got is None or kept is None:
+            return got
+        return got[kept[0] : kept[1]].copy() if isinstance(kept, tuple) else got[kept]
+
+    def label_codes(
+        self, name: str, column: str
+    ) -> tuple[npt.NDArray[np.integer[Any]], list[str | None]] | None:
+        """The base's codes (read for them) of the window's rows."""
+        if self.holds(name, column) or self.base.holds(name, column):
+            return None
+        got = self.base.label_codes(name, column)
+        if got is None:
+            return None
+        c, labels = got
+        kept = self._kept_of(name)
+        if kept is not None:
+            c = c[kept[0] : kept[1]].copy() if isinstance(kept, tuple) else c[kept]
+        return c, labels
 
     def kept_rows(self, name: str) -> npt.NDArray[np.int64] | None:
         """Row indices of ``name`` in the base trace that the window keeps (None: all)."""

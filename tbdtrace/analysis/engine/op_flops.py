@@ -17,12 +17,14 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from tbdtrace import schema
 from tbdtrace.analysis.engine import flop_formulas as ff
 from tbdtrace.analysis.engine import shared_arrays
 from tbdtrace.analysis.engine.attribution import on_threads, outermost, thread_groups
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.grouping import dict_codes, unique_rows
 from tbdtrace.arrow_ints import int_column
+from tbdtrace.tablefile import null_array
 
 if TYPE_CHECKING:
     from tbdtrace.analysis.engine.context import AnalysisContext
@@ -92,9 +94,7 @@ def _op_counts(ctx: AnalysisContext) -> OpCounts:
     # A column at a time, each cut to those rows before the next is read (29M ops: one
     # column of 0.1-0.2 GiB held at once, not all five).
     take = pa.array(idx)
-    sub = pa.table(
-        {c: ctx.table("ops", [c], cache=False).column(0).take(take) for c in (*_OPS_COLS, "flops")}
-    )
+    sub = pa.table({c: _rows_of(ctx, c, take) for c in (*_OPS_COLS, "flops")})
     cols = [dict_codes(sub, c) for c in _OPS_COLS]
     uniq, inv = unique_rows(*(c for c, _ in cols))
     tf32 = tf32_allowed(ctx.meta)
@@ -120,6 +120,28 @@ def _op_counts(ctx: AnalysisContext) -> OpCounts:
     mask = np.zeros(n, dtype=bool)
     mask[rows] = True
     return OpCounts(rows, flops[has], source, prec, outermost(ctx, mask))
+
+
+def _rows_of(ctx: AnalysisContext, column: str, take: pa.Array) -> pa.Array:
+    """Rows ``take`` of an ops column. A column every row of which is null (by the file's
+    statistics: a trace without recorded shapes or counts) is made as those rows of
+    nulls, not read whole first (29M ops: 0.1-0.2 GiB per column)."""
+    known = ctx.constant("ops", column)
+    if known is not None and known[0] is None:
+        return null_array(len(take), schema.table("ops").column(column).type)
+    if not ctx.holds("ops", column) and ctx.cache.contains(shared_arrays.CODES, "ops", column):
+        # Codes kept instead of the column (shared_arrays.NARROW_CODES): those rows made
+        # from them, the same dictionary and indices, not the column read whole again.
+        codes, labels = shared_arrays.codes(ctx, "ops", column)
+        typ = schema.table("ops").column(column).type
+        nulls = bool(labels) and labels[-1] is None
+        values = labels[:-1] if nulls else labels
+        sub = codes[take.to_numpy()]
+        idx = pa.array(
+            sub.astype(np.int32), mask=(sub == len(values)) if nulls else None, type=pa.int32()
+        )
+        return pa.DictionaryArray.from_arrays(idx, pa.array(values, typ.value_type))
+    return ctx.table("ops", [column], cache=False).column(0).take(take)
 
 
 # Op categories of other frameworks whose ``ops.flops`` count only matrix math (the

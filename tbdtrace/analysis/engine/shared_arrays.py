@@ -105,6 +105,21 @@ def ints(ctx: AnalysisContext, table: str, column: str, fill: int = -1, keep: bo
     )
 
 
+def ids_once(ctx: AnalysisContext, table: str, column: str) -> npt.NDArray[np.integer[Any]]:
+    """:func:`ints` with ``keep=False`` (nulls as -1) of an id column read once to derive
+    something kept (thread ids for the thread groups), as int32 where the file's
+    statistics prove the values fit below the largest int32 and none is null: half the
+    bytes (29M ops: 112 MB, not 223), made a row group at a time. Values, not their type,
+    are what a caller may rely on."""
+    if _constant_ints(ctx, table, column, -1) is None and not ctx.cache.contains(
+        INTS, table, column, -1
+    ):
+        got = ctx.narrow_ints(table, column)
+        if got is not None:
+            return _ro(got)
+    return ints(ctx, table, column, keep=False)
+
+
 def _constant_ints(ctx: AnalysisContext, table: str, column: str, fill: int) -> I64 | None:
     """A column whose every row the file's statistics prove equal (one rank, a GPU
     kernel's null thread id, a process id) as a read-only broadcast of its value: no
@@ -130,6 +145,9 @@ def codes(ctx: AnalysisContext, table: str, column: str) -> tuple[I64, list[str 
     """A dictionary string column as (codes, labels); see ``_util.dict_codes``."""
 
     def compute() -> tuple[I64, list[str | None]]:
+        narrow = _narrow_codes(ctx, table, column) if (table, column) in NARROW_CODES else None
+        if narrow is not None:
+            return narrow
         arr = ctx.column(table, column)
         if pa.types.is_dictionary(arr.type) and arr.null_count == 0:
             # The dictionary's own int32 indices, without a copy.
@@ -140,12 +158,38 @@ def codes(ctx: AnalysisContext, table: str, column: str) -> tuple[I64, list[str 
     return ctx.cache.get(CODES, compute, table, column)
 
 
+# Columns whose codes are made without reading the column for the store: int8/int16
+# codes decoded a row group at a time (``ColumnStore.label_codes``) instead of the
+# column's int32 indices (29M ops: 56 MB held, not 112, and no whole read). Their
+# readers only index by the codes (no arithmetic on them that a narrow type could wrap).
+NARROW_CODES = frozenset({("ops", "name")})
+
+
+def _narrow_codes(
+    ctx: AnalysisContext, table: str, column: str
+) -> tuple[I64, list[str | None]] | None:
+    """:func:`codes` of a column nothing holds, read for them as narrow codes; None
+    where the store cannot (then the column is read)."""
+    if ctx.holds(table, column):
+        return None
+    got = ctx.label_codes(table, column)
+    if got is None:
+        return None
+    c, labels = got
+    # A null's code is the one after the last label, labelled None (as dict_codes).
+    if c.size and ctx.null_free(table, column) is not True and int(c.max()) >= len(labels):
+        labels = [*labels, None]
+    return _ro(c), labels
+
+
 def durations(ctx: AnalysisContext, table: str, keep: bool = True) -> I64:
     """end_ns - start_ns of every row.
 
     On a windowed context that keeps one run of at least half the whole trace's rows, a
     slice of the whole trace's array (the whole trace's sections need that one too).
-    ``keep=False``: not kept for later calls (a one-off use), as :func:`launch_times`."""
+    ``keep=False``: not kept for later calls (a one-off use), as :func:`launch_times`.
+    A table of :data:`KEEP_DURATIONS_ROWS` rows or more: not kept either, computed on
+    each call (one subtraction, 10M kernels: ~15 ms): 76 MB less held through a report."""
 
     def compute() -> I64:
         run = _base_run(ctx, table)
@@ -154,9 +198,15 @@ def durations(ctx: AnalysisContext, table: str, keep: bool = True) -> I64:
         return _ro(ints(ctx, table, "end_ns") - ints(ctx, table, "start_ns"))
 
     cache = ctx.cache
-    if not keep and not cache.contains(DURATIONS, table):
+    if (not keep or ctx.num_rows(table) >= KEEP_DURATIONS_ROWS) and not cache.contains(
+        DURATIONS, table
+    ):
         return compute()
     return cache.get(DURATIONS, compute, table)
+
+
+# Durations of a table this big are computed when asked for, not kept (:func:`durations`).
+KEEP_DURATIONS_ROWS = 1 << 22
 
 
 def _base_run(ctx: AnalysisContext, table: str) -> tuple[AnalysisContext, int, int] | None:
@@ -191,6 +241,26 @@ def _carried_matches(
 
     got = ctx.cache.get(BASE_RUNS, compute, table)
     return None if got is None else (ctx.whole, *got)
+
+
+def _picked_matches(ctx: AnalysisContext, table: str) -> I64 | None:
+    """The runtime matches of a windowed context whose rows of ``table`` are kept by
+    index (not one run) and whose runtime rows are one run, taken from its whole
+    trace's (already computed): the whole trace's matches of those rows, less the
+    runtime rows cut before the run, when every matched call is kept (the argument of
+    :func:`_carried_matches`: a match depends on the row's own ids alone). None
+    otherwise. No ids read and joined again (10M kernels: 0.23 GB of ids and join)."""
+    if ctx.window is None or not ctx.whole.cache.contains(RUNTIME_MATCH, table):
+        return None
+    rows, rrun = ctx.kept_rows(table), ctx.row_run("runtime")
+    if rows is None or rrun is None or ctx.row_run(table) is not None:
+        return None
+    m = runtime_match(ctx.whole, table)[rows]
+    hit = m >= 0
+    if (hit & ((m < rrun[0]) | (m >= rrun[1]))).any():
+        return None  # a matched call is cut: its id may match a later kept call
+    out: I64 = np.where(hit, m - rrun[0], -1) if rrun[0] else m
+    return out
 
 
 def device_rows(ctx: AnalysisContext, table: str) -> list[tuple[int, Rows]]:
@@ -389,6 +459,9 @@ def runtime_match(ctx: AnalysisContext, table: str) -> I64:
             base, first, end, rfirst = carried
             m = runtime_match(base, table)[first:end]
             return m if rfirst == 0 else narrow(np.where(m >= 0, m - rfirst, -1))
+        picked = _picked_matches(ctx, table)
+        if picked is not None:
+            return narrow(picked)
         kc = ints(ctx, table, "correlation_id", NULL_ID, keep=False)
         rc = ints(ctx, "runtime", "correlation_id", NULL_ID, keep=False)
         one = one_rank_key(ctx, table)
@@ -445,6 +518,10 @@ def label_mask(ctx: AnalysisContext, table: str, column: str, pred: Any) -> npt.
     A column nothing else holds (``ops.category``: the masks are all that is read of it)
     is read once, for this, and kept as int8 or int16 codes when its labels are few: a
     quarter or half of its int32 indices (29M ops: 28 MB, not 112)."""
+    if ctx.cache.contains(CODES, table, column):  # codes made already: no read
+        held, names = codes(ctx, table, column)
+        lut = np.array([x is not None and bool(pred(x)) for x in names], dtype=np.bool_)
+        return lut[held] if held.size else np.zeros(0, dtype=np.bool_)
     small = None if ctx.holds(table, column) else _small_codes(ctx, table, column)
     if small is not None:
         c, labels = small
@@ -470,6 +547,11 @@ def _small_codes(
     """:data:`SMALL_CODES` of a column (read for them, not kept as a column)."""
 
     def compute() -> tuple[npt.NDArray[np.integer[Any]], list[str | None]] | None:
+        got = ctx.label_codes(table, column)
+        if got is not None:  # decoded a row group at a time into the codes
+            if len(got[1]) >= 2**15 - 1:
+                return None
+            return _ro(got[0]), got[1]
         col = ctx.table(table, [column], cache=False).column(0)
         if not pa.types.is_dictionary(col.type):
             return None
