@@ -398,9 +398,7 @@ def _main_run(kept: npt.NDArray[np.int64]) -> tuple[int, int] | None:
     return (a, b) if 2 * (b - a) >= kept.size else None
 
 
-def _take_rows(
-    tbl: pa.Table, kept: npt.NDArray[np.int64], run: tuple[int, int] | None
-) -> pa.Table:
+def _take_rows(tbl: pa.Table, kept: npt.NDArray[np.int64], run: tuple[int, int] | None) -> pa.Table:
     """``tbl.take(kept)`` for ascending row numbers, ``run`` their :func:`_main_run`. A
     window keeps one long run of rows and a few outside it (ranges that began before the
     window and reach into it): the run is sliced (copied once when the chunks are
