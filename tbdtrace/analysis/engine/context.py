@@ -256,16 +256,22 @@ class WindowRows(ColumnStore):
             for c, arr in self._range_times.pop(name, {}).items():
                 # The window's rows of the times the selection read (as _load makes them)
                 if (name, c) not in self._columns:
-                    self._columns[(name, c)] = self._rows_of(arr, kept)
+                    self._columns[(name, c)] = self._rows_of(name, arr, kept)
         return self._kept[name]
 
-    @staticmethod
-    def _rows_of(arr: pa.Array, kept: tuple[int, int] | npt.NDArray[np.int64] | None) -> pa.Array:
+    def _rows_of(
+        self, name: str, arr: pa.Array, kept: tuple[int, int] | npt.NDArray[np.int64] | None
+    ) -> pa.Array:
         if kept is None:
             return arr
         if isinstance(kept, tuple):
             return arr.slice(kept[0], kept[1] - kept[0])
-        return arr.take(pa.array(kept))
+        return _combine(_take_rows(pa.table({"v": arr}), kept, self._run(name, kept)).column(0))
+
+    def _run(self, name: str, kept: npt.NDArray[np.int64]) -> tuple[int, int] | None:
+        if name not in self._runs:
+            self._runs[name] = _main_run(kept)
+        return self._runs[name]
 
     def _select(self, name: str) -> tuple[int, int] | npt.NDArray[np.int64] | None:
         decl = schema.table(name)
@@ -372,9 +378,7 @@ class WindowRows(ColumnStore):
             # (10M kernels: ~0.5 GiB).
             tbl = tbl.slice(kept[0], kept[1] - kept[0])
         elif kept is not None:
-            if decl.name not in self._runs:
-                self._runs[decl.name] = _main_run(kept)
-            tbl = _take_rows(tbl, kept, self._runs[decl.name])
+            tbl = _take_rows(tbl, kept, self._run(decl.name, kept))
         out = {}
         for c in cols:
             col = tbl.column(c)

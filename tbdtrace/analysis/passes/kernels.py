@@ -85,9 +85,12 @@ def _partition_stats(
     medians = np.empty(c.size)
     for i, (a, n) in enumerate(zip(starts.tolist(), c.tolist(), strict=True)):
         seg = d[a : a + n]
-        lo, hi = (n - 1) // 2, n // 2
-        seg.partition([lo, hi] if hi != lo else lo)
-        medians[i] = (seg[lo] + seg[hi]) / 2.0
+        lo = (n - 1) // 2
+        seg.partition(lo)
+        # An even count's upper middle value: the least of the values above the lower
+        # one (one pass, not a second selection).
+        upper = seg[lo] if n % 2 else seg[lo + 1 :].min()
+        medians[i] = (seg[lo] + upper) / 2.0
     std = _std_of_groups(d, starts, c, totals)
     return {
         "code": present,
