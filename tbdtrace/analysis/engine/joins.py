@@ -32,6 +32,9 @@ def join_sorted(a: I64, b: I64) -> I64:
         # Read a block at a time, so the temporaries stay small at 10M rows.
         for s in range(0, a.size, _BLOCK):
             i = a[s : s + _BLOCK] - base  # a NULL_ID id is far below 0
+            if int(i.min()) >= 0 and int(i.max()) < lut_t.size:  # all inside: no mask
+                out[s : s + _BLOCK] = lut_t[i]
+                continue
             ok = (i >= 0) & (i < lut_t.size)
             np.clip(i, 0, lut_t.size - 1, out=i)
             out[s : s + _BLOCK] = np.where(ok, lut_t[i], -1)

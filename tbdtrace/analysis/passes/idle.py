@@ -339,15 +339,17 @@ def _launch_stats(ctx: AnalysisContext, key: int) -> dict[str, Any]:
     # A kernel is short when it runs for less time than its launch call: the call's
     # duration is its runtime row's (one gather, no end times gathered and subtracted).
     call = _call_durations(ctx, rows, launched, all_launched)
-    own = call if all_launched else call[launched]
-    cpct = np.percentile(own, [50, 90, 99])
-    for st, v in zip(_STATS, (own.mean(), *cpct, own.max()), strict=True):
-        out[f"launch_call_{st}_ns"] = float(v)
-    del own
     short_k = np.less(dur, call)
-    del call
     if not all_launched:
         short_k &= launched
+    own = call if all_launched else call[launched]
+    del call
+    mean, top = own.mean(), own.max()
+    # The short kernels are counted: the percentiles partition the durations in place.
+    cpct = np.percentile(own, [50, 90, 99], overwrite_input=True)
+    for st, v in zip(_STATS, (mean, *cpct, top), strict=True):
+        out[f"launch_call_{st}_ns"] = float(v)
+    del own
     out["short_kernel_count"] = int(short_k.sum())
     out["short_kernel_ns"] = int(dur[short_k].sum())
     return out
