@@ -559,9 +559,53 @@ class MemoryTrace(Trace):
     def __init__(self, path: Path, meta: dict[str, Any], tables: dict[str, pa.Table]):
         super().__init__(path, meta)
         self._tables = tables
+        # Per (table, column): (rows, nulls, (min, max) of an integer column or None).
+        self._facts: dict[tuple[str, str], tuple[int, int, tuple[int, int] | None] | None] = {}
 
     def has(self, name: str) -> bool:
         return name in self._tables
+
+    def constant(self, name: str, column: str) -> tuple[Any] | None:
+        """``(value,)`` when every row of an integer ``column`` holds ``value``
+        (``(None,)``: every row null, any type), from the column in memory (one pass for
+        its minimum and maximum, kept), as a trace directory's statistics tell it: the
+        passes then take the same one-value paths for an import and its trace directory."""
+        f = self._fact(name, column)
+        if f is None or f[0] == 0:
+            return None
+        n, nulls, mm = f
+        if nulls == n:
+            return (None,)
+        return (mm[0],) if mm is not None and not nulls and mm[0] == mm[1] else None
+
+    def min_max(self, name: str, column: str) -> tuple[int, int] | None:
+        """(minimum, maximum) of an integer ``column`` without nulls, from memory."""
+        f = self._fact(name, column)
+        return None if f is None or f[0] == 0 or f[1] else f[2]
+
+    def null_free(self, name: str, column: str) -> bool | None:
+        """Whether no row of ``column`` is null (Arrow counts them)."""
+        f = self._fact(name, column)
+        return None if f is None else f[1] == 0
+
+    def _fact(self, name: str, column: str) -> tuple[int, int, tuple[int, int] | None] | None:
+        key = (name, column)
+        if key not in self._facts:
+            tbl = self._tables.get(name)
+            decl = schema.table(name)
+            if tbl is None or column not in decl.column_names:
+                self._facts[key] = None
+                return None
+            col = tbl.column(decl.column(column).name)
+            n, nulls = len(col), col.null_count
+            mm: tuple[int, int] | None = None
+            if pa.types.is_integer(col.type) and nulls < n:
+                import pyarrow.compute as pc
+
+                r = pc.min_max(col)
+                mm = (int(r["min"].as_py()), int(r["max"].as_py()))
+            self._facts[key] = (n, nulls, mm)
+        return self._facts[key]
 
     def num_rows(self, name: str) -> int:
         return self._tables[name].num_rows if name in self._tables else 0

@@ -137,9 +137,12 @@ def test_min_max_and_nulls_come_from_the_statistics_of_every_row_group(tmp_path,
     ctx = context.of(tr)
     assert shared_arrays.time_bounds(ctx, "ops") == (0, 95)
     assert ("ops", "start_ns") not in tr._columns and ("ops", "end_ns") not in tr._columns
-    # a trace in memory has no statistics: the same bounds from the decoded columns
+    # a trace in memory: the same facts from its columns (one pass each, kept)
     mem = tbdtrace.trace.from_tables({"ops": ops}, {})
-    assert mem.min_max("ops", "start_ns") is None
+    for t, c in [("ops", "start_ns"), ("ops", "end_ns"), ("ops", "pid"), ("markers", "pid")]:
+        assert mem.min_max(t, c) == tr.min_max(t, c), c
+        assert mem.null_free(t, c) == tr.null_free(t, c), c
+    assert mem.min_max("ops", "name") is None
     assert shared_arrays.time_bounds(context.of(mem), "ops") == (0, 95)
 
 
@@ -169,6 +172,12 @@ def test_constant_columns_come_from_the_statistics_of_every_row_group(tmp_path, 
     # what the statistics say agrees with the decoded values
     for c in ("rank", "device_type", "stream_id"):
         assert set(tr.table("kernels", [c]).column(0).to_pylist()) == {tr.constant("kernels", c)[0]}
+    # a trace in memory tells the same of its integer and all-null columns
+    mem = tbdtrace.trace.from_tables({"kernels": cols}, {})
+    for c, want in [("rank", (3,)), ("stream_id", (None,)), ("grid_x", None), ("block_x", None)]:
+        assert mem.constant("kernels", c) == tr.constant("kernels", c) == want, c
+    assert mem.constant("runtime", "rank") is None
+    assert mem.constant("kernels", "device_type") is None  # not an integer: not looked at
 
 
 def test_concurrent_reads_give_the_columns_of_one_at_a_time_reads(tmp_path, monkeypatch):

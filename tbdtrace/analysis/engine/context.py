@@ -212,6 +212,9 @@ class WindowRows(ColumnStore):
         # A range table's times, read whole to decide its rows: the window's own columns
         # are made from them (:meth:`_kept_of`), so the whole trace does not keep them.
         self._range_times: dict[str, dict[str, pa.Array]] = {}
+        # Per table kept as row indices: its longest run of consecutive rows, found once
+        # (:func:`_main_run`), not again for each column read.
+        self._runs: dict[str, tuple[int, int] | None] = {}
 
     def has(self, name: str) -> bool:
         return self.base.has(name)
@@ -288,16 +291,22 @@ class WindowRows(ColumnStore):
             for c, arr in self._range_times.pop(name, {}).items():
                 # The window's rows of the times the selection read (as _load makes them)
                 if (name, c) not in self._columns:
-                    self._columns[(name, c)] = self._rows_of(arr, kept)
+                    self._columns[(name, c)] = self._rows_of(name, arr, kept)
         return self._kept[name]
 
-    @staticmethod
-    def _rows_of(arr: pa.Array, kept: tuple[int, int] | npt.NDArray[np.int64] | None) -> pa.Array:
+    def _rows_of(
+        self, name: str, arr: pa.Array, kept: tuple[int, int] | npt.NDArray[np.int64] | None
+    ) -> pa.Array:
         if kept is None:
             return arr
         if isinstance(kept, tuple):
             return arr.slice(kept[0], kept[1] - kept[0])
-        return arr.take(pa.array(kept))
+        return _combine(_take_rows(pa.table({"v": arr}), kept, self._run(name, kept)).column(0))
+
+    def _run(self, name: str, kept: npt.NDArray[np.int64]) -> tuple[int, int] | None:
+        if name not in self._runs:
+            self._runs[name] = _main_run(kept)
+        return self._runs[name]
 
     def _select(self, name: str) -> tuple[int, int] | npt.NDArray[np.int64] | None:
         decl = schema.table(name)
@@ -404,7 +413,7 @@ class WindowRows(ColumnStore):
             # (10M kernels: ~0.5 GiB).
             tbl = tbl.slice(kept[0], kept[1] - kept[0])
         elif kept is not None:
-            tbl = _take_rows(tbl, kept)
+            tbl = _take_rows(tbl, kept, self._run(decl.name, kept))
         out = {}
         for c in cols:
             col = tbl.column(c)
@@ -416,22 +425,30 @@ class WindowRows(ColumnStore):
         return out
 
 
-def _take_rows(tbl: pa.Table, kept: npt.NDArray[np.int64]) -> pa.Table:
-    """``tbl.take(kept)`` for ascending row numbers. A window keeps one long run of rows
-    and a few outside it (ranges that began before the window and reach into it): the
-    run is sliced (copied once when the chunks are combined), only the others gathered;
-    the same rows in the same order."""
-    if kept.size > 1024:
-        cut = np.flatnonzero(np.diff(kept) != 1) + 1
-        starts, ends = np.r_[0, cut], np.r_[cut, kept.size]
-        j = int(np.argmax(ends - starts))
-        a, b = int(starts[j]), int(ends[j])
-        if 2 * (b - a) >= kept.size:
-            parts = [tbl.take(pa.array(kept[:a]))] if a else []
-            parts.append(tbl.slice(int(kept[a]), b - a))
-            if b < kept.size:
-                parts.append(tbl.take(pa.array(kept[b:])))
-            return pa.concat_tables(parts)
+def _main_run(kept: npt.NDArray[np.int64]) -> tuple[int, int] | None:
+    """(a, b): ``kept[a:b]`` is the longest run of consecutive rows, when it holds at
+    least half of ``kept`` and ``kept`` has over 1024 rows; else None."""
+    if kept.size <= 1024:
+        return None
+    cut = np.flatnonzero(np.diff(kept) != 1) + 1
+    starts, ends = np.r_[0, cut], np.r_[cut, kept.size]
+    j = int(np.argmax(ends - starts))
+    a, b = int(starts[j]), int(ends[j])
+    return (a, b) if 2 * (b - a) >= kept.size else None
+
+
+def _take_rows(tbl: pa.Table, kept: npt.NDArray[np.int64], run: tuple[int, int] | None) -> pa.Table:
+    """``tbl.take(kept)`` for ascending row numbers, ``run`` their :func:`_main_run`. A
+    window keeps one long run of rows and a few outside it (ranges that began before the
+    window and reach into it): the run is sliced (copied once when the chunks are
+    combined), only the others gathered; the same rows in the same order."""
+    if run is not None:
+        a, b = run
+        parts = [tbl.take(pa.array(kept[:a]))] if a else []
+        parts.append(tbl.slice(int(kept[a]), b - a))
+        if b < kept.size:
+            parts.append(tbl.take(pa.array(kept[b:])))
+        return pa.concat_tables(parts)
     return tbl.take(pa.array(kept))
 
 

@@ -321,10 +321,20 @@ def by_start_then_longer_rows(
     already in that order. Rows sorted by start whose only disorder is in ties (ranges
     starting together, the shorter first: a profiler writes them so) are reordered tie
     run by tie run, not by a sort of every row (2M ops of a thread: ~0.1 s less)."""
-    if rows.size < 2 or by_start_then_longer(s, e, rows):
+    if rows.size < 2:
         return rows
-    sg, eg = s[rows], e[rows]
-    ds = sg[1:] - sg[:-1]
+    if rows.size > _CHECK_ROWS:
+        # Checked block by block first: no gathered copy of every row when in order.
+        if by_start_then_longer(s, e, rows):
+            return rows
+        sg, eg = s[rows], e[rows]
+        ds = sg[1:] - sg[:-1]
+    else:
+        # One gather serves the check and the reordering (the check's own block).
+        sg, eg = s[rows], e[rows]
+        ds = sg[1:] - sg[:-1]
+        if (ds >= 0).all() and ((ds > 0) | (eg[1:] <= eg[:-1])).all():
+            return rows
     if not (ds >= 0).all():
         return rows[np.lexsort((-eg, sg))]
     # Rows in a run of equal starts (a run ends where the start grows).

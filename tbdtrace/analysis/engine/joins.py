@@ -32,6 +32,9 @@ def join_sorted(a: I64, b: I64) -> I64:
         # Read a block at a time, so the temporaries stay small at 10M rows.
         for s in range(0, a.size, _BLOCK):
             i = a[s : s + _BLOCK] - base  # a NULL_ID id is far below 0
+            if int(i.min()) >= 0 and int(i.max()) < lut_t.size:  # all inside: no mask
+                out[s : s + _BLOCK] = lut_t[i]
+                continue
             ok = (i >= 0) & (i < lut_t.size)
             np.clip(i, 0, lut_t.size - 1, out=i)
             out[s : s + _BLOCK] = np.where(ok, lut_t[i], -1)
@@ -115,13 +118,16 @@ def _pack(hi: I64, lo: I64, ok: npt.NDArray[np.bool_]) -> I64:
 def _dense_ids(a: I64, b: I64) -> I64 | None:
     """:func:`join_ids` through a lookup table, without a sort, when ``b``'s non-null ids
     span at most ~4 keys per row (as :func:`_dense_pairs`, one rank). The table is filled
-    block by block from the last row back, so each id keeps its first row, and checked
-    (else None, and the caller sorts); every temporary is one block's (29M ops)."""
+    block by block from the last row back, so each id keeps its first row, and each
+    block is checked once written (later blocks only write earlier rows), else None and
+    the caller sorts; every temporary is one block's (29M ops). A block without a null
+    id, or of ``a`` inside the table's range, is read without a mask."""
     lo = hi = 0
     count = 0
     for s in range(0, b.size, _BLOCK):
         v = b[s : s + _BLOCK]
-        v = v[v != NULL_ID]
+        if int(v.min()) <= NULL_ID:
+            v = v[v != NULL_ID]
         if v.size:
             vlo, vhi = int(v.min()), int(v.max())
             lo, hi = (vlo, vhi) if count == 0 else (min(lo, vlo), max(hi, vhi))
@@ -130,19 +136,26 @@ def _dense_ids(a: I64, b: I64) -> I64 | None:
         return None
     small: type[np.signedinteger[Any]] = np.int32 if b.size < 2**31 else np.int64
     lut: npt.NDArray[np.signedinteger[Any]] = np.full(hi - lo + 1, -1, dtype=small)
-    starts = range(0, b.size, _BLOCK)
-    for s in reversed(starts):  # the first row of each id written last
+    for s in reversed(range(0, b.size, _BLOCK)):  # the first row of each id written last
         v = b[s : s + _BLOCK]
-        ok = v != NULL_ID
-        lut[(v[ok] - lo)[::-1]] = (np.flatnonzero(ok) + s)[::-1].astype(small)
-    for s in starts:  # every row finds a row at or before it: first-row semantics held
-        v = b[s : s + _BLOCK]
-        ok = v != NULL_ID
-        if not bool((lut[v[ok] - lo] <= np.flatnonzero(ok) + s).all()):
+        if int(v.min()) > NULL_ID:
+            at = np.arange(s, s + v.size, dtype=small)
+            k = v - lo
+        else:
+            ok = v != NULL_ID
+            at = np.flatnonzero(ok).astype(small)
+            at += s
+            k = v[ok] - lo
+        lut[k[::-1]] = at[::-1]
+        # Every row finds a row at or before it: first-row semantics held.
+        if not bool((lut[k] <= at).all()):
             return None
     out = np.full(a.size, -1, dtype=np.int64)
     for s in range(0, a.size, _BLOCK):
         x = a[s : s + _BLOCK]
+        if lo > NULL_ID and int(x.min()) >= lo and int(x.max()) <= hi:
+            out[s : s + _BLOCK] = lut[x - lo]
+            continue
         ok = (x != NULL_ID) & (x >= lo) & (x <= hi)
         k = np.where(ok, x - lo, 0)
         out[s : s + _BLOCK] = np.where(ok, lut[k], -1)

@@ -114,11 +114,13 @@ def _kernel_gap_launches(ctx: AnalysisContext, key: int) -> np.ndarray:
     the kernel opening each busy interval, so only ties on its start need a look."""
     s, e = shared_arrays.spans(ctx, "kernels", key)
     first = shared_arrays.merged_kernels_first(ctx, key)[2][1:]
-    if not intervals.is_sorted(s) or (e == s).any():
+    if (e == s).any():
         return _gap_launches(ctx, "kernels", key, shared_arrays.merged(ctx, key, "kernels")[0][1:])
     rows = shared_arrays.rows_of(ctx, "kernels", key)
     ls = shared_arrays.launch_times(ctx, "kernels")[rows]
     out = ls[first]
+    if not intervals.is_sorted(s):
+        return _unsorted_ties(ctx, key, s, ls, first, out)
     # Later rows starting at the same ns come right after the first (stable order). One
     # sequential comparison finds whether any two rows share a start at all (real
     # traces: few; the gathers at each opener are skipped without them).
@@ -130,6 +132,38 @@ def _kernel_gap_launches(ctx: AnalysisContext, key: int) -> np.ndarray:
         t = np.flatnonzero(tie)
         if t.size:
             out[t] = _run_max(ls, first[t], np.searchsorted(s, s[first[t]], side="right"))
+    return out
+
+
+# Above this many gaps opened by rows that share their start, :func:`_gap_launches`.
+_TIE_GAPS_MAX = 1024
+
+
+def _unsorted_ties(
+    ctx: AnalysisContext,
+    key: int,
+    s: np.ndarray,
+    ls: np.ndarray,
+    first: np.ndarray,
+    out: np.ndarray,
+) -> np.ndarray:
+    """:func:`_kernel_gap_launches` for kernels not in start order (several streams):
+    ``out`` holds each gap's opener's launch; the rows starting where another row starts
+    are found in one stable sort of the starts (no search per gap), and only the gaps
+    opened at such a start (real traces: a few) take the latest launch among them."""
+    order = np.argsort(s, kind="stable")
+    ss = s[order]
+    same = ss[1:] == ss[:-1]
+    if not same.any():
+        return out
+    t = np.flatnonzero(np.isin(s[first], np.unique(ss[1:][same])))
+    if t.size > _TIE_GAPS_MAX:
+        return _gap_launches(ctx, "kernels", key, shared_arrays.merged(ctx, key, "kernels")[0][1:])
+    gb = s[first[t]]
+    lo = np.searchsorted(ss, gb, side="left")
+    hi = np.searchsorted(ss, gb, side="right")
+    for i, a, b in zip(t.tolist(), lo.tolist(), hi.tolist(), strict=True):
+        out[i] = ls[order[a:b]].max()
     return out
 
 
@@ -305,15 +339,17 @@ def _launch_stats(ctx: AnalysisContext, key: int) -> dict[str, Any]:
     # A kernel is short when it runs for less time than its launch call: the call's
     # duration is its runtime row's (one gather, no end times gathered and subtracted).
     call = _call_durations(ctx, rows, launched, all_launched)
-    own = call if all_launched else call[launched]
-    cpct = np.percentile(own, [50, 90, 99])
-    for st, v in zip(_STATS, (own.mean(), *cpct, own.max()), strict=True):
-        out[f"launch_call_{st}_ns"] = float(v)
-    del own
     short_k = np.less(dur, call)
-    del call
     if not all_launched:
         short_k &= launched
+    own = call if all_launched else call[launched]
+    del call
+    mean, top = own.mean(), own.max()
+    # The short kernels are counted: the percentiles partition the durations in place.
+    cpct = np.percentile(own, [50, 90, 99], overwrite_input=True)
+    for st, v in zip(_STATS, (mean, *cpct, top), strict=True):
+        out[f"launch_call_{st}_ns"] = float(v)
+    del own
     out["short_kernel_count"] = int(short_k.sum())
     out["short_kernel_ns"] = int(dur[short_k].sum())
     return out

@@ -111,10 +111,13 @@ def test_order_check_by_blocks_agrees_with_the_whole_comparison(monkeypatch):
         assert iv.by_start_then_longer(s[:n], e[:n])
 
 
+@pytest.mark.parametrize("check_rows", [1 << 22, 5])
 @pytest.mark.parametrize("case", ["ties", "unsorted", "sorted", "duplicates"])
-def test_rows_by_start_then_longer_is_the_stable_lexsort(case):
+def test_rows_by_start_then_longer_is_the_stable_lexsort(case, check_rows, monkeypatch):
     """The reordered rows are those of a stable sort by (start, end descending), written
-    here as Python's sort of (start, -end, position) on the rows the thread holds."""
+    here as Python's sort of (start, -end, position) on the rows the thread holds; rows
+    checked in one gather or (more than a check block) block by block first."""
+    monkeypatch.setattr(intervals, "_CHECK_ROWS", check_rows)
     rng = np.random.default_rng(7)
     n = 400
     s = np.sort(rng.integers(0, 60, n)) if case != "unsorted" else rng.integers(0, 60, n)

@@ -128,3 +128,24 @@ def test_join_ids_takes_the_table_for_dense_ids_only() -> None:
     got = joins._dense_ids(np.array([0, 4999, 5000, NULL_ID], np.int64), b)
     assert got is not None and got.tolist() == [4999, 0, -1, -1]
     assert joins._dense_ids(b, b * 100) is None  # too sparse for ~4 keys per row
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_dense_ids_blocks_without_nulls_and_ids_inside_the_range(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks of b without a null id and blocks of a inside b's range (read unmasked),
+    next to blocks with nulls and ids outside: the first equal id, -1 otherwise."""
+    monkeypatch.setattr(joins, "_BLOCK", int(np.random.default_rng(seed).integers(1, 40)))
+    rng = np.random.default_rng(200 + seed)
+    nb = int(rng.integers(50, 300))
+    b = rng.integers(0, nb // 3 + 1, nb).astype(np.int64) + 1000  # many repeats
+    if seed % 3 == 0:
+        b[nb // 2 : nb // 2 + 3] = NULL_ID  # a null in one block only
+    a = rng.choice(b[b != NULL_ID], int(rng.integers(1, 300)))
+    if seed % 3 == 1:
+        a[-1] = 999 if seed % 2 else NULL_ID  # outside the range: the last block masked
+    got = joins._dense_ids(a, b)
+    assert got is not None
+    zb, za = np.zeros(b.size, np.int64), np.zeros(a.size, np.int64)
+    assert got.tolist() == _first(za, a, zb, b)

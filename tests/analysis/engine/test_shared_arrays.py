@@ -21,8 +21,10 @@ def _brute_join(a, b):
     return np.array([-1 if x == NULL_ID else first.get(x, -1) for x in a.tolist()])
 
 
-@pytest.mark.parametrize("case", ["dense", "sparse", "unsorted", "duplicates", "nulls"])
-def test_join_sorted_matches_a_dictionary(case):
+@pytest.mark.parametrize(
+    "case", ["dense", "sparse", "unsorted", "duplicates", "nulls", "inside", "inside-blocks"]
+)
+def test_join_sorted_matches_a_dictionary(case, monkeypatch):
     rng = np.random.default_rng(3)
     b = np.arange(10, 2010, dtype=np.int64)  # dense and increasing: the lookup table
     if case == "sparse":
@@ -35,6 +37,13 @@ def test_join_sorted_matches_a_dictionary(case):
         b = b.copy()
         b[::5] = NULL_ID
     a = np.concatenate([rng.choice(b, 400), rng.integers(-5, 3000, 400), [NULL_ID]])
+    if case.startswith("inside"):  # every id inside b's range: read without a mask
+        a = rng.permutation(b)[:700]
+        if case == "inside-blocks":  # blocks of 64: the last one masked, the rest not
+            from tbdtrace.analysis.engine import joins
+
+            monkeypatch.setattr(joins, "_BLOCK", 64)
+            a[-1] = NULL_ID
     assert np.array_equal(join_sorted(a, b), _brute_join(a, b))
 
 

@@ -123,3 +123,56 @@ def test_blocking_copy_is_sync_wait(tmp_path: Path, call: str, sync: bool) -> No
     assert r["sync_wait_ns"] == (300 * US if sync else 0)
     assert r["queued_ns"] == (0 if sync else 300 * US)
     assert r["host_bound_ns"] == 0
+
+
+@pytest.mark.parametrize("tie_gaps_max", [1024, 0])
+def test_gap_launches_of_kernels_out_of_start_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tie_gaps_max: int
+) -> None:
+    """Kernels of two streams interleaved (not in start order), some starting at the same
+    ns: each gap's launch is the latest launch-call start among the kernels starting where
+    the gap ends, as a walk over the rows finds it."""
+    from tbdtrace.analysis.engine import shared_arrays
+    from tbdtrace.analysis.engine.context import of
+
+    monkeypatch.setattr(idle, "_TIE_GAPS_MAX", tie_gaps_max)
+    rng = np.random.default_rng(3)
+    n = 400
+    start = np.sort(rng.integers(0, 40 * n, n))
+    start[rng.choice(n, 40, replace=False)] = start[rng.choice(n, 40, replace=False)]
+    dur = rng.integers(1, 30, n)
+    perm = rng.permutation(n)  # file order: not by start
+    s_us, e_us = start[perm], (start + dur)[perm]
+    launch_us = s_us - rng.integers(1, 50, n)
+    tr = make(
+        tmp_path,
+        {
+            "kernels": kernels(
+                [(int(a), int(b), "k") for a, b in zip(s_us, e_us, strict=True)],
+                correlation_id=list(range(1, n + 1)),
+            ),
+            "runtime": {
+                "start_ns": (launch_us * US).tolist(),
+                "end_ns": ((launch_us + 1) * US).tolist(),
+                "correlation_id": list(range(1, n + 1)),
+                "name": ["cudaLaunchKernel"] * n,
+                "pid": [1] * n,
+                "tid": [1] * n,
+            },
+        },
+    )
+    ctx = of(tr)
+    (key,) = shared_arrays.device_keys_of(ctx)
+    got = idle._kernel_gap_launches(ctx, key)
+    # Merged busy intervals by a walk in start order; a gap ends at each later opening.
+    opens, end = [], None
+    for a, b in sorted(zip(s_us.tolist(), e_us.tolist(), strict=True)):
+        if end is None or a > end:
+            opens.append(a)
+            end = b
+        else:
+            end = max(end, b)
+    want = [max(int(launch_us[i]) * US for i in range(n) if s_us[i] == g) for g in opens[1:]]
+    assert not (np.diff(s_us) >= 0).all()
+    assert any(int((s_us == g).sum()) > 1 for g in opens[1:])  # ties where gaps end
+    assert got.tolist() == want
