@@ -6,7 +6,7 @@ that. Run in the command's own process, the import leaves its heap behind: glibc
 arenas, fragmented by the import's batches, keep ~0.3 GiB of the 10M-kernel file's
 import that ``malloc_trim`` does not return, under the analysis that follows. Run in a
 child process, all of it goes back to the system when the child exits
-(docs/DECISIONS.md, child.1).
+(docs/DECISIONS.md, 256).
 
 The parent's side is here (:func:`start`, :class:`Child`), the child's in
 :mod:`tbdtrace.commands._import_child_main`:

@@ -24,7 +24,7 @@ from tests.inprocess import tbd
 
 FIXTURES = ("kineto/hta/df_index_resolver.json.gz", "kineto/hta/nccl_data.json.gz")
 # The report reads the ops' shapes, types, concrete inputs and FLOPs only where a trace has
-# them (an all-null column is not read: DECISIONS rss.2): a fixture recorded with shapes,
+# them (an all-null column is not read: DECISIONS 264): a fixture recorded with shapes,
 # its CPU ops given a "flops" argument as a profiler run with_flops=True writes one.
 WITH_SHAPES = "kineto/tracelens/gaunernst_bert-small-uncased__1016001.json.gz"
 
@@ -49,7 +49,7 @@ def _decoded(src: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> set[tuple
         return load(self, decl, cols)
 
     # A column decoded straight into codes or int32 ids is read too (a row group at a
-    # time, not kept; DECISIONS rss2.1-rss2.2).
+    # time, not kept; DECISIONS 267-268).
     label_codes, narrow_ints = trace_mod.Trace.label_codes, trace_mod.Trace.narrow_ints
 
     def codes(self: Any, name: str, column: str) -> Any:
