@@ -1,10 +1,10 @@
 """``report DIR``'s read-ahead list (``READ_AHEAD`` in tbdtrace/commands/report.py) names
 columns the default report reads: the list copies the sections' order of reads by hand,
 so a section that stops reading a column leaves an entry that only costs decoding time.
-Here the default report of three imported fixtures (one with shapes and FLOPs) is built with every column decode
-recorded (``Trace._load``, and the columns decoded into codes or int32 ids:
-``Trace.label_codes``, ``Trace.narrow_ints``), and each listed column must be among
-those decoded."""
+Here the default report of three imported fixtures (one with shapes and FLOPs) is
+built with every column decode recorded (``Trace._load``, and the columns decoded into
+codes or int32 ids: ``Trace.label_codes``, ``Trace.narrow_ints``), and each listed
+column must be among those decoded."""
 
 from __future__ import annotations
 
