@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -192,7 +193,7 @@ def test_import_with_every_piece_cut_matches_the_oracle(
     path.write_text(tricky_doc())
     monkeypatch.setattr(feed, "PIECE_BYTES", 211)
     monkeypatch.setattr(feed, "SPLIT_BYTES", 2)
-    monkeypatch.setattr(feed, "parse_threads", lambda: 2)
+    monkeypatch.setattr(feed, "parse_threads", lambda *files: 2)
     assert_matches_oracle(kineto.import_files([path]), [path])
 
 
@@ -210,11 +211,29 @@ def test_bad_file_is_one_line_with_two_threads(
     path.write_text(doc_text(events + ['{"ph": "f", "name": "bad \\q"}'] + events))
     monkeypatch.setattr(feed, "PIECE_BYTES", 509)
     monkeypatch.setattr(feed, "SPLIT_BYTES", 2)
-    monkeypatch.setattr(feed, "parse_threads", lambda: 2)
+    monkeypatch.setattr(feed, "parse_threads", lambda *files: 2)
     with pytest.raises(TraceError) as two:
         kineto.import_files([path])
-    monkeypatch.setattr(feed, "parse_threads", lambda: 1)
+    monkeypatch.setattr(feed, "parse_threads", lambda *files: 1)
     with pytest.raises(TraceError) as one:
         kineto.import_files([path])
     assert str(two.value) == str(one.value)
     assert "\n" not in str(one.value)
+
+
+def test_two_parse_threads_unless_a_gzipped_file_takes_the_second_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = tmp_path / "t.json"
+    plain.write_bytes(b'{"traceEvents": []}')
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    for cpus, files, want in [
+        (1, [plain], 1),
+        (2, [plain], 2),
+        (2, [plain, packed], 1),
+        (4, [packed], 2),
+        (2, [tmp_path / "absent.json"], 2),
+    ]:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cpus: set(range(n)))
+        assert feed.parse_threads(files) == want, (cpus, files)
