@@ -17,6 +17,7 @@ traces open unchanged and ``tbdtrace upgrade`` rewrites them.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -274,22 +275,15 @@ def _groups_into(file: Path, pf: Any, column: str, out: np.ndarray) -> bool:
     rows = out.size
     at = 0
     before = _identity(file)
-    idx = pf.column_name_idx(column)
-    for g in range(pf.metadata.num_row_groups):
-        part = _reader(file, pf.metadata)
-        try:
-            col = part.read_row_group(g, column_indices=[idx], use_threads=False).column(0)
-        finally:
-            part.close()
-        for chunk in col.chunks:
-            if chunk.null_count or at + len(chunk) > rows:
-                return False
-            dt = np.dtype(chunk.type.to_pandas_dtype())
-            vals = np.frombuffer(
-                chunk.buffers()[1], dtype=dt, count=len(chunk), offset=chunk.offset * dt.itemsize
-            )
-            out[at : at + len(chunk)] = vals
-            at += len(chunk)
+    for chunk in _chunks_by_groups(file, pf, column):
+        if chunk.null_count or at + len(chunk) > rows:
+            return False
+        dt = np.dtype(chunk.type.to_pandas_dtype())
+        vals = np.frombuffer(
+            chunk.buffers()[1], dtype=dt, count=len(chunk), offset=chunk.offset * dt.itemsize
+        )
+        out[at : at + len(chunk)] = vals
+        at += len(chunk)
     if at != rows:
         return False
     if _identity(file) != before:
@@ -350,37 +344,30 @@ def read_label_codes(
         if _all_null_columns(pf.metadata, [column]):
             return None
         rows = pf.metadata.num_rows
-        idx = pf.column_name_idx(column)
         before = _identity(file)
         labels: list[str | None] = []
         code_of: dict[str | None, int] = {}
         out = np.empty(rows, dtype=np.int8)
         nulls = 0
         at = 0
-        for g in range(pf.metadata.num_row_groups):
-            part = _reader(file, pf.metadata)
-            try:
-                col = part.read_row_group(g, column_indices=[idx], use_threads=False).column(0)
-            finally:
-                part.close()
-            for chunk in col.chunks:
-                if at + len(chunk) > rows:
-                    return None
-                lut = []
-                for label in chunk.dictionary.to_pylist():
-                    if label not in code_of:
-                        code_of[label] = len(labels)
-                        labels.append(label)
-                    lut.append(code_of[label])
-                if len(labels) >= 2**15 - 1:
-                    return None
-                if len(labels) >= 2**7 - 1 and out.dtype == np.int8:
-                    out = out.astype(np.int16)
-                # -1 marks a null until the number of labels is known
-                table = np.array([*lut, -1], dtype=out.dtype)
-                nulls += chunk.null_count
-                out[at : at + len(chunk)] = table[int_values(chunk.indices, len(lut))]
-                at += len(chunk)
+        for chunk in _chunks_by_groups(file, pf, column):
+            if at + len(chunk) > rows:
+                return None
+            lut = []
+            for label in chunk.dictionary.to_pylist():
+                if label not in code_of:
+                    code_of[label] = len(labels)
+                    labels.append(label)
+                lut.append(code_of[label])
+            if len(labels) >= 2**15 - 1:
+                return None
+            if len(labels) >= 2**7 - 1 and out.dtype == np.int8:
+                out = out.astype(np.int16)
+            # -1 marks a null until the number of labels is known
+            table = np.array([*lut, -1], dtype=out.dtype)
+            nulls += chunk.null_count
+            out[at : at + len(chunk)] = table[int_values(chunk.indices, len(lut))]
+            at += len(chunk)
         if at != rows:
             return None
         if _identity(file) != before:
@@ -390,6 +377,19 @@ def read_label_codes(
     if nulls:
         out[out == -1] = len(labels)
     return out, labels
+
+
+def _chunks_by_groups(file: Path, pf: Any, column: str) -> Iterator[Any]:
+    """The chunks of ``column`` of ``pf`` (``file``, opened), one row group at a time,
+    each group through a reader of its own (its memory let go before the next)."""
+    idx = pf.column_name_idx(column)
+    for g in range(pf.metadata.num_row_groups):
+        part = _reader(file, pf.metadata)
+        try:
+            col = part.read_row_group(g, column_indices=[idx], use_threads=False).column(0)
+        finally:
+            part.close()
+        yield from col.chunks
 
 
 def _identity(file: Path) -> tuple[int, int, int]:
