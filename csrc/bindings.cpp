@@ -184,6 +184,7 @@ void bind_kineto(py::module_& m) {
            })
       .def("set_threads", &kt::Parser::set_threads, py::arg("n"),
            py::arg("min_split_bytes") = kt::Parser::kMinSplitBytes, py::arg("take_back") = true)
+      .def("set_map_blocks", &kt::Parser::set_map_blocks, py::arg("on"))
       .def("feed",
            [](kt::Parser& p, py::buffer b) {
              py::buffer_info info = b.request();

@@ -1,8 +1,17 @@
 #include "common/column_core.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <thread>
 
 namespace tbdtrace {
 
@@ -28,7 +37,137 @@ void* grow_block(void* p, size_t bytes) {
   return q;
 }
 
+size_t page_size() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+size_t page_round(size_t bytes) {
+  const size_t page = page_size();
+  return (bytes + page - 1) & ~(page - 1);
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+// Moved or unmapped mappings so far: a prefault request made before the last change is
+// dropped (its addresses may no longer be the column's). A request that slips through
+// the check populates whatever private memory is mapped there now, contents unchanged.
+std::atomic<uint64_t> g_map_epoch{0};
+
+// The prefault thread (ColumnTable::set_prefault): one per process, started with the
+// first request, sleeping while there is none. Requests that do not fit its queue, or
+// that would wait for its lock, are not made: the writer faults those pages itself.
+class Prefaulter {
+ public:
+  static Prefaulter& get() {
+    static Prefaulter* p = new Prefaulter();  // never destroyed: its thread outlives exit
+    return *p;
+  }
+  bool supported() const { return supported_.load(std::memory_order_relaxed); }
+  // Ranges [addr, addr + len) of private anonymous mappings; false when not taken.
+  bool post(const std::pair<char*, size_t>* ranges, size_t n) {
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock() || count_ + n > kQueue) return false;
+    const uint64_t epoch = g_map_epoch.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < n; ++i) {
+      queue_[(head_ + count_) % kQueue] = Req{ranges[i].first, ranges[i].second, epoch};
+      ++count_;
+    }
+    if (!started_) {
+      started_ = true;
+      try {
+        std::thread([this] { run(); }).detach();
+      } catch (...) {  // no thread: nothing is prefaulted
+        supported_ = false;
+        count_ = 0;
+        return false;
+      }
+    }
+    lock.unlock();
+    cv_.notify_one();
+    return true;
+  }
+
+ private:
+  struct Req {
+    char* addr;
+    size_t len;
+    uint64_t epoch;
+  };
+  static constexpr size_t kQueue = 4096;
+  static constexpr size_t kStep = size_t{128} << 10;  // per madvise: the mmap lock held briefly
+
+  void run() {
+    for (;;) {
+      Req r;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return count_ > 0; });
+        r = queue_[head_];
+        head_ = (head_ + 1) % kQueue;
+        --count_;
+      }
+      for (size_t off = 0; off < r.len; off += kStep) {
+        if (g_map_epoch.load(std::memory_order_relaxed) != r.epoch) break;
+        if (madvise(r.addr + off, std::min(kStep, r.len - off), MADV_POPULATE_WRITE) != 0) {
+          if (errno == EINVAL) supported_ = false;  // a kernel without it: ask no more
+          break;
+        }
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Req queue_[kQueue];
+  size_t head_ = 0, count_ = 0;
+  bool started_ = false;
+  std::atomic<bool> supported_{true};
+};
+
+// Resizes a column buffer of `old_bytes` (held in `p`; `mapped`: its mapping's length, 0
+// when malloc'd) to `bytes`: a mapping is remapped (grown or shrunk, never copied), a
+// malloc'd block reaching kMapBytes (when `may_map`) moves into a new mapping, anything
+// else is realloc'd. bytes 0 frees it and returns null.
+void* resize_block(void* p, size_t& mapped, size_t old_bytes, size_t bytes, bool may_map) {
+  if (bytes == 0) {
+    free_owned(Owned{p, 0, mapped});
+    mapped = 0;
+    return nullptr;
+  }
+  if (mapped) {
+    size_t len = page_round(bytes);
+    if (len == mapped) return p;
+    void* q = mremap(p, mapped, len, len > mapped ? MREMAP_MAYMOVE : 0);
+    if (q == MAP_FAILED) throw std::bad_alloc();
+    if (q != p) g_map_epoch.fetch_add(1, std::memory_order_relaxed);
+    mapped = len;
+    return q;
+  }
+  if (may_map && bytes >= kMapBytes) {
+    size_t len = page_round(bytes);
+    void* q = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED) throw std::bad_alloc();
+    if (old_bytes) std::memcpy(q, p, std::min(old_bytes, bytes));
+    std::free(p);
+    mapped = len;
+    return q;
+  }
+  return grow_block(p, bytes);
+}
+
 }  // namespace
+
+void free_owned(const Owned& o) {
+  if (o.mapped) {
+    g_map_epoch.fetch_add(1, std::memory_order_relaxed);
+    munmap(o.ptr, o.mapped);
+  } else {
+    std::free(o.ptr);
+  }
+}
 
 ColumnTable::ColumnTable(const TableDef& def, size_t initial_rows)
     : def_(&def), initial_rows_((initial_rows + 7) & ~size_t{7}) {
@@ -48,19 +187,27 @@ ColumnTable::ColumnTable(ColumnTable&& o) noexcept
       cols_(std::move(o.cols_)),
       rows_(o.rows_),
       cap_(o.cap_),
-      initial_rows_(o.initial_rows_) {
+      mark_(o.mark_),
+      prefaulted_(o.prefaulted_),
+      initial_rows_(o.initial_rows_),
+      map_blocks_(o.map_blocks_),
+      prefault_(o.prefault_),
+      any_mapped_(o.any_mapped_) {
   o.cols_.clear();
-  o.rows_ = o.cap_ = 0;
+  o.rows_ = o.cap_ = o.mark_ = o.prefaulted_ = 0;
+  o.any_mapped_ = false;
 }
 
 void ColumnTable::release() {
   for (auto& c : cols_) {
-    std::free(c.data);
-    std::free(c.valid);
+    free_owned(Owned{c.data, 0, c.data_mapped});
+    free_owned(Owned{c.valid, 0, c.valid_mapped});
     c.data = nullptr;
     c.valid = nullptr;
+    c.data_mapped = c.valid_mapped = 0;
   }
-  rows_ = cap_ = 0;
+  rows_ = cap_ = mark_ = prefaulted_ = 0;
+  any_mapped_ = false;
 }
 
 size_t ColumnTable::null_count(size_t i) const {
@@ -76,28 +223,63 @@ size_t ColumnTable::null_count(size_t i) const {
 // All valid up to the capacity: rows before the first null were valid, and rows after it
 // are valid until marked otherwise.
 void ColumnTable::make_bitmap(Column& k) {
-  k.valid = static_cast<uint8_t*>(grow_block(nullptr, cap_ / 8));
+  k.valid = static_cast<uint8_t*>(resize_block(nullptr, k.valid_mapped, 0, cap_ / 8, map_blocks_));
   std::memset(k.valid, 0xff, cap_ / 8);
+}
+
+void ColumnTable::at_mark() {
+  if (rows_ == cap_) grow();
+  ahead();
+}
+
+// Sets the next stop of begin_row, and hands the pages of the rows up to two windows
+// ahead to the prefault thread (rows_ < cap_ here).
+void ColumnTable::ahead() {
+  mark_ = cap_;
+  if (!prefault_ || !any_mapped_) return;
+  Prefaulter& pf = Prefaulter::get();
+  if (!pf.supported()) return;
+  const size_t lo = std::max(prefaulted_, rows_);
+  const size_t hi = std::min(cap_, rows_ + 2 * kPrefaultRows);
+  mark_ = std::min(cap_, rows_ + kPrefaultRows);
+  if (hi <= lo) return;
+  const size_t page = page_size();
+  std::vector<std::pair<char*, size_t>> ranges;
+  auto add = [&](void* block, size_t mapped, size_t from, size_t to) {
+    if (!mapped) return;
+    from &= ~(page - 1);
+    to = std::min(page_round(to), mapped);
+    if (to > from) ranges.emplace_back(static_cast<char*>(block) + from, to - from);
+  };
+  for (auto& c : cols_) {
+    add(c.data, c.data_mapped, lo * c.width(), hi * c.width());
+    if (c.valid) add(c.valid, c.valid_mapped, lo / 8, (hi + 7) / 8);
+  }
+  if (ranges.empty() || pf.post(ranges.data(), ranges.size())) prefaulted_ = hi;
 }
 
 void ColumnTable::grow() {
   size_t cap = cap_ ? cap_ * 2 : initial_rows_;
   for (auto& c : cols_) {
-    c.data = grow_block(c.data, cap * c.width());
+    c.data = resize_block(c.data, c.data_mapped, cap_ * c.width(), cap * c.width(), map_blocks_);
     if (c.valid != nullptr) {
-      c.valid = static_cast<uint8_t*>(grow_block(c.valid, cap / 8));
+      c.valid = static_cast<uint8_t*>(
+          resize_block(c.valid, c.valid_mapped, cap_ / 8, cap / 8, map_blocks_));
       std::memset(c.valid + cap_ / 8, 0xff, (cap - cap_) / 8);
     }
+    if (c.data_mapped) any_mapped_ = true;
   }
   cap_ = cap;
 }
 
 void ColumnTable::clear() {
   for (auto& c : cols_) {
-    std::free(c.valid);
+    free_owned(Owned{c.valid, 0, c.valid_mapped});
     c.valid = nullptr;
+    c.valid_mapped = 0;
   }
   rows_ = 0;
+  mark_ = 0;  // the next row sets the next stop (pages already written stay faulted in)
 }
 
 void ColumnTable::append(const ColumnTable& src, const int32_t* str_map) {
@@ -131,6 +313,7 @@ void ColumnTable::append(const ColumnTable& src, const int32_t* str_map) {
     }
   }
   rows_ += n;
+  if (rows_ >= mark_) ahead();  // rows_ < cap_ unless full; ahead() then leaves mark_ = cap_
 }
 
 std::vector<TakenColumn> ColumnTable::take() {
@@ -142,18 +325,31 @@ std::vector<TakenColumn> ColumnTable::take() {
     t.type = c.type;
     t.nulls = null_count(i);
     t.data.bytes = rows_ * c.width();
-    t.data.ptr = grow_block(c.data, t.data.bytes);  // shrink to fit
+    if (c.data_mapped) {  // shrink to fit (pages only; null when empty)
+      t.data.ptr = resize_block(c.data, c.data_mapped, 0, t.data.bytes, true);
+      t.data.mapped = c.data_mapped;
+    } else {
+      t.data.ptr = grow_block(c.data, t.data.bytes);
+    }
     c.data = nullptr;
+    c.data_mapped = 0;
     if (t.nulls) {
       t.valid.bytes = (rows_ + 7) / 8;
-      t.valid.ptr = grow_block(c.valid, t.valid.bytes);
+      if (c.valid_mapped) {
+        t.valid.ptr = resize_block(c.valid, c.valid_mapped, 0, t.valid.bytes, true);
+        t.valid.mapped = c.valid_mapped;
+      } else {
+        t.valid.ptr = grow_block(c.valid, t.valid.bytes);
+      }
     } else {
-      std::free(c.valid);
+      free_owned(Owned{c.valid, 0, c.valid_mapped});
     }
     c.valid = nullptr;
+    c.valid_mapped = 0;
     out.push_back(std::move(t));
   }
-  rows_ = cap_ = 0;
+  rows_ = cap_ = mark_ = prefaulted_ = 0;
+  any_mapped_ = false;
   return out;
 }
 

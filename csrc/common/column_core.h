@@ -14,9 +14,13 @@
 // takes the handle of its type and exactly that value type: storing into a column of
 // another type, or an implicitly narrowed value, does not compile.
 //
-// Buffers grow with realloc: big blocks are mmapped by glibc, so growing them is an
-// mremap (no copy, no transient double footprint), and pages past the last row are never
-// touched. Ownership of a buffer passes out with take(); its new owner frees it with free().
+// A buffer of kMapBytes or more is a mapping of its own (mmap), grown with mremap: no
+// copy, no transient double footprint, the pages already written keep their frames, and
+// pages past the last row are never touched. glibc would do the same through realloc, but
+// the CLI turns its mappings off for big inputs (tbdtrace/cli.py keep_freed_memory), and
+// its realloc then copies each doubling inside the heap. Smaller buffers are malloc'd.
+// Ownership of a buffer passes out with take(); its new owner frees it with free_owned()
+// (munmap of a mapping, free() of a malloc'd block).
 #pragma once
 
 #include <cstddef>
@@ -73,11 +77,17 @@ struct TableDef {
   std::vector<ColumnDef> columns;
 };
 
-// A buffer handed over: malloc'd, freed with free() by its new owner.
+// A buffer handed over, freed by its new owner with free_owned(): `mapped` is the length
+// of its mapping (munmap), 0 for a malloc'd block (free).
 struct Owned {
   void* ptr = nullptr;
   size_t bytes = 0;
+  size_t mapped = 0;
 };
+void free_owned(const Owned& o);
+
+// Buffers from this size on are mappings of their own (above).
+constexpr size_t kMapBytes = size_t{1} << 20;
 
 // A column as handed over: values, validity bitmap (absent when the column has no
 // nulls), null count.
@@ -95,6 +105,8 @@ struct Column {
   ColType type = ColType::I64;
   void* data = nullptr;
   uint8_t* valid = nullptr;
+  size_t data_mapped = 0;  // the length of data's mapping; 0: malloc'd (or null)
+  size_t valid_mapped = 0;
   size_t width() const { return col_width(type); }
 };
 
@@ -117,7 +129,7 @@ class ColumnTable {
 
   // Starts a row: every column of it must then be set exactly once (a set or set_null).
   size_t begin_row() {
-    if (rows_ == cap_) grow();
+    if (rows_ == mark_) at_mark();
     return rows_++;
   }
 
@@ -161,6 +173,22 @@ class ColumnTable {
       set_null(c, row);
   }
 
+  // Whether buffers of kMapBytes or more are mappings of their own (the default), or all
+  // malloc'd: the streaming import hands a table over every batch and grows it again,
+  // where glibc's heap (kept by the CLI) gives the next batch pages already faulted in.
+  // Applies to buffers grown from then on (a mapping stays one).
+  void set_map_blocks(bool on) { map_blocks_ = on; }
+
+  // Whether the pages of mapped buffers are faulted in ahead of the rows by a thread of
+  // their own (off by default): each time the rows pass a window of kPrefaultRows, the
+  // window after the next one is handed to that thread, which asks the kernel to populate
+  // it (madvise MADV_POPULATE_WRITE: contents unchanged, so it runs while rows are
+  // written). The row builder never waits for it: a request that would wait, or a page it
+  // has not reached, is faulted in by the writer as before. Without the kernel's support
+  // (before Linux 5.14) nothing is asked.
+  void set_prefault(bool on) { prefault_ = on; }
+  static constexpr size_t kPrefaultRows = 16384;
+
   // Forgets the rows, keeps the value buffers (the collector after a spill).
   void clear();
   // Appends the rows of `src` (a table of the same definition), string codes through
@@ -175,6 +203,8 @@ class ColumnTable {
     return static_cast<V*>(cols_[c.index].data)[row];
   }
   void make_bitmap(Column& k);
+  void at_mark();
+  void ahead();
   void grow();
   void release();
 
@@ -182,7 +212,12 @@ class ColumnTable {
   std::vector<Column> cols_;
   size_t rows_ = 0;
   size_t cap_ = 0;
+  size_t mark_ = 0;       // begin_row's next stop: the capacity, or the next prefault window
+  size_t prefaulted_ = 0;  // rows whose pages were handed to the prefault thread
   size_t initial_rows_;
+  bool map_blocks_ = true;
+  bool prefault_ = false;
+  bool any_mapped_ = false;
 };
 
 // Interned strings: id -> bytes, in first-interned order; open addressing on a 64-bit hash.

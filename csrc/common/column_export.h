@@ -17,13 +17,28 @@ namespace tbdtrace::pyexport {
 
 namespace py = pybind11;
 
-// A malloc'd buffer as a 1-d array that owns it and frees it.
+// A buffer handed over as a 1-d array that owns it and frees it (free_owned: a malloc'd
+// block with free(), a mapping with munmap of its length, which the capsule keeps).
 template <class T>
 py::array owned_array(Owned o) {
-  void* p = o.ptr ? o.ptr : std::malloc(sizeof(T));
-  if (!p) throw std::bad_alloc();
-  py::capsule cap(p, [](void* q) { std::free(q); });
-  return py::array_t<T>(static_cast<py::ssize_t>(o.bytes / sizeof(T)), static_cast<T*>(p), cap);
+  if (!o.ptr) {
+    o.ptr = std::malloc(sizeof(T));
+    o.mapped = 0;
+    if (!o.ptr) throw std::bad_alloc();
+  }
+  const auto n = static_cast<py::ssize_t>(o.bytes / sizeof(T));
+  auto* p = static_cast<T*>(o.ptr);
+  if (!o.mapped) {
+    py::capsule cap(o.ptr, [](void* q) { std::free(q); });
+    return py::array_t<T>(n, p, cap);
+  }
+  auto* held = new Owned(o);
+  py::capsule cap(held, [](void* q) {
+    auto* h = static_cast<Owned*>(q);
+    free_owned(*h);
+    delete h;
+  });
+  return py::array_t<T>(n, p, cap);
 }
 
 inline py::array values_array(const TakenColumn& c) {

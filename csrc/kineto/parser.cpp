@@ -204,7 +204,9 @@ Parser::Parser(const std::vector<std::pair<std::string, int>>& routes) : routes_
   for (const auto& r : routes_)
     if (r.second < 0 || r.second >= kNumRoutes || r.second == MEMORY)
       throw std::invalid_argument("route for category '" + r.first + "' is not an X-event table");
-  for (const auto& d : staging_defs()) tables_.emplace_back(d);
+  // The staging columns' pages are faulted in ahead of the rows by the prefault thread,
+  // off the parse's own thread (ColumnTable::set_prefault).
+  for (const auto& d : staging_defs()) tables_.emplace_back(d).set_prefault(true);
 }
 
 // The second thread of set_threads(2): a parser of its own, which parses one part of a
@@ -308,9 +310,16 @@ void Parser::set_threads(int n, size_t min_split_bytes, bool take_back) {
     helper_ = std::make_unique<Helper>(*this);
     helper_->parser.hook_ = hook_;
     helper_->parser.max_unit_ = max_unit_;
+    helper_->parser.set_map_blocks(map_blocks_);
   }
   helper_->min_split = std::max<size_t>(min_split_bytes, 2);
   helper_->may_take_back = take_back;
+}
+
+void Parser::set_map_blocks(bool on) {
+  map_blocks_ = on;
+  for (auto& t : tables_) t.set_map_blocks(on);
+  if (helper_) helper_->parser.set_map_blocks(on);
 }
 
 std::pair<Owned, Owned> Parser::take_strings() {

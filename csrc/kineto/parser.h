@@ -88,6 +88,9 @@ class Parser {
   // the buffer until memory runs out; whitespace between units is never held.
   static constexpr size_t kMaxUnitBytes = size_t{256} << 20;
   void set_max_unit_bytes(size_t n) { max_unit_ = n; }  // the fuzz harness: a small limit
+  // Whether the staging columns' big buffers are mappings of their own (the default), or
+  // malloc'd: batch mode hands its rows over every batch (ColumnTable::set_map_blocks).
+  void set_map_blocks(bool on);
 
   // Top-level members other than traceEvents, as `"key":value,"key":value` source text.
   const std::string& header() const { return header_; }
@@ -271,6 +274,7 @@ class Parser {
   uint64_t fed_ = 0;         // file bytes fed so far
   size_t retry_at_ = 0;      // re-parse a cut unit once this many bytes are pending
   size_t max_unit_ = kMaxUnitBytes;
+  bool map_blocks_ = true;
   void check_unit_size() const;
 
   Event ev_;

@@ -65,9 +65,11 @@ _TIME_STATES = {"time_not_finite": 3, "time_out_of_range": 4, "time_not_a_number
 
 
 def available() -> bool:
-    """The extension is built, from sources as new as this package (the two-thread
-    parse)."""
-    return _native is not None and hasattr(getattr(_native, "KinetoParser", None), "set_threads")
+    """The extension is built, from sources as new as this package (the staging columns'
+    mappings, ``KinetoParser.set_map_blocks``)."""
+    return _native is not None and hasattr(
+        getattr(_native, "KinetoParser", None), "set_map_blocks"
+    )
 
 
 def parse_threads(files: Iterable[Path] = ()) -> int:
@@ -271,6 +273,11 @@ def _run(job: ParseJob) -> None:
                     for k, n in enumerate(rows):
                         taken[k] += n
                     job._put((i, parser.take_batch()))
+                    # The next batches' columns grow in glibc's heap, which the CLI keeps
+                    # (cli.keep_freed_memory) and which gets back the pages of the batches
+                    # before them, already faulted in; the first batch's big columns are
+                    # mappings of their own, grown without copies (docs/DECISIONS.md).
+                    parser.set_map_blocks(False)
 
             # job.progress may be set after the thread starts (the caller shows progress
             # once it knows the job): looked up at each piece.

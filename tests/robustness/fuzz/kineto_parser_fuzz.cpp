@@ -76,13 +76,13 @@ static std::string parse_all(kt::Parser& parser, const uint8_t* data, size_t siz
       out += "\n" + c.name + " " + std::to_string(c.nulls) + " ";
       out.append(static_cast<const char*>(c.data.ptr), c.data.bytes);
       if (c.valid.ptr) out.append(static_cast<const char*>(c.valid.ptr), c.valid.bytes);
-      std::free(c.data.ptr);
-      std::free(c.valid.ptr);
+      tbdtrace::free_owned(c.data);
+      tbdtrace::free_owned(c.valid);
     }
   out.append(static_cast<const char*>(strings.first.ptr), strings.first.bytes);
   out.append(static_cast<const char*>(strings.second.ptr), strings.second.bytes);
-  std::free(strings.first.ptr);
-  std::free(strings.second.ptr);
+  tbdtrace::free_owned(strings.first);
+  tbdtrace::free_owned(strings.second);
   return out;
 }
 
