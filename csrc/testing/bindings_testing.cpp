@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
+#include <tuple>
 
 #include "collector/api_filter.h"
 #include "collector/collector.h"
@@ -294,9 +296,71 @@ py::array_t<uint32_t> ids_array(std::vector<uint32_t> v) {
   return a;
 }
 
+
+// A table of the four column types filled with rows given by formulas of their index i
+// (tests/native/test_column_blocks.py computes the same values): a_i64 = i * 1000003 - 7;
+// b_i32 = i, null where i % 7 == 3; c_str = i % 1000, null where i % 11 == 5; d_u64 =
+// i << 33 | 5.
+// clang-format off
+#define BLOCK_COLS(X) X(a_i64, I64) X(b_i32, I32) X(c_str, STR) X(d_u64, U64)
+// clang-format on
+namespace blockcol {
+TBD_COLUMN_HANDLES(BLOCK_COLS)
+}
+
+const TableDef& block_def() {
+  static const TableDef d{"blocks", 0, {BLOCK_COLS(TBD_COLUMN_DEF)}};
+  return d;
+}
+
+void block_fill(ColumnTable& t, size_t from, size_t n) {
+  for (size_t i = from; i < from + n; ++i) {
+    size_t r = t.begin_row();
+    t.set(blockcol::a_i64, r, static_cast<int64_t>(i) * 1000003 - 7);
+    t.set_i32(blockcol::b_i32, r, static_cast<int64_t>(i), i % 7 != 3);
+    t.set_str(blockcol::c_str, r, static_cast<int32_t>(i % 1000), i % 11 != 5);
+    t.set(blockcol::d_u64, r, static_cast<uint64_t>(i) << 33 | 5);
+  }
+}
+
+// Runs `steps` on one table, then hands it over as the production export does
+// (column_export.h): ("fill", first, n) appends rows first..first+n-1; ("clear", 0, 0)
+// forgets the rows and keeps the buffers (the collector after a spill); ("append",
+// first, n) appends a second table holding those rows (ColumnTable::append, string codes
+// mapped as they are). `initial_rows`: the first capacity; `prefault`: set_prefault.
+py::dict column_blocks(const std::vector<std::tuple<std::string, size_t, size_t>>& steps,
+                       size_t initial_rows, bool prefault) {
+  std::vector<TakenColumn> cols;
+  {
+    py::gil_scoped_release nogil;
+    ColumnTable t(block_def(), initial_rows);
+    t.set_prefault(prefault);
+    std::vector<int32_t> same(1000);
+    for (int32_t k = 0; k < 1000; ++k) same[static_cast<size_t>(k)] = k;
+    for (const auto& [op, first, n] : steps) {
+      if (op == "fill") {
+        block_fill(t, first, n);
+      } else if (op == "clear") {
+        t.clear();
+      } else if (op == "append") {
+        ColumnTable src(block_def(), initial_rows);
+        block_fill(src, first, n);
+        t.append(src, same.data());
+      } else {
+        throw std::invalid_argument("unknown step " + op);
+      }
+    }
+    cols = t.take();
+  }
+  return pyexport::columns_dict(cols);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native_testing, m) {
+  m.def("column_blocks", &column_blocks, py::arg("steps"), py::arg("initial_rows") = 1024,
+        py::arg("prefault") = true);
+  m.attr("column_map_bytes") = kMapBytes;
   m.doc() = "tbdtrace test and benchmark hooks (not for users; in-place builds only)";
   m.def("layout", [] {
     // [(table, spool table id, [(column, type)])]: the collector's tables

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -172,3 +173,31 @@ def test_import_of_one_small_file_is_written_from_memory_as_streamed(
     out = tmp_path / "cli"
     assert cli.main(["import", str(src), "--out", str(out)]) == 0
     _same_traces(streamed, out)
+
+
+def test_only_the_first_batch_grows_its_big_columns_as_mappings(tmp_path: Path) -> None:
+    # The first batch's columns past the core's mapping size are mappings of their own
+    # (grown without copies); later batches grow in the heap, which holds the pages the
+    # batches before them freed (feed._run). Read from /proc/self/maps: a mapping of its
+    # own starts a page of an anonymous region, where no malloc'd block does.
+    from tbdtrace import _native_testing as nt
+    from tests.native.test_column_blocks import own_mapping
+
+    n, batch = 330_000, 150_000  # batches of ~150k kernels: int64 columns of 2 MiB
+    assert batch * 8 > nt.column_map_bytes
+    lines = ",\n".join(
+        f'{{"ph":"X","cat":"kernel","name":"k{i % 5}","pid":0,"tid":7,"ts":{i}.5,"dur":1,'
+        f'"args":{{"stream":7,"correlation":{i},"device":0}}}}'
+        for i in range(n)
+    )
+    f = tmp_path / "kernels.json"
+    f.write_text('{"traceEvents":[\n' + lines + "\n]}")
+    job = feed.start([f], batch_rows=batch)
+    starts, mapped = [], []
+    while (item := job.next_batch()) is not None:
+        cols = item[1]["tables"]["kernels"]
+        starts.append(cols["start_ns"][0])
+        mapped.append(own_mapping(cols["start_ns"][0]))
+    assert len(starts) == 3 and mapped == [True, False, False]
+    got = np.concatenate(starts)
+    np.testing.assert_array_equal(got, np.arange(n, dtype=np.int64) * 1000 + 500)
