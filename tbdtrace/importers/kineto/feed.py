@@ -67,9 +67,7 @@ _TIME_STATES = {"time_not_finite": 3, "time_out_of_range": 4, "time_not_a_number
 def available() -> bool:
     """The extension is built, from sources as new as this package (the staging columns'
     mappings, ``KinetoParser.set_map_blocks``)."""
-    return _native is not None and hasattr(
-        getattr(_native, "KinetoParser", None), "set_map_blocks"
-    )
+    return _native is not None and hasattr(getattr(_native, "KinetoParser", None), "set_map_blocks")
 
 
 def parse_threads(files: Iterable[Path] = ()) -> int:
