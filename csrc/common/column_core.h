@@ -212,7 +212,7 @@ class ColumnTable {
   std::vector<Column> cols_;
   size_t rows_ = 0;
   size_t cap_ = 0;
-  size_t mark_ = 0;       // begin_row's next stop: the capacity, or the next prefault window
+  size_t mark_ = 0;        // begin_row's next stop: the capacity, or the next prefault window
   size_t prefaulted_ = 0;  // rows whose pages were handed to the prefault thread
   size_t initial_rows_;
   bool map_blocks_ = true;

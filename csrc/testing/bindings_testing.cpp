@@ -296,7 +296,6 @@ py::array_t<uint32_t> ids_array(std::vector<uint32_t> v) {
   return a;
 }
 
-
 // A table of the four column types filled with rows given by formulas of their index i
 // (tests/native/test_column_blocks.py computes the same values): a_i64 = i * 1000003 - 7;
 // b_i32 = i, null where i % 7 == 3; c_str = i % 1000, null where i % 11 == 5; d_u64 =
