@@ -69,8 +69,10 @@ native: $(VENV)/.stamp
 # The collector's lifecycle through the fake CUPTI (csrc/testing/seam_test.cpp) under
 # AddressSanitizer + UBSan, then ThreadSanitizer: one process per scenario. Not part of
 # `test` (two instrumented builds). failed_start leaks the pool CUPTI still holds on
-# purpose, so LeakSanitizer is off for that one scenario only.
-SEAM_SCENARIOS := periodic burst exhaustion buffers stop_during_flush second_start failed_start pause_resume sigterm sigint
+# purpose, so LeakSanitizer is off for that one scenario only. column_blocks: the column
+# core's mapped buffers and prefault thread, written from two threads.
+SEAM_SCENARIOS := periodic burst exhaustion buffers stop_during_flush second_start failed_start pause_resume sigterm sigint \
+  column_blocks
 # Then _native (the Kineto parser's bindings, the interval search, the Perfetto encoder, the
 # JSON writer) under ASan + UBSan, through the tests that call it (-s: a report is printed
 # before the abort, not captured).

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "collector/collector.h"
+#include "common/column_core.h"
 #include "testing/fake_cupti.h"
 
 using namespace tbdtrace;
@@ -352,6 +353,71 @@ void pause_resume(const std::string& dir) {
   CHECK(!collector_pause() && !collector_resume());
 }
 
+// The column core's mapped buffers and prefault thread (csrc/common/column_core.h) under
+// the sanitizers: two threads (as the Kineto parser's two) each grow a table with
+// prefaulting on far past kMapBytes, through clear-and-refill (the collector's cycle) and
+// append, and check every value handed over; the prefault thread populates their pages
+// meanwhile, and their mappings move and go under it.
+// clang-format off
+#define SEAM_COLS(X) X(v_i64, I64) X(v_i32, I32)
+// clang-format on
+namespace seamcol {
+TBD_COLUMN_HANDLES(SEAM_COLS)
+}
+
+void seam_fill(ColumnTable& t, size_t from, size_t n) {
+  for (size_t i = from; i < from + n; ++i) {
+    size_t r = t.begin_row();
+    t.set(seamcol::v_i64, r, static_cast<int64_t>(i) * 3 + 1);
+    t.set_i32(seamcol::v_i32, r, static_cast<int64_t>(i), i % 5 != 0);
+  }
+}
+
+bool seam_check(std::vector<TakenColumn>& cols, const std::vector<size_t>& rows) {
+  bool ok = cols.size() == 2 && cols[0].data.bytes == rows.size() * 8 &&
+            cols[1].data.bytes == rows.size() * 4;
+  for (size_t k = 0; ok && k < rows.size(); ++k) {
+    size_t i = rows[k];
+    bool valid = i % 5 != 0;
+    ok =
+        static_cast<const int64_t*>(cols[0].data.ptr)[k] == static_cast<int64_t>(i) * 3 + 1 &&
+        static_cast<const int32_t*>(cols[1].data.ptr)[k] == (valid ? static_cast<int32_t>(i) : 0) &&
+        (static_cast<const uint8_t*>(cols[1].valid.ptr)[k >> 3] >> (k & 7) & 1) == valid;
+  }
+  for (auto& c : cols) {
+    free_owned(c.data);
+    free_owned(c.valid);
+  }
+  return ok;
+}
+
+void column_blocks(const std::string&) {
+  static const TableDef def{"seam", 0, {SEAM_COLS(TBD_COLUMN_DEF)}};
+  auto work = [](size_t base, bool* ok) {
+    *ok = true;
+    for (int round = 0; round < 3; ++round) {
+      ColumnTable t(def, 64);
+      t.set_prefault(true);
+      seam_fill(t, base, 300000);
+      t.clear();
+      seam_fill(t, base + 1000000, 700000);
+      ColumnTable src(def, 64);
+      seam_fill(src, base + 2000000, 200000);
+      t.append(src, nullptr);
+      auto cols = t.take();
+      std::vector<size_t> rows;
+      for (size_t i = 0; i < 700000; ++i) rows.push_back(base + 1000000 + i);
+      for (size_t i = 0; i < 200000; ++i) rows.push_back(base + 2000000 + i);
+      *ok = seam_check(cols, rows) && *ok;
+    }
+  };
+  bool ok1 = false, ok2 = false;
+  std::thread a(work, 0, &ok1), b(work, 10000000, &ok2);
+  a.join();
+  b.join();
+  CHECK(ok1 && ok2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -380,6 +446,8 @@ int main(int argc, char** argv) {
     signal_stop(dir, SIGTERM);
   else if (s == "sigint")
     signal_stop(dir, SIGINT);
+  else if (s == "column_blocks")
+    column_blocks(dir);
   else {
     std::fprintf(stderr, "tbdtrace_seam_test: unknown scenario %s\n", s.c_str());
     return 2;
