@@ -51,9 +51,10 @@ size_t page_round(size_t bytes) {
 #define MADV_POPULATE_WRITE 23
 #endif
 
-// Moved or unmapped mappings so far: a prefault request made before the last change is
-// dropped (its addresses may no longer be the column's). A request that slips through
-// the check populates whatever private memory is mapped there now, contents unchanged.
+// Mappings moved, shrunk or unmapped so far: a prefault request made before the last
+// change is dropped (its addresses may no longer be the column's). A request that slips
+// between the check and its madvise faults in whatever is mapped there now, its contents
+// unchanged (memory that may not be written refuses it).
 std::atomic<uint64_t> g_map_epoch{0};
 
 // The prefault thread (ColumnTable::set_prefault): one per process, started with the
@@ -142,7 +143,8 @@ void* resize_block(void* p, size_t& mapped, size_t old_bytes, size_t bytes, bool
     if (len == mapped) return p;
     void* q = mremap(p, mapped, len, len > mapped ? MREMAP_MAYMOVE : 0);
     if (q == MAP_FAILED) throw std::bad_alloc();
-    if (q != p) g_map_epoch.fetch_add(1, std::memory_order_relaxed);
+    // Moved, or its tail gone: requests made before are dropped.
+    if (q != p || len < mapped) g_map_epoch.fetch_add(1, std::memory_order_relaxed);
     mapped = len;
     return q;
   }
