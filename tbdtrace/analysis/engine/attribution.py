@@ -68,20 +68,22 @@ def thread_groups(pid: I64, tid: I64) -> Groups:
     np.unique."""
     if pid.size == 0:
         return {}
-    got = _thread_codes(lambda: pid, lambda: tid)
+    got = _thread_rows(lambda: pid, lambda: tid)
     if got is None:
         uniq, inv = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
-        got = [(int(a), int(b)) for a, b in uniq], pa.array(inv.reshape(-1).astype(np.int32))
-    return _groups(*got)
+        got = _groups(
+            [(int(a), int(b)) for a, b in uniq], pa.array(inv.reshape(-1).astype(np.int32))
+        )
+    return got
 
 
 _PACK_ROWS = 1 << 20  # rows packed at a time (the temporaries of one block only)
 
 
-def _thread_codes(
+def _thread_rows(
     pid_of: Callable[[], I64], tid_of: Callable[[], npt.NDArray[np.integer[Any]]]
-) -> tuple[list[tuple[int, int]], pa.Array] | None:
-    """(thread keys, per row the code of its key) of the ids ``pid_of()`` and
+) -> Groups | None:
+    """The rows per thread (:func:`thread_groups`) of the ids ``pid_of()`` and
     ``tid_of()`` packed into one int64 a block at a time, the process ids before the
     thread ids are asked for (a caller that reads them for this drops one before
     reading the other: 29M ops, 0.45 GB less); None when they do not pack."""
@@ -98,9 +100,7 @@ def _thread_codes(
         tid = tid_of()
         if tid.size != n or tid.min() < -1 or tid.max() >= (1 << 32) - 1:
             return None
-        enc = pc.dictionary_encode(pa.array(tid))
-        del tid
-        return [(one, int(t)) for t in enc.dictionary.to_pylist()], enc.indices
+        return _key_groups(tid, lambda t: (one, t))
     packed = np.empty(n, dtype=np.int64)
     for lo in range(0, n, _PACK_ROWS):
         part = packed[lo : lo + _PACK_ROWS]
@@ -113,10 +113,42 @@ def _thread_codes(
     for lo in range(0, n, _PACK_ROWS):
         packed[lo : lo + _PACK_ROWS] |= tid[lo : lo + _PACK_ROWS] + 1
     del tid
-    enc = pc.dictionary_encode(pa.array(packed))
-    del packed
-    keys = [((k >> 32) - 1, (k & 0xFFFFFFFF) - 1) for k in enc.dictionary.to_pylist()]
-    return keys, enc.indices
+    return _key_groups(packed, lambda k: ((k >> 32) - 1, (k & 0xFFFFFFFF) - 1))
+
+
+def _key_groups(
+    key: npt.NDArray[np.integer[Any]], thread: Callable[[int], tuple[int, int]]
+) -> Groups:
+    """Rows per distinct value of ``key`` (keys in order of first appearance, each one's
+    rows ascending), named ``thread(value)``. Compiled where the extension has it
+    (``_native.group_rows``: one pass to code the keys, one to place the rows, without
+    the GIL; the 1M-kernel file's three groupings ~0.1 s less than a hash and a sort
+    per block); else Arrow's dictionary encoding and :func:`_groups`. One value (a
+    broadcast): its rows, no pass."""
+    if key.strides == (0,) and key.size:
+        rows = np.arange(key.size, dtype=np.int32 if key.size < 2**31 else np.int64)
+        return {thread(int(key[0])): rows}
+    native = _native_fn("group_rows")
+    if native is not None and key.size < 2**31 - 1 and key.dtype in (np.int32, np.int64):
+        uniq, order, ends = native(np.ascontiguousarray(key))
+        del key
+        starts = [0, *ends[:-1].tolist()]
+        return {
+            thread(u): order[a:b]
+            for u, a, b in zip(uniq.tolist(), starts, ends.tolist(), strict=True)
+        }
+    enc = pc.dictionary_encode(pa.array(key))
+    del key
+    return _groups([thread(k) for k in enc.dictionary.to_pylist()], enc.indices)
+
+
+def _native_fn(name: str) -> Any:
+    """``tbdtrace._native.<name>``; None where the extension is missing or older."""
+    try:
+        from tbdtrace import _native
+    except ImportError:  # pragma: no cover - the extension is built by `make native`
+        return None
+    return getattr(_native, name, None)
 
 
 _SORT_ROWS = 1 << 22  # rows sorted at a time by _groups
@@ -171,7 +203,7 @@ def range_groups(ctx: AnalysisContext, table: str) -> Groups:
         # what is kept (29M ops: 112 MB of int32 rows, not 0.34 GB of Arrow ids).
         if ctx.num_rows(table) == 0:
             return {}
-        got = _thread_codes(
+        got = _thread_rows(
             lambda: shared_arrays.ints(ctx, table, "pid", keep=False),
             lambda: shared_arrays.ids_once(ctx, table, "tid"),
         )
@@ -181,10 +213,17 @@ def range_groups(ctx: AnalysisContext, table: str) -> Groups:
                 shared_arrays.ints(ctx, table, "tid", keep=False),
             )
         else:
-            groups = _groups(*got)
+            groups = got
         s = shared_arrays.ints(ctx, table, "start_ns")
         e = shared_arrays.ints(ctx, table, "end_ns")
+        native = _native_fn("order_by_start_then_longer")
+        compiled = native is not None and s.dtype == np.int64 and e.dtype == np.int64
         for rows in groups.values():
+            if compiled and rows.dtype == np.int32:
+                # Checked and reordered in place by the extension, without the GIL (the
+                # 1M-kernel file's ops and markers: ~25 ms less than numpy's gathers).
+                native(s, e, rows)
+                continue
             # Reordered in place, in the one array of every group's rows: one thread's
             # rows held twice at most, and only while it is reordered (a copy kept in its
             # place would leave the whole array held too: 29M ops, 112 MB).
@@ -206,6 +245,8 @@ def on_threads(
     out = np.full(q_t.size, -1, dtype=_row_type(ctx.num_rows(table)))
     ranges = range_groups(ctx, table)
     s, e = shared_arrays.ints(ctx, table, "start_ns"), shared_arrays.ints(ctx, table, "end_ns")
+    if _search_groups(s, e, keep, ranges, queries, q_t, out):
+        return out
     for th, qsel in queries.items():
         rows = ranges.get(th)
         if rows is None:
@@ -229,6 +270,39 @@ def on_threads(
 
 
 _PLACE_ROWS = 1 << 20  # search results placed at a time (on_threads)
+
+
+def _search_groups(
+    s: I64,
+    e: I64,
+    keep: np.ndarray,
+    ranges: Groups,
+    queries: Groups,
+    q_t: I64,
+    out: npt.NDArray[np.integer[Any]],
+) -> bool:
+    """:func:`on_threads`'s searches of every thread in one compiled call
+    (``_native.innermost_groups``, without the GIL), the hits written into ``out``: the
+    rows not kept are passed over in place (no kept rows' copy per thread) and queries
+    in ascending time continue from the one before (no binary search over every row per
+    query). False, nothing done, where the extension lacks it or the arrays are not of
+    its types (int64 times, int32 rows)."""
+    native = _native_fn("innermost_groups")
+    if native is None or s.dtype != np.int64 or e.dtype != np.int64:
+        return False
+    pairs = []
+    for th, qsel in queries.items():
+        rows = ranges.get(th)
+        if rows is None or rows.size == 0 or qsel.size == 0:
+            continue
+        if rows.dtype != np.int32 or qsel.dtype not in (np.int32, np.int64):
+            return False
+        pairs.append((rows, qsel))
+    if len({q.dtype for _, q in pairs}) > 1:
+        pairs = [(r, q.astype(np.int64)) for r, q in pairs]
+    if pairs:
+        native(s, e, np.ascontiguousarray(keep, dtype=np.bool_), pairs, q_t, out)
+    return True
 
 
 def outermost(ctx: AnalysisContext, has: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
@@ -328,9 +402,12 @@ def _codes(idx: npt.NDArray[np.integer[Any]], c: I64, labels: int) -> I64:
         return np.broadcast_to(np.int64(-1), idx.shape)
     if not c.size:
         return np.broadcast_to(np.int64(-1), idx.shape)
-    out: I64 = np.where(idx >= 0, c[np.clip(idx, 0, None)], -1).astype(
-        code_type(labels), copy=False
-    )
+    # The codes and a last -1, which row -1 reads: one gather of the narrow type, no
+    # masks or wide temporaries.
+    lut = np.empty(c.size + 1, dtype=code_type(labels))
+    lut[:-1] = c
+    lut[-1] = -1
+    out: I64 = lut[idx]
     return out
 
 
@@ -426,8 +503,8 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
 
     q_t = at_launch("start_ns")
     # The launch threads' process ids are packed before their thread ids are made.
-    got = _thread_codes(lambda: at_launch("pid"), lambda: at_launch("tid"))
-    groups = thread_groups(at_launch("pid"), at_launch("tid")) if got is None else _groups(*got)
+    got = _thread_rows(lambda: at_launch("pid"), lambda: at_launch("tid"))
+    groups = thread_groups(at_launch("pid"), at_launch("tid")) if got is None else got
     return tq, groups, q_t, h
 
 
