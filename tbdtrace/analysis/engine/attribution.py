@@ -17,6 +17,7 @@ Rules (docs/METRICS.md, "Attribution"), all vectorized:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -126,7 +127,7 @@ def _key_groups(
     per block); else Arrow's dictionary encoding and :func:`_groups`. One value (a
     broadcast): its rows, no pass."""
     if key.strides == (0,) and key.size:
-        rows = np.arange(key.size, dtype=np.int32 if key.size < 2**31 else np.int64)
+        rows: npt.NDArray[np.integer[Any]] = np.arange(key.size, dtype=_row_type(key.size))
         return {thread(int(key[0])): rows}
     native = _native_fn("group_rows")
     if native is not None and key.size < 2**31 - 1 and key.dtype in (np.int32, np.int64):
@@ -241,12 +242,28 @@ def on_threads(
     """Per query, the innermost row of ``table`` (rows where ``keep``) on the query's
     thread containing its time ``q_t``; -1 if none. ``queries`` groups the queries by
     thread (:func:`thread_groups`)."""
+    out, run = search_on_threads(ctx, table, keep, queries, q_t)
+    if run is not None:
+        run()
+    return out
+
+
+def search_on_threads(
+    ctx: AnalysisContext, table: str, keep: np.ndarray, queries: Groups, q_t: I64
+) -> tuple[I64, Callable[[], None] | None]:
+    """:func:`on_threads` as (its result, a call that fills it in): the call is the
+    compiled search alone, which touches no Python object but its arrays and runs
+    without the GIL, so it can run on another thread (None: nothing left to do, the
+    result is complete)."""
     # Row numbers of ``table``: int32 below 2^31 rows (10M queries: 38 MB, not 76)
-    out = np.full(q_t.size, -1, dtype=_row_type(ctx.num_rows(table)))
+    out: I64 = np.full(q_t.size, -1, dtype=_row_type(ctx.num_rows(table)))
     ranges = range_groups(ctx, table)
     s, e = shared_arrays.ints(ctx, table, "start_ns"), shared_arrays.ints(ctx, table, "end_ns")
-    if _search_groups(s, e, keep, ranges, queries, q_t, out):
-        return out
+    if not keep.any():  # nothing to find (no nn.Module ranges: the module search)
+        return out, None
+    call = _compiled_search(s, e, keep, ranges, queries, q_t, out)
+    if call is not None:
+        return out, call
     for th, qsel in queries.items():
         rows = ranges.get(th)
         if rows is None:
@@ -266,13 +283,13 @@ def on_threads(
             h = hit[lo : lo + _PLACE_ROWS]
             good = h >= 0
             out[qsel[lo : lo + _PLACE_ROWS][good]] = rows[h[good]]
-    return out
+    return out, None
 
 
 _PLACE_ROWS = 1 << 20  # search results placed at a time (on_threads)
 
 
-def _search_groups(
+def _compiled_search(
     s: I64,
     e: I64,
     keep: np.ndarray,
@@ -280,29 +297,34 @@ def _search_groups(
     queries: Groups,
     q_t: I64,
     out: npt.NDArray[np.integer[Any]],
-) -> bool:
-    """:func:`on_threads`'s searches of every thread in one compiled call
-    (``_native.innermost_groups``, without the GIL), the hits written into ``out``: the
-    rows not kept are passed over in place (no kept rows' copy per thread) and queries
-    in ascending time continue from the one before (no binary search over every row per
-    query). False, nothing done, where the extension lacks it or the arrays are not of
-    its types (int64 times, int32 rows)."""
+) -> Callable[[], None] | None:
+    """:func:`on_threads`'s searches of every thread as one compiled call
+    (``_native.innermost_groups``, without the GIL) that writes the hits into ``out``:
+    the rows not kept are passed over in place (no kept rows' copy per thread) and
+    queries continue from the position of the one before (galloping), not a binary
+    search over every row each. None where the extension lacks it or the arrays are not
+    of its types (int64 times, int32 rows)."""
     native = _native_fn("innermost_groups")
     if native is None or s.dtype != np.int64 or e.dtype != np.int64:
-        return False
+        return None
     pairs = []
     for th, qsel in queries.items():
         rows = ranges.get(th)
         if rows is None or rows.size == 0 or qsel.size == 0:
             continue
         if rows.dtype != np.int32 or qsel.dtype not in (np.int32, np.int64):
-            return False
+            return None
         pairs.append((rows, qsel))
     if len({q.dtype for _, q in pairs}) > 1:
         pairs = [(r, q.astype(np.int64)) for r, q in pairs]
-    if pairs:
-        native(s, e, np.ascontiguousarray(keep, dtype=np.bool_), pairs, q_t, out)
-    return True
+    mask = np.ascontiguousarray(keep, dtype=np.bool_)
+    times = np.ascontiguousarray(q_t, dtype=np.int64)
+
+    def run() -> None:
+        if pairs:
+            native(s, e, mask, pairs, times, out)
+
+    return run
 
 
 def outermost(ctx: AnalysisContext, has: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
@@ -533,15 +555,26 @@ def _on_launch_threads(
     rules 1-4 of the module docstring); ``held``: the ops rows by external id, handed
     over (emptied here, freed once used). Each search's row numbers become codes before
     the next search runs (10M kernels: two row-number arrays fewer at the peak)."""
-    n = ctx.num_rows("kernels")
     tq, queries, q_t, h = points
     o_codes, o_labels = ops_names
-    m_codes, m_count = markers
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
     is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module
     del is_py
-    found = on_threads(ctx, "ops", keep, queries, q_t)
+    found, run = search_on_threads(ctx, "ops", keep, queries, q_t)
+    # The op search (compiled, without the GIL) on a second thread while this one finds
+    # the modules and markers, on a table of BESIDE_ROWS ops; a larger one's searches
+    # run one after the other, each one's rows made codes before the next (10M kernels:
+    # two row-number arrays and a search's links fewer at the peak), and so do a small
+    # one's (a thread costs more than it saves).
+    beside = run is not None and BESIDE_ROWS[0] <= ctx.num_rows("ops") <= BESIDE_ROWS[1]
+    if run is not None:
+        if beside:
+            worker = _Beside(run)
+            module, marker = _modules_and_markers(ctx, points, is_module, ops_names, markers)
+            worker.join()
+        else:
+            run()
     found = _skip_own_op(ctx, tq, found, h, queries, q_t, keep)
     del keep
     # Found on the launch thread, else by external id (rule 2): in the join's own array
@@ -556,17 +589,60 @@ def _on_launch_threads(
     del found, got
     op = _codes(op_idx, o_codes, len(o_labels))
     del op_idx
+    if not beside:
+        module, marker = _modules_and_markers(ctx, points, is_module, ops_names, markers)
+    return op, module, marker
+
+
+# Ops of a table whose op search runs beside the module and marker searches (the
+# 1M-kernel file: 2.9M); outside, one search after the other.
+BESIDE_ROWS = (1 << 16, 1 << 23)
+
+
+class _Beside:
+    """``run()`` on a thread of its own; :meth:`join` waits for it and raises what it
+    raised."""
+
+    def __init__(self, run: Callable[[], None]):
+        self.error: BaseException | None = None
+
+        def target() -> None:
+            try:
+                run()
+            except BaseException as e:  # handed to join()
+                self.error = e
+
+        self.thread = threading.Thread(target=target, name="tbdtrace-search", daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def _modules_and_markers(
+    ctx: AnalysisContext,
+    points: Points,
+    is_module: npt.NDArray[np.bool_],
+    ops_names: tuple[I64, list[str | None]],
+    markers: tuple[I64, int],
+) -> tuple[I64, I64]:
+    """(module, marker) codes per kernel: rules 3 and 4 of the module docstring."""
+    n = ctx.num_rows("kernels")
+    tq, queries, q_t, _ = points
+    o_codes, o_labels = ops_names
+    m_codes, m_count = markers
     module = _codes(
         _per_kernel(n, tq, on_threads(ctx, "ops", is_module, queries, q_t)), o_codes, len(o_labels)
     )
-    del is_module
     is_step = shared_arrays.label_mask(
         ctx, "markers", "name", lambda x: x.startswith("ProfilerStep#")
     )
     is_range = shared_arrays.label_mask(ctx, "markers", "kind", lambda x: x == "range")
     found = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
     marker = _codes(_per_kernel(n, tq, found), m_codes, m_count)
-    return op, module, marker
+    return module, marker
 
 
 def _per_kernel(
