@@ -432,7 +432,8 @@ void innermost_pairs(const int64_t* s, const int64_t* e, const uint8_t* keep,
       t_prev = tk;
       have_prev = true;
       int64_t j = static_cast<int64_t>(lo) - 1;
-      if (j >= 0 && keep != nullptr && !keep[static_cast<size_t>(r[j])]) j = prev[static_cast<size_t>(j)];
+      if (j >= 0 && keep != nullptr && !keep[static_cast<size_t>(r[j])])
+        j = prev[static_cast<size_t>(j)];
       int steps = 0;
       while (j >= 0 && e[r[j]] < tk) {
         if (++steps > 64) {
@@ -442,7 +443,8 @@ void innermost_pairs(const int64_t* s, const int64_t* e, const uint8_t* keep,
             tree.assign(2 * leaves, std::numeric_limits<int64_t>::min());
             for (size_t i = 0; i < n; ++i)
               if (keep == nullptr || keep[static_cast<size_t>(r[i])]) tree[leaves + i] = e[r[i]];
-            for (size_t i = leaves - 1; i >= 1; --i) tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
+            for (size_t i = leaves - 1; i >= 1; --i)
+              tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
           }
           j = last_at_least(tree, leaves, j, tk);
           break;
@@ -472,9 +474,9 @@ void innermost_groups(I64Array starts, I64Array ends, py::object keep_obj, py::l
   if (!keep_obj.is_none()) {
     keep_arr = py::reinterpret_borrow<py::array>(keep_obj);
     if (!is_array_of<bool>(keep_arr) || keep_arr.ndim() != 1 ||
-        static_cast<size_t>(keep_arr.shape(0)) != size ||
-        !(keep_arr.flags() & py::array::c_style))
-      throw py::value_error("innermost_groups: keep is a contiguous bool array of the rows' length");
+        static_cast<size_t>(keep_arr.shape(0)) != size || !(keep_arr.flags() & py::array::c_style))
+      throw py::value_error(
+          "innermost_groups: keep is a contiguous bool array of the rows' length");
     keep = static_cast<const uint8_t*>(keep_arr.data());
   }
   const bool out32 = is_array_of<int32_t>(out);
@@ -499,7 +501,8 @@ void innermost_groups(I64Array starts, I64Array ends, py::object keep_obj, py::l
       throw py::value_error("innermost_groups: queries are contiguous int32 or int64 arrays");
     if (g == 0) wide = q_is64;
     if (q_is64 != wide) throw py::value_error("innermost_groups: queries of one integer type");
-    rowsets.emplace_back(static_cast<const int32_t*>(rows.data()), static_cast<size_t>(rows.shape(0)));
+    rowsets.emplace_back(static_cast<const int32_t*>(rows.data()),
+                         static_cast<size_t>(rows.shape(0)));
     if (wide)
       q64.emplace_back(static_cast<const int64_t*>(qs.data()), static_cast<size_t>(qs.shape(0)));
     else
@@ -579,7 +582,8 @@ py::tuple group_rows_of(const K* k, size_t n) {
           keys.push_back(key);
           counts.push_back(0);
           if (keys.size() == 17)
-            for (size_t j = 0; j < keys.size(); ++j) index.emplace(keys[j], static_cast<int32_t>(j));
+            for (size_t j = 0; j < keys.size(); ++j)
+              index.emplace(keys[j], static_cast<int32_t>(j));
           else if (keys.size() > 17)
             index.emplace(key, c);
         }
