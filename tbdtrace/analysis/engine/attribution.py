@@ -367,9 +367,14 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     # "Not attributed" for every kernel: a read-only view of one value, no memory.
     none = np.broadcast_to(np.int64(-1), (n,))
     n_ops = ctx.num_rows("ops")
-    k_ids = _kernel_external_ids(ctx) if n_ops else None
-    by_ext = none if k_ids is None else _row_numbers(_by_external_id(ctx, k_ids), n_ops)
-    del k_ids
+
+    def join() -> npt.NDArray[np.integer[Any]]:
+        k_ids = _kernel_external_ids(ctx) if n_ops else None
+        return none if k_ids is None else _row_numbers(_by_external_id(ctx, k_ids), n_ops)
+
+    # The join by external id first, where the searches run one after the other; where
+    # the op search runs on a second thread (_beside), this thread joins meanwhile.
+    by_ext: Any = join if n and _beside(n_ops) else join()
     if n_ops and n:
         # The ops' thread groups, searched below, made next: their thread ids are read
         # and coded while little else is held, in the room the external ids just left
@@ -380,11 +385,11 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     if n_ops == 0 and ctx.num_rows("markers") == 0:
         # No host ranges to search: the launch threads are not looked up (a native
         # capture without ops: 10M kernels, ~0.1 GB of tids and runtime matches).
-        op, module, marker = _codes(by_ext, o_codes, len(o_labels)), none, none
+        op, module, marker = _codes(_joined(by_ext), o_codes, len(o_labels)), none, none
     else:
         points = launch_points(ctx)
         if points is None:
-            op, module, marker = _codes(by_ext, o_codes, len(o_labels)), none, none
+            op, module, marker = _codes(_joined(by_ext), o_codes, len(o_labels)), none, none
         else:
             # The join handed over (``_on_launch_threads`` frees it once used)
             held = [by_ext]
@@ -403,6 +408,17 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
         marker=marker,
         marker_labels=_labels(m_labels),
     )
+
+
+def _joined(by_ext: Any) -> npt.NDArray[np.integer[Any]]:
+    """The join by external id (:func:`_attribute`), made now if it was deferred."""
+    got: npt.NDArray[np.integer[Any]] = by_ext() if callable(by_ext) else by_ext
+    return got
+
+
+def _beside(n_ops: int) -> bool:
+    """Does the op search run on a second thread (BESIDE_ROWS ops, the compiled search)?"""
+    return BESIDE_ROWS[0] <= n_ops <= BESIDE_ROWS[1] and _native_fn("innermost_groups") is not None
 
 
 def _row_type(rows: int) -> type[np.integer[Any]]:
@@ -546,15 +562,16 @@ def one_launch_value(own: I64, runtime: I64, hit: npt.NDArray[np.bool_]) -> I64 
 def _on_launch_threads(
     ctx: AnalysisContext,
     points: Points,
-    held: list[npt.NDArray[np.integer[Any]]],
+    held: list[Any],
     ops_names: tuple[I64, list[str | None]],
     markers: tuple[I64, int],
 ) -> tuple[I64, I64, I64]:
     """(op, module, marker) codes per kernel (names of ``ops_names`` and ``markers``),
     searched on the launch thread of the kernels of ``points`` (:func:`launch_points`;
-    rules 1-4 of the module docstring); ``held``: the ops rows by external id, handed
-    over (emptied here, freed once used). Each search's row numbers become codes before
-    the next search runs (10M kernels: two row-number arrays fewer at the peak)."""
+    rules 1-4 of the module docstring); ``held``: the ops rows by external id (or the
+    call that joins them, :func:`_joined`), handed over (emptied here, freed once
+    used). Each search's row numbers become codes before the next search runs (10M
+    kernels: two row-number arrays fewer at the peak)."""
     tq, queries, q_t, h = points
     o_codes, o_labels = ops_names
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
@@ -562,15 +579,16 @@ def _on_launch_threads(
     keep = ~is_py & ~is_module
     del is_py
     found, run = search_on_threads(ctx, "ops", keep, queries, q_t)
-    # The op search (compiled, without the GIL) on a second thread while this one finds
-    # the modules and markers, on a table of BESIDE_ROWS ops; a larger one's searches
-    # run one after the other, each one's rows made codes before the next (10M kernels:
-    # two row-number arrays and a search's links fewer at the peak), and so do a small
-    # one's (a thread costs more than it saves).
-    beside = run is not None and BESIDE_ROWS[0] <= ctx.num_rows("ops") <= BESIDE_ROWS[1]
+    # The op search (compiled, without the GIL) on a second thread while this one joins
+    # by external id and finds the modules and markers, on a table of BESIDE_ROWS ops; a
+    # larger one's searches run one after the other, each one's rows made codes before
+    # the next (10M kernels: two row-number arrays and a search's links fewer at the
+    # peak), and so do a small one's (a thread costs more than it saves).
+    beside = run is not None and _beside(ctx.num_rows("ops"))
     if run is not None:
         if beside:
             worker = _Beside(run)
+            held.append(_joined(held.pop()))
             module, marker = _modules_and_markers(ctx, points, is_module, ops_names, markers)
             worker.join()
         else:
@@ -579,7 +597,7 @@ def _on_launch_threads(
     del keep
     # Found on the launch thread, else by external id (rule 2): in the join's own array
     # where it is one of the row type (made for this), else a copy.
-    by_ext = held.pop()
+    by_ext = _joined(held.pop())
     rt = _row_type(ctx.num_rows("ops"))
     own = by_ext.dtype == rt and by_ext.strides != (0,) and by_ext.flags.writeable
     op_idx = by_ext if own else np.array(by_ext, dtype=rt)
