@@ -587,7 +587,7 @@ def _on_launch_threads(
     beside = run is not None and _beside(ctx.num_rows("ops"))
     if run is not None:
         if beside:
-            worker = _Beside(run)
+            worker = Beside(run)
             held.append(_joined(held.pop()))
             module, marker = _modules_and_markers(ctx, points, is_module, ops_names, markers)
             worker.join()
@@ -617,7 +617,7 @@ def _on_launch_threads(
 BESIDE_ROWS = (1 << 16, 1 << 23)
 
 
-class _Beside:
+class Beside:
     """``run()`` on a thread of its own; :meth:`join` waits for it and raises what it
     raised."""
 

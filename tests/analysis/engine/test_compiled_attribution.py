@@ -4,15 +4,20 @@ random inputs and on real traces (the whole attribution with and without them)."
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from tbdtrace import trace as trace_io
 from tbdtrace.analysis.engine import attribution, context
+from tbdtrace.analysis.passes import hotspots
+from tbdtrace.commands._open import open_or_import
 from tbdtrace.importers import collectives, kineto
+from tbdtrace.report import ReportOptions, build
 
-from ...conftest import KINETO_TRACES
+from ...conftest import KINETO_TRACES, fixture
 
 _native = pytest.importorskip("tbdtrace._native")
 if not hasattr(_native, "innermost_groups"):
@@ -246,3 +251,38 @@ def test_dense_host_spans_as_lexsort(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(collectives, "_dense_spans", lambda *a: None)
     ls, le = collectives._host_spans(coll, ops)
     assert np.array_equal(hs, ls) and np.array_equal(he, le)
+
+
+# -- the report with the second thread's work, and without
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kineto/hta/df_index_resolver.json.gz",
+        "kineto/tracelens/gaunernst_bert-small-uncased__1016001.json.gz",
+    ],
+)
+def test_report_beside_as_one_thread(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The op search and the kernel statistics on a second thread (from any size here)
+    give the document of one thread doing everything in order."""
+    path = fixture(name)
+
+    def doc() -> str:
+        return json.dumps(build(open_or_import(str(path)), ReportOptions()), default=str)
+
+    monkeypatch.setattr(attribution, "BESIDE_ROWS", (0, 1 << 23))
+    monkeypatch.setattr(hotspots, "STATS_BESIDE_ROWS", (0, 1 << 22))
+    beside = doc()
+    monkeypatch.setattr(attribution, "BESIDE_ROWS", (0, -1))
+    monkeypatch.setattr(hotspots, "STATS_BESIDE_ROWS", (0, -1))
+    assert beside == doc()
+
+
+def test_beside_raises_what_the_thread_raised() -> None:
+    def boom() -> None:
+        raise ValueError("from the thread")
+
+    worker = attribution.Beside(boom)
+    with pytest.raises(ValueError, match="from the thread"):
+        worker.join()
