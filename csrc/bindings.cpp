@@ -683,6 +683,61 @@ bool order_by_start_then_longer(I64Array starts, I64Array ends, py::array rows) 
   return changed;
 }
 
+// ---- a thread's busy time (intervals.py: span_and_union_of_rows) ----
+//
+// (first start, last end, length of the union of the ranges of positive length) of the
+// ranges at int32 positions rows, in one pass where those of positive length come in
+// start order (a thread's rows in search order); None otherwise (the caller merges).
+py::object span_union_rows(I64Array starts, I64Array ends, py::array rows) {
+  if (starts.ndim() != 1 || ends.ndim() != 1 || starts.shape(0) != ends.shape(0) ||
+      rows.ndim() != 1 || !rows.dtype().is(py::dtype::of<int32_t>()) ||
+      !(rows.flags() & py::array::c_style))
+    throw py::value_error(
+        "span_union_rows: starts and ends 1-D of one length; rows a contiguous int32 array");
+  const size_t size = static_cast<size_t>(starts.shape(0));
+  const size_t n = static_cast<size_t>(rows.shape(0));
+  const int32_t* r = static_cast<const int32_t*>(rows.data());
+  const int64_t* s = starts.data();
+  const int64_t* e = ends.data();
+  bool bad = false, ordered = true;
+  int64_t lo = 0, hi = 0;
+  uint64_t total = 0;  // wraps as numpy's int64 sums do
+  {
+    py::gil_scoped_release nogil;
+    bool open = false;
+    int64_t cs = 0, ce = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (r[i] < 0 || static_cast<size_t>(r[i]) >= size) {
+        bad = true;
+        break;
+      }
+      const int64_t si = s[r[i]], ei = e[r[i]];
+      if (i == 0 || si < lo) lo = si;
+      if (i == 0 || ei > hi) hi = ei;
+      if (!(ei > si)) continue;
+      if (!open) {
+        cs = si;
+        ce = ei;
+        open = true;
+      } else if (si < cs) {
+        ordered = false;
+        break;
+      } else if (si <= ce) {
+        if (ei > ce) ce = ei;
+      } else {
+        total += static_cast<uint64_t>(ce) - static_cast<uint64_t>(cs);
+        cs = si;
+        ce = ei;
+      }
+    }
+    if (open) total += static_cast<uint64_t>(ce) - static_cast<uint64_t>(cs);
+  }
+  if (bad) throw py::index_error("span_union_rows: a row outside starts and ends");
+  if (!ordered) return py::none();
+  if (n == 0) return py::make_tuple(0, 0, 0);
+  return py::make_tuple(lo, hi, static_cast<int64_t>(total));
+}
+
 void bind_intervals(py::module_& m) {
   m.def("innermost_sorted", &innermost_sorted, py::arg("starts"), py::arg("ends"), py::arg("times"),
         "per time, the last range (sorted by start, then end descending) holding it; -1 if none");
@@ -699,6 +754,9 @@ void bind_intervals(py::module_& m) {
         py::arg("ends"), py::arg("rows"),
         "rows (int32) reordered in place by (start, end descending), ties in their order, as "
         "a stable lexsort; True when they were not in that order");
+  m.def("span_union_rows", &span_union_rows, py::arg("starts"), py::arg("ends"), py::arg("rows"),
+        "(first start, last end, union length of the ranges of positive length) at int32 "
+        "positions rows, whose ranges of positive length come in start order; else None");
   m.def("group_rows", &group_rows, py::arg("keys"),
         "(distinct keys in order of first appearance, int64; the rows grouped by key in that "
         "order, each group ascending, int32; per key the end of its rows, int64)");

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from tbdtrace import trace as trace_io
-from tbdtrace.analysis.engine import attribution, context
+from tbdtrace.analysis.engine import attribution, context, intervals
 from tbdtrace.analysis.passes import hotspots
 from tbdtrace.commands._open import open_or_import
 from tbdtrace.importers import collectives, kineto
@@ -286,3 +286,41 @@ def test_beside_raises_what_the_thread_raised() -> None:
     worker = attribution.Beside(boom)
     with pytest.raises(ValueError, match="from the thread"):
         worker.join()
+
+
+# -- a thread's span and busy time
+
+
+def _union_by_hand(pairs: list[tuple[int, int]]) -> int:
+    total, cur = 0, None
+    for s, e in sorted(p for p in pairs if p[1] > p[0]):
+        if cur is None or s > cur[1]:
+            total += 0 if cur is None else cur[1] - cur[0]
+            cur = [s, e]
+        else:
+            cur[1] = max(cur[1], e)
+    return total + (0 if cur is None else cur[1] - cur[0])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_span_union_rows_as_by_hand(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(seed)
+    n = 3000
+    s = rng.integers(0, 100_000, n).astype(np.int64)
+    e = s + rng.integers(-5, 300, n)  # some of no length, some ending before they start
+    rows = np.flatnonzero(rng.random(n) < 0.5)
+    rows = _lexsorted(s, e, rows).astype(np.int32)  # search order: by start
+    pairs = [(int(s[r]), int(e[r])) for r in rows]
+    lo, hi, busy = _native.span_union_rows(s, e, rows)
+    assert (lo, hi) == (min(p[0] for p in pairs), max(p[1] for p in pairs))
+    assert busy == _union_by_hand(pairs)
+    assert intervals.span_and_union_of_rows(s, e, rows) == (hi - lo, busy)
+    # Rows out of start order: not answered, and the merge answers the same.
+    shuffled = rng.permutation(rows).astype(np.int32)
+    assert _native.span_union_rows(s, e, shuffled) is None
+    assert intervals.span_and_union_of_rows(s, e, shuffled) == (hi - lo, busy)
+    monkeypatch.setattr(intervals, "_native_span_union", lambda: None)
+    assert intervals.span_and_union_of_rows(s, e, rows, block_rows=256) == (hi - lo, busy)
+    assert _native.span_union_rows(s, e, np.zeros(0, np.int32)) == (0, 0, 0)
+    with pytest.raises(IndexError, match="outside"):
+        _native.span_union_rows(s, e, np.array([n], np.int32))
