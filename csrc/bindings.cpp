@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/column_export.h"
@@ -353,6 +354,391 @@ py::array_t<int64_t> innermost_rows(I64Array starts, I64Array ends,
   return innermost_of(starts, ends, n, [r](size_t i) { return static_cast<size_t>(r[i]); }, times);
 }
 
+// ---- every thread's searches of one table in one call (attribution.py: on_threads) ----
+//
+// Per (rows, queries) pair: rows, one thread's rows of a table in (start, end descending)
+// order; queries, indices into times. Each query gets the innermost kept row containing
+// its time (innermost_at's search over the kept rows), written into out[query]; out keeps
+// its value where none. Rows not kept stay in place: a row not kept links to the last kept
+// row before it, so the search needs no copy of the kept rows. Queries in ascending time
+// (launch times mostly are) advance from the previous query's position (galloping) instead
+// of a binary search over every row each, and so do queries a little earlier than the one
+// before (galloping down): the positions looked at stay near each other in memory.
+template <class Q, class O>
+void innermost_pairs(const int64_t* s, const int64_t* e, const uint8_t* keep,
+                     const std::vector<std::pair<const int32_t*, size_t>>& rowsets,
+                     const std::vector<std::pair<const Q*, size_t>>& querysets, const int64_t* t,
+                     O* out) {
+  std::vector<int32_t> prev;
+  std::vector<int32_t> stack;
+  std::vector<int64_t> tree;
+  for (size_t g = 0; g < rowsets.size(); ++g) {
+    const int32_t* r = rowsets[g].first;
+    const size_t n = rowsets[g].second;
+    const Q* qi = querysets[g].first;
+    const size_t q = querysets[g].second;
+    if (n == 0 || q == 0) continue;
+    prev.resize(n);
+    stack.clear();
+    int32_t last_kept = -1;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t row = static_cast<size_t>(r[i]);
+      if (keep != nullptr && !keep[row]) {
+        prev[i] = last_kept;
+        continue;
+      }
+      const int64_t ei = e[row];
+      while (!stack.empty() && e[r[stack.back()]] < ei) stack.pop_back();
+      prev[i] = stack.empty() ? -1 : stack.back();
+      stack.push_back(static_cast<int32_t>(i));
+      last_kept = static_cast<int32_t>(i);
+    }
+    if (last_kept < 0) continue;  // no row kept: nothing found
+    tree.clear();
+    size_t leaves = 1;
+    size_t pos = 0;  // the previous query's upper bound
+    int64_t t_prev = 0;
+    bool have_prev = false;
+    for (size_t k = 0; k < q; ++k) {
+      const size_t qk = static_cast<size_t>(qi[k]);
+      const int64_t tk = t[qk];
+      size_t lo = 0, hi = n;  // the first position starting after tk (upper_bound)
+      if (have_prev && tk >= t_prev) {
+        // Every position before pos starts at or before t_prev <= tk: gallop up from there.
+        lo = pos;
+        size_t step = 1;
+        while (lo + step - 1 < n && s[r[lo + step - 1]] <= tk) {
+          lo += step;
+          step <<= 1;
+        }
+        hi = std::min(n, lo + step - 1);
+      } else if (have_prev) {
+        // Every position from pos on starts after t_prev > tk: gallop down from there.
+        hi = pos;
+        size_t step = 1;
+        while (hi >= step && s[r[hi - step]] > tk) {
+          hi -= step;
+          step <<= 1;
+        }
+        lo = hi >= step ? hi - step + 1 : 0;
+      }
+      while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (s[r[mid]] <= tk)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      pos = lo;
+      t_prev = tk;
+      have_prev = true;
+      int64_t j = static_cast<int64_t>(lo) - 1;
+      if (j >= 0 && keep != nullptr && !keep[static_cast<size_t>(r[j])])
+        j = prev[static_cast<size_t>(j)];
+      int steps = 0;
+      while (j >= 0 && e[r[j]] < tk) {
+        if (++steps > 64) {
+          if (tree.empty()) {
+            leaves = 1;
+            while (leaves < n) leaves <<= 1;
+            tree.assign(2 * leaves, std::numeric_limits<int64_t>::min());
+            for (size_t i = 0; i < n; ++i)
+              if (keep == nullptr || keep[static_cast<size_t>(r[i])]) tree[leaves + i] = e[r[i]];
+            for (size_t i = leaves - 1; i >= 1; --i)
+              tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
+          }
+          j = last_at_least(tree, leaves, j, tk);
+          break;
+        }
+        j = prev[static_cast<size_t>(j)];
+      }
+      if (j >= 0) out[qk] = static_cast<O>(r[j]);
+    }
+  }
+}
+
+template <class T>
+bool is_array_of(const py::array& a) {
+  return a.dtype().is(py::dtype::of<T>());
+}
+
+void innermost_groups(I64Array starts, I64Array ends, py::object keep_obj, py::list pairs,
+                      I64Array times, py::array out) {
+  if (starts.ndim() != 1 || ends.ndim() != 1 || times.ndim() != 1 || out.ndim() != 1 ||
+      starts.shape(0) != ends.shape(0) || out.shape(0) != times.shape(0))
+    throw py::value_error(
+        "innermost_groups: starts and ends of one length, out of the times' length, all 1-D");
+  const size_t size = static_cast<size_t>(starts.shape(0));
+  const size_t nq = static_cast<size_t>(times.shape(0));
+  const uint8_t* keep = nullptr;
+  py::array keep_arr;
+  if (!keep_obj.is_none()) {
+    keep_arr = py::reinterpret_borrow<py::array>(keep_obj);
+    if (!is_array_of<bool>(keep_arr) || keep_arr.ndim() != 1 ||
+        static_cast<size_t>(keep_arr.shape(0)) != size || !(keep_arr.flags() & py::array::c_style))
+      throw py::value_error(
+          "innermost_groups: keep is a contiguous bool array of the rows' length");
+    keep = static_cast<const uint8_t*>(keep_arr.data());
+  }
+  const bool out32 = is_array_of<int32_t>(out);
+  if (!(out32 || is_array_of<int64_t>(out)) || !(out.flags() & py::array::c_style) ||
+      !out.writeable())
+    throw py::value_error("innermost_groups: out is a writeable contiguous int32 or int64 array");
+  std::vector<py::array> held;  // the pairs' arrays, alive while the search runs
+  std::vector<std::pair<const int32_t*, size_t>> rowsets;
+  std::vector<std::pair<const int32_t*, size_t>> q32;
+  std::vector<std::pair<const int64_t*, size_t>> q64;
+  bool wide = false;
+  for (size_t g = 0; g < pairs.size(); ++g) {
+    py::tuple pair = pairs[g].cast<py::tuple>();
+    if (pair.size() != 2) throw py::value_error("innermost_groups: pairs of (rows, queries)");
+    py::array rows = pair[0].cast<py::array>();
+    py::array qs = pair[1].cast<py::array>();
+    if (!is_array_of<int32_t>(rows) || rows.ndim() != 1 || !(rows.flags() & py::array::c_style))
+      throw py::value_error("innermost_groups: rows are contiguous int32 arrays");
+    const bool q_is64 = is_array_of<int64_t>(qs);
+    if (!(q_is64 || is_array_of<int32_t>(qs)) || qs.ndim() != 1 ||
+        !(qs.flags() & py::array::c_style))
+      throw py::value_error("innermost_groups: queries are contiguous int32 or int64 arrays");
+    if (g == 0) wide = q_is64;
+    if (q_is64 != wide) throw py::value_error("innermost_groups: queries of one integer type");
+    rowsets.emplace_back(static_cast<const int32_t*>(rows.data()),
+                         static_cast<size_t>(rows.shape(0)));
+    if (wide)
+      q64.emplace_back(static_cast<const int64_t*>(qs.data()), static_cast<size_t>(qs.shape(0)));
+    else
+      q32.emplace_back(static_cast<const int32_t*>(qs.data()), static_cast<size_t>(qs.shape(0)));
+    held.push_back(rows);
+    held.push_back(qs);
+  }
+  const int64_t* s = starts.data();
+  const int64_t* e = ends.data();
+  const int64_t* t = times.data();
+  void* o = out.mutable_data();
+  bool bad_row = false, bad_query = false;
+  {
+    py::gil_scoped_release nogil;
+    for (const auto& [r, n] : rowsets)
+      for (size_t i = 0; i < n; ++i)
+        if (r[i] < 0 || static_cast<size_t>(r[i]) >= size) bad_row = true;
+    auto check = [&](const auto& sets) {
+      for (const auto& [qi, n] : sets)
+        for (size_t i = 0; i < n; ++i)
+          if (qi[i] < 0 || static_cast<size_t>(qi[i]) >= nq) bad_query = true;
+    };
+    check(q32);
+    check(q64);
+    if (!bad_row && !bad_query) {
+      if (wide) {
+        if (out32)
+          innermost_pairs(s, e, keep, rowsets, q64, t, static_cast<int32_t*>(o));
+        else
+          innermost_pairs(s, e, keep, rowsets, q64, t, static_cast<int64_t*>(o));
+      } else {
+        if (out32)
+          innermost_pairs(s, e, keep, rowsets, q32, t, static_cast<int32_t*>(o));
+        else
+          innermost_pairs(s, e, keep, rowsets, q32, t, static_cast<int64_t*>(o));
+      }
+    }
+  }
+  if (bad_row) throw py::index_error("innermost_groups: a row outside starts and ends");
+  if (bad_query) throw py::index_error("innermost_groups: a query outside the times");
+}
+
+// ---- rows grouped by a key (attribution.py: thread groups) ----
+//
+// (the distinct keys in order of first appearance, the row numbers grouped by key in that
+// order, each group's rows ascending (a stable counting sort), per key the end of its
+// rows in the second array). What dictionary_encode then a stable sort of the codes
+// give, in two passes over the keys and no sort.
+template <class K>
+py::tuple group_rows_of(const K* k, size_t n) {
+  std::vector<int64_t> keys;
+  std::vector<int64_t> counts;
+  py::array_t<int32_t> order(static_cast<py::ssize_t>(n));
+  int32_t* o = order.mutable_data();
+  {
+    py::gil_scoped_release nogil;
+    std::vector<int32_t> code(n);
+    std::unordered_map<int64_t, int32_t> index;
+    int64_t last_key = 0;
+    int32_t last_code = -1;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t key = static_cast<int64_t>(k[i]);
+      if (last_code < 0 || key != last_key) {
+        int32_t c = -1;
+        if (keys.size() <= 16) {  // a few keys (threads): a scan; past 16, a hash map
+          for (size_t j = 0; j < keys.size(); ++j)
+            if (keys[j] == key) {
+              c = static_cast<int32_t>(j);
+              break;
+            }
+        } else {
+          auto it = index.find(key);
+          if (it != index.end()) c = it->second;
+        }
+        if (c < 0) {
+          c = static_cast<int32_t>(keys.size());
+          keys.push_back(key);
+          counts.push_back(0);
+          if (keys.size() == 17)
+            for (size_t j = 0; j < keys.size(); ++j)
+              index.emplace(keys[j], static_cast<int32_t>(j));
+          else if (keys.size() > 17)
+            index.emplace(key, c);
+        }
+        last_key = key;
+        last_code = c;
+      }
+      code[i] = last_code;
+      ++counts[static_cast<size_t>(last_code)];
+    }
+    std::vector<int64_t> at(keys.size());
+    int64_t sum = 0;
+    for (size_t j = 0; j < keys.size(); ++j) {
+      at[j] = sum;
+      sum += counts[j];
+      counts[j] = sum;  // now the end of key j's rows
+    }
+    for (size_t i = 0; i < n; ++i) o[at[static_cast<size_t>(code[i])]++] = static_cast<int32_t>(i);
+  }
+  py::array_t<int64_t> key_arr(static_cast<py::ssize_t>(keys.size()));
+  py::array_t<int64_t> end_arr(static_cast<py::ssize_t>(keys.size()));
+  std::copy(keys.begin(), keys.end(), key_arr.mutable_data());
+  std::copy(counts.begin(), counts.end(), end_arr.mutable_data());
+  return py::make_tuple(key_arr, order, end_arr);
+}
+
+py::tuple group_rows(py::array keys) {
+  if (keys.ndim() != 1 || !(keys.flags() & py::array::c_style))
+    throw py::value_error("group_rows: keys are a contiguous 1-D int32 or int64 array");
+  const size_t n = static_cast<size_t>(keys.shape(0));
+  if (n >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw py::value_error("group_rows: 2**31 - 1 rows or more");
+  if (is_array_of<int32_t>(keys)) return group_rows_of(static_cast<const int32_t*>(keys.data()), n);
+  if (is_array_of<int64_t>(keys)) return group_rows_of(static_cast<const int64_t*>(keys.data()), n);
+  throw py::value_error("group_rows: keys are a contiguous 1-D int32 or int64 array");
+}
+
+// ---- a thread's rows in search order (intervals.py: by_start_then_longer_rows) ----
+//
+// rows reordered in place by (start, end descending), ties in their order: what
+// rows[np.lexsort((-e[rows], s[rows]))] gives, with numpy's wrapping int64 arithmetic.
+// Rows in order are left as they are; rows whose starts never decrease have only their
+// runs of equal starts sorted; anything else the full stable sort. True when reordered.
+bool order_rows(const int64_t* s, const int64_t* e, int32_t* r, size_t n) {
+  auto wrap_sub = [](int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  };
+  auto neg = [](int64_t a) { return static_cast<int64_t>(0ULL - static_cast<uint64_t>(a)); };
+  bool ordered = true, rising = true;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    const int64_t ds = wrap_sub(s[r[i + 1]], s[r[i]]);
+    if (ds < 0) rising = false;
+    if (ds < 0 || (ds == 0 && e[r[i + 1]] > e[r[i]])) ordered = false;
+  }
+  if (ordered) return false;
+  auto before = [&](int32_t a, int32_t b) {
+    if (s[a] != s[b]) return s[a] < s[b];
+    return neg(e[a]) < neg(e[b]);
+  };
+  if (!rising) {
+    std::stable_sort(r, r + n, before);
+    return true;
+  }
+  // The positions in a run of equal starts, sorted among themselves (stably) and put back
+  // in those positions.
+  std::vector<size_t> at;
+  for (size_t i = 0; i < n; ++i) {
+    const bool tie = (i + 1 < n && s[r[i + 1]] == s[r[i]]) || (i > 0 && s[r[i]] == s[r[i - 1]]);
+    if (tie) at.push_back(i);
+  }
+  std::vector<int32_t> vals(at.size());
+  for (size_t k = 0; k < at.size(); ++k) vals[k] = r[at[k]];
+  std::stable_sort(vals.begin(), vals.end(), before);
+  for (size_t k = 0; k < at.size(); ++k) r[at[k]] = vals[k];
+  return true;
+}
+
+bool order_by_start_then_longer(I64Array starts, I64Array ends, py::array rows) {
+  if (starts.ndim() != 1 || ends.ndim() != 1 || starts.shape(0) != ends.shape(0) ||
+      rows.ndim() != 1 || !rows.dtype().is(py::dtype::of<int32_t>()) ||
+      !(rows.flags() & py::array::c_style) || !rows.writeable())
+    throw py::value_error(
+        "order_by_start_then_longer: starts and ends 1-D of one length; rows a writeable "
+        "contiguous int32 array");
+  const size_t size = static_cast<size_t>(starts.shape(0));
+  const size_t n = static_cast<size_t>(rows.shape(0));
+  int32_t* r = static_cast<int32_t*>(rows.mutable_data());
+  const int64_t* s = starts.data();
+  const int64_t* e = ends.data();
+  bool bad = false, changed = false;
+  {
+    py::gil_scoped_release nogil;
+    for (size_t i = 0; i < n; ++i)
+      if (r[i] < 0 || static_cast<size_t>(r[i]) >= size) bad = true;
+    if (!bad) changed = order_rows(s, e, r, n);
+  }
+  if (bad) throw py::index_error("order_by_start_then_longer: a row outside starts and ends");
+  return changed;
+}
+
+// ---- a thread's busy time (intervals.py: span_and_union_of_rows) ----
+//
+// (first start, last end, length of the union of the ranges of positive length) of the
+// ranges at int32 positions rows, in one pass where those of positive length come in
+// start order (a thread's rows in search order); None otherwise (the caller merges).
+py::object span_union_rows(I64Array starts, I64Array ends, py::array rows) {
+  if (starts.ndim() != 1 || ends.ndim() != 1 || starts.shape(0) != ends.shape(0) ||
+      rows.ndim() != 1 || !rows.dtype().is(py::dtype::of<int32_t>()) ||
+      !(rows.flags() & py::array::c_style))
+    throw py::value_error(
+        "span_union_rows: starts and ends 1-D of one length; rows a contiguous int32 array");
+  const size_t size = static_cast<size_t>(starts.shape(0));
+  const size_t n = static_cast<size_t>(rows.shape(0));
+  const int32_t* r = static_cast<const int32_t*>(rows.data());
+  const int64_t* s = starts.data();
+  const int64_t* e = ends.data();
+  bool bad = false, ordered = true;
+  int64_t lo = 0, hi = 0;
+  uint64_t total = 0;  // wraps as numpy's int64 sums do
+  {
+    py::gil_scoped_release nogil;
+    bool open = false;
+    int64_t cs = 0, ce = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (r[i] < 0 || static_cast<size_t>(r[i]) >= size) {
+        bad = true;
+        break;
+      }
+      const int64_t si = s[r[i]], ei = e[r[i]];
+      if (i == 0 || si < lo) lo = si;
+      if (i == 0 || ei > hi) hi = ei;
+      if (!(ei > si)) continue;
+      if (!open) {
+        cs = si;
+        ce = ei;
+        open = true;
+      } else if (si < cs) {
+        ordered = false;
+        break;
+      } else if (si <= ce) {
+        if (ei > ce) ce = ei;
+      } else {
+        total += static_cast<uint64_t>(ce) - static_cast<uint64_t>(cs);
+        cs = si;
+        ce = ei;
+      }
+    }
+    if (open) total += static_cast<uint64_t>(ce) - static_cast<uint64_t>(cs);
+  }
+  if (bad) throw py::index_error("span_union_rows: a row outside starts and ends");
+  if (!ordered) return py::none();
+  if (n == 0) return py::make_tuple(0, 0, 0);
+  return py::make_tuple(lo, hi, static_cast<int64_t>(total));
+}
+
 void bind_intervals(py::module_& m) {
   m.def("innermost_sorted", &innermost_sorted, py::arg("starts"), py::arg("ends"), py::arg("times"),
         "per time, the last range (sorted by start, then end descending) holding it; -1 if none");
@@ -360,6 +746,21 @@ void bind_intervals(py::module_& m) {
         py::arg("times"),
         "innermost_sorted over the ranges at int32 positions rows of starts/ends (a thread's "
         "rows of a table, in order), without gathering them; positions into rows, -1 if none");
+  m.def("innermost_groups", &innermost_groups, py::arg("starts"), py::arg("ends"), py::arg("keep"),
+        py::arg("pairs"), py::arg("times"), py::arg("out"),
+        "per (rows, queries) pair (a thread's rows of a table in search order, int32; indices "
+        "into times), the innermost kept row (keep: bool per row, or None) holding each "
+        "query's time, written into out[query] (kept where none); without the GIL");
+  m.def("order_by_start_then_longer", &order_by_start_then_longer, py::arg("starts"),
+        py::arg("ends"), py::arg("rows"),
+        "rows (int32) reordered in place by (start, end descending), ties in their order, as "
+        "a stable lexsort; True when they were not in that order");
+  m.def("span_union_rows", &span_union_rows, py::arg("starts"), py::arg("ends"), py::arg("rows"),
+        "(first start, last end, union length of the ranges of positive length) at int32 "
+        "positions rows, whose ranges of positive length come in start order; else None");
+  m.def("group_rows", &group_rows, py::arg("keys"),
+        "(distinct keys in order of first appearance, int64; the rows grouped by key in that "
+        "order, each group ascending, int32; per key the end of its rows, int64)");
 }
 
 }  // namespace

@@ -77,6 +77,19 @@ def innermost_sorted(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) ->
 def innermost_rows(
     starts: np.ndarray, ends: np.ndarray, rows: np.ndarray, times: np.ndarray
 ) -> np.ndarray: ...
+def innermost_groups(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    keep: np.ndarray | None,
+    pairs: list[tuple[np.ndarray, np.ndarray]],
+    times: np.ndarray,
+    out: np.ndarray,
+) -> None: ...
+def order_by_start_then_longer(starts: np.ndarray, ends: np.ndarray, rows: np.ndarray) -> bool: ...
+def span_union_rows(
+    starts: np.ndarray, ends: np.ndarray, rows: np.ndarray
+) -> tuple[int, int, int] | None: ...
+def group_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
 # A document's JSON text (csrc/bindings.cpp): json.dumps(value, indent=2), the same text, for
 # dict (str keys), list, tuple, str, int, float, bool and None; None for anything else.

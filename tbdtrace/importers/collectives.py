@@ -214,6 +214,9 @@ def _host_spans(
     o_rank = _rank_keys(ops.get("rank"), take, len(rows))
     o_s = ops["start_ns"].take(take).to_numpy(zero_copy_only=False)
     o_e = ops["end_ns"].take(take).to_numpy(zero_copy_only=False)
+    dense = _dense_spans(coll, o_rank, o_ext, o_s, o_e)
+    if dense is not None:
+        return dense
     # One span per (rank, external id): the earliest start and the latest end of its ops,
     # keys sorted by rank, then id.
     order = np.lexsort((o_ext, o_rank))
@@ -239,6 +242,45 @@ def _host_spans(
         hit = u_ext[pos] == c_ext_v[sel]
         hs[sel[hit]] = u_s[pos[hit]]
         he[sel[hit]] = u_e[pos[hit]]
+    return hs, he
+
+
+def _dense_spans(
+    coll: dict[str, pa.Array],
+    o_rank: np.ndarray,
+    o_ext: np.ndarray,
+    o_s: np.ndarray,
+    o_e: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_host_spans` where the host ops are of one rank and their external ids
+    span at most a few times their count (a profiler numbers them in order): each id's
+    earliest start and latest end gathered into arrays indexed by the id, no sort of the
+    ops (the 1M-kernel file's 313K host ops: ~30 ms less than the lexsort and its
+    reductions). None otherwise."""
+    if not o_ext.size or o_rank[0] != o_rank.min() or o_rank[0] != o_rank.max():
+        return None
+    lo, hi = int(o_ext.min()), int(o_ext.max())
+    if hi - lo > 4 * o_ext.size + 1024:
+        return None
+    m = len(coll["start_ns"])
+    hs, he = np.full(m, _NONE, np.int64), np.zeros(m, np.int64)
+    at = o_ext - lo
+    first = np.full(hi - lo + 1, np.iinfo(np.int64).max, np.int64)
+    last = np.full(hi - lo + 1, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(first, at, o_s)
+    np.maximum.at(last, at, o_e)
+    known = np.zeros(hi - lo + 1, bool)
+    known[at] = True
+    c_ext = coll["external_id"]
+    ext_ok = np.asarray(c_ext.is_valid().to_numpy(zero_copy_only=False), bool)
+    c_ext_v = c_ext.fill_null(0).to_numpy(zero_copy_only=False)
+    c_rank = _rank_keys(coll.get("rank"), None, m)
+    inside = ext_ok & (c_rank == o_rank[0]) & (c_ext_v >= lo) & (c_ext_v <= hi)
+    sel = np.flatnonzero(inside)
+    pos = c_ext_v[sel] - lo
+    hit = known[pos]
+    hs[sel[hit]] = first[pos[hit]]
+    he[sel[hit]] = last[pos[hit]]
     return hs, he
 
 

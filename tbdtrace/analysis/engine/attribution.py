@@ -17,6 +17,7 @@ Rules (docs/METRICS.md, "Attribution"), all vectorized:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -68,20 +69,22 @@ def thread_groups(pid: I64, tid: I64) -> Groups:
     np.unique."""
     if pid.size == 0:
         return {}
-    got = _thread_codes(lambda: pid, lambda: tid)
+    got = _thread_rows(lambda: pid, lambda: tid)
     if got is None:
         uniq, inv = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
-        got = [(int(a), int(b)) for a, b in uniq], pa.array(inv.reshape(-1).astype(np.int32))
-    return _groups(*got)
+        got = _groups(
+            [(int(a), int(b)) for a, b in uniq], pa.array(inv.reshape(-1).astype(np.int32))
+        )
+    return got
 
 
 _PACK_ROWS = 1 << 20  # rows packed at a time (the temporaries of one block only)
 
 
-def _thread_codes(
+def _thread_rows(
     pid_of: Callable[[], I64], tid_of: Callable[[], npt.NDArray[np.integer[Any]]]
-) -> tuple[list[tuple[int, int]], pa.Array] | None:
-    """(thread keys, per row the code of its key) of the ids ``pid_of()`` and
+) -> Groups | None:
+    """The rows per thread (:func:`thread_groups`) of the ids ``pid_of()`` and
     ``tid_of()`` packed into one int64 a block at a time, the process ids before the
     thread ids are asked for (a caller that reads them for this drops one before
     reading the other: 29M ops, 0.45 GB less); None when they do not pack."""
@@ -98,9 +101,7 @@ def _thread_codes(
         tid = tid_of()
         if tid.size != n or tid.min() < -1 or tid.max() >= (1 << 32) - 1:
             return None
-        enc = pc.dictionary_encode(pa.array(tid))
-        del tid
-        return [(one, int(t)) for t in enc.dictionary.to_pylist()], enc.indices
+        return _key_groups(tid, lambda t: (one, t))
     packed = np.empty(n, dtype=np.int64)
     for lo in range(0, n, _PACK_ROWS):
         part = packed[lo : lo + _PACK_ROWS]
@@ -113,10 +114,42 @@ def _thread_codes(
     for lo in range(0, n, _PACK_ROWS):
         packed[lo : lo + _PACK_ROWS] |= tid[lo : lo + _PACK_ROWS] + 1
     del tid
-    enc = pc.dictionary_encode(pa.array(packed))
-    del packed
-    keys = [((k >> 32) - 1, (k & 0xFFFFFFFF) - 1) for k in enc.dictionary.to_pylist()]
-    return keys, enc.indices
+    return _key_groups(packed, lambda k: ((k >> 32) - 1, (k & 0xFFFFFFFF) - 1))
+
+
+def _key_groups(
+    key: npt.NDArray[np.integer[Any]], thread: Callable[[int], tuple[int, int]]
+) -> Groups:
+    """Rows per distinct value of ``key`` (keys in order of first appearance, each one's
+    rows ascending), named ``thread(value)``. Compiled where the extension has it
+    (``_native.group_rows``: one pass to code the keys, one to place the rows, without
+    the GIL; the 1M-kernel file's three groupings ~0.1 s less than a hash and a sort
+    per block); else Arrow's dictionary encoding and :func:`_groups`. One value (a
+    broadcast): its rows, no pass."""
+    if key.strides == (0,) and key.size:
+        rows: npt.NDArray[np.integer[Any]] = np.arange(key.size, dtype=_row_type(key.size))
+        return {thread(int(key[0])): rows}
+    native = _native_fn("group_rows")
+    if native is not None and key.size < 2**31 - 1 and key.dtype in (np.int32, np.int64):
+        uniq, order, ends = native(np.ascontiguousarray(key))
+        del key
+        starts = [0, *ends[:-1].tolist()]
+        return {
+            thread(u): order[a:b]
+            for u, a, b in zip(uniq.tolist(), starts, ends.tolist(), strict=True)
+        }
+    enc = pc.dictionary_encode(pa.array(key))
+    del key
+    return _groups([thread(k) for k in enc.dictionary.to_pylist()], enc.indices)
+
+
+def _native_fn(name: str) -> Any:
+    """``tbdtrace._native.<name>``; None where the extension is missing or older."""
+    try:
+        from tbdtrace import _native
+    except ImportError:  # pragma: no cover - the extension is built by `make native`
+        return None
+    return getattr(_native, name, None)
 
 
 _SORT_ROWS = 1 << 22  # rows sorted at a time by _groups
@@ -171,7 +204,7 @@ def range_groups(ctx: AnalysisContext, table: str) -> Groups:
         # what is kept (29M ops: 112 MB of int32 rows, not 0.34 GB of Arrow ids).
         if ctx.num_rows(table) == 0:
             return {}
-        got = _thread_codes(
+        got = _thread_rows(
             lambda: shared_arrays.ints(ctx, table, "pid", keep=False),
             lambda: shared_arrays.ids_once(ctx, table, "tid"),
         )
@@ -181,10 +214,17 @@ def range_groups(ctx: AnalysisContext, table: str) -> Groups:
                 shared_arrays.ints(ctx, table, "tid", keep=False),
             )
         else:
-            groups = _groups(*got)
+            groups = got
         s = shared_arrays.ints(ctx, table, "start_ns")
         e = shared_arrays.ints(ctx, table, "end_ns")
+        native = _native_fn("order_by_start_then_longer")
+        compiled = native is not None and s.dtype == np.int64 and e.dtype == np.int64
         for rows in groups.values():
+            if compiled and rows.dtype == np.int32:
+                # Checked and reordered in place by the extension, without the GIL (the
+                # 1M-kernel file's ops and markers: ~25 ms less than numpy's gathers).
+                native(s, e, rows)
+                continue
             # Reordered in place, in the one array of every group's rows: one thread's
             # rows held twice at most, and only while it is reordered (a copy kept in its
             # place would leave the whole array held too: 29M ops, 112 MB).
@@ -202,10 +242,28 @@ def on_threads(
     """Per query, the innermost row of ``table`` (rows where ``keep``) on the query's
     thread containing its time ``q_t``; -1 if none. ``queries`` groups the queries by
     thread (:func:`thread_groups`)."""
+    out, run = search_on_threads(ctx, table, keep, queries, q_t)
+    if run is not None:
+        run()
+    return out
+
+
+def search_on_threads(
+    ctx: AnalysisContext, table: str, keep: np.ndarray, queries: Groups, q_t: I64
+) -> tuple[I64, Callable[[], None] | None]:
+    """:func:`on_threads` as (its result, a call that fills it in): the call is the
+    compiled search alone, which touches no Python object but its arrays and runs
+    without the GIL, so it can run on another thread (None: nothing left to do, the
+    result is complete)."""
     # Row numbers of ``table``: int32 below 2^31 rows (10M queries: 38 MB, not 76)
-    out = np.full(q_t.size, -1, dtype=_row_type(ctx.num_rows(table)))
+    out: I64 = np.full(q_t.size, -1, dtype=_row_type(ctx.num_rows(table)))
     ranges = range_groups(ctx, table)
     s, e = shared_arrays.ints(ctx, table, "start_ns"), shared_arrays.ints(ctx, table, "end_ns")
+    if not keep.any():  # nothing to find (no nn.Module ranges: the module search)
+        return out, None
+    call = _compiled_search(s, e, keep, ranges, queries, q_t, out)
+    if call is not None:
+        return out, call
     for th, qsel in queries.items():
         rows = ranges.get(th)
         if rows is None:
@@ -225,10 +283,48 @@ def on_threads(
             h = hit[lo : lo + _PLACE_ROWS]
             good = h >= 0
             out[qsel[lo : lo + _PLACE_ROWS][good]] = rows[h[good]]
-    return out
+    return out, None
 
 
 _PLACE_ROWS = 1 << 20  # search results placed at a time (on_threads)
+
+
+def _compiled_search(
+    s: I64,
+    e: I64,
+    keep: np.ndarray,
+    ranges: Groups,
+    queries: Groups,
+    q_t: I64,
+    out: npt.NDArray[np.integer[Any]],
+) -> Callable[[], None] | None:
+    """:func:`on_threads`'s searches of every thread as one compiled call
+    (``_native.innermost_groups``, without the GIL) that writes the hits into ``out``:
+    the rows not kept are passed over in place (no kept rows' copy per thread) and
+    queries continue from the position of the one before (galloping), not a binary
+    search over every row each. None where the extension lacks it or the arrays are not
+    of its types (int64 times, int32 rows)."""
+    native = _native_fn("innermost_groups")
+    if native is None or s.dtype != np.int64 or e.dtype != np.int64:
+        return None
+    pairs = []
+    for th, qsel in queries.items():
+        rows = ranges.get(th)
+        if rows is None or rows.size == 0 or qsel.size == 0:
+            continue
+        if rows.dtype != np.int32 or qsel.dtype not in (np.int32, np.int64):
+            return None
+        pairs.append((rows, qsel))
+    if len({q.dtype for _, q in pairs}) > 1:
+        pairs = [(r, q.astype(np.int64)) for r, q in pairs]
+    mask = np.ascontiguousarray(keep, dtype=np.bool_)
+    times = np.ascontiguousarray(q_t, dtype=np.int64)
+
+    def run() -> None:
+        if pairs:
+            native(s, e, mask, pairs, times, out)
+
+    return run
 
 
 def outermost(ctx: AnalysisContext, has: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
@@ -271,9 +367,14 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     # "Not attributed" for every kernel: a read-only view of one value, no memory.
     none = np.broadcast_to(np.int64(-1), (n,))
     n_ops = ctx.num_rows("ops")
-    k_ids = _kernel_external_ids(ctx) if n_ops else None
-    by_ext = none if k_ids is None else _row_numbers(_by_external_id(ctx, k_ids), n_ops)
-    del k_ids
+
+    def join() -> npt.NDArray[np.integer[Any]]:
+        k_ids = _kernel_external_ids(ctx) if n_ops else None
+        return none if k_ids is None else _row_numbers(_by_external_id(ctx, k_ids), n_ops)
+
+    # The join by external id first, where the searches run one after the other; where
+    # the op search runs on a second thread (_beside), this thread joins meanwhile.
+    by_ext: Any = join if n and _beside(n_ops) else join()
     if n_ops and n:
         # The ops' thread groups, searched below, made next: their thread ids are read
         # and coded while little else is held, in the room the external ids just left
@@ -284,11 +385,11 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
     if n_ops == 0 and ctx.num_rows("markers") == 0:
         # No host ranges to search: the launch threads are not looked up (a native
         # capture without ops: 10M kernels, ~0.1 GB of tids and runtime matches).
-        op, module, marker = _codes(by_ext, o_codes, len(o_labels)), none, none
+        op, module, marker = _codes(_joined(by_ext), o_codes, len(o_labels)), none, none
     else:
         points = launch_points(ctx)
         if points is None:
-            op, module, marker = _codes(by_ext, o_codes, len(o_labels)), none, none
+            op, module, marker = _codes(_joined(by_ext), o_codes, len(o_labels)), none, none
         else:
             # The join handed over (``_on_launch_threads`` frees it once used)
             held = [by_ext]
@@ -307,6 +408,17 @@ def _attribute(ctx: AnalysisContext) -> Attribution:
         marker=marker,
         marker_labels=_labels(m_labels),
     )
+
+
+def _joined(by_ext: Any) -> npt.NDArray[np.integer[Any]]:
+    """The join by external id (:func:`_attribute`), made now if it was deferred."""
+    got: npt.NDArray[np.integer[Any]] = by_ext() if callable(by_ext) else by_ext
+    return got
+
+
+def _beside(n_ops: int) -> bool:
+    """Does the op search run on a second thread (BESIDE_ROWS ops, the compiled search)?"""
+    return BESIDE_ROWS[0] <= n_ops <= BESIDE_ROWS[1] and _native_fn("innermost_groups") is not None
 
 
 def _row_type(rows: int) -> type[np.integer[Any]]:
@@ -328,9 +440,12 @@ def _codes(idx: npt.NDArray[np.integer[Any]], c: I64, labels: int) -> I64:
         return np.broadcast_to(np.int64(-1), idx.shape)
     if not c.size:
         return np.broadcast_to(np.int64(-1), idx.shape)
-    out: I64 = np.where(idx >= 0, c[np.clip(idx, 0, None)], -1).astype(
-        code_type(labels), copy=False
-    )
+    # The codes and a last -1, which row -1 reads: one gather of the narrow type, no
+    # masks or wide temporaries.
+    lut = np.empty(c.size + 1, dtype=code_type(labels))
+    lut[:-1] = c
+    lut[-1] = -1
+    out: I64 = lut[idx]
     return out
 
 
@@ -426,8 +541,8 @@ def launch_points(ctx: AnalysisContext) -> Points | None:
 
     q_t = at_launch("start_ns")
     # The launch threads' process ids are packed before their thread ids are made.
-    got = _thread_codes(lambda: at_launch("pid"), lambda: at_launch("tid"))
-    groups = thread_groups(at_launch("pid"), at_launch("tid")) if got is None else _groups(*got)
+    got = _thread_rows(lambda: at_launch("pid"), lambda: at_launch("tid"))
+    groups = thread_groups(at_launch("pid"), at_launch("tid")) if got is None else got
     return tq, groups, q_t, h
 
 
@@ -447,29 +562,42 @@ def one_launch_value(own: I64, runtime: I64, hit: npt.NDArray[np.bool_]) -> I64 
 def _on_launch_threads(
     ctx: AnalysisContext,
     points: Points,
-    held: list[npt.NDArray[np.integer[Any]]],
+    held: list[Any],
     ops_names: tuple[I64, list[str | None]],
     markers: tuple[I64, int],
 ) -> tuple[I64, I64, I64]:
     """(op, module, marker) codes per kernel (names of ``ops_names`` and ``markers``),
     searched on the launch thread of the kernels of ``points`` (:func:`launch_points`;
-    rules 1-4 of the module docstring); ``held``: the ops rows by external id, handed
-    over (emptied here, freed once used). Each search's row numbers become codes before
-    the next search runs (10M kernels: two row-number arrays fewer at the peak)."""
-    n = ctx.num_rows("kernels")
+    rules 1-4 of the module docstring); ``held``: the ops rows by external id (or the
+    call that joins them, :func:`_joined`), handed over (emptied here, freed once
+    used). Each search's row numbers become codes before the next search runs (10M
+    kernels: two row-number arrays fewer at the peak)."""
     tq, queries, q_t, h = points
     o_codes, o_labels = ops_names
-    m_codes, m_count = markers
     is_module = _label_mask(o_codes, o_labels, lambda x: x.startswith("nn.Module:"))
     is_py = shared_arrays.label_mask(ctx, "ops", "category", lambda x: x == "python_function")
     keep = ~is_py & ~is_module
     del is_py
-    found = on_threads(ctx, "ops", keep, queries, q_t)
+    found, run = search_on_threads(ctx, "ops", keep, queries, q_t)
+    # The op search (compiled, without the GIL) on a second thread while this one joins
+    # by external id and finds the modules and markers, on a table of BESIDE_ROWS ops; a
+    # larger one's searches run one after the other, each one's rows made codes before
+    # the next (10M kernels: two row-number arrays and a search's links fewer at the
+    # peak), and so do a small one's (a thread costs more than it saves).
+    beside = run is not None and _beside(ctx.num_rows("ops"))
+    if run is not None:
+        if beside:
+            worker = Beside(run)
+            held.append(_joined(held.pop()))
+            module, marker = _modules_and_markers(ctx, points, is_module, ops_names, markers)
+            worker.join()
+        else:
+            run()
     found = _skip_own_op(ctx, tq, found, h, queries, q_t, keep)
     del keep
     # Found on the launch thread, else by external id (rule 2): in the join's own array
     # where it is one of the row type (made for this), else a copy.
-    by_ext = held.pop()
+    by_ext = _joined(held.pop())
     rt = _row_type(ctx.num_rows("ops"))
     own = by_ext.dtype == rt and by_ext.strides != (0,) and by_ext.flags.writeable
     op_idx = by_ext if own else np.array(by_ext, dtype=rt)
@@ -479,17 +607,60 @@ def _on_launch_threads(
     del found, got
     op = _codes(op_idx, o_codes, len(o_labels))
     del op_idx
+    if not beside:
+        module, marker = _modules_and_markers(ctx, points, is_module, ops_names, markers)
+    return op, module, marker
+
+
+# Ops of a table whose op search runs beside the module and marker searches (the
+# 1M-kernel file: 2.9M); outside, one search after the other.
+BESIDE_ROWS = (1 << 16, 1 << 23)
+
+
+class Beside:
+    """``run()`` on a thread of its own; :meth:`join` waits for it and raises what it
+    raised."""
+
+    def __init__(self, run: Callable[[], None]):
+        self.error: BaseException | None = None
+
+        def target() -> None:
+            try:
+                run()
+            except BaseException as e:  # handed to join()
+                self.error = e
+
+        self.thread = threading.Thread(target=target, name="tbdtrace-search", daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def _modules_and_markers(
+    ctx: AnalysisContext,
+    points: Points,
+    is_module: npt.NDArray[np.bool_],
+    ops_names: tuple[I64, list[str | None]],
+    markers: tuple[I64, int],
+) -> tuple[I64, I64]:
+    """(module, marker) codes per kernel: rules 3 and 4 of the module docstring."""
+    n = ctx.num_rows("kernels")
+    tq, queries, q_t, _ = points
+    o_codes, o_labels = ops_names
+    m_codes, m_count = markers
     module = _codes(
         _per_kernel(n, tq, on_threads(ctx, "ops", is_module, queries, q_t)), o_codes, len(o_labels)
     )
-    del is_module
     is_step = shared_arrays.label_mask(
         ctx, "markers", "name", lambda x: x.startswith("ProfilerStep#")
     )
     is_range = shared_arrays.label_mask(ctx, "markers", "kind", lambda x: x == "range")
     found = on_threads(ctx, "markers", is_range & ~is_step, queries, q_t)
     marker = _codes(_per_kernel(n, tq, found), m_codes, m_count)
-    return op, module, marker
+    return module, marker
 
 
 def _per_kernel(

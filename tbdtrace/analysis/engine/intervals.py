@@ -94,6 +94,18 @@ def span_and_union_of_rows(
     n = rows.size
     if n == 0:
         return 0, 0
+    native = _native_span_union()
+    if (
+        native is not None
+        and rows.dtype == np.int32
+        and rows.flags.c_contiguous
+        and starts.dtype == ends.dtype == np.int64
+    ):
+        # One compiled pass over the rows in place (the 1M-kernel file's two threads of
+        # 2.9M ops: ~35 ms less than the gathers and merges per block).
+        got = native(starts, ends, rows)
+        if got is not None:
+            return got[1] - got[0], got[2]
     lo_t: int | None = None
     hi_t: int | None = None
     total = 0
@@ -252,6 +264,15 @@ def innermost(
     if order is not None:
         j = np.where(j >= 0, order[np.clip(j, 0, None)], -1)
     return j
+
+
+def _native_span_union() -> Any:
+    """``_native.span_union_rows``; None where the extension is missing or older."""
+    try:
+        from tbdtrace import _native
+    except ImportError:  # pragma: no cover - the extension is built by `make native`
+        return None
+    return getattr(_native, "span_union_rows", None)
 
 
 def _native_innermost() -> Any:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from tbdtrace.analysis.engine import outputs, shared_arrays, source_lines
-from tbdtrace.analysis.engine.attribution import attribute
+from tbdtrace.analysis.engine.attribution import ATTRIBUTION, Beside, attribute
 from tbdtrace.analysis.engine.cache import Entry
 from tbdtrace.analysis.engine.categories import name_categories
 from tbdtrace.analysis.engine.context import AnalysisContext, Source, of
@@ -73,7 +73,7 @@ def by_kernel(ctx: Source) -> pa.Table:
 
 
 def _by_kernel(ctx: AnalysisContext) -> pa.Table:
-    base = kernels.run(ctx)
+    base = _kernel_stats(ctx)
     if base.num_rows == 0:
         return outputs.HOTSPOTS_KERNEL.empty_table()
     att = attribute(ctx)
@@ -113,6 +113,34 @@ def _by_kernel(ctx: AnalysisContext) -> pa.Table:
     got = [extra["source"].get(n, (None, None)) for n in row_names]
     out = out.append_column("source", pa.array([g[0] for g in got], pa.string()))
     return out.append_column("source_share", pa.array([g[1] for g in got], pa.float64()))
+
+
+# Kernels whose per-name statistics are computed on a second thread while this one
+# attributes them (the 1M-kernel file: ~0.07 s of partitions and reductions, which run
+# without the GIL); a table of more is done one after the other (its durations are not
+# kept, KEEP_DURATIONS_ROWS, and its statistics' temporaries would add to the
+# attribution's peak), and so is a small one (a thread costs more than it saves).
+STATS_BESIDE_ROWS = (1 << 16, shared_arrays.KEEP_DURATIONS_ROWS - 1)
+
+
+def _kernel_stats(ctx: AnalysisContext) -> pa.Table:
+    """``kernels.run(ctx)``, and the attribution made meanwhile where the table's size
+    allows (:data:`STATS_BESIDE_ROWS`): the statistics are a function of the name codes
+    and durations alone, read here, so the other thread touches no shared state."""
+    n = ctx.num_rows("kernels")
+    lo, hi = STATS_BESIDE_ROWS
+    if not lo <= n <= hi or ctx.cache.contains(kernels.STATS) or ctx.cache.contains(ATTRIBUTION):
+        return kernels.run(ctx)
+    codes, labels = shared_arrays.codes(ctx, "kernels", "name")
+    dur = shared_arrays.durations(ctx, "kernels")
+    got: list[pa.Table] = []
+    worker = Beside(lambda: got.append(kernels.stats(codes, labels, dur)))
+    try:
+        if dur.size:
+            attribute(ctx)
+    finally:
+        worker.join()
+    return ctx.cache.get(kernels.STATS, lambda: got[0])
 
 
 def has_stacks(ctx: Source) -> bool:

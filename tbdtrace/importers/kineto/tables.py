@@ -103,7 +103,10 @@ class Staging:
 
     def per_file(self, table: str, values: Sequence[Any]) -> np.ndarray:
         """Per-row copy of one value per file."""
-        return np.repeat(np.asarray(values), self.counts[table])
+        v = np.asarray(values)
+        if v.size == 1:  # one file: a fill, not a repeat (several times faster)
+            return np.full(self.counts[table][0], v[0], dtype=v.dtype)
+        return np.repeat(v, self.counts[table])
 
     def ranks(self, table: str) -> pa.Array:
         lo, hi = -(1 << 31), (1 << 31) - 1
@@ -112,6 +115,10 @@ class Staging:
         return int_array(self.per_file(table, [r or 0 for r in rank]), pa.int32(), null)
 
     def device_types(self, table: str) -> pa.Array:
+        kinds = {"rocm" if f.rocm else "cuda" for f in self.files}
+        n = sum(self.counts[table])
+        if len(kinds) == 1 and n:  # one kind: the array mapped() gives, without its passes
+            return constant(n, kinds.pop())
         ids = self.per_file(table, [1 if f.rocm else 0 for f in self.files]).astype(np.int32)
         return mapped(ids, None, ["cuda", "rocm"])
 

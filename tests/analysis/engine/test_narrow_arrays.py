@@ -31,15 +31,17 @@ def test_groups_by_blocks_against_a_dictionary(monkeypatch, block: int) -> None:
         assert got[keys[k]].dtype == np.int32
 
 
-def test_one_process_thread_codes_match_packed_ones() -> None:
+def test_one_process_thread_rows_match_packed_ones() -> None:
     tid = np.array([5, 3, 5, -1, 3, 9, 9], dtype=np.int64)
     one = np.broadcast_to(np.int64(7), tid.shape)  # one pid, as the file's statistics give it
-    keys, code = attribution._thread_codes(lambda: one, lambda: tid)
-    # First appearance order, each row's key: written out from the ids.
-    assert keys == [(7, 5), (7, 3), (7, -1), (7, 9)]
-    assert code.to_pylist() == [0, 1, 0, 2, 1, 3, 3]
-    packed = attribution._thread_codes(lambda: np.full(tid.size, 7), lambda: tid)
-    assert packed is not None and packed[0] == keys and packed[1].equals(code)
+    got = attribution._thread_rows(lambda: one, lambda: tid)
+    # First appearance order, each key's rows: written out from the ids.
+    assert got is not None
+    assert list(got) == [(7, 5), (7, 3), (7, -1), (7, 9)]
+    assert [v.tolist() for v in got.values()] == [[0, 2], [1, 4], [3], [5, 6]]
+    packed = attribution._thread_rows(lambda: np.full(tid.size, 7), lambda: tid)
+    assert packed is not None and list(packed) == list(got)
+    assert all(np.array_equal(packed[k], got[k]) for k in got)
 
 
 @pytest.mark.parametrize(
