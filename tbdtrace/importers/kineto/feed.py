@@ -57,6 +57,12 @@ PREFETCH_PIECES = 2  # pieces decompressed ahead of the parser
 # The least of a piece worth cutting in two for the parser's second thread
 # (``KinetoParser.set_threads``; a piece is up to PIECE_BYTES).
 SPLIT_BYTES = 1 << 16
+# The share of each piece the second parse thread parses (``set_threads``' second_share):
+# half where the file is inflated on a thread of its own (or not gzipped); more where the
+# parse thread inflates the next piece itself while the second thread parses (two CPUs and
+# a gzipped file: the two threads then balance; docs/DECISIONS.md).
+SECOND_SHARE = 0.5
+SECOND_SHARE_INFLATING = 0.65
 
 
 # Parser::HookKind and TimeState (csrc/kineto/parser.h, json.h).
@@ -70,21 +76,39 @@ def available() -> bool:
     return _native is not None and hasattr(getattr(_native, "KinetoParser", None), "set_threads")
 
 
-def parse_threads(files: Iterable[Path] = ()) -> int:
-    """Threads for the body of traceEvents (``KinetoParser.set_threads``): 2 where this
-    process may run on more than one CPU, else 1; and 1 on two CPUs when a file is
-    gzipped, whose inflation takes the second one (the 1M-kernel file: no faster on two
-    parse threads, ~0.3 CPU s more; its plain JSON 2.7-2.9 s instead of 3.0-3.7 s;
-    docs/DECISIONS.md 254). The parse's result is the same either way."""
+@dataclass(frozen=True)
+class ParsePlan:
+    """How a job's files are parsed: ``threads`` for the body of traceEvents
+    (``KinetoParser.set_threads``); ``inflate_here``: a gzipped file is inflated on the
+    parse thread itself, between the two halves of each piece's parse (two threads on two
+    CPUs), else on a reading thread of its own; ``second_share``: the share of each piece
+    the second thread parses."""
+
+    threads: int
+    inflate_here: bool
+    second_share: float
+
+
+def parse_plan(files: Iterable[Path] = ()) -> ParsePlan:
+    """One thread where this process may run on one CPU; two on more. On exactly two CPUs
+    with a gzipped file, the parse thread inflates it itself while the second thread parses
+    the larger part of each piece, so that two threads, not three, share the two CPUs
+    (docs/DECISIONS.md 254 and the entries after it). The parse's result is the same
+    whichever plan."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
     if cpus < 2:
-        return 1
+        return ParsePlan(1, False, SECOND_SHARE)
     if cpus == 2 and any(_gzipped(p) for p in files):
-        return 1
-    return 2
+        return ParsePlan(2, True, SECOND_SHARE_INFLATING)
+    return ParsePlan(2, False, SECOND_SHARE)
+
+
+def parse_threads(files: Iterable[Path] = ()) -> int:
+    """Threads for the body of traceEvents (:func:`parse_plan`)."""
+    return parse_plan(files).threads
 
 
 def _gzipped(path: Path) -> bool:
@@ -169,6 +193,7 @@ class ParseJob:
     # Called from the parse thread with the bytes of the files read so far (as stored:
     # compressed for gzip), for a progress display (tbdtrace.progress).
     progress: Callable[[int], None] | None = None
+    plan: ParsePlan = ParsePlan(1, False, SECOND_SHARE)
 
     def wait(self) -> ParseJob:
         """Joins the thread; raises :class:`ParseFailure` (or what the parse raised)."""
@@ -235,7 +260,8 @@ def start(
         )
     job = ParseJob(list(files), _native.KinetoParser(ROUTES), dict(fixes or {}))
     job.parser.set_hook(python_value)
-    job.parser.set_threads(parse_threads(job.files), SPLIT_BYTES)
+    job.plan = parse_plan(job.files)
+    job.parser.set_threads(job.plan.threads, SPLIT_BYTES, True, job.plan.second_share)
     if batch_rows > 0:
         assert background, "batch mode hands batches to another thread"
         job.batch_rows = batch_rows
@@ -276,7 +302,7 @@ def _run(job: ParseJob) -> None:
             # once it knows the job): looked up at each piece.
             shown = functools.partial(_read_so_far, job, read_before)
             try:
-                feed_file(parser, path, fix.source, cut, shown)
+                feed_file(parser, path, fix.source, cut, shown, job.plan.inflate_here)
                 cut(final=True)
             except OSError as e:
                 raise ParseFailure(path, i, "read", e) from e
@@ -313,11 +339,19 @@ def feed_file(
     source: bytes | None = None,
     after: Callable[[], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    inflate_here: bool = False,
 ) -> None:
     """Feeds the file's (decompressed) bytes, or ``source`` instead, to the parser and
     finishes it; ``after`` is called after each piece (batch mode takes its rows there),
-    ``progress`` with the file's bytes read so far (as stored)."""
+    ``progress`` with the file's bytes read so far (as stored). ``inflate_here``: a
+    gzipped file is inflated on this thread, the next piece while the parser's second
+    thread parses its part of the last (:class:`ParsePlan`)."""
     read = [0]  # the file's bytes read (compressed for gzip), set by the reading thread
+    if source is None and inflate_here and _gzipped(path):
+        with contextlib.closing(_pieces(path, read)) as inflated:
+            _feed_overlapped(parser, inflated, after, progress, read)
+        parser.finish()
+        return
     if source is not None:
         view = memoryview(source)
         pieces: Iterator[Any] = (
@@ -335,6 +369,31 @@ def feed_file(
         if progress is not None:
             progress(read[0] if source is None else int(fed * scale))
     parser.finish()
+
+
+def _feed_overlapped(
+    parser: Any,
+    pieces: Iterator[bytes],
+    after: Callable[[], None] | None,
+    progress: Callable[[int], None] | None,
+    read: list[int],
+) -> None:
+    """Each piece fed in two calls around the next piece's production: ``feed_begin``
+    parses up to the cut and leaves the rest to the second thread, ``feed_end`` takes its
+    part over. The parser is never left with a piece pending: a reading error waits for
+    the last piece's end first, so an error in that piece comes first, as on one thread."""
+    piece = next(pieces, None)
+    while piece is not None:
+        parser.feed_begin(piece)
+        try:
+            following = next(pieces, None)
+        finally:
+            parser.feed_end()
+        if after is not None:
+            after()
+        if progress is not None:
+            progress(read[0])
+        piece = following
 
 
 def _read_so_far(job: ParseJob, before: int, n: int) -> None:
