@@ -204,8 +204,12 @@ void bind_kineto(py::module_& m) {
                py::gil_scoped_release nogil;
                p.feed_begin(data, n);
              }
-             if (p.pending()) self.attr("_pending_piece") = py::capsule(new std::shared_ptr<py::buffer_info>(info), [](void* o) { delete static_cast<std::shared_ptr<py::buffer_info>*>(o); });
-             else if (py::hasattr(self, "_pending_piece")) self.attr("_pending_piece") = py::none();
+             if (p.pending())
+               self.attr("_pending_piece") = py::capsule(
+                   new std::shared_ptr<py::buffer_info>(info),
+                   [](void* o) { delete static_cast<std::shared_ptr<py::buffer_info>*>(o); });
+             else if (py::hasattr(self, "_pending_piece"))
+               self.attr("_pending_piece") = py::none();
            })
       .def("feed_end",
            [](py::object self) {

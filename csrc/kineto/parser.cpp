@@ -583,11 +583,13 @@ const char* event_start_after(const char* from, const char* end) {
 // (pend_ holds where; split_end finishes).
 bool Parser::split_begin(const char* p, size_t n, uint64_t at, size_t& used) {
   Helper* h = helper_.get();
-  if (h == nullptr || h->broken || n < h->min_split || (state_ != kArrComma && state_ != kArrNext)) {
+  if (h == nullptr || h->broken || n < h->min_split ||
+      (state_ != kArrComma && state_ != kArrNext)) {
     used = parse(p, n, at, SIZE_MAX);
     return false;
   }
-  const char* s = event_start_after(p + static_cast<size_t>(static_cast<double>(n) * h->first_share), p + n);
+  const char* s =
+      event_start_after(p + static_cast<size_t>(static_cast<double>(n) * h->first_share), p + n);
   if (s == nullptr) {
     used = parse(p, n, at, SIZE_MAX);
     return false;

@@ -26,7 +26,7 @@ import queue
 import threading
 import types
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -408,7 +408,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _pieces(path: Path, read: list[int] | None = None) -> Iterator[bytes]:
+def _pieces(path: Path, read: list[int] | None = None) -> Generator[bytes, None, None]:
     """The file's content in pieces; ``read[0]``: the file's bytes read so far."""
     with path.open("rb") as f:
         if f.read(2) != b"\x1f\x8b":
