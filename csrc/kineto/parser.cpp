@@ -605,9 +605,11 @@ bool Parser::split_begin(const char* p, size_t n, uint64_t at, size_t& used) {
   h->post(s, n - split);
   try {
     used = parse(p, n, at, split);
-  } catch (...) {
-    h->decide(false);
-    h->wait();
+  } catch (...) {  // the part not begun is taken back; one begun is dropped
+    if (!h->take_back()) {
+      h->decide(false);
+      h->wait();
+    }
     throw;
   }
   pend_.p = p;
