@@ -62,7 +62,7 @@ SPLIT_BYTES = 1 << 16
 # parse thread inflates the next piece itself while the second thread parses (two CPUs and
 # a gzipped file: the two threads then balance; docs/DECISIONS.md).
 SECOND_SHARE = 0.5
-SECOND_SHARE_INFLATING = 0.65
+SECOND_SHARE_INFLATING = 0.75
 
 
 # Parser::HookKind and TimeState (csrc/kineto/parser.h, json.h).
