@@ -249,19 +249,24 @@ def test_two_parse_threads_and_the_inflation_on_the_first_on_two_cpus(
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     half, more = feed.SECOND_SHARE, feed.SECOND_SHARE_INFLATING
     assert half == 0.5 and 0.5 < more < 1
-    for cpus, files, want in [
-        (1, [plain], (1, False)),
-        (1, [packed], (1, False)),
-        (2, [plain], (2, False)),
-        (2, [plain, packed], (2, True)),
-        (4, [packed], (2, False)),
-        (2, [tmp_path / "absent.json"], (2, False)),
+    for cpus, files, batches, want in [
+        (1, [plain], False, (1, False)),
+        (1, [packed], False, (1, False)),
+        (2, [plain], False, (2, False)),
+        (2, [plain, packed], False, (2, True)),
+        (4, [packed], False, (2, False)),
+        (2, [tmp_path / "absent.json"], False, (2, False)),
+        # The streaming import's consumer holds the second CPU: one parse thread.
+        (2, [packed], True, (1, False)),
+        (2, [plain], True, (2, False)),
+        (4, [packed], True, (2, False)),
+        (1, [plain], True, (1, False)),
     ]:
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cpus: set(range(n)))
-        plan = feed.parse_plan(files)
+        plan = feed.parse_plan(files, batches)
         share = more if plan.inflate_here else half
-        assert plan == feed.ParsePlan(*want, share), (cpus, files)
-        assert feed.parse_threads(files) == want[0]
+        assert plan == feed.ParsePlan(*want, share), (cpus, files, batches)
+        assert feed.parse_threads(files, batches) == want[0]
 
 
 @pytest.mark.parametrize("share", [0.05, 0.35, 0.65, 0.95])

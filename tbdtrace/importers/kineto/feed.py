@@ -6,11 +6,13 @@ background thread and returns a :class:`ParseJob`; :mod:`tbdtrace.importers.kine
 turns the finished job into tables. ``tbdtrace report FILE`` starts the job first and
 loads the analysis modules while the file is parsed (docs/DECISIONS.md).
 
-Each file is read in pieces (gzip decompressed on yet another thread, with ``isal``, while
-the parser works on the previous piece). A file the parser cannot read ends the job with a
-:class:`ParseFailure`; :mod:`tbdtrace.importers.kineto.repair` says what is wrong in one
-line, or gives a :class:`FileFix` (the file's repaired text, traceEvents lists to pass
-over, the time base to add) with which the files are parsed again.
+Each file is read in pieces (gzip decompressed with ``isal`` on yet another thread while
+the parser works on the previous piece, or, on two CPUs, on the parse thread itself while
+the parser's second thread parses most of the previous piece: :class:`ParsePlan`). A file
+the parser cannot read ends the job with a :class:`ParseFailure`;
+:mod:`tbdtrace.importers.kineto.repair` says what is wrong in one line, or gives a
+:class:`FileFix` (the file's repaired text, traceEvents lists to pass over, the time base
+to add) with which the files are parsed again.
 
 The few values the C++ parser reads by Python's rules (a time written as text, an integer
 in Unicode digits, a name that is a list) it asks of :func:`python_value`.
@@ -89,12 +91,13 @@ class ParsePlan:
     second_share: float
 
 
-def parse_plan(files: Iterable[Path] = ()) -> ParsePlan:
+def parse_plan(files: Iterable[Path] = (), batches: bool = False) -> ParsePlan:
     """One thread where this process may run on one CPU; two on more. On exactly two CPUs
     with a gzipped file, the parse thread inflates it itself while the second thread parses
     the larger part of each piece, so that two threads, not three, share the two CPUs
-    (docs/DECISIONS.md 254 and the entries after it). The parse's result is the same
-    whichever plan."""
+    (docs/DECISIONS.md 254 and bal.1); but one parse thread (and the inflation on a thread
+    of its own) where the rows leave in ``batches`` (the streaming import), whose consumer
+    holds the second CPU. The parse's result is the same whichever plan."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
@@ -102,13 +105,17 @@ def parse_plan(files: Iterable[Path] = ()) -> ParsePlan:
     if cpus < 2:
         return ParsePlan(1, False, SECOND_SHARE)
     if cpus == 2 and any(_gzipped(p) for p in files):
-        return ParsePlan(2, True, SECOND_SHARE_INFLATING)
+        return (
+            ParsePlan(1, False, SECOND_SHARE)
+            if batches
+            else ParsePlan(2, True, SECOND_SHARE_INFLATING)
+        )
     return ParsePlan(2, False, SECOND_SHARE)
 
 
-def parse_threads(files: Iterable[Path] = ()) -> int:
+def parse_threads(files: Iterable[Path] = (), batches: bool = False) -> int:
     """Threads for the body of traceEvents (:func:`parse_plan`)."""
-    return parse_plan(files).threads
+    return parse_plan(files, batches).threads
 
 
 def _gzipped(path: Path) -> bool:
@@ -260,7 +267,7 @@ def start(
         )
     job = ParseJob(list(files), _native.KinetoParser(ROUTES), dict(fixes or {}))
     job.parser.set_hook(python_value)
-    job.plan = parse_plan(job.files)
+    job.plan = parse_plan(job.files, batch_rows > 0)
     job.parser.set_threads(job.plan.threads, SPLIT_BYTES, True, job.plan.second_share)
     if batch_rows > 0:
         assert background, "batch mode hands batches to another thread"
