@@ -193,7 +193,8 @@ void bind_kineto(py::module_& m) {
              py::gil_scoped_release nogil;
              p.feed(data, n);
            })
-      // The piece's buffer is held (py::object) until feed_end: the second thread reads it.
+      // The piece's buffer (its Py_buffer) is held on the object until feed_end: the
+      // second thread reads it.
       .def("feed_begin",
            [](py::object self, py::buffer b) {
              auto& p = self.cast<kt::Parser&>();
@@ -221,9 +222,13 @@ void bind_kineto(py::module_& m) {
              self.attr("_pending_piece") = py::none();
            })
       .def("finish",
-           [](kt::Parser& p) {
-             py::gil_scoped_release nogil;
-             p.finish();
+           [](py::object self) {
+             auto& p = self.cast<kt::Parser&>();
+             {
+               py::gil_scoped_release nogil;
+               p.finish();  // ends a pending piece first
+             }
+             if (py::hasattr(self, "_pending_piece")) self.attr("_pending_piece") = py::none();
            })
       .def("header", [](const kt::Parser& p) { return py::bytes(p.header()); })
       .def_property_readonly("top_level_list", &kt::Parser::top_level_list)

@@ -16,6 +16,7 @@ import gzip
 import json
 import os
 import random
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -359,3 +360,23 @@ def test_cut_gzip_file_inflated_on_the_parse_thread_fails_as_on_one(
     assert isinstance(one, str) and "\n" not in one
     assert "gzip data is truncated" in one
     assert two == one
+
+
+def test_a_pending_piece_is_held_until_its_feed_end_or_finish() -> None:
+    data = tricky_doc().encode()
+    parser = _native.KinetoParser(ROUTES)
+    parser.set_hook(feed.python_value)
+    parser.set_threads(2, 2, take_back=False)
+    parser.begin_file()
+    head, body, tail = data[:300], data[300:1300], data[1300:]
+    parser.feed(head)
+    base = sys.getrefcount(body)
+    parser.feed_begin(body)  # cut: its second part is the second thread's
+    assert sys.getrefcount(body) > base
+    parser.feed_end()
+    assert sys.getrefcount(body) == base
+    parser.feed_begin(tail)
+    held = sys.getrefcount(tail)
+    parser.finish()
+    assert sys.getrefcount(tail) < held
+    assert parser.events == len(json.loads(data)["traceEvents"])
