@@ -169,7 +169,7 @@ py::tuple recode(py::array_t<int32_t, py::array::c_style | py::array::forcecast>
 
 void bind_kineto(py::module_& m) {
   py::register_exception<kt::KinetoError>(m, "KinetoError", PyExc_ValueError);
-  py::class_<kt::Parser>(m, "KinetoParser", py::dynamic_attr())
+  py::class_<kt::Parser>(m, "KinetoParser")
       .def(py::init<const std::vector<std::pair<std::string, int>>&>(), py::arg("routes"))
       .def("begin_file", &kt::Parser::begin_file)
       .def("set_base", &kt::Parser::set_base, py::arg("base"))
@@ -183,8 +183,7 @@ void bind_kineto(py::module_& m) {
              });
            })
       .def("set_threads", &kt::Parser::set_threads, py::arg("n"),
-           py::arg("min_split_bytes") = kt::Parser::kMinSplitBytes, py::arg("take_back") = true,
-           py::arg("second_share") = 0.5)
+           py::arg("min_split_bytes") = kt::Parser::kMinSplitBytes, py::arg("take_back") = true)
       .def("feed",
            [](kt::Parser& p, py::buffer b) {
              py::buffer_info info = b.request();
@@ -193,42 +192,10 @@ void bind_kineto(py::module_& m) {
              py::gil_scoped_release nogil;
              p.feed(data, n);
            })
-      // The piece's buffer (its Py_buffer) is held on the object until feed_end: the
-      // second thread reads it.
-      .def("feed_begin",
-           [](py::object self, py::buffer b) {
-             auto& p = self.cast<kt::Parser&>();
-             auto info = std::make_shared<py::buffer_info>(b.request());
-             auto* data = static_cast<const char*>(info->ptr);
-             size_t n = static_cast<size_t>(info->size * info->itemsize);
-             {
-               py::gil_scoped_release nogil;
-               p.feed_begin(data, n);
-             }
-             if (p.pending())
-               self.attr("_pending_piece") = py::capsule(
-                   new std::shared_ptr<py::buffer_info>(info),
-                   [](void* o) { delete static_cast<std::shared_ptr<py::buffer_info>*>(o); });
-             else if (py::hasattr(self, "_pending_piece"))
-               self.attr("_pending_piece") = py::none();
-           })
-      .def("feed_end",
-           [](py::object self) {
-             auto& p = self.cast<kt::Parser&>();
-             {
-               py::gil_scoped_release nogil;
-               p.feed_end();
-             }
-             self.attr("_pending_piece") = py::none();
-           })
       .def("finish",
-           [](py::object self) {
-             auto& p = self.cast<kt::Parser&>();
-             {
-               py::gil_scoped_release nogil;
-               p.finish();  // ends a pending piece first
-             }
-             if (py::hasattr(self, "_pending_piece")) self.attr("_pending_piece") = py::none();
+           [](kt::Parser& p) {
+             py::gil_scoped_release nogil;
+             p.finish();
            })
       .def("header", [](const kt::Parser& p) { return py::bytes(p.header()); })
       .def_property_readonly("top_level_list", &kt::Parser::top_level_list)

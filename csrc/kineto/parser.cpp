@@ -4,10 +4,8 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <mutex>
 #include <thread>
-#include <utility>
 
 namespace tbdtrace::kineto {
 
@@ -210,14 +208,9 @@ Parser::Parser(const std::vector<std::pair<std::string, int>>& routes) : routes_
 }
 
 // The second thread of set_threads(2): a parser of its own, which parses one part of a
-// piece (post) while the owner parses the part before it. The owner then says whether the
-// part is to be taken over (decide: the owner stands exactly at the cut); the thread takes
-// it over itself (the rows' copy and the growth of the owner's tables are then not on the
-// owner's thread, which meanwhile may inflate the next piece) or drops it, and the owner
-// waits for that (wait). The owner touches nothing of its own parse between decide and
-// wait.
+// piece (post) while the owner parses the part before it, then waits (wait).
 struct Parser::Helper {
-  explicit Helper(Parser& o) : owner(&o), parser(o.routes_) { parser.body_only_ = true; }
+  explicit Helper(const Parser& owner) : parser(owner.routes_) { parser.body_only_ = true; }
   ~Helper() {
     if (thread.joinable()) {
       {
@@ -229,11 +222,9 @@ struct Parser::Helper {
     }
   }
 
-  Parser* owner;
   Parser parser;
   std::vector<int32_t> map;  // parser's string code -> the owner's (those taken over so far)
   size_t min_split = kMinSplitBytes;
-  double first_share = 0.5;  // of a piece, parsed by the owner before the cut
   bool may_take_back = true;
   bool broken = false;  // its strings no longer follow the owner's: not used again
 
@@ -244,11 +235,9 @@ struct Parser::Helper {
   size_t n = 0;
   bool job = false, quit = false;
   bool started = false;  // the thread has begun the job posted last
-  int decision = 0;      // the owner's word on the job: 0 none yet, 1 take it over, 2 drop it
-  // The job's result: bytes consumed (whole units) and whether it was taken over.
+  // The job's result: bytes consumed (whole units), or failed (any exception).
   size_t used = 0;
-  bool taken = false;
-  std::exception_ptr error;  // what the take-over threw (the owner rethrows it)
+  bool failed = false;
 
   void post(const char* data, size_t size) {
     if (!thread.joinable()) thread = std::thread([this] { run(); });
@@ -258,8 +247,6 @@ struct Parser::Helper {
       n = size;
       job = true;
       started = false;
-      decision = 0;
-      taken = false;
     }
     cv.notify_all();
   }
@@ -271,39 +258,15 @@ struct Parser::Helper {
     job = false;
     return true;
   }
-  void decide(bool take) {
-    {
-      std::lock_guard<std::mutex> l(mu);
-      decision = take ? 1 : 2;
-    }
-    cv.notify_all();
-  }
-  // Waits for the job's end; true when its part was taken over.
-  bool wait() {
+  void wait() {
     std::unique_lock<std::mutex> l(mu);
     cv.wait(l, [this] { return !job; });
-    if (error) std::rethrow_exception(std::exchange(error, nullptr));
-    return taken;
   }
   // Drops the rows of a part not taken over; strings the owner has not interned make the
   // helper unusable (the owner's dictionary must stay in first-appearance order).
   void discard() {
     for (auto& t : parser.tables_) t.clear();
     if (parser.dict_.size() > map.size()) broken = true;
-  }
-  // The part into the owner: its strings first (in its order, which is their order of
-  // appearance), then its rows, its counts and where it stopped.
-  void take_over() {
-    Parser& o = *owner;
-    for (size_t k = map.size(); k < parser.dict_.size(); ++k)
-      map.push_back(o.dict_.intern(parser.dict_.at(k)));
-    for (size_t t = 0; t < o.tables_.size(); ++t) {
-      o.tables_[t].append(parser.tables_[t], map.data());
-      parser.tables_[t].clear();
-    }
-    o.events_ += parser.events_;
-    for (int r = 0; r < kNumSkipReasons; ++r) o.skipped_file_[r] += parser.skipped_file_[r];
-    o.state_ = parser.state_;
   }
   void run() {
     std::unique_lock<std::mutex> l(mu);
@@ -320,23 +283,8 @@ struct Parser::Helper {
         bad = true;
       }
       l.lock();
-      cv.wait(l, [this] { return decision != 0 || quit; });
-      const bool take = decision == 1 && !bad && !quit;
-      l.unlock();
-      bool ok = false;
-      if (take) {
-        try {
-          take_over();
-          ok = true;
-        } catch (...) {  // out of memory: raised on the owner's thread (wait)
-          error = std::current_exception();
-        }
-      } else {
-        discard();
-      }
-      l.lock();
       used = u;
-      taken = ok;
+      failed = bad;
       job = false;
       cv.notify_all();
     }
@@ -350,10 +298,8 @@ void Parser::set_hook(Hook h) {
   if (helper_) helper_->parser.hook_ = hook_;
 }
 
-void Parser::set_threads(int n, size_t min_split_bytes, bool take_back, double second_share) {
+void Parser::set_threads(int n, size_t min_split_bytes, bool take_back) {
   if (n < 1 || n > 2) throw std::invalid_argument("threads must be 1 or 2");
-  if (!(second_share > 0.0 && second_share < 1.0))
-    throw std::invalid_argument("second_share must be between 0 and 1");
   if (n == 1) {
     helper_.reset();
     return;
@@ -365,7 +311,6 @@ void Parser::set_threads(int n, size_t min_split_bytes, bool take_back, double s
   }
   helper_->min_split = std::max<size_t>(min_split_bytes, 2);
   helper_->may_take_back = take_back;
-  helper_->first_share = 1.0 - second_share;
 }
 
 std::pair<Owned, Owned> Parser::take_strings() {
@@ -478,12 +423,6 @@ void Parser::check_unit_size() const {
 }
 
 void Parser::feed(const char* data, size_t n) {
-  feed_begin(data, n);
-  feed_end();
-}
-
-void Parser::feed_begin(const char* data, size_t n) {
-  if (pend_.on) feed_end();
   size_t off = 0;
   if (!buf_.empty()) {
     if (buf_.size() + n < retry_at_) {  // a big unit: wait for enough input to finish it
@@ -514,25 +453,7 @@ void Parser::feed_begin(const char* data, size_t n) {
       }
     }
   }
-  size_t used = 0;
-  if (split_begin(data + off, n - off, fed_ + off, used)) {
-    pend_.data = data;
-    pend_.n = n;
-    pend_.off = off;
-    pend_.on = true;
-    return;
-  }
-  keep_tail(data, n, off, used);
-}
-
-void Parser::feed_end() {
-  if (!pend_.on) return;
-  pend_.on = false;
-  size_t used = split_end();
-  keep_tail(pend_.data, pend_.n, pend_.off, used);
-}
-
-void Parser::keep_tail(const char* data, size_t n, size_t off, size_t used) {
+  size_t used = parse_split(data + off, n - off, fed_ + off);
   buf_.assign(data + off + used, n - off - used);
   buf_offset_ = fed_ + off + used;
   fed_ += n;
@@ -578,22 +499,13 @@ const char* event_start_after(const char* from, const char* end) {
 }  // namespace
 
 // parse(p, n, at, SIZE_MAX), on two threads when set_threads(2) and the input is in the
-// body of traceEvents (see set_threads): false when the whole was parsed here (`used`
-// set); true when the second part was posted to the helper and the first parsed here
-// (pend_ holds where; split_end finishes).
-bool Parser::split_begin(const char* p, size_t n, uint64_t at, size_t& used) {
+// body of traceEvents (see set_threads).
+size_t Parser::parse_split(const char* p, size_t n, uint64_t at) {
   Helper* h = helper_.get();
-  if (h == nullptr || h->broken || n < h->min_split ||
-      (state_ != kArrComma && state_ != kArrNext)) {
-    used = parse(p, n, at, SIZE_MAX);
-    return false;
-  }
-  const char* s =
-      event_start_after(p + static_cast<size_t>(static_cast<double>(n) * h->first_share), p + n);
-  if (s == nullptr) {
-    used = parse(p, n, at, SIZE_MAX);
-    return false;
-  }
+  if (h == nullptr || h->broken || n < h->min_split || (state_ != kArrComma && state_ != kArrNext))
+    return parse(p, n, at, SIZE_MAX);
+  const char* s = event_start_after(p + n / 2, p + n);
+  if (s == nullptr) return parse(p, n, at, SIZE_MAX);
   const size_t split = static_cast<size_t>(s - p);
   Parser& q = h->parser;
   q.state_ = kArrComma;
@@ -603,43 +515,38 @@ bool Parser::split_begin(const char* p, size_t n, uint64_t at, size_t& used) {
   q.has_base_ = has_base_;
   q.final_ = false;
   h->post(s, n - split);
+  size_t used;
   try {
     used = parse(p, n, at, split);
-  } catch (...) {  // the part not begun is taken back; one begun is dropped
-    if (!h->take_back()) {
-      h->decide(false);
-      h->wait();
-    }
+  } catch (...) {
+    h->wait();
+    h->discard();
     throw;
   }
-  pend_.p = p;
-  pend_.pn = n;
-  pend_.at = at;
-  pend_.split = split;
-  pend_.used = used;
-  // The second parser's part follows only when this parse stands exactly at the cut,
-  // inside the list, just after a comma (then the cut is an event boundary).
-  h->decide(used == split && state_ == kArrComma);
-  return true;
-}
-
-size_t Parser::split_end() {
-  Helper* h = helper_.get();
-  const char* p = pend_.p;
-  const size_t n = pend_.pn;
-  const uint64_t at = pend_.at;
-  size_t used = pend_.used;
   if (h->may_take_back && h->take_back())
     return used + parse(p + used, n - used, at + used, SIZE_MAX);
-  if (h->wait()) {
-    ++parts_taken_;
-    used = pend_.split + h->used;
+  h->wait();
+  if (used != split || state_ != kArrComma || h->failed) {  // not an event of the list
+    h->discard();
+    return used + parse(p + used, n - used, at + used, SIZE_MAX);
   }
+  ++parts_taken_;
+  // Taken over: its strings first (in its order, which is their order of appearance),
+  // then its rows, its counts and where it stopped.
+  for (size_t k = h->map.size(); k < q.dict_.size(); ++k)
+    h->map.push_back(dict_.intern(q.dict_.at(k)));
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    tables_[t].append(q.tables_[t], h->map.data());
+    q.tables_[t].clear();
+  }
+  events_ += q.events_;
+  for (int r = 0; r < kNumSkipReasons; ++r) skipped_file_[r] += q.skipped_file_[r];
+  state_ = q.state_;
+  used = split + h->used;
   return used + parse(p + used, n - used, at + used, SIZE_MAX);
 }
 
 void Parser::finish() {
-  feed_end();
   final_ = true;
   parse(buf_.data(), buf_.size(), buf_offset_, SIZE_MAX);
   buf_.clear();

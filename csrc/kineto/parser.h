@@ -75,23 +75,12 @@ class Parser {
   // hook is shared with the second thread (it takes Python's GIL itself). `take_back`:
   // when the second thread has not begun its part by the time this one is done with the
   // first (no CPU was free for it), this one parses it, with nothing to copy (tests turn
-  // it off to see the second thread's parts used). `second_share`: the fraction of a piece
-  // past which the cut is looked for from its end (0.5: the middle; less leaves the second
-  // thread less of each piece).
-  void set_threads(int n, size_t min_split_bytes = kMinSplitBytes, bool take_back = true,
-                   double second_share = 0.5);
+  // it off to see the second thread's parts used).
+  void set_threads(int n, size_t min_split_bytes = kMinSplitBytes, bool take_back = true);
   static constexpr size_t kMinSplitBytes = size_t{1} << 16;
   // Parts the second thread parsed and this parser took over (all files).
   int64_t parts_taken() const { return parts_taken_; }
   void feed(const char* data, size_t n);
-  // feed() in two calls, so that the caller can work (inflate the next piece) while the
-  // second thread parses its part: feed_begin parses the piece up to the cut and returns,
-  // feed_end waits for the second thread and takes its part over (or parses it). The
-  // piece must stay as it is until feed_end; feed_begin and finish call feed_end first
-  // when a piece is pending. Nothing else may be called in between.
-  void feed_begin(const char* data, size_t n);
-  void feed_end();
-  bool pending() const { return pend_.on; }
   void finish();
   // The largest unit (one event, one top-level member) the parser holds while waiting for
   // its end. A longer one (a multi-gigabyte string, a file of spaces inside an event)
@@ -217,19 +206,7 @@ class Parser {
   };
 
   size_t parse(const char* p, size_t n, uint64_t at, size_t stop);
-  bool split_begin(const char* p, size_t n, uint64_t at, size_t& used);
-  size_t split_end();
-  void keep_tail(const char* data, size_t n, size_t off, size_t used);
-  // The piece between feed_begin and feed_end: data/n/off as fed, p/pn/at the part handed
-  // to split_begin, its cut and what the first parse used of it.
-  struct Pending {
-    const char* data = nullptr;
-    size_t n = 0, off = 0;
-    const char* p = nullptr;
-    size_t pn = 0, split = 0, used = 0;
-    uint64_t at = 0;
-    bool on = false;
-  } pend_;
+  size_t parse_split(const char* p, size_t n, uint64_t at);
   struct Helper;  // the second thread and its parser (parser.cpp)
   std::unique_ptr<Helper> helper_;
   bool body_only_ = false;  // the second parser: stop at anything but an event or a comma

@@ -16,7 +16,6 @@ import gzip
 import json
 import os
 import random
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,39 +66,20 @@ def flat(parser: Any) -> dict[str, Any]:
     return got
 
 
-def parse(
-    data: bytes,
-    sizes: Iterator[int],
-    threads: int,
-    split: int = 2,
-    share: float = 0.5,
-    overlapped: bool = False,
-) -> tuple[Any, int]:
-    """(flat result, or the error's text) and the parts the second thread gave.
-    ``overlapped``: each piece fed with feed_begin, the next piece made (a fresh
-    bytearray, the only reference to the pending one dropped), then feed_end."""
+def parse(data: bytes, sizes: Iterator[int], threads: int, split: int = 2) -> tuple[Any, int]:
+    """(flat result, or the error's text) and the parts the second thread gave."""
     parser = _native.KinetoParser(ROUTES)
     parser.set_hook(feed.python_value)
-    # take_back off: the second thread's parts are used
-    parser.set_threads(threads, split, take_back=False, second_share=share)
+    parser.set_threads(threads, split, take_back=False)  # the second thread's parts used
     parser.begin_file()
     try:
         i = 0
-        pending = False
         for n in sizes:
             if i >= len(data):
                 break
-            if overlapped:
-                # the pending piece's only reference is the parser's (freed else)
-                parser.feed_begin(bytearray(data[i : i + n]))
-                pending = True
-            else:
-                parser.feed(data[i : i + n])
+            parser.feed(data[i : i + n])
             i += n
-            if pending and i < len(data):
-                parser.feed_end()
-                pending = False
-        parser.finish()  # ends a pending piece first
+        parser.finish()
     except _native.KinetoError as e:
         return f"error: {e}", parser.parts_taken
     return flat(parser), parser.parts_taken
@@ -241,142 +221,19 @@ def test_bad_file_is_one_line_with_two_threads(
     assert "\n" not in str(one.value)
 
 
-def test_two_parse_threads_and_the_inflation_on_the_first_on_two_cpus(
+def test_two_parse_threads_unless_a_gzipped_file_takes_the_second_cpu(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plain = tmp_path / "t.json"
     plain.write_bytes(b'{"traceEvents": []}')
     packed = tmp_path / "t.json.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
-    half, more = feed.SECOND_SHARE, feed.SECOND_SHARE_INFLATING
-    assert half == 0.5 and 0.5 < more < 1
-    for cpus, files, batches, want in [
-        (1, [plain], False, (1, False)),
-        (1, [packed], False, (1, False)),
-        (2, [plain], False, (2, False)),
-        (2, [plain, packed], False, (2, True)),
-        (4, [packed], False, (2, False)),
-        (2, [tmp_path / "absent.json"], False, (2, False)),
-        # The streaming import's consumer holds the second CPU: one parse thread.
-        (2, [packed], True, (1, False)),
-        (2, [plain], True, (2, False)),
-        (4, [packed], True, (2, False)),
-        (1, [plain], True, (1, False)),
+    for cpus, files, want in [
+        (1, [plain], 1),
+        (2, [plain], 2),
+        (2, [plain, packed], 1),
+        (4, [packed], 2),
+        (2, [tmp_path / "absent.json"], 2),
     ]:
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cpus: set(range(n)))
-        plan = feed.parse_plan(files, batches)
-        share = more if plan.inflate_here else half
-        assert plan == feed.ParsePlan(*want, share), (cpus, files, batches)
-        assert feed.parse_threads(files, batches) == want[0]
-
-
-@pytest.mark.parametrize("share", [0.05, 0.35, 0.65, 0.95])
-def test_any_share_and_overlapped_feeds_give_what_one_thread_gives(share: float) -> None:
-    data = tricky_doc().encode()
-    one, _ = parse(data, whole(data), 1)
-    taken = 0
-    for overlapped in (False, True):
-        for sizes in (whole(data), cuts(5, 3000), iter(lambda: 89, None)):
-            two, parts = parse(data, sizes, 2, share=share, overlapped=overlapped)
-            assert two == one, (share, overlapped)
-            taken += parts
-    assert taken > 0
-
-
-@pytest.mark.parametrize("share", [0.0, 1.0, -0.5, 2.0, float("nan")])
-def test_second_share_outside_zero_to_one_is_refused(share: float) -> None:
-    parser = _native.KinetoParser(ROUTES)
-    with pytest.raises(ValueError, match="second_share"):
-        parser.set_threads(2, 2, second_share=share)
-
-
-def test_errors_of_overlapped_feeds_are_those_of_one_thread() -> None:
-    events = (EVENTS + TRICKY) * 2
-    for bad in ('{"ph": "f", "name": "bad \\x escape", "ts": 1}', '{"ph": "X" "ts": 1}'):
-        data = doc_text(events[:-3] + [bad] + events[-3:]).encode()
-        one, _ = parse(data, whole(data), 1)
-        assert isinstance(one, str) and "byte" in one
-        for sizes in (whole(data), cuts(6, 900), iter(lambda: 57, None)):
-            assert parse(data, sizes, 2, share=0.7, overlapped=True)[0] == one
-
-
-def test_feed_begin_twice_and_finish_end_the_pending_piece() -> None:
-    data = tricky_doc().encode()
-    one, _ = parse(data, whole(data), 1)
-    parser = _native.KinetoParser(ROUTES)
-    parser.set_hook(feed.python_value)
-    parser.set_threads(2, 2, take_back=False, second_share=0.6)
-    parser.begin_file()
-    for i in range(0, len(data), 400):
-        parser.feed_begin(data[i : i + 400])  # no feed_end: the next feed_begin ends it
-    parser.finish()
-    assert flat(parser) == one
-    assert parser.parts_taken > 0
-    parser.feed_end()  # nothing pending: nothing to do
-
-
-def _gzip_import(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, data: bytes, threads: int
-) -> Any:
-    path = tmp_path / name
-    path.write_bytes(data)
-    monkeypatch.setattr(feed, "PIECE_BYTES", 211)
-    monkeypatch.setattr(feed, "READ_BYTES", 97)
-    monkeypatch.setattr(feed, "SPLIT_BYTES", 2)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(threads)))
-    assert feed.parse_plan([path]).inflate_here == (threads == 2)
-    try:
-        return kineto.import_files([path])
-    except TraceError as e:
-        return f"error: {e}"
-
-
-def test_gzipped_import_inflated_on_the_parse_thread_matches_the_oracle(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "t.json.gz"
-    path.write_bytes(gzip.compress(tricky_doc().encode()))
-    monkeypatch.setattr(feed, "PIECE_BYTES", 211)
-    monkeypatch.setattr(feed, "READ_BYTES", 97)
-    monkeypatch.setattr(feed, "SPLIT_BYTES", 2)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    assert feed.parse_plan([path]).inflate_here
-    assert_matches_oracle(kineto.import_files([path]), [path])
-
-
-@pytest.mark.parametrize("bad_event", [False, True])
-def test_cut_gzip_file_inflated_on_the_parse_thread_fails_as_on_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad_event: bool
-) -> None:
-    # A gzip stream cut short: the gzip error, also with a bad event before the cut (the
-    # file's diagnosis inflates it whole first), the one thread's line either way.
-    events = (EVENTS + TRICKY) * 3
-    if bad_event:
-        events[len(events) // 2] = '{"ph": "f", "name": "bad \\q"}'
-    packed = gzip.compress(doc_text(events).encode())
-    packed = packed[: len(packed) * 3 // 4]
-    two = _gzip_import(tmp_path, monkeypatch, "cut.json.gz", packed, 2)
-    one = _gzip_import(tmp_path, monkeypatch, "cut.json.gz", packed, 1)
-    assert isinstance(one, str) and "\n" not in one
-    assert "gzip data is truncated" in one
-    assert two == one
-
-
-def test_a_pending_piece_is_held_until_its_feed_end_or_finish() -> None:
-    data = tricky_doc().encode()
-    parser = _native.KinetoParser(ROUTES)
-    parser.set_hook(feed.python_value)
-    parser.set_threads(2, 2, take_back=False)
-    parser.begin_file()
-    head, body, tail = data[:300], data[300:1300], data[1300:]
-    parser.feed(head)
-    base = sys.getrefcount(body)
-    parser.feed_begin(body)  # cut: its second part is the second thread's
-    assert sys.getrefcount(body) > base
-    parser.feed_end()
-    assert sys.getrefcount(body) == base
-    parser.feed_begin(tail)
-    held = sys.getrefcount(tail)
-    parser.finish()
-    assert sys.getrefcount(tail) < held
-    assert parser.events == len(json.loads(data)["traceEvents"])
+        assert feed.parse_threads(files) == want, (cpus, files)

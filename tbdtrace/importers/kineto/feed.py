@@ -6,13 +6,11 @@ background thread and returns a :class:`ParseJob`; :mod:`tbdtrace.importers.kine
 turns the finished job into tables. ``tbdtrace report FILE`` starts the job first and
 loads the analysis modules while the file is parsed (docs/DECISIONS.md).
 
-Each file is read in pieces (gzip decompressed with ``isal`` on yet another thread while
-the parser works on the previous piece, or, on two CPUs, on the parse thread itself while
-the parser's second thread parses most of the previous piece: :class:`ParsePlan`). A file
-the parser cannot read ends the job with a :class:`ParseFailure`;
-:mod:`tbdtrace.importers.kineto.repair` says what is wrong in one line, or gives a
-:class:`FileFix` (the file's repaired text, traceEvents lists to pass over, the time base
-to add) with which the files are parsed again.
+Each file is read in pieces (gzip decompressed on yet another thread, with ``isal``, while
+the parser works on the previous piece). A file the parser cannot read ends the job with a
+:class:`ParseFailure`; :mod:`tbdtrace.importers.kineto.repair` says what is wrong in one
+line, or gives a :class:`FileFix` (the file's repaired text, traceEvents lists to pass
+over, the time base to add) with which the files are parsed again.
 
 The few values the C++ parser reads by Python's rules (a time written as text, an integer
 in Unicode digits, a name that is a list) it asks of :func:`python_value`.
@@ -28,7 +26,7 @@ import queue
 import threading
 import types
 import zlib
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -59,12 +57,6 @@ PREFETCH_PIECES = 2  # pieces decompressed ahead of the parser
 # The least of a piece worth cutting in two for the parser's second thread
 # (``KinetoParser.set_threads``; a piece is up to PIECE_BYTES).
 SPLIT_BYTES = 1 << 16
-# The share of each piece the second parse thread parses (``set_threads``' second_share):
-# half where the file is inflated on a thread of its own (or not gzipped); more where the
-# parse thread inflates the next piece itself while the second thread parses (two CPUs and
-# a gzipped file: the two threads then balance; docs/DECISIONS.md).
-SECOND_SHARE = 0.5
-SECOND_SHARE_INFLATING = 0.75
 
 
 # Parser::HookKind and TimeState (csrc/kineto/parser.h, json.h).
@@ -78,44 +70,21 @@ def available() -> bool:
     return _native is not None and hasattr(getattr(_native, "KinetoParser", None), "set_threads")
 
 
-@dataclass(frozen=True)
-class ParsePlan:
-    """How a job's files are parsed: ``threads`` for the body of traceEvents
-    (``KinetoParser.set_threads``); ``inflate_here``: a gzipped file is inflated on the
-    parse thread itself, between the two halves of each piece's parse (two threads on two
-    CPUs), else on a reading thread of its own; ``second_share``: the share of each piece
-    the second thread parses."""
-
-    threads: int
-    inflate_here: bool
-    second_share: float
-
-
-def parse_plan(files: Iterable[Path] = (), batches: bool = False) -> ParsePlan:
-    """One thread where this process may run on one CPU; two on more. On exactly two CPUs
-    with a gzipped file, the parse thread inflates it itself while the second thread parses
-    the larger part of each piece, so that two threads, not three, share the two CPUs
-    (docs/DECISIONS.md 254 and bal.1); but one parse thread (and the inflation on a thread
-    of its own) where the rows leave in ``batches`` (the streaming import), whose consumer
-    holds the second CPU. The parse's result is the same whichever plan."""
+def parse_threads(files: Iterable[Path] = ()) -> int:
+    """Threads for the body of traceEvents (``KinetoParser.set_threads``): 2 where this
+    process may run on more than one CPU, else 1; and 1 on two CPUs when a file is
+    gzipped, whose inflation takes the second one (the 1M-kernel file: no faster on two
+    parse threads, ~0.3 CPU s more; its plain JSON 2.7-2.9 s instead of 3.0-3.7 s;
+    docs/DECISIONS.md 254). The parse's result is the same either way."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
     if cpus < 2:
-        return ParsePlan(1, False, SECOND_SHARE)
+        return 1
     if cpus == 2 and any(_gzipped(p) for p in files):
-        return (
-            ParsePlan(1, False, SECOND_SHARE)
-            if batches
-            else ParsePlan(2, True, SECOND_SHARE_INFLATING)
-        )
-    return ParsePlan(2, False, SECOND_SHARE)
-
-
-def parse_threads(files: Iterable[Path] = (), batches: bool = False) -> int:
-    """Threads for the body of traceEvents (:func:`parse_plan`)."""
-    return parse_plan(files, batches).threads
+        return 1
+    return 2
 
 
 def _gzipped(path: Path) -> bool:
@@ -200,7 +169,6 @@ class ParseJob:
     # Called from the parse thread with the bytes of the files read so far (as stored:
     # compressed for gzip), for a progress display (tbdtrace.progress).
     progress: Callable[[int], None] | None = None
-    plan: ParsePlan = ParsePlan(1, False, SECOND_SHARE)
 
     def wait(self) -> ParseJob:
         """Joins the thread; raises :class:`ParseFailure` (or what the parse raised)."""
@@ -267,8 +235,7 @@ def start(
         )
     job = ParseJob(list(files), _native.KinetoParser(ROUTES), dict(fixes or {}))
     job.parser.set_hook(python_value)
-    job.plan = parse_plan(job.files, batch_rows > 0)
-    job.parser.set_threads(job.plan.threads, SPLIT_BYTES, True, job.plan.second_share)
+    job.parser.set_threads(parse_threads(job.files), SPLIT_BYTES)
     if batch_rows > 0:
         assert background, "batch mode hands batches to another thread"
         job.batch_rows = batch_rows
@@ -309,7 +276,7 @@ def _run(job: ParseJob) -> None:
             # once it knows the job): looked up at each piece.
             shown = functools.partial(_read_so_far, job, read_before)
             try:
-                feed_file(parser, path, fix.source, cut, shown, job.plan.inflate_here)
+                feed_file(parser, path, fix.source, cut, shown)
                 cut(final=True)
             except OSError as e:
                 raise ParseFailure(path, i, "read", e) from e
@@ -346,19 +313,11 @@ def feed_file(
     source: bytes | None = None,
     after: Callable[[], None] | None = None,
     progress: Callable[[int], None] | None = None,
-    inflate_here: bool = False,
 ) -> None:
     """Feeds the file's (decompressed) bytes, or ``source`` instead, to the parser and
     finishes it; ``after`` is called after each piece (batch mode takes its rows there),
-    ``progress`` with the file's bytes read so far (as stored). ``inflate_here``: a
-    gzipped file is inflated on this thread, the next piece while the parser's second
-    thread parses its part of the last (:class:`ParsePlan`)."""
+    ``progress`` with the file's bytes read so far (as stored)."""
     read = [0]  # the file's bytes read (compressed for gzip), set by the reading thread
-    if source is None and inflate_here and _gzipped(path):
-        with contextlib.closing(_pieces(path, read)) as inflated:
-            _feed_overlapped(parser, inflated, after, progress, read)
-        parser.finish()
-        return
     if source is not None:
         view = memoryview(source)
         pieces: Iterator[Any] = (
@@ -378,31 +337,6 @@ def feed_file(
     parser.finish()
 
 
-def _feed_overlapped(
-    parser: Any,
-    pieces: Iterator[bytes],
-    after: Callable[[], None] | None,
-    progress: Callable[[int], None] | None,
-    read: list[int],
-) -> None:
-    """Each piece fed in two calls around the next piece's production: ``feed_begin``
-    parses up to the cut and leaves the rest to the second thread, ``feed_end`` takes its
-    part over. The parser is never left with a piece pending: a reading error waits for
-    the last piece's end first, so an error in that piece comes first, as on one thread."""
-    piece = next(pieces, None)
-    while piece is not None:
-        parser.feed_begin(piece)
-        try:
-            following = next(pieces, None)
-        finally:
-            parser.feed_end()
-        if after is not None:
-            after()
-        if progress is not None:
-            progress(read[0])
-        piece = following
-
-
 def _read_so_far(job: ParseJob, before: int, n: int) -> None:
     if job.progress is not None:
         job.progress(before + n)
@@ -415,7 +349,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _pieces(path: Path, read: list[int] | None = None) -> Generator[bytes, None, None]:
+def _pieces(path: Path, read: list[int] | None = None) -> Iterator[bytes]:
     """The file's content in pieces; ``read[0]``: the file's bytes read so far."""
     with path.open("rb") as f:
         if f.read(2) != b"\x1f\x8b":
