@@ -34,6 +34,7 @@ from tbdtrace.analysis.engine.intervals import (
     by_start_then_longer,
     by_start_then_longer_rows,
     innermost,
+    native_fn,
 )
 from tbdtrace.analysis.engine.joins import NULL_ID, join_ids, join_pairs
 from tbdtrace.arrow_ints import int_column
@@ -143,13 +144,8 @@ def _key_groups(
     return _groups([thread(k) for k in enc.dictionary.to_pylist()], enc.indices)
 
 
-def _native_fn(name: str) -> Any:
-    """``tbdtrace._native.<name>``; None where the extension is missing or older."""
-    try:
-        from tbdtrace import _native
-    except ImportError:  # pragma: no cover - the extension is built by `make native`
-        return None
-    return getattr(_native, name, None)
+# Looked up through this name at each use (tests turn the compiled paths off here).
+_native_fn = native_fn
 
 
 _SORT_ROWS = 1 << 22  # rows sorted at a time by _groups
@@ -618,8 +614,8 @@ BESIDE_ROWS = (1 << 16, 1 << 23)
 
 
 class Beside:
-    """``run()`` on a thread of its own; :meth:`join` waits for it and raises what it
-    raised."""
+    """``run()`` on a thread of its own (on the caller's, at once, where no thread can
+    start); :meth:`join` waits for it and raises what it raised."""
 
     def __init__(self, run: Callable[[], None]):
         self.error: BaseException | None = None
@@ -630,11 +626,18 @@ class Beside:
             except BaseException as e:  # handed to join()
                 self.error = e
 
-        self.thread = threading.Thread(target=target, name="tbdtrace-search", daemon=True)
-        self.thread.start()
+        self.thread: threading.Thread | None = threading.Thread(
+            target=target, name="tbdtrace-search", daemon=True
+        )
+        try:
+            self.thread.start()
+        except RuntimeError:  # no new thread (a process at its limit): run here, now
+            self.thread = None
+            target()
 
     def join(self) -> None:
-        self.thread.join()
+        if self.thread is not None:
+            self.thread.join()
         if self.error is not None:
             raise self.error
 

@@ -266,31 +266,26 @@ def innermost(
     return j
 
 
-def _native_span_union() -> Any:
-    """``_native.span_union_rows``; None where the extension is missing or older."""
+def native_fn(name: str) -> Any:
+    """``tbdtrace._native.<name>``; None where the extension is missing or older (the
+    compiled loops over columns each have a numpy twin here or in the attribution)."""
     try:
         from tbdtrace import _native
     except ImportError:  # pragma: no cover - the extension is built by `make native`
         return None
-    return getattr(_native, "span_union_rows", None)
+    return getattr(_native, name, None)
+
+
+def _native_span_union() -> Any:
+    return native_fn("span_union_rows")
 
 
 def _native_innermost() -> Any:
-    """``_native.innermost_sorted``; None where the extension is missing or older."""
-    try:
-        from tbdtrace import _native
-    except ImportError:
-        return None
-    return getattr(_native, "innermost_sorted", None)
+    return native_fn("innermost_sorted")
 
 
 def _native_innermost_rows() -> Any:
-    """``_native.innermost_rows``; None where the extension is missing or older."""
-    try:
-        from tbdtrace import _native
-    except ImportError:
-        return None
-    return getattr(_native, "innermost_rows", None)
+    return native_fn("innermost_rows")
 
 
 def _innermost_sorted(s: I64, e: I64, t_in: I64) -> I64:

@@ -5,6 +5,7 @@ random inputs and on real traces (the whole attribution with and without them)."
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -286,6 +287,18 @@ def test_beside_raises_what_the_thread_raised() -> None:
     worker = attribution.Beside(boom)
     with pytest.raises(ValueError, match="from the thread"):
         worker.join()
+
+
+def test_beside_runs_on_the_caller_where_no_thread_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    ran: list[str] = []
+    worker = attribution.Beside(lambda: ran.append(threading.current_thread().name))
+    assert ran == [threading.current_thread().name]  # already run, here
+    worker.join()
+    assert len(ran) == 1
 
 
 # -- a thread's span and busy time
